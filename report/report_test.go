@@ -1,0 +1,64 @@
+package report
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestRecorderSummaries(t *testing.T) {
+	r := NewRecorder()
+	var wg sync.WaitGroup
+	for i := 1; i <= 100; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			r.Observe("registration", time.Duration(i)*time.Microsecond)
+		}(i)
+	}
+	wg.Wait()
+	r.Fail("registration")
+	r.Observe("deregistration", 5*time.Microsecond)
+	sums := r.Summaries()
+	if len(sums) != 2 || sums[0].Procedure != "deregistration" {
+		t.Fatalf("got %+v", sums)
+	}
+	reg := sums[1]
+	if reg.Count != 100 || reg.Failures != 1 || reg.Median != 50*time.Microsecond ||
+		reg.P90 != 90*time.Microsecond || reg.P99 != 99*time.Microsecond || reg.Max != 100*time.Microsecond {
+		t.Fatalf("got %+v", reg)
+	}
+	var sb strings.Builder
+	WriteTable(&sb, "t", sums)
+	if !strings.Contains(sb.String(), "FAILURES: 1") || !strings.Contains(sb.String(), "registration") {
+		t.Fatalf("table:\n%s", sb.String())
+	}
+}
+
+func TestDocJSON(t *testing.T) {
+	d := NewDoc("register", map[string]int{"ues": 1})
+	d.Add(LatencyResult(Summary{Procedure: "registration", Count: 1, Median: 412 * time.Microsecond}, "unit", nil))
+	p := filepath.Join(t.TempDir(), "r.json")
+	if err := d.WriteFile(p); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	var got struct {
+		Bench   string
+		Machine struct{ CPUs int }
+		Results []struct {
+			Name, Variant, Unit string
+			Median              float64
+		}
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Bench != "register" || got.Machine.CPUs < 1 || got.Results[0].Median != 412 || got.Results[0].Unit != "us" {
+		t.Fatalf("got %+v", got)
+	}
+}
