@@ -1,0 +1,244 @@
+// Package ausf is the authentication server function: Nausf_UEAuthentication
+// with 5G-AKA (TS 33.501 §6.1.3.2, TS 29.509).
+package ausf
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/free5gc/openapi/models"
+
+	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/sbi"
+	"github.com/tern5g/tern/security/kdf"
+)
+
+// Config configures the AUSF.
+type Config struct {
+	// InstanceID is the NF instance ID reported to the UDM (optional).
+	InstanceID string `yaml:"instanceId,omitempty"`
+	// ServingPLMNs are the PLMNs ("20893") whose serving network names the
+	// AUSF accepts (TS 33.501 §6.1.3.2 step 1: the AUSF checks that the SEAF
+	// is entitled to use the serving network name).
+	ServingPLMNs []string `yaml:"servingPlmns"`
+	// ContextTTL is how long an authentication context waits for its
+	// confirmation. Default 30s, a little over T3560's five transmissions
+	// (TS 24.501 §5.4.1.3.7).
+	ContextTTL time.Duration `yaml:"contextTtl,omitempty"`
+}
+
+// DefaultContextTTL is used when Config.ContextTTL is zero.
+const DefaultContextTTL = 30 * time.Second
+
+// Validate checks the configuration and names the bad field.
+func (c *Config) Validate() error {
+	if len(c.ServingPLMNs) == 0 {
+		return errors.New("ausf: servingPlmns: at least one PLMN is required")
+	}
+	for i, p := range c.ServingPLMNs {
+		if _, err := identity.ParsePLMN(p); err != nil {
+			return fmt.Errorf("ausf: servingPlmns[%d]: %w", i, err)
+		}
+	}
+	if c.ContextTTL < 0 {
+		return fmt.Errorf("ausf: contextTtl: %v is negative", c.ContextTTL)
+	}
+	return nil
+}
+
+// authContext is the state of one 5G-AKA run between Authenticate and
+// Confirm5gAka (TS 33.501 §6.1.3.2 step 5: the AUSF stores XRES*, KSEAF).
+type authContext struct {
+	supi     string
+	snn      string
+	xresStar []byte
+	kseaf    []byte
+	expires  time.Time
+}
+
+// AUSF implements sbi.UEAuthentication.
+type AUSF struct {
+	cfg  Config
+	snns map[string]bool // authorised serving network names
+	ttl  time.Duration
+	udm  sbi.UDMUEAuthentication
+	log  *slog.Logger
+	now  func() time.Time
+
+	mu        sync.Mutex
+	ctxs      map[string]*authContext // by authCtxID
+	nextSweep time.Time
+}
+
+var _ sbi.UEAuthentication = (*AUSF)(nil)
+
+// New returns an AUSF that obtains authentication vectors from udm.
+func New(cfg Config, udm sbi.UDMUEAuthentication, logger *slog.Logger) (*AUSF, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if udm == nil {
+		return nil, errors.New("ausf: nil UDM")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	a := &AUSF{
+		cfg:  cfg,
+		snns: make(map[string]bool, len(cfg.ServingPLMNs)),
+		ttl:  cfg.ContextTTL,
+		udm:  udm,
+		log:  logger.With("nf", "ausf"),
+		now:  time.Now,
+		ctxs: make(map[string]*authContext),
+	}
+	if a.ttl == 0 {
+		a.ttl = DefaultContextTTL
+	}
+	for _, p := range cfg.ServingPLMNs {
+		plmn, _ := identity.ParsePLMN(p) // checked by Validate
+		a.snns[kdf.ServingNetworkName(plmn)] = true
+	}
+	return a, nil
+}
+
+// Authenticate implements sbi.UEAuthentication (TS 33.501 §6.1.3.2 steps 1-5).
+func (a *AUSF) Authenticate(ctx context.Context, req *models.Ausf_UEAU_AuthenticationInfo) (string, *models.Ausf_UEAU_UEAuthenticationCtx, error) {
+	if req == nil || req.SupiOrSuci == "" {
+		return "", nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "supiOrSuci")
+	}
+	if req.ServingNetworkName == "" {
+		return "", nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "servingNetworkName")
+	}
+	snn := req.ServingNetworkName
+	if !a.snns[snn] {
+		return "", nil, sbi.NewProblem(http.StatusForbidden, sbi.CauseServingNetworkNotAuthorized, "%q", snn)
+	}
+	res, err := a.udm.GenerateAuthData(ctx, req.SupiOrSuci, &models.Udm_UEAU_AuthenticationInfoRequest{
+		ServingNetworkName:    snn,
+		ResynchronizationInfo: req.ResynchronizationInfo,
+		AusfInstanceId:        a.cfg.InstanceID,
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("ausf: Nudm_UEAuthentication_Get: %w", err)
+	}
+	av := res.AuthenticationVector
+	if res.AuthType != models.Udm_UEAU_AuthType_5_G_AKA || av == nil || av.AvType != models.Udm_UEAU_AvType_5_G_HE_AKA {
+		return "", nil, sbi.NewProblem(http.StatusNotImplemented, sbi.CauseAuthenticationRejected, "UDM chose %q; only 5G-AKA is supported", res.AuthType)
+	}
+	rnd, err1 := hex.DecodeString(av.Rand)
+	xresStar, err2 := hex.DecodeString(av.XresStar)
+	kausf, err3 := hex.DecodeString(av.Kausf)
+	if err := errors.Join(err1, err2, err3); err != nil || len(rnd) != 16 || len(xresStar) != 16 || len(kausf) != 32 {
+		return "", nil, sbi.NewProblem(http.StatusGatewayTimeout, sbi.CauseUpstreamServerError, "malformed 5G HE AV from UDM")
+	}
+
+	// TS 33.501 §6.1.3.2 step 4-5, Annex A.5 and A.6.
+	id, err := newAuthCtxID()
+	if err != nil {
+		return "", nil, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "authCtxId: %v", err)
+	}
+	ac := &authContext{
+		supi:     res.Supi,
+		snn:      snn,
+		xresStar: xresStar,
+		kseaf:    kdf.KSEAF(kausf, snn),
+	}
+	now := a.now()
+	ac.expires = now.Add(a.ttl)
+	a.mu.Lock()
+	a.sweepLocked(now)
+	a.ctxs[id] = ac
+	a.mu.Unlock()
+	a.log.Debug("5G-AKA started", "supi", res.Supi, "authCtxId", id)
+
+	return id, &models.Ausf_UEAU_UEAuthenticationCtx{
+		AuthType: models.Ausf_UEAU_AuthType_5_G_AKA,
+		Var5gAuthData: models.Ausf_UEAU_Av5gAka{
+			Rand:      av.Rand,
+			Autn:      av.Autn,
+			HxresStar: hex.EncodeToString(kdf.HXRESStar(rnd, xresStar)),
+		},
+		Links: map[string][]models.Link{
+			"5g-aka": {{Href: "/nausf-auth/v1/ue-authentications/" + id + "/5g-aka-confirmation"}},
+		},
+		ServingNetworkName: snn,
+	}, nil
+}
+
+// Confirm5gAka implements sbi.UEAuthentication (TS 33.501 §6.1.3.2 steps 9-11).
+func (a *AUSF) Confirm5gAka(ctx context.Context, authCtxID string, req *models.Ausf_UEAU_ConfirmationData) (*models.Ausf_UEAU_ConfirmationDataResponse, error) {
+	if req == nil || req.ResStar == nil {
+		return nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "resStar")
+	}
+	now := a.now()
+	a.mu.Lock()
+	ac, ok := a.ctxs[authCtxID]
+	delete(a.ctxs, authCtxID) // one confirmation per context, right or wrong
+	a.mu.Unlock()
+	if !ok || now.After(ac.expires) {
+		return nil, sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "authCtxId %q", authCtxID)
+	}
+
+	resStar, err := hex.DecodeString(*req.ResStar)
+	success := err == nil && subtle.ConstantTimeCompare(resStar, ac.xresStar) == 1
+	ev := &models.Udm_UEAU_AuthEvent{
+		NfInstanceId:       a.cfg.InstanceID,
+		Success:            success,
+		TimeStamp:          &now,
+		AuthType:           models.Udm_UEAU_AuthType_5_G_AKA,
+		ServingNetworkName: ac.snn,
+	}
+	// TS 33.501 §6.1.4.1a: the result goes to the UDM; a failure to record
+	// it does not change the outcome for the UE.
+	if err := a.udm.ConfirmAuth(ctx, ac.supi, ev); err != nil {
+		a.log.Warn("Nudm_UEAuthentication_ResultConfirmation failed", "supi", ac.supi, "err", err)
+	}
+	if !success {
+		a.log.Info("5G-AKA failed: RES* does not match XRES*", "supi", ac.supi)
+		return &models.Ausf_UEAU_ConfirmationDataResponse{AuthResult: models.Ausf_UEAU_AuthResult_FAILURE}, nil
+	}
+	a.log.Debug("5G-AKA succeeded", "supi", ac.supi)
+	return &models.Ausf_UEAU_ConfirmationDataResponse{
+		AuthResult: models.Ausf_UEAU_AuthResult_SUCCESS,
+		Supi:       ac.supi,
+		Kseaf:      hex.EncodeToString(ac.kseaf),
+	}, nil
+}
+
+// Pending returns the number of authentication contexts awaiting confirmation.
+func (a *AUSF) Pending() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.ctxs)
+}
+
+// sweepLocked removes expired contexts, at most every half TTL so that the
+// cost stays amortised O(1) per authentication. Caller holds a.mu.
+func (a *AUSF) sweepLocked(now time.Time) {
+	if now.Before(a.nextSweep) {
+		return
+	}
+	for id, c := range a.ctxs {
+		if now.After(c.expires) {
+			delete(a.ctxs, id)
+		}
+	}
+	a.nextSweep = now.Add(a.ttl / 2)
+}
+
+func newAuthCtxID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
+}

@@ -1,0 +1,320 @@
+// Package udm is the unified data management NF: Nudm_UEAuthentication
+// (ARPF/SIDF: SUCI de-concealment and 5G HE AV generation), Nudm_SDM and
+// Nudm_UECM for 3GPP access, over a Nudr_DataRepository.
+package udm
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/free5gc/openapi/models"
+
+	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/sbi"
+	"github.com/tern5g/tern/security/kdf"
+	"github.com/tern5g/tern/security/milenage"
+	"github.com/tern5g/tern/security/suci"
+)
+
+// UDM implements sbi.UDMUEAuthentication, sbi.SubscriberDataManagement and
+// sbi.UEContextManagement.
+type UDM struct {
+	cfg     Config
+	hnKeys  []suci.HomeNetworkKey
+	schemes map[suci.Scheme]bool // schemes with at least one key
+	udr     sbi.DataRepository
+	log     *slog.Logger
+	rand    func([]byte) error // RAND source; crypto/rand outside tests
+
+	mu         sync.Mutex
+	amf3GPP    map[string]*models.Udm_UECM_Amf3GppAccessRegistration // serving AMF per SUPI
+	authEvents map[string]*models.Udm_UEAU_AuthEvent                 // last authentication result per SUPI
+}
+
+var (
+	_ sbi.UDMUEAuthentication      = (*UDM)(nil)
+	_ sbi.SubscriberDataManagement = (*UDM)(nil)
+	_ sbi.UEContextManagement      = (*UDM)(nil)
+)
+
+// New returns a UDM reading subscription data from udr.
+func New(cfg Config, udr sbi.DataRepository, logger *slog.Logger) (*UDM, error) {
+	keys, err := cfg.keys()
+	if err != nil {
+		return nil, err
+	}
+	if udr == nil {
+		return nil, errors.New("udm: nil data repository")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	u := &UDM{
+		cfg:        cfg,
+		hnKeys:     keys,
+		schemes:    map[suci.Scheme]bool{suci.SchemeNull: true},
+		udr:        udr,
+		log:        logger.With("nf", "udm"),
+		rand:       func(b []byte) error { _, err := rand.Read(b); return err },
+		amf3GPP:    make(map[string]*models.Udm_UECM_Amf3GppAccessRegistration),
+		authEvents: make(map[string]*models.Udm_UEAU_AuthEvent),
+	}
+	for _, k := range keys {
+		u.schemes[k.Scheme] = true
+	}
+	return u, nil
+}
+
+// resolveSUPI returns the SUPI for a SUPI or SUCI (SIDF, TS 33.501 §6.12.3).
+func (u *UDM) resolveSUPI(supiOrSuci string) (string, error) {
+	if strings.HasPrefix(supiOrSuci, "suci-") {
+		s, err := suci.Parse(supiOrSuci)
+		if err != nil {
+			return "", sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "supiOrSuci: %v", err)
+		}
+		if !u.schemes[s.Scheme] {
+			return "", sbi.NewProblem(http.StatusNotImplemented, sbi.CauseUnsupportedProtectionScheme, "no home network key for protection scheme %v", s.Scheme)
+		}
+		supi, err := suci.Deconceal(s, u.hnKeys)
+		switch {
+		case errors.Is(err, suci.ErrMalformed):
+			return "", sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "supiOrSuci: %v", err)
+		case errors.Is(err, suci.ErrUnsupportedScheme):
+			return "", sbi.NewProblem(http.StatusNotImplemented, sbi.CauseUnsupportedProtectionScheme, "%v", err)
+		case err != nil:
+			// Unknown key identifier or a MAC tag that does not verify: the
+			// SUCI cannot be attributed to any subscriber.
+			return "", sbi.NewProblem(http.StatusForbidden, sbi.CauseAuthenticationRejected, "de-concealing SUCI: %v", err)
+		}
+		return supi, nil
+	}
+	if _, err := identity.ParseSUPI(supiOrSuci); err != nil {
+		return "", sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "supiOrSuci: %v", err)
+	}
+	return supiOrSuci, nil
+}
+
+func decodeHex(field, s string, n int) ([]byte, error) {
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != n {
+		return nil, fmt.Errorf("%s: want %d hex octets", field, n)
+	}
+	return b, nil
+}
+
+// GenerateAuthData implements sbi.UDMUEAuthentication (TS 33.501 §6.1.3.2
+// steps 2-3, TS 29.503 §5.4.2.2).
+func (u *UDM) GenerateAuthData(ctx context.Context, supiOrSuci string, req *models.Udm_UEAU_AuthenticationInfoRequest) (*models.Udm_UEAU_AuthenticationInfoResult, error) {
+	if req == nil || req.ServingNetworkName == "" {
+		return nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "servingNetworkName")
+	}
+	snn := req.ServingNetworkName
+	if err := kdf.ValidateSNN(snn); err != nil {
+		return nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "servingNetworkName: %v", err)
+	}
+	supi, err := u.resolveSUPI(supiOrSuci)
+	if err != nil {
+		return nil, err
+	}
+	log := u.log.With("supi", supi)
+
+	sub, err := u.udr.QueryAuthenticationSubscription(ctx, supi)
+	if err != nil {
+		return nil, fmt.Errorf("udm: %w", err)
+	}
+	if sub.AuthenticationMethod != models.Udr_DR_AuthMethod_5_G_AKA {
+		return nil, sbi.NewProblem(http.StatusNotImplemented, sbi.CauseAuthenticationRejected, "%s: authentication method %q not supported", supi, sub.AuthenticationMethod)
+	}
+	k, err1 := decodeHex("encPermanentKey", sub.EncPermanentKey, milenage.KeyLen)
+	opc, err2 := decodeHex("encOpcKey", sub.EncOpcKey, milenage.KeyLen)
+	amf, err3 := decodeHex("authenticationManagementField", sub.AuthenticationManagementField, milenage.AMFLen)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "%s: authentication subscription: %v", supi, err)
+	}
+
+	// TS 33.102 §6.3.5, TS 33.501 §6.1.3.3.2: verify AUTS, then let the
+	// UDR raise SQN_HE to SQN_MS before allocating the next SQN.
+	sqnMS := ""
+	if ri := req.ResynchronizationInfo; ri != nil {
+		rnd, err1 := decodeHex("resynchronizationInfo.rand", ri.Rand, milenage.KeyLen)
+		auts, err2 := decodeHex("resynchronizationInfo.auts", ri.Auts, milenage.AUTSLen)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "%v", err)
+		}
+		ms, err := milenage.VerifyAUTS(k, opc, rnd, auts)
+		if err != nil {
+			log.Warn("resynchronisation rejected", "err", err)
+			return nil, sbi.NewProblem(http.StatusForbidden, sbi.CauseAuthenticationRejected, "%s: AUTS: %v", supi, err)
+		}
+		sqnMS = fmt.Sprintf("%012x", ms)
+		log.Info("resynchronising SQN", "sqnMS", ms)
+	}
+	seq, err := u.udr.AllocateSQN(ctx, supi, sqnMS)
+	if err != nil {
+		return nil, fmt.Errorf("udm: %w", err)
+	}
+	sqn, err := decodeHex("sequenceNumber.sqn", seq.Sqn, milenage.SQNLen)
+	if err != nil {
+		return nil, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "%s: %v", supi, err)
+	}
+
+	// TS 33.501 §6.1.3.2 step 2: the AMF separation bit (TS 33.102 Annex H)
+	// is set to 1 in 5G AVs.
+	amf[0] |= 0x80
+	rnd := make([]byte, milenage.KeyLen)
+	if err := u.rand(rnd); err != nil {
+		return nil, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "RAND: %v", err)
+	}
+	av, err := milenage.Generate(k, opc, rnd, sqn, amf)
+	if err != nil {
+		return nil, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "%s: milenage: %v", supi, err)
+	}
+	// TS 33.501 §6.1.3.2 step 3, Annex A.2 and A.4.
+	xresStar := kdf.RESStar(av.CK, av.IK, snn, rnd, av.XRES)
+	kausf := kdf.KAUSF(av.CK, av.IK, snn, av.SQNXorAK())
+	log.Debug("generated 5G HE AV", "sqn", seq.Sqn)
+
+	return &models.Udm_UEAU_AuthenticationInfoResult{
+		AuthType: models.Udm_UEAU_AuthType_5_G_AKA,
+		Supi:     supi,
+		AuthenticationVector: &models.Udm_UEAU_AuthenticationVector{
+			AvType:   models.Udm_UEAU_AvType_5_G_HE_AKA,
+			Rand:     hex.EncodeToString(rnd),
+			Autn:     hex.EncodeToString(av.AUTN),
+			XresStar: hex.EncodeToString(xresStar),
+			Kausf:    hex.EncodeToString(kausf),
+		},
+	}, nil
+}
+
+// ConfirmAuth implements sbi.UDMUEAuthentication (TS 33.501 §6.1.4.1a):
+// the last authentication result per SUPI is kept for later procedures.
+func (u *UDM) ConfirmAuth(ctx context.Context, supi string, event *models.Udm_UEAU_AuthEvent) error {
+	if event == nil {
+		return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "authEvent")
+	}
+	if _, err := identity.ParseSUPI(supi); err != nil {
+		return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "supi: %v", err)
+	}
+	ev := *event
+	if ev.TimeStamp == nil {
+		now := time.Now()
+		ev.TimeStamp = &now
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if ev.AuthRemovalInd {
+		delete(u.authEvents, supi)
+		return nil
+	}
+	u.authEvents[supi] = &ev
+	return nil
+}
+
+// LastAuthEvent returns the last authentication result the AUSF reported
+// for supi, if any.
+func (u *UDM) LastAuthEvent(supi string) (models.Udm_UEAU_AuthEvent, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	ev, ok := u.authEvents[supi]
+	if !ok {
+		return models.Udm_UEAU_AuthEvent{}, false
+	}
+	return *ev, true
+}
+
+// GetAmData implements sbi.SubscriberDataManagement (TS 29.503 §5.2.2.2.3).
+func (u *UDM) GetAmData(ctx context.Context, supi string, plmn identity.PLMN) (*models.Udm_SDM_AccessAndMobilitySubscriptionData, error) {
+	am, err := u.udr.QueryAmData(ctx, supi, plmn)
+	if err != nil {
+		return nil, fmt.Errorf("udm: %w", err)
+	}
+	// The UDR and UDM models are the same TS 29.503 type under two names.
+	out := models.Udm_SDM_AccessAndMobilitySubscriptionData(*am)
+	return &out, nil
+}
+
+// GetNSSAI implements sbi.SubscriberDataManagement (TS 29.503 §5.2.2.2.2).
+func (u *UDM) GetNSSAI(ctx context.Context, supi string, plmn identity.PLMN) (*models.Udm_SDM_Nssai, error) {
+	am, err := u.udr.QueryAmData(ctx, supi, plmn)
+	if err != nil {
+		return nil, fmt.Errorf("udm: %w", err)
+	}
+	if am.Nssai == nil {
+		return nil, sbi.NewProblem(http.StatusNotFound, sbi.CauseDataNotFound, "%s: no subscribed NSSAI", supi)
+	}
+	return am.Nssai, nil
+}
+
+// GetSmData implements sbi.SubscriberDataManagement (TS 29.503 §5.2.2.2.5).
+func (u *UDM) GetSmData(ctx context.Context, supi string, q sbi.SmDataQuery) ([]models.Udm_SDM_SessionManagementSubscriptionData, error) {
+	sm, err := u.udr.QuerySmData(ctx, supi, q)
+	if err != nil {
+		return nil, fmt.Errorf("udm: %w", err)
+	}
+	if len(sm.IndividualSmSubsData) == 0 {
+		return nil, sbi.NewProblem(http.StatusNotFound, sbi.CauseDataNotFound, "%s: no SM subscription data for the query", supi)
+	}
+	return sm.IndividualSmSubsData, nil
+}
+
+// RegisterAMF3GPPAccess implements sbi.UEContextManagement (TS 29.503
+// §5.3.2.2.2). A registration from a different AMF replaces the old one.
+//
+// Departure from the spec: the UDM does not notify the old AMF
+// (Nudm_UECM_DeregistrationNotification) because the interfaces carry no
+// callbacks; the AMF detects the change when its context is reused.
+func (u *UDM) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *models.Udm_UECM_Amf3GppAccessRegistration) error {
+	if reg == nil || reg.AmfInstanceId == "" {
+		return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "amfInstanceId")
+	}
+	// 404 USER_NOT_FOUND for an unknown subscriber.
+	if _, err := u.udr.QueryAmData(ctx, supi, identity.PLMN{}); err != nil {
+		return fmt.Errorf("udm: %w", err)
+	}
+	r := *reg
+	r.Supi = supi
+	if r.RegistrationTime == nil {
+		now := time.Now()
+		r.RegistrationTime = &now
+	}
+	u.mu.Lock()
+	old := u.amf3GPP[supi]
+	u.amf3GPP[supi] = &r
+	u.mu.Unlock()
+	if old != nil && old.AmfInstanceId != r.AmfInstanceId {
+		u.log.Info("serving AMF changed", "supi", supi, "old", old.AmfInstanceId, "new", r.AmfInstanceId)
+	}
+	return nil
+}
+
+// DeregisterAMF3GPPAccess implements sbi.UEContextManagement.
+func (u *UDM) DeregisterAMF3GPPAccess(ctx context.Context, supi string) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if _, ok := u.amf3GPP[supi]; !ok {
+		return sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "%s: no AMF registered for 3GPP access", supi)
+	}
+	delete(u.amf3GPP, supi)
+	return nil
+}
+
+// GetAMF3GPPAccess implements sbi.UEContextManagement.
+func (u *UDM) GetAMF3GPPAccess(ctx context.Context, supi string) (*models.Udm_UECM_Amf3GppAccessRegistration, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	r, ok := u.amf3GPP[supi]
+	if !ok {
+		return nil, sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "%s: no AMF registered for 3GPP access", supi)
+	}
+	c := *r
+	return &c, nil
+}

@@ -1,0 +1,244 @@
+// Package udr is the unified data repository: Nudr_DataRepository (TS 29.504,
+// data model TS 29.505) over the subscriber store, for the UDM.
+package udr
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/free5gc/openapi/models"
+
+	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/sbi"
+	"github.com/tern5g/tern/security/milenage"
+	"github.com/tern5g/tern/store"
+)
+
+// Config configures the UDR.
+type Config struct {
+	// IndLength is the number of IND bits at the end of SQN (TS 33.102
+	// Annex C.1.1); 0 makes SQN a plain counter. Default 5.
+	IndLength *int `yaml:"indLength,omitempty"`
+}
+
+// DefaultIndLength is the IND length suggested by TS 33.102 Annex C.3.2.
+const DefaultIndLength = 5
+
+// Validate checks the configuration and names the bad field.
+func (c *Config) Validate() error {
+	if c.IndLength != nil && (*c.IndLength < 0 || *c.IndLength > 16) {
+		return fmt.Errorf("udr: indLength: %d not in 0..16", *c.IndLength)
+	}
+	return nil
+}
+
+// SubscriberStore is what the UDR needs from a subscriber store; *store.Store
+// implements it (an external database can later).
+type SubscriberStore interface {
+	Get(supi string) (store.Subscriber, error)
+	UpdateSQN(supi string, next func(cur uint64) (uint64, error)) (uint64, error)
+}
+
+// UDR implements sbi.DataRepository.
+type UDR struct {
+	store     SubscriberStore
+	indLength int
+	log       *slog.Logger
+}
+
+var _ sbi.DataRepository = (*UDR)(nil)
+
+// New returns a UDR over st.
+func New(cfg Config, st SubscriberStore, logger *slog.Logger) (*UDR, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return nil, errors.New("udr: nil store")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	ind := DefaultIndLength
+	if cfg.IndLength != nil {
+		ind = *cfg.IndLength
+	}
+	return &UDR{store: st, indLength: ind, log: logger.With("nf", "udr")}, nil
+}
+
+func (u *UDR) get(supi string) (store.Subscriber, error) {
+	sub, err := u.store.Get(supi)
+	if errors.Is(err, store.ErrNotFound) {
+		return sub, sbi.NewProblem(http.StatusNotFound, sbi.CauseUserNotFound, "%s", supi)
+	}
+	if err != nil {
+		return sub, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "reading %s: %v", supi, err)
+	}
+	return sub, nil
+}
+
+// QueryAuthenticationSubscription implements sbi.DataRepository.
+func (u *UDR) QueryAuthenticationSubscription(ctx context.Context, supi string) (*models.Udr_DR_AuthenticationSubscription, error) {
+	sub, err := u.get(supi)
+	if err != nil {
+		return nil, err
+	}
+	opc := []byte(sub.OP)
+	if sub.OPType == store.OPTypeOP {
+		// The TS 29.505 model carries only OPc (encOpcKey): derive it here.
+		if opc, err = milenage.OPc(sub.K, sub.OP); err != nil {
+			return nil, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "%s: deriving OPc: %v", supi, err)
+		}
+	}
+	return &models.Udr_DR_AuthenticationSubscription{
+		AuthenticationMethod:          models.Udr_DR_AuthMethod_5_G_AKA,
+		EncPermanentKey:               hex.EncodeToString(sub.K),
+		EncOpcKey:                     hex.EncodeToString(opc),
+		AuthenticationManagementField: hex.EncodeToString(sub.AMF),
+		AlgorithmId:                   "milenage",
+		SequenceNumber:                u.sqnModel(sub.SQN),
+		Supi:                          sub.SUPI,
+	}, nil
+}
+
+func (u *UDR) sqnModel(sqn uint64) *models.Udr_DR_SequenceNumber {
+	return &models.Udr_DR_SequenceNumber{
+		SqnScheme: models.Udr_DR_SqnScheme_NON_TIME_BASED,
+		Sqn:       fmt.Sprintf("%012x", sqn),
+		IndLength: int32(u.indLength),
+	}
+}
+
+// NextSQN returns the SQN of the next authentication vector after cur, with
+// IND bits of IND (TS 33.102 Annex C.1.1, C.3.2): SEQ increments by one and
+// IND advances cyclically, so consecutive SQNs strictly increase. The result
+// wraps at 48 bits.
+func NextSQN(cur uint64, indLength int) uint64 {
+	mask := uint64(1)<<indLength - 1
+	seq, ind := cur>>indLength, cur&mask
+	return ((seq+1)<<indLength | (ind+1)&mask) & store.MaxSQN
+}
+
+// AllocateSQN implements sbi.DataRepository.
+func (u *UDR) AllocateSQN(ctx context.Context, supi string, sqnMS string) (*models.Udr_DR_SequenceNumber, error) {
+	var ms uint64
+	resync := sqnMS != ""
+	if resync {
+		v, err := strconv.ParseUint(sqnMS, 16, 64)
+		if err != nil || len(sqnMS) != 12 {
+			return nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "sqnMS %q is not 12 hex digits", sqnMS)
+		}
+		ms = v
+	}
+	sqn, err := u.store.UpdateSQN(supi, func(cur uint64) (uint64, error) {
+		// TS 33.102 Annex C.3.4: if the next SQN from SQN_HE would not be
+		// accepted by the USIM (SQN_MS >= it), SQN_HE takes SQN_MS first.
+		if resync && ms > cur {
+			cur = ms
+		}
+		return NextSQN(cur, u.indLength), nil
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, sbi.NewProblem(http.StatusNotFound, sbi.CauseUserNotFound, "%s", supi)
+	}
+	if err != nil {
+		return nil, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "%s: updating SQN: %v", supi, err)
+	}
+	return u.sqnModel(sqn), nil
+}
+
+// QueryAmData implements sbi.DataRepository. tern keeps one subscription per
+// subscriber, so the serving PLMN does not select different data.
+func (u *UDR) QueryAmData(ctx context.Context, supi string, plmn identity.PLMN) (*models.Udr_DR_AccessAndMobilitySubscriptionData, error) {
+	sub, err := u.get(supi)
+	if err != nil {
+		return nil, err
+	}
+	nssai := &models.Udm_SDM_Nssai{}
+	for _, sl := range sub.Slices {
+		id, err := sl.ID()
+		if err != nil {
+			return nil, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "%s: %v", supi, err)
+		}
+		// TS 29.503 Nssai: defaultSingleNssais and singleNssais (the
+		// non-default ones) are disjoint lists.
+		if sl.Default {
+			nssai.DefaultSingleNssais = append(nssai.DefaultSingleNssais, sbi.SNSSAIToModel(id))
+		} else {
+			nssai.SingleNssais = append(nssai.SingleNssais, sbi.SNSSAIToModel(id))
+		}
+	}
+	am := &models.Udr_DR_AccessAndMobilitySubscriptionData{
+		Gpsis: append([]string(nil), sub.GPSIs...),
+		Nssai: nssai,
+	}
+	if sub.UEAMBR != (store.AMBR{}) {
+		am.SubscribedUeAmbr = &models.AmbrRm{Uplink: sub.UEAMBR.Uplink, Downlink: sub.UEAMBR.Downlink}
+	}
+	return am, nil
+}
+
+// QuerySmData implements sbi.DataRepository: one entry per subscribed
+// S-NSSAI (matching q.SNSSAI when set) with its DNN configurations (matching
+// q.DNN when set). Slices left with no DNN are omitted.
+func (u *UDR) QuerySmData(ctx context.Context, supi string, q sbi.SmDataQuery) (*models.Udr_DR_SmSubsData, error) {
+	sub, err := u.get(supi)
+	if err != nil {
+		return nil, err
+	}
+	out := &models.Udr_DR_SmSubsData{}
+	for _, sl := range sub.Slices {
+		id, err := sl.ID()
+		if err != nil {
+			return nil, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "%s: %v", supi, err)
+		}
+		if q.SNSSAI != nil && *q.SNSSAI != id {
+			continue
+		}
+		confs := make(map[string]models.Udm_SDM_DnnConfiguration, len(sl.DNNs))
+		for _, d := range sl.DNNs {
+			if q.DNN != "" && q.DNN != d.Name {
+				continue
+			}
+			confs[d.Name] = dnnConfiguration(d)
+		}
+		if len(confs) == 0 {
+			continue
+		}
+		snssai := sbi.SNSSAIToModel(id)
+		out.IndividualSmSubsData = append(out.IndividualSmSubsData, models.Udm_SDM_SessionManagementSubscriptionData{
+			SingleNssai:       &snssai,
+			DnnConfigurations: confs,
+		})
+	}
+	return out, nil
+}
+
+// dnnConfiguration maps a stored DNN to TS 29.503 DnnConfiguration: IPv4,
+// SSC mode 1 (what tern's SMF supports), the default QoS and session AMBR.
+func dnnConfiguration(d store.DNN) models.Udm_SDM_DnnConfiguration {
+	return models.Udm_SDM_DnnConfiguration{
+		PduSessionTypes: &models.Udm_SDM_PduSessionTypes{
+			DefaultSessionType:  models.PduSessionType_IPV4,
+			AllowedSessionTypes: []models.PduSessionType{models.PduSessionType_IPV4},
+		},
+		SscModes: &models.Udm_SDM_SscModes{
+			DefaultSscMode:  models.SscMode_1,
+			AllowedSscModes: []models.SscMode{models.SscMode_1},
+		},
+		Var5gQosProfile: &models.SubscribedDefaultQos{
+			Var5qi: int32(d.FiveQI),
+			Arp: &models.Arp{
+				PriorityLevel: int32(d.ARPPriority),
+				PreemptCap:    models.PreemptionCapability_NOT_PREEMPT,
+				PreemptVuln:   models.PreemptionVulnerability_PREEMPTABLE,
+			},
+		},
+		SessionAmbr: &models.Ambr{Uplink: d.SessionAMBR.Uplink, Downlink: d.SessionAMBR.Downlink},
+	}
+}

@@ -1,0 +1,54 @@
+package sbi
+
+import "github.com/free5gc/openapi/models"
+
+// NFType is the NF type of TS 29.510 §6.1.6.3.3. It is an alias of the model
+// type so that NF profiles and discovery queries need no conversion.
+type NFType = models.Nrf_NFMgmt_NFType
+
+// NF types used by tern.
+const (
+	NFTypeNRF  NFType = models.Nrf_NFMgmt_NFType_NRF
+	NFTypeAMF  NFType = models.Nrf_NFMgmt_NFType_AMF
+	NFTypeSMF  NFType = models.Nrf_NFMgmt_NFType_SMF
+	NFTypeAUSF NFType = models.Nrf_NFMgmt_NFType_AUSF
+	NFTypeUDM  NFType = models.Nrf_NFMgmt_NFType_UDM
+	NFTypeUDR  NFType = models.Nrf_NFMgmt_NFType_UDR
+	NFTypePCF  NFType = models.Nrf_NFMgmt_NFType_PCF
+	NFTypeNSSF NFType = models.Nrf_NFMgmt_NFType_NSSF
+	NFTypeUPF  NFType = models.Nrf_NFMgmt_NFType_UPF
+)
+
+// Operation names a service operation as 3GPP writes it
+// ("<Service>_<Operation>"); bindings use it to route requests and
+// observability uses it as a label.
+type Operation string
+
+// Service operations defined in this package.
+const (
+	// Nausf_UEAuthentication, TS 29.509 §5.2.
+	OpAUSFAuthenticate Operation = "Nausf_UEAuthentication_Authenticate"
+	OpAUSFConfirm5gAka Operation = "Nausf_UEAuthentication_Authenticate_Confirm5gAka"
+	// Nudm_UEAuthentication, TS 29.503 §5.4.
+	OpUDMGenerateAuthData   Operation = "Nudm_UEAuthentication_Get"
+	OpUDMResultConfirmation Operation = "Nudm_UEAuthentication_ResultConfirmation"
+	// Nudm_SDM, TS 29.503 §5.2.
+	OpUDMGetAmData Operation = "Nudm_SDM_Get_AmData"
+	OpUDMGetNSSAI  Operation = "Nudm_SDM_Get_NSSAI"
+	OpUDMGetSmData Operation = "Nudm_SDM_Get_SmData"
+	// Nudm_UECM, TS 29.503 §5.3.
+	OpUDMRegisterAMF3GPP   Operation = "Nudm_UECM_Registration_Amf3GppAccess"
+	OpUDMDeregisterAMF3GPP Operation = "Nudm_UECM_Deregistration_Amf3GppAccess"
+	OpUDMGetAMF3GPP        Operation = "Nudm_UECM_Get_Amf3GppAccess"
+	// Nnssf_NSSelection, TS 29.531 §5.2.
+	OpNSSFSelectForRegistration Operation = "Nnssf_NSSelection_Get_Registration"
+	// Nnrf_NFManagement / Nnrf_NFDiscovery, TS 29.510 §5.2, §5.3.
+	OpNRFRegister   Operation = "Nnrf_NFManagement_NFRegister"
+	OpNRFDeregister Operation = "Nnrf_NFManagement_NFDeregister"
+	OpNRFDiscover   Operation = "Nnrf_NFDiscovery_Request"
+	// Nudr_DataRepository, TS 29.504 / TS 29.505.
+	OpUDRQueryAuthSubscription Operation = "Nudr_DataRepository_Query_AuthenticationSubscription"
+	OpUDRAllocateSQN           Operation = "Nudr_DataRepository_Update_SequenceNumber"
+	OpUDRQueryAmData           Operation = "Nudr_DataRepository_Query_AmData"
+	OpUDRQuerySmData           Operation = "Nudr_DataRepository_Query_SmData"
+)

@@ -1,0 +1,105 @@
+package sbi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/free5gc/openapi/models"
+
+	"github.com/tern5g/tern/identity"
+)
+
+func TestProblemDetails(t *testing.T) {
+	err := fmt.Errorf("ausf: %w", NewProblem(404, CauseUserNotFound, "imsi-%s", "001010000000001"))
+	if !errors.Is(err, ErrUserNotFound) || errors.Is(err, ErrContextNotFound) {
+		t.Fatalf("errors.Is mismatch for %v", err)
+	}
+	if CauseOf(err) != CauseUserNotFound || StatusOf(err) != 404 || StatusOf(nil) != 200 || StatusOf(errors.New("x")) != 500 {
+		t.Fatalf("CauseOf/StatusOf wrong for %v", err)
+	}
+	if err.Error() != "ausf: 404 USER_NOT_FOUND: imsi-001010000000001" {
+		t.Fatalf("Error() = %q", err.Error())
+	}
+	var p *ProblemDetails
+	if !errors.As(err, &p) {
+		t.Fatal("errors.As failed")
+	}
+	back := ProblemFromModel(p.Model())
+	if *back != *p || p.Model().Title != "Not Found" {
+		t.Fatalf("model round trip: %+v", back)
+	}
+	// A different status with the same cause is a different problem.
+	if errors.Is(NewProblem(500, CauseUserNotFound, ""), ErrUserNotFound) {
+		t.Fatal("status ignored by Is")
+	}
+}
+
+func TestSNSSAIConversion(t *testing.T) {
+	for _, s := range []identity.SNSSAI{{SST: 1, SD: 0x010203}, {SST: 2, SD: identity.NoSD}, {SST: 255, SD: 0}} {
+		m := SNSSAIToModel(s)
+		back, err := SNSSAIFromModel(m)
+		if err != nil || back != s {
+			t.Errorf("%v -> %+v -> %v, %v", s, m, back, err)
+		}
+	}
+	if m := SNSSAIToModel(identity.SNSSAI{SST: 1, SD: 0xabcdef}); m.Sd != "abcdef" {
+		t.Errorf("sd = %q", m.Sd)
+	}
+	for _, m := range []models.Snssai{{Sst: 256}, {Sst: -1}, {Sst: 1, Sd: "12345"}, {Sst: 1, Sd: "zzzzzz"}} {
+		if _, err := SNSSAIFromModel(m); err == nil {
+			t.Errorf("%+v accepted", m)
+		}
+	}
+	p, err := PLMNFromModel(PLMNToModel(identity.PLMN{MCC: "208", MNC: "093"}))
+	if err != nil || p.MNC != "093" {
+		t.Errorf("plmn round trip: %v, %v", p, err)
+	}
+}
+
+func TestSubscribedFromNssai(t *testing.T) {
+	got, err := SubscribedFromNssai(&models.Udm_SDM_Nssai{
+		DefaultSingleNssais: []models.Snssai{{Sst: 1, Sd: "010203"}},
+		SingleNssais:        []models.Snssai{{Sst: 2}},
+	})
+	want := []SubscribedSNSSAI{{SNSSAI: identity.SNSSAI{SST: 1, SD: 0x010203}, Default: true}, {SNSSAI: identity.SNSSAI{SST: 2, SD: identity.NoSD}}}
+	if err != nil || len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+	if _, err := SubscribedFromNssai(&models.Udm_SDM_Nssai{SingleNssais: []models.Snssai{{Sst: 1, Sd: "1"}}}); err == nil {
+		t.Fatal("bad sd accepted")
+	}
+}
+
+func TestAv5gAkaOf(t *testing.T) {
+	av := models.Ausf_UEAU_Av5gAka{Rand: "00", Autn: "11", HxresStar: "22"}
+	ctx := &models.Ausf_UEAU_UEAuthenticationCtx{AuthType: models.Ausf_UEAU_AuthType_5_G_AKA, Var5gAuthData: av}
+	if got, err := Av5gAkaOf(ctx); err != nil || got != av {
+		t.Fatalf("value: %+v, %v", got, err)
+	}
+	ctx.Var5gAuthData = &av
+	if got, err := Av5gAkaOf(ctx); err != nil || got != av {
+		t.Fatalf("pointer: %+v, %v", got, err)
+	}
+	// After the HTTP binding's JSON round trip the data is a generic map.
+	raw, _ := json.Marshal(ctx)
+	var decoded models.Ausf_UEAU_UEAuthenticationCtx
+	if err := json.Unmarshal(raw, &decoded); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Av5gAkaOf(&decoded); err != nil || got != av {
+		t.Fatalf("json: %+v, %v", got, err)
+	}
+	decoded.Var5gAuthData = map[string]any{"rand": "00"}
+	if _, err := Av5gAkaOf(&decoded); err == nil {
+		t.Fatal("incomplete map accepted")
+	}
+	ctx.AuthType = models.Ausf_UEAU_AuthType_EAP_AKA_PRIME
+	if _, err := Av5gAkaOf(ctx); err == nil {
+		t.Fatal("EAP-AKA' accepted")
+	}
+	if _, err := Av5gAkaOf(nil); err == nil {
+		t.Fatal("nil accepted")
+	}
+}

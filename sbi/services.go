@@ -1,0 +1,165 @@
+package sbi
+
+import (
+	"context"
+
+	"github.com/free5gc/openapi/models"
+
+	"github.com/tern5g/tern/identity"
+)
+
+// UEAuthentication is Nausf_UEAuthentication (TS 29.509 §5.2), served by the
+// AUSF and consumed by the AMF (SEAF).
+type UEAuthentication interface {
+	// Authenticate is Nausf_UEAuthentication_Authenticate (TS 33.501 §6.1.3.2
+	// steps 1-5). req.SupiOrSuci and req.ServingNetworkName are mandatory;
+	// req.ResynchronizationInfo carries RAND+AUTS after a synchronisation
+	// failure. For 5G-AKA, res.Var5gAuthData holds a models.Ausf_UEAU_Av5gAka
+	// (read it with Av5gAkaOf) and authCtxID names the context that
+	// Confirm5gAka confirms. Errors: CauseUserNotFound,
+	// CauseServingNetworkNotAuthorized, CauseAuthenticationRejected.
+	Authenticate(ctx context.Context, req *models.Ausf_UEAU_AuthenticationInfo) (authCtxID string, res *models.Ausf_UEAU_UEAuthenticationCtx, err error)
+
+	// Confirm5gAka is the 5g-aka-confirmation PUT (TS 33.501 §6.1.3.2 steps
+	// 9-11). A wrong RES* is not an error: the result says
+	// AUTHENTICATION_FAILURE. On AUTHENTICATION_SUCCESS the response carries
+	// SUPI and KSEAF (hex). The context is consumed either way. Errors:
+	// CauseContextNotFound (unknown or expired authCtxID).
+	Confirm5gAka(ctx context.Context, authCtxID string, req *models.Ausf_UEAU_ConfirmationData) (*models.Ausf_UEAU_ConfirmationDataResponse, error)
+}
+
+// UDMUEAuthentication is Nudm_UEAuthentication (TS 29.503 §5.4), served by
+// the UDM and consumed by the AUSF.
+type UDMUEAuthentication interface {
+	// GenerateAuthData is Nudm_UEAuthentication_Get: de-conceals a SUCI if
+	// needed and returns one 5G HE AV (RAND, AUTN, XRES*, KAUSF as hex) and
+	// the SUPI. req.ResynchronizationInfo triggers re-synchronisation
+	// (TS 33.102 §6.3.5). Errors: CauseUserNotFound,
+	// CauseAuthenticationRejected (bad AUTS, undecryptable SUCI),
+	// CauseMandatoryIEIncorrect.
+	GenerateAuthData(ctx context.Context, supiOrSuci string, req *models.Udm_UEAU_AuthenticationInfoRequest) (*models.Udm_UEAU_AuthenticationInfoResult, error)
+
+	// ConfirmAuth is Nudm_UEAuthentication_ResultConfirmation (TS 33.501
+	// §6.1.4.1a): the AUSF reports the outcome of an authentication.
+	ConfirmAuth(ctx context.Context, supi string, event *models.Udm_UEAU_AuthEvent) error
+}
+
+// SmDataQuery holds the optional query parameters of Nudm_SDM_Get for the
+// sm-data data set (TS 29.503 §6.1.3.5.3.1). Zero fields do not filter.
+type SmDataQuery struct {
+	PLMN   identity.PLMN
+	SNSSAI *identity.SNSSAI // single-nssai
+	DNN    string           // dnn
+}
+
+// SubscriberDataManagement is Nudm_SDM (TS 29.503 §5.2), served by the UDM and
+// consumed by the AMF and SMF.
+type SubscriberDataManagement interface {
+	// GetAmData returns the access and mobility subscription data (with the
+	// subscribed NSSAI and UE-AMBR). Errors: CauseUserNotFound, CauseDataNotFound.
+	GetAmData(ctx context.Context, supi string, plmn identity.PLMN) (*models.Udm_SDM_AccessAndMobilitySubscriptionData, error)
+	// GetNSSAI returns the subscribed NSSAI (data set "nssai").
+	GetNSSAI(ctx context.Context, supi string, plmn identity.PLMN) (*models.Udm_SDM_Nssai, error)
+	// GetSmData returns the session management subscription data, one entry
+	// per subscribed S-NSSAI, each with its DNN configurations.
+	GetSmData(ctx context.Context, supi string, q SmDataQuery) ([]models.Udm_SDM_SessionManagementSubscriptionData, error)
+}
+
+// UEContextManagement is Nudm_UECM for 3GPP access (TS 29.503 §5.3), served by
+// the UDM and consumed by the AMF.
+type UEContextManagement interface {
+	// RegisterAMF3GPPAccess is Nudm_UECM_Registration: reg.AmfInstanceId
+	// becomes the serving AMF of supi. Errors: CauseUserNotFound,
+	// CauseMandatoryIEMissing.
+	RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *models.Udm_UECM_Amf3GppAccessRegistration) error
+	// DeregisterAMF3GPPAccess is Nudm_UECM_Deregistration (purge) of the
+	// serving AMF. Errors: CauseContextNotFound.
+	DeregisterAMF3GPPAccess(ctx context.Context, supi string) error
+	// GetAMF3GPPAccess is Nudm_UECM_Get for the amf-3gpp-access data set.
+	// Errors: CauseContextNotFound.
+	GetAMF3GPPAccess(ctx context.Context, supi string) (*models.Udm_UECM_Amf3GppAccessRegistration, error)
+}
+
+// SubscribedSNSSAI is one subscribed S-NSSAI with its default indication
+// (TS 29.531 SubscribedSnssai, TS 23.501 §5.15.3).
+type SubscribedSNSSAI struct {
+	SNSSAI  identity.SNSSAI
+	Default bool
+}
+
+// NetworkSliceSelection is Nnssf_NSSelection (TS 29.531 §5.2), served by the
+// NSSF and consumed by the AMF.
+//
+// Departure from the contract draft: subscribed carries the default flag
+// (SubscribedSNSSAI) because the NSSF needs it when the UE requests no
+// S-NSSAI (TS 23.501 §5.15.5.2.1); SubscribedFromNssai builds it from the
+// UDM's Nssai.
+type NetworkSliceSelection interface {
+	// SelectForRegistration is Nnssf_NSSelection_Get for a registration:
+	// allowed NSSAI = requested ∩ subscribed ∩ supported in tai, or the
+	// default subscribed S-NSSAIs (∩ supported) when requested is empty or
+	// none of it can be allowed. Requested S-NSSAIs not allowed are listed in
+	// RejectedNssaiInPlmn (not subscribed or not supported in the PLMN) or
+	// RejectedNssaiInTa (not supported in tai). ConfiguredNssai lists the
+	// subscribed S-NSSAIs supported somewhere in the PLMN. When nothing can
+	// be allowed, AllowedNssaiList is empty and err is nil: the AMF rejects
+	// the registration (5GMM cause #62, TS 24.501 §5.5.1.2.5).
+	SelectForRegistration(ctx context.Context, supi string, requested []identity.SNSSAI, subscribed []SubscribedSNSSAI, tai identity.TAI) (*models.Nssf_NSSel_AuthorizedNetworkSliceInfo, error)
+}
+
+// NFManagement is Nnrf_NFManagement (TS 29.510 §5.2).
+type NFManagement interface {
+	// Register is NFRegister: stores (or replaces) profile under
+	// profile.NfInstanceId and returns the stored profile.
+	// Errors: CauseMandatoryIEMissing.
+	Register(ctx context.Context, profile *models.Nrf_NFMgmt_NFProfile) (*models.Nrf_NFMgmt_NFProfile, error)
+	// Deregister is NFDeregister. Errors: CauseNFInstanceNotFound.
+	Deregister(ctx context.Context, nfInstanceID string) error
+}
+
+// DiscoveryQuery holds the query parameters of Nnrf_NFDiscovery (TS 29.510
+// §6.2.3.2.3.1) that tern uses. Zero fields do not filter.
+type DiscoveryQuery struct {
+	RequesterNFType NFType
+	ServiceNames    []models.Nrf_NFMgmt_ServiceName // any of them
+	SNSSAIs         []identity.SNSSAI               // any of them
+	PLMN            *identity.PLMN                  // target-plmn-list (one)
+}
+
+// NFDiscovery is Nnrf_NFDiscovery (TS 29.510 §5.3).
+type NFDiscovery interface {
+	// Discover returns the registered, discoverable instances of target that
+	// match q. An empty result is not an error.
+	Discover(ctx context.Context, target NFType, q DiscoveryQuery) (*models.Nrf_NFDisc_SearchResult, error)
+}
+
+// DataRepository is the subset of Nudr_DataRepository (TS 29.504, data model
+// TS 29.505) that the UDM uses, served by the UDR.
+type DataRepository interface {
+	// QueryAuthenticationSubscription returns
+	// subscription-data/{ueId}/authentication-data/authentication-subscription.
+	// EncPermanentKey (K), EncOpcKey (OPc) and AuthenticationManagementField
+	// are hex, unencrypted (tern keeps no transport key). The TS 29.505 model
+	// has no OP field, so for a subscriber provisioned with OP the UDR
+	// derives OPc (TS 35.206 §4.1) before answering. SequenceNumber.Sqn is
+	// the current SQN_HE. Errors: CauseUserNotFound.
+	QueryAuthenticationSubscription(ctx context.Context, supi string) (*models.Udr_DR_AuthenticationSubscription, error)
+
+	// AllocateSQN atomically advances the subscriber's SQN_HE to the SQN of
+	// the next authentication vector and returns it (Sqn: 12 hex digits).
+	// sqnMS (12 hex digits) is empty, or SQN_MS from a verified AUTS: then
+	// SQN_HE is first raised to SQN_MS (TS 33.102 §6.3.5, Annex C.3.4).
+	//
+	// Departure from TS 29.505: 3GPP lets the UDM read the SQN and PATCH it
+	// back; tern makes it one atomic operation so that UDM instances sharing
+	// a UDR never issue the same SQN twice.
+	AllocateSQN(ctx context.Context, supi string, sqnMS string) (*models.Udr_DR_SequenceNumber, error)
+
+	// QueryAmData returns subscription-data/{ueId}/{servingPlmnId}/provisioned-data/am-data.
+	// Errors: CauseUserNotFound.
+	QueryAmData(ctx context.Context, supi string, plmn identity.PLMN) (*models.Udr_DR_AccessAndMobilitySubscriptionData, error)
+
+	// QuerySmData returns subscription-data/{ueId}/{servingPlmnId}/provisioned-data/sm-data
+	// filtered by q. Errors: CauseUserNotFound.
+	QuerySmData(ctx context.Context, supi string, q SmDataQuery) (*models.Udr_DR_SmSubsData, error)
+}
