@@ -48,3 +48,5 @@ require (
 	gonum.org/v1/plot v0.15.2 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
+
+replace github.com/pion/sctp => ./third_party/pionsctp

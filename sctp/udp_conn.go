@@ -1,0 +1,328 @@
+package sctp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	pion "github.com/pion/sctp"
+)
+
+// shutdownTimeout bounds a graceful Close before it falls back to ABORT.
+const shutdownTimeout = 2 * time.Second
+
+// recvQueueLen is how many received messages wait for Recv; beyond it the
+// stream readers stop and pion's receive window throttles the peer.
+const recvQueueLen = 256
+
+// assocConn adapts a pion association to Conn. pion delivers messages per
+// stream, so one reader goroutine per stream in use funnels them into recv.
+type assocConn struct {
+	assoc  *pion.Association
+	local  *Addr
+	remote *Addr
+	log    *slog.Logger
+	out    uint16 // negotiated outbound streams
+	in     uint16 // negotiated inbound streams
+
+	streams []atomic.Pointer[pion.Stream] // opened for sending, by id
+
+	recv    chan Message
+	closeCh chan struct{} // closed by Close
+	drained chan struct{} // closed once the association ended and every reader exited
+
+	mu      sync.Mutex
+	readers map[uint16]bool // streams with a reader
+	running int             // readers + the accept loop
+	endErr  error           // why the association ended, first reason wins
+
+	closeOnce sync.Once
+	closeErr  error
+
+	hb *heartbeat
+}
+
+func newAssocConn(assoc *pion.Association, local, remote *Addr, cfg Config) *assocConn {
+	c := &assocConn{
+		assoc:   assoc,
+		local:   local,
+		remote:  remote,
+		log:     cfg.Logger.With("local", local.String(), "remote", remote.String()),
+		out:     assoc.MaxOutboundStreams(),
+		in:      assoc.MaxInboundStreams(),
+		recv:    make(chan Message, recvQueueLen),
+		closeCh: make(chan struct{}),
+		drained: make(chan struct{}),
+		readers: make(map[uint16]bool),
+		running: 1,
+	}
+	c.streams = make([]atomic.Pointer[pion.Stream], c.out)
+	go c.acceptLoop()
+	if cfg.Heartbeat > 0 {
+		c.hb = startHeartbeat(c, cfg.Heartbeat, cfg.MaxMissedHeartbeats)
+	}
+	return c
+}
+
+func (c *assocConn) LocalAddr() net.Addr     { return c.local }
+func (c *assocConn) RemoteAddr() net.Addr    { return c.remote }
+func (c *assocConn) OutboundStreams() uint16 { return c.out }
+
+// Send implements Conn. pion copies data into its DATA chunks and wakes its
+// writer at once: no bundling delay.
+func (c *assocConn) Send(stream uint16, ppid uint32, data []byte) error {
+	if len(data) == 0 {
+		return ErrEmptyMessage
+	}
+	if stream >= c.out {
+		return fmt.Errorf("%w: stream %d, outbound streams %d", ErrInvalidStream, stream, c.out)
+	}
+	s := c.streams[stream].Load()
+	if s == nil {
+		var err error
+		if s, err = c.openStream(stream); err != nil {
+			return err
+		}
+	}
+	if _, err := s.WriteSCTP(data, pion.PayloadProtocolIdentifier(ppid)); err != nil {
+		return c.sendErr(err)
+	}
+	return nil
+}
+
+func (c *assocConn) openStream(id uint16) (*pion.Stream, error) {
+	s, err := c.assoc.OpenStream(id, pion.PayloadTypeUnknown)
+	if err != nil {
+		return nil, c.sendErr(err)
+	}
+	// pion returns the same *Stream for a stream the peer opened first.
+	if !c.streams[id].CompareAndSwap(nil, s) {
+		return c.streams[id].Load(), nil
+	}
+	c.startReader(s)
+	return s, nil
+}
+
+func (c *assocConn) sendErr(err error) error {
+	select {
+	case <-c.closeCh:
+		return net.ErrClosed
+	default:
+	}
+	if e := c.terminalErr(); e != nil {
+		return fmt.Errorf("sctp: send: association ended: %w", e)
+	}
+	return fmt.Errorf("sctp: send: %w", err)
+}
+
+// Recv implements Conn.
+func (c *assocConn) Recv() (Message, error) {
+	select {
+	case m := <-c.recv:
+		return m, nil
+	case <-c.closeCh:
+		return Message{}, net.ErrClosed
+	case <-c.drained:
+		// Every reader has exited, so what is queued is all there is.
+		select {
+		case m := <-c.recv:
+			return m, nil
+		default:
+			return Message{}, c.terminalErr()
+		}
+	}
+}
+
+// Close implements Conn: SHUTDOWN (RFC 9260 §9.2), ABORT when the peer does
+// not complete it in time.
+func (c *assocConn) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.closeCh)
+		if c.hb != nil {
+			c.hb.stop()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		err := c.assoc.Shutdown(ctx)
+		cancel()
+		if err != nil && c.assoc.CloseReason() == nil {
+			c.log.Debug("graceful shutdown failed, aborting", "err", err)
+			c.assoc.Abort("closing")
+		}
+		if err := c.assoc.Close(); err != nil && !isClosedErr(err) {
+			c.closeErr = fmt.Errorf("sctp: close: %w", err)
+		}
+		<-c.drained
+	})
+	return c.closeErr
+}
+
+// abort ends the association with an ABORT, recording why.
+func (c *assocConn) abort(reason error) {
+	c.setEnd(reason)
+	c.assoc.Abort(reason.Error())
+}
+
+// acceptLoop starts a reader for every stream the peer opens; it ends when
+// the association does (pion closes its accept queue then).
+func (c *assocConn) acceptLoop() {
+	for {
+		s, err := c.assoc.AcceptStream()
+		if err != nil {
+			c.setEnd(c.endReason())
+			// Release the transport now (for a listener, the peer's slot in
+			// the demultiplexer) rather than when the user calls Close.
+			_ = c.assoc.Close()
+			c.exitRunner()
+			return
+		}
+		id := s.StreamIdentifier()
+		if id < c.out {
+			c.streams[id].CompareAndSwap(nil, s)
+		}
+		c.startReader(s)
+	}
+}
+
+func (c *assocConn) startReader(s *pion.Stream) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id := s.StreamIdentifier()
+	if c.readers[id] || c.running == 0 {
+		return
+	}
+	c.readers[id] = true
+	c.running++
+	go c.readStream(s)
+}
+
+// readStream moves whole messages of one stream into recv, in order.
+func (c *assocConn) readStream(s *pion.Stream) {
+	defer c.exitRunner()
+	buf := make([]byte, 2048)
+	id := s.StreamIdentifier()
+	for {
+		n, ppi, err := s.ReadSCTP(buf)
+		if errors.Is(err, io.ErrShortBuffer) {
+			// n is the message size; pion keeps the message queued.
+			buf = make([]byte, n)
+			continue
+		}
+		if err != nil {
+			return
+		}
+		m := Message{Stream: id, PPID: uint32(ppi), Data: append([]byte(nil), buf[:n]...)}
+		select {
+		case c.recv <- m:
+		case <-c.closeCh:
+			return
+		}
+	}
+}
+
+func (c *assocConn) exitRunner() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.running--
+	if c.running == 0 {
+		close(c.drained)
+	}
+}
+
+// endReason maps pion's reason for ending to our errors.
+func (c *assocConn) endReason() error {
+	select {
+	case <-c.closeCh:
+		return net.ErrClosed
+	default:
+	}
+	err := c.assoc.CloseReason()
+	if err == nil || isClosedErr(err) {
+		// The transport was closed by pion after SHUTDOWN COMPLETE.
+		return io.EOF
+	}
+	return fmt.Errorf("%w: %w", ErrAborted, err)
+}
+
+func (c *assocConn) setEnd(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.endErr == nil {
+		c.endErr = err
+		c.log.Debug("association ended", "reason", err)
+	}
+}
+
+func (c *assocConn) terminalErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.endErr
+}
+
+func isClosedErr(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// heartbeat sends a HEARTBEAT every interval and aborts the association after
+// maxMissed consecutive ones went unanswered (RFC 9260 §8.3). It runs on a
+// timer, so an idle association costs no goroutine.
+type heartbeat struct {
+	c         *assocConn
+	interval  time.Duration
+	maxMissed int
+
+	mu       sync.Mutex
+	timer    *time.Timer
+	stopped  bool
+	lastAcks uint64
+	sent     bool
+	missed   int
+}
+
+func startHeartbeat(c *assocConn, interval time.Duration, maxMissed int) *heartbeat {
+	h := &heartbeat{c: c, interval: interval, maxMissed: maxMissed}
+	h.mu.Lock()
+	h.timer = time.AfterFunc(interval, h.tick)
+	h.mu.Unlock()
+	return h
+}
+
+func (h *heartbeat) tick() {
+	h.mu.Lock()
+	if h.stopped {
+		h.mu.Unlock()
+		return
+	}
+	acks := h.c.assoc.HeartbeatAcks()
+	switch {
+	case acks != h.lastAcks:
+		h.missed = 0
+	case h.sent:
+		h.missed++
+	}
+	h.lastAcks = acks
+	if h.missed >= h.maxMissed {
+		h.stopped = true
+		h.mu.Unlock()
+		h.c.log.Info("peer unreachable, aborting association", "missed_heartbeats", h.missed)
+		h.c.abort(ErrPeerDead)
+		return
+	}
+	h.c.assoc.ActiveHeartbeat()
+	h.sent = true
+	h.timer.Reset(h.interval)
+	h.mu.Unlock()
+}
+
+func (h *heartbeat) stop() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stopped = true
+	h.timer.Stop()
+}
