@@ -1,0 +1,73 @@
+# tern: build, demo, tests and benchmarks. Every target installs what it
+# needs on a fresh Debian 12 machine (Go is expected on PATH; see README).
+
+GO      ?= go
+BIN     := bin/tern
+SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_PKGS := tshark iproute2 iperf3
+
+.PHONY: all build demo up test test-short fuzz bench vet fmt deps tools clean
+
+all: build
+
+## deps: Go modules (pinned in go.mod/go.sum)
+deps:
+	$(GO) mod download
+
+## tools: Debian packages the tests use (tshark decodes our captures; iproute2 builds namespaces).
+## Installed only when missing; skipped quietly when apt is unavailable.
+tools:
+	@missing=""; \
+	command -v tshark >/dev/null 2>&1 || missing="$$missing tshark"; \
+	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
+	command -v iperf3 >/dev/null 2>&1 || missing="$$missing iperf3"; \
+	[ -f /usr/include/usrsctp.h ] || missing="$$missing libusrsctp-dev"; \
+	if [ -n "$$missing" ]; then \
+	  if command -v apt-get >/dev/null 2>&1 && { [ "$$(id -u)" = 0 ] || command -v sudo >/dev/null 2>&1; }; then \
+	    echo "installing:$$missing"; \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null && \
+	    echo "wireshark-common wireshark-common/install-setuid boolean false" | $(SUDO) debconf-set-selections && \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || \
+	    echo "warning: could not install$$missing; tests that need them will skip"; \
+	  else echo "warning: cannot install$$missing; tests that need them will skip"; fi; \
+	fi
+
+build: deps
+	$(GO) build -o $(BIN) ./cmd/tern
+
+## demo: a core and a simulated RAN doing real procedures, with a report.
+demo: build
+	./$(BIN) demo
+
+up: build
+	./$(BIN) up
+
+## test: the whole suite (unit, protocol vectors, end-to-end). Root-only tests skip without root.
+test: deps tools
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 15m ./...
+
+test-short: deps
+	$(GO) test -short -count=1 ./...
+
+## fuzz: run every fuzz target briefly (FUZZTIME per target).
+FUZZTIME ?= 10s
+fuzz: deps
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+## bench: the registration benchmark (see README for the others).
+bench: build
+	./$(BIN) bench register --ues 1000 --concurrency 64 --json bench-register.json
+
+vet:
+	$(GO) vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf bin
