@@ -52,28 +52,28 @@ const (
 // Config configures Listen and Dial. The zero value is usable.
 type Config struct {
 	// Transport picks the implementation; "" means auto.
-	Transport Transport
+	Transport Transport `yaml:"transport"`
 	// UDPPort is the RFC 6951 encapsulation port (default 9899). A listener
 	// binds it; a dialer sends to it from an ephemeral port.
-	UDPPort int
+	UDPPort int `yaml:"udpPort"`
 	// Streams is the number of outbound streams requested and inbound
 	// streams allowed (default 16). The usable outbound count after the
 	// handshake is Conn.OutboundStreams.
-	Streams uint16
+	Streams uint16 `yaml:"streams,omitempty"`
 	// Heartbeat is the HEARTBEAT interval (default 30s); negative disables
 	// heartbeats.
-	Heartbeat time.Duration
+	Heartbeat time.Duration `yaml:"heartbeat,omitempty"`
 	// MaxMissedHeartbeats is the number of consecutive unanswered
 	// HEARTBEATs after which the association is aborted (default 5).
-	MaxMissedHeartbeats int
+	MaxMissedHeartbeats int `yaml:"maxMissedHeartbeats,omitempty"`
 	// HandshakeTimeout bounds a listener's half-open associations
 	// (default 10s). Userspace only.
-	HandshakeTimeout time.Duration
+	HandshakeTimeout time.Duration `yaml:"handshakeTimeout,omitempty"`
 	// Tap, when set, sees every UDP datagram sent and received (userspace
 	// transport only; kernel SCTP packets are not visible to us).
-	Tap PacketTap
+	Tap PacketTap `yaml:"-"`
 	// Logger receives diagnostics; nil discards them.
-	Logger *slog.Logger
+	Logger *slog.Logger `yaml:"-"`
 }
 
 // PacketTap observes encapsulated SCTP packets, e.g. to write a pcap of N2.
