@@ -1,0 +1,27 @@
+package nas
+
+import "fmt"
+
+// Decode parses a plain 5GMM message. It never panics: malformed or
+// unsupported input gives an error. Optional IEs tern does not use are
+// skipped. Security protected PDUs must go through SecurityContext.Unprotect
+// (or PeekPlain) first. Byte-slice fields of the result (payloads, RAND,
+// containers) alias plain; copy them to keep them past plain's reuse.
+func Decode(plain []byte) (m Message, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			m, err = nil, fmt.Errorf("nas decode: malformed message (%v)", p)
+		}
+	}()
+	return decode(plain)
+}
+
+// Encode builds the plain 5GMM encoding of m.
+func Encode(m Message) (b []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			b, err = nil, fmt.Errorf("nas encode %s: %v", m.MessageType(), p)
+		}
+	}()
+	return encode(m)
+}

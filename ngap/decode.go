@@ -1,0 +1,578 @@
+package ngap
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/free5gc/ngap/aper"
+	"github.com/free5gc/ngap/ie"
+	f5 "github.com/free5gc/ngap/message"
+
+	"github.com/tern5g/tern/identity"
+)
+
+func protocolCause(v uint8) Cause { return Cause{Group: CauseProtocol, Value: v} }
+
+func decode(b []byte) (Message, error) {
+	target, rest, err := f5.ParseMessageType(b)
+	if err != nil {
+		return nil, headerError(err)
+	}
+	de := &DecodeError{
+		ProcedureKnown: true,
+		ProcedureCode:  target.ProcedureCode(),
+		MessageType:    MessageType(target.MessageType()),
+		Criticality:    Criticality(target.Criticality()),
+	}
+	if err := unmarshal(target, rest); err != nil {
+		de.fill(err)
+		de.readIDs(target)
+		return nil, de
+	}
+	m, err := fromFree5GC(target)
+	if err != nil {
+		if errors.Is(err, errUnsupported) {
+			// TS 38.413 §10.3.4.1: a procedure we do not implement is an
+			// abstract syntax error on the procedure code.
+			de.procedureNotComprehended()
+		} else {
+			de.fill(err)
+		}
+		de.Err = err
+		de.readIDs(target)
+		return nil, de
+	}
+	return m, nil
+}
+
+// unmarshal runs free5gc's decoder, which can panic on garbled input.
+func unmarshal(target f5.Message, rest []byte) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = ie.BuildTransferSyntaxErr(fmt.Errorf("decoder panic: %v", p))
+		}
+	}()
+	return target.UnmarshalBinary(rest)
+}
+
+// headerError classifies a failure to read the NGAP-PDU header.
+func headerError(err error) *DecodeError {
+	de := &DecodeError{Err: err, Notify: true, Cause: protocolCause(ProtocolTransferSyntaxError)}
+	var ase *ie.AbstractSyntaxErr
+	if errors.As(err, &ase) {
+		de.ProcedureKnown = true
+		de.ProcedureCode = ase.GetProcedureCode()
+		de.MessageType = MessageType(ase.GetMsgType())
+		de.Criticality = Criticality(ase.GetProcedureCrit())
+		if c, ok := ase.ErrorCase().(*ie.AbstractSyntaxErrNotComprehendedIE); ok && c.ReportIe != nil && c.ReportIe.IsMsgTypeIe() {
+			// TS 38.413 §10.3.4.1A: unknown type of message
+			de.Cause = protocolCause(ProtocolAbstractSyntaxErrorReject)
+			return de
+		}
+		de.procedureNotComprehended()
+	}
+	return de
+}
+
+// procedureNotComprehended applies TS 38.413 §10.3.4.1: the reaction follows
+// the procedure criticality, and the Error Indication carries procedure code,
+// triggering message and criticality in the Criticality Diagnostics.
+func (e *DecodeError) procedureNotComprehended() {
+	switch e.Criticality {
+	case CriticalityReject:
+		e.Cause, e.Notify = protocolCause(ProtocolAbstractSyntaxErrorReject), true
+	case CriticalityNotify:
+		e.Cause, e.Notify = protocolCause(ProtocolAbstractSyntaxErrorIgnoreAndNotify), true
+	default:
+		e.Cause, e.Notify = protocolCause(ProtocolAbstractSyntaxErrorIgnoreAndNotify), false
+	}
+	pc, mt, cr := e.ProcedureCode, e.MessageType, e.Criticality
+	e.Diagnostics = &CriticalityDiagnostics{ProcedureCode: &pc, TriggeringMessage: &mt, ProcedureCriticality: &cr}
+}
+
+// fill sets cause, diagnostics and Notify from a body decoding error.
+func (e *DecodeError) fill(err error) {
+	e.Err = err
+	e.Notify = true
+	var ase *ie.AbstractSyntaxErr
+	var tse *ie.TransferSyntaxErr
+	var miss *errMissing
+	switch {
+	case errors.As(err, &miss):
+		// TS 38.413 §10.3.5: missing IE, criticality of our mandatory IEs is reject
+		e.Cause = protocolCause(ProtocolAbstractSyntaxErrorReject)
+		e.Diagnostics = e.procDiag()
+		e.Diagnostics.IEs = []CriticalityDiagnosticsIE{{Criticality: CriticalityReject, IEID: miss.id, TypeOfError: Missing}}
+	case errors.As(err, &ase):
+		if c, cerr := ase.GetCause(); cerr == nil {
+			e.Cause, _ = causeFrom(c)
+		} else if _, wrongOrder := ase.ErrorCase().(*ie.AbstractSyntaxErrIEWrongOrderOrTooManyOccur); wrongOrder {
+			// TS 38.413 §10.3.5: wrong order / too many occurrences
+			e.Cause = protocolCause(ProtocolAbstractSyntaxErrorFalselyConstructedMessage)
+		} else {
+			// an IE with criticality "ignore": TS 38.413 §10.3.4.2 says ignore silently
+			e.Cause = protocolCause(ProtocolAbstractSyntaxErrorIgnoreAndNotify)
+			e.Notify = false
+		}
+		if d, derr := ase.GetCritDiag(true); derr == nil {
+			e.Diagnostics = critDiagFrom(d)
+		}
+	case errors.As(err, &tse):
+		e.Cause = protocolCause(ProtocolTransferSyntaxError)
+	default:
+		var sem *errSemantic
+		if errors.As(err, &sem) {
+			e.Cause = protocolCause(ProtocolSemanticError)
+		} else {
+			e.Cause = protocolCause(ProtocolTransferSyntaxError)
+		}
+	}
+}
+
+func (e *DecodeError) procDiag() *CriticalityDiagnostics {
+	pc, mt, cr := e.ProcedureCode, e.MessageType, e.Criticality
+	return &CriticalityDiagnostics{ProcedureCode: &pc, TriggeringMessage: &mt, ProcedureCriticality: &cr}
+}
+
+// readIDs copies whichever UE NGAP IDs the (partially) decoded message holds
+// and that are in range (a garbled PDU may leave a wild value behind).
+// Reflection is fine here: this is the error path only.
+func (e *DecodeError) readIDs(target f5.Message) {
+	e.readRawIDs(target)
+	if e.AMFUENGAPID != nil && checkIDs(*e.AMFUENGAPID, 0) != nil {
+		e.AMFUENGAPID = nil
+	}
+	if e.RANUENGAPID != nil && checkIDs(0, *e.RANUENGAPID) != nil {
+		e.RANUENGAPID = nil
+	}
+}
+
+func (e *DecodeError) readRawIDs(target f5.Message) {
+	v := reflect.ValueOf(target)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return
+	}
+	s := v.Elem()
+	if f := s.FieldByName("AMFUENGAPID"); f.IsValid() {
+		if id, ok := f.Interface().(*ie.AMFUENGAPID); ok && id != nil {
+			x := id.Value
+			e.AMFUENGAPID = &x
+		}
+	}
+	if f := s.FieldByName("RANUENGAPID"); f.IsValid() {
+		if id, ok := f.Interface().(*ie.RANUENGAPID); ok && id != nil {
+			x := id.Value
+			e.RANUENGAPID = &x
+		}
+	}
+	if f := s.FieldByName("UENGAPIDs"); f.IsValid() {
+		if ids, ok := f.Interface().(*ie.UENGAPIDs); ok && ids != nil {
+			switch c := ids.Choice.(type) {
+			case *ie.UENGAPIDPair:
+				if c.AMFUENGAPID != nil {
+					x := c.AMFUENGAPID.Value
+					e.AMFUENGAPID = &x
+				}
+				if c.RANUENGAPID != nil {
+					x := c.RANUENGAPID.Value
+					e.RANUENGAPID = &x
+				}
+			case *ie.AMFUENGAPID:
+				x := c.Value
+				e.AMFUENGAPID = &x
+			}
+		}
+	}
+}
+
+var errUnsupported = errors.New("procedure not supported by tern")
+
+// errSemantic marks a decodable message whose values tern cannot accept.
+type errSemantic struct{ err error }
+
+func (e *errSemantic) Error() string { return e.err.Error() }
+func (e *errSemantic) Unwrap() error { return e.err }
+
+func semantic(err error) error {
+	if err == nil {
+		return nil
+	}
+	var miss *errMissing
+	if errors.As(err, &miss) {
+		return err
+	}
+	return &errSemantic{err: err}
+}
+
+func fromFree5GC(x f5.Message) (Message, error) {
+	m, err := convert(x)
+	return m, semantic(err)
+}
+
+func convert(x f5.Message) (Message, error) {
+	switch x := x.(type) {
+	case *f5.NGSetupRequest:
+		return ngSetupRequestFrom(x)
+	case *f5.NGSetupResponse:
+		return ngSetupResponseFrom(x)
+	case *f5.NGSetupFailure:
+		c, err := causeFrom(x.Cause)
+		if err != nil {
+			return nil, mandatory(x.Cause == nil, "Cause", ie.ProtocolIEIDCause, err)
+		}
+		m := &NGSetupFailure{Cause: c, CriticalityDiagnostics: critDiagFrom(x.CriticalityDiagnostics)}
+		if x.TimeToWait != nil {
+			t := TimeToWait(x.TimeToWait.Value)
+			m.TimeToWait = &t
+		}
+		return m, nil
+	case *f5.InitialUEMessage:
+		return initialUEMessageFrom(x)
+	case *f5.DownlinkNASTransport:
+		if err := needIDs(x.AMFUENGAPID, x.RANUENGAPID); err != nil {
+			return nil, err
+		}
+		if x.NASPDU == nil {
+			return nil, missing("NAS-PDU", ie.ProtocolIEIDNASPDU)
+		}
+		m := &DownlinkNASTransport{AMFUENGAPID: x.AMFUENGAPID.Value, RANUENGAPID: x.RANUENGAPID.Value, NASPDU: x.NASPDU.Value}
+		if x.AllowedNSSAI != nil {
+			var err error
+			if m.AllowedNSSAI, err = allowedNSSAIFrom(x.AllowedNSSAI); err != nil {
+				return nil, err
+			}
+		}
+		return m, nil
+	case *f5.UplinkNASTransport:
+		if err := needIDs(x.AMFUENGAPID, x.RANUENGAPID); err != nil {
+			return nil, err
+		}
+		if x.NASPDU == nil {
+			return nil, missing("NAS-PDU", ie.ProtocolIEIDNASPDU)
+		}
+		if x.UserLocationInformation == nil {
+			return nil, missing("UserLocationInformation", ie.ProtocolIEIDUserLocationInformation)
+		}
+		loc, err := userLocationFrom(x.UserLocationInformation)
+		if err != nil {
+			return nil, err
+		}
+		return &UplinkNASTransport{AMFUENGAPID: x.AMFUENGAPID.Value, RANUENGAPID: x.RANUENGAPID.Value, NASPDU: x.NASPDU.Value, UserLocation: loc}, nil
+	case *f5.NASNonDeliveryIndication:
+		if err := needIDs(x.AMFUENGAPID, x.RANUENGAPID); err != nil {
+			return nil, err
+		}
+		if x.NASPDU == nil {
+			return nil, missing("NAS-PDU", ie.ProtocolIEIDNASPDU)
+		}
+		c, err := causeFrom(x.Cause)
+		if err != nil {
+			return nil, mandatory(x.Cause == nil, "Cause", ie.ProtocolIEIDCause, err)
+		}
+		return &NASNonDeliveryIndication{AMFUENGAPID: x.AMFUENGAPID.Value, RANUENGAPID: x.RANUENGAPID.Value, NASPDU: x.NASPDU.Value, Cause: c}, nil
+	case *f5.InitialContextSetupRequest:
+		return initialContextSetupRequestFrom(x)
+	case *f5.InitialContextSetupResponse:
+		if err := needIDs(x.AMFUENGAPID, x.RANUENGAPID); err != nil {
+			return nil, err
+		}
+		return &InitialContextSetupResponse{
+			AMFUENGAPID: x.AMFUENGAPID.Value, RANUENGAPID: x.RANUENGAPID.Value,
+			CriticalityDiagnostics: critDiagFrom(x.CriticalityDiagnostics),
+		}, nil
+	case *f5.InitialContextSetupFailure:
+		if err := needIDs(x.AMFUENGAPID, x.RANUENGAPID); err != nil {
+			return nil, err
+		}
+		c, err := causeFrom(x.Cause)
+		if err != nil {
+			return nil, mandatory(x.Cause == nil, "Cause", ie.ProtocolIEIDCause, err)
+		}
+		return &InitialContextSetupFailure{
+			AMFUENGAPID: x.AMFUENGAPID.Value, RANUENGAPID: x.RANUENGAPID.Value, Cause: c,
+			CriticalityDiagnostics: critDiagFrom(x.CriticalityDiagnostics),
+		}, nil
+	case *f5.UEContextReleaseRequest:
+		if err := needIDs(x.AMFUENGAPID, x.RANUENGAPID); err != nil {
+			return nil, err
+		}
+		c, err := causeFrom(x.Cause)
+		if err != nil {
+			return nil, mandatory(x.Cause == nil, "Cause", ie.ProtocolIEIDCause, err)
+		}
+		return &UEContextReleaseRequest{AMFUENGAPID: x.AMFUENGAPID.Value, RANUENGAPID: x.RANUENGAPID.Value, Cause: c}, nil
+	case *f5.UEContextReleaseCommand:
+		if x.UENGAPIDs == nil {
+			return nil, missing("UE-NGAP-IDs", ie.ProtocolIEIDUENGAPIDs)
+		}
+		m := &UEContextReleaseCommand{}
+		switch c := x.UENGAPIDs.Choice.(type) {
+		case *ie.UENGAPIDPair:
+			if err := needIDs(c.AMFUENGAPID, c.RANUENGAPID); err != nil {
+				return nil, err
+			}
+			m.AMFUENGAPID, m.RANUENGAPID = c.AMFUENGAPID.Value, c.RANUENGAPID.Value
+		case *ie.AMFUENGAPID:
+			m.AMFUENGAPID, m.AMFIDOnly = c.Value, true
+		default:
+			return nil, fmt.Errorf("UE-NGAP-IDs: unsupported choice %T", x.UENGAPIDs.Choice)
+		}
+		c, err := causeFrom(x.Cause)
+		if err != nil {
+			return nil, mandatory(x.Cause == nil, "Cause", ie.ProtocolIEIDCause, err)
+		}
+		m.Cause = c
+		return m, nil
+	case *f5.UEContextReleaseComplete:
+		if err := needIDs(x.AMFUENGAPID, x.RANUENGAPID); err != nil {
+			return nil, err
+		}
+		m := &UEContextReleaseComplete{
+			AMFUENGAPID: x.AMFUENGAPID.Value, RANUENGAPID: x.RANUENGAPID.Value,
+			CriticalityDiagnostics: critDiagFrom(x.CriticalityDiagnostics),
+		}
+		if x.UserLocationInformation != nil {
+			loc, err := userLocationFrom(x.UserLocationInformation)
+			if err != nil {
+				return nil, err
+			}
+			m.UserLocation = &loc
+		}
+		return m, nil
+	case *f5.ErrorIndication:
+		m := &ErrorIndication{CriticalityDiagnostics: critDiagFrom(x.CriticalityDiagnostics)}
+		if x.AMFUENGAPID != nil {
+			v := x.AMFUENGAPID.Value
+			m.AMFUENGAPID = &v
+		}
+		if x.RANUENGAPID != nil {
+			v := x.RANUENGAPID.Value
+			m.RANUENGAPID = &v
+		}
+		if x.Cause != nil {
+			c, err := causeFrom(x.Cause)
+			if err != nil {
+				return nil, err
+			}
+			m.Cause = &c
+		}
+		return m, nil
+	}
+	return nil, errUnsupported
+}
+
+func mandatory(absent bool, name string, id int64, err error) error {
+	if absent {
+		return missing(name, id)
+	}
+	return err
+}
+
+func needIDs(a *ie.AMFUENGAPID, r *ie.RANUENGAPID) error {
+	if a == nil {
+		return missing("AMF-UE-NGAP-ID", ie.ProtocolIEIDAMFUENGAPID)
+	}
+	if r == nil {
+		return missing("RAN-UE-NGAP-ID", ie.ProtocolIEIDRANUENGAPID)
+	}
+	return nil
+}
+
+func ngSetupRequestFrom(x *f5.NGSetupRequest) (Message, error) {
+	if x.GlobalRANNodeID == nil {
+		return nil, missing("GlobalRANNodeID", ie.ProtocolIEIDGlobalRANNodeID)
+	}
+	if x.SupportedTAList == nil {
+		return nil, missing("SupportedTAList", ie.ProtocolIEIDSupportedTAList)
+	}
+	if x.DefaultPagingDRX == nil {
+		return nil, missing("DefaultPagingDRX", ie.ProtocolIEIDDefaultPagingDRX)
+	}
+	g, ok := x.GlobalRANNodeID.Choice.(*ie.GlobalGNBID)
+	if !ok || g.GNBID == nil {
+		return nil, fmt.Errorf("global RAN node ID: unsupported choice %T", x.GlobalRANNodeID.Choice)
+	}
+	gid, ok := g.GNBID.Choice.(*ie.GNBIDForGNBID)
+	if !ok {
+		return nil, fmt.Errorf("gNB ID: unsupported choice %T", g.GNBID.Choice)
+	}
+	p, err := plmnFrom(g.PLMNIdentity)
+	if err != nil {
+		return nil, fmt.Errorf("global gNB ID: %w", err)
+	}
+	id, err := bitsValue(gid.Value)
+	if err != nil || gid.Value.BitLength < 22 || gid.Value.BitLength > 32 {
+		return nil, fmt.Errorf("gNB ID of %d bits", gid.Value.BitLength)
+	}
+	m := &NGSetupRequest{
+		GlobalRANNodeID:  GlobalGNBID{PLMN: p, GNBID: uint32(id), BitLen: uint8(gid.Value.BitLength)},
+		DefaultPagingDRX: PagingDRX(x.DefaultPagingDRX.Value),
+		SupportedTAs:     make([]SupportedTA, len(x.SupportedTAList.List)),
+	}
+	if x.RANNodeName != nil {
+		m.RANNodeName = string(x.RANNodeName.Value)
+	}
+	for i, it := range x.SupportedTAList.List {
+		tac, err := tacFrom(it.TAC)
+		if err != nil {
+			return nil, err
+		}
+		if it.BroadcastPLMNList == nil {
+			return nil, errors.New("supported TA without broadcast PLMN list")
+		}
+		ta := SupportedTA{TAC: tac, BroadcastPLMNs: make([]BroadcastPLMN, len(it.BroadcastPLMNList.List))}
+		for j, bp := range it.BroadcastPLMNList.List {
+			pp, err := plmnFrom(bp.PLMNIdentity)
+			if err != nil {
+				return nil, fmt.Errorf("broadcast PLMN: %w", err)
+			}
+			sl, err := sliceListFrom(bp.TAISliceSupportList)
+			if err != nil {
+				return nil, fmt.Errorf("broadcast PLMN %s: %w", pp, err)
+			}
+			ta.BroadcastPLMNs[j] = BroadcastPLMN{PLMN: pp, Slices: sl}
+		}
+		m.SupportedTAs[i] = ta
+	}
+	return m, nil
+}
+
+func ngSetupResponseFrom(x *f5.NGSetupResponse) (Message, error) {
+	switch {
+	case x.AMFName == nil:
+		return nil, missing("AMFName", ie.ProtocolIEIDAMFName)
+	case x.ServedGUAMIList == nil:
+		return nil, missing("ServedGUAMIList", ie.ProtocolIEIDServedGUAMIList)
+	case x.RelativeAMFCapacity == nil:
+		return nil, missing("RelativeAMFCapacity", ie.ProtocolIEIDRelativeAMFCapacity)
+	case x.PLMNSupportList == nil:
+		return nil, missing("PLMNSupportList", ie.ProtocolIEIDPLMNSupportList)
+	}
+	m := &NGSetupResponse{
+		AMFName:             string(x.AMFName.Value),
+		RelativeAMFCapacity: uint8(x.RelativeAMFCapacity.Value),
+		ServedGUAMIs:        make([]identity.GUAMI, len(x.ServedGUAMIList.List)),
+		PLMNSupport:         make([]PLMNSupport, len(x.PLMNSupportList.List)),
+	}
+	for i, it := range x.ServedGUAMIList.List {
+		g, err := guamiFrom(it.GUAMI)
+		if err != nil {
+			return nil, err
+		}
+		m.ServedGUAMIs[i] = g
+	}
+	for i, it := range x.PLMNSupportList.List {
+		p, err := plmnFrom(it.PLMNIdentity)
+		if err != nil {
+			return nil, fmt.Errorf("PLMN support: %w", err)
+		}
+		sl, err := sliceListFrom(it.SliceSupportList)
+		if err != nil {
+			return nil, fmt.Errorf("PLMN support %s: %w", p, err)
+		}
+		m.PLMNSupport[i] = PLMNSupport{PLMN: p, Slices: sl}
+	}
+	return m, nil
+}
+
+func initialUEMessageFrom(x *f5.InitialUEMessage) (Message, error) {
+	switch {
+	case x.RANUENGAPID == nil:
+		return nil, missing("RAN-UE-NGAP-ID", ie.ProtocolIEIDRANUENGAPID)
+	case x.NASPDU == nil:
+		return nil, missing("NAS-PDU", ie.ProtocolIEIDNASPDU)
+	case x.UserLocationInformation == nil:
+		return nil, missing("UserLocationInformation", ie.ProtocolIEIDUserLocationInformation)
+	case x.RRCEstablishmentCause == nil:
+		return nil, missing("RRCEstablishmentCause", ie.ProtocolIEIDRRCEstablishmentCause)
+	}
+	loc, err := userLocationFrom(x.UserLocationInformation)
+	if err != nil {
+		return nil, err
+	}
+	m := &InitialUEMessage{
+		RANUENGAPID:           x.RANUENGAPID.Value,
+		NASPDU:                x.NASPDU.Value,
+		UserLocation:          loc,
+		RRCEstablishmentCause: RRCEstablishmentCause(x.RRCEstablishmentCause.Value),
+		UEContextRequest:      x.UEContextRequest != nil,
+	}
+	if s := x.FiveGSTMSI; s != nil {
+		if s.AMFSetID == nil || s.AMFPointer == nil || s.FiveGTMSI == nil || len(s.FiveGTMSI.Value) != 4 {
+			return nil, errors.New("incomplete 5G-S-TMSI")
+		}
+		set, err1 := bitsValue(s.AMFSetID.Value)
+		ptr, err2 := bitsValue(s.AMFPointer.Value)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("5G-S-TMSI: %w", err)
+		}
+		t := s.FiveGTMSI.Value
+		m.FiveGSTMSI = &identity.STMSI{SetID: uint16(set), Pointer: uint8(ptr), TMSI: uint32(t[0])<<24 | uint32(t[1])<<16 | uint32(t[2])<<8 | uint32(t[3])}
+	}
+	return m, nil
+}
+
+func initialContextSetupRequestFrom(x *f5.InitialContextSetupRequest) (Message, error) {
+	if err := needIDs(x.AMFUENGAPID, x.RANUENGAPID); err != nil {
+		return nil, err
+	}
+	switch {
+	case x.GUAMI == nil:
+		return nil, missing("GUAMI", ie.ProtocolIEIDGUAMI)
+	case x.AllowedNSSAI == nil:
+		return nil, missing("AllowedNSSAI", ie.ProtocolIEIDAllowedNSSAI)
+	case x.UESecurityCapabilities == nil:
+		return nil, missing("UESecurityCapabilities", ie.ProtocolIEIDUESecurityCapabilities)
+	case x.SecurityKey == nil:
+		return nil, missing("SecurityKey", ie.ProtocolIEIDSecurityKey)
+	}
+	g, err := guamiFrom(x.GUAMI)
+	if err != nil {
+		return nil, err
+	}
+	an, err := allowedNSSAIFrom(x.AllowedNSSAI)
+	if err != nil {
+		return nil, err
+	}
+	sc := x.UESecurityCapabilities
+	if sc.NRencryptionAlgorithms == nil || sc.NRintegrityProtectionAlgorithms == nil ||
+		sc.EUTRAencryptionAlgorithms == nil || sc.EUTRAintegrityProtectionAlgorithms == nil {
+		return nil, errors.New("incomplete UE security capabilities")
+	}
+	var caps [4]uint64
+	for i, bs := range []aper.BitString{sc.NRencryptionAlgorithms.Value, sc.NRintegrityProtectionAlgorithms.Value,
+		sc.EUTRAencryptionAlgorithms.Value, sc.EUTRAintegrityProtectionAlgorithms.Value} {
+		if bs.BitLength != 16 {
+			return nil, fmt.Errorf("UE security capability of %d bits", bs.BitLength)
+		}
+		if caps[i], err = bitsValue(bs); err != nil {
+			return nil, err
+		}
+	}
+	key := x.SecurityKey.Value
+	if key.BitLength != 256 || len(key.Bytes) != 32 {
+		return nil, fmt.Errorf("security key of %d bits", key.BitLength)
+	}
+	m := &InitialContextSetupRequest{
+		AMFUENGAPID:  x.AMFUENGAPID.Value,
+		RANUENGAPID:  x.RANUENGAPID.Value,
+		GUAMI:        g,
+		AllowedNSSAI: an,
+		UESecurityCapabilities: UESecurityCapabilities{
+			NREncryption: uint16(caps[0]), NRIntegrity: uint16(caps[1]),
+			EUTRAEncryption: uint16(caps[2]), EUTRAIntegrity: uint16(caps[3]),
+		},
+	}
+	copy(m.SecurityKey[:], key.Bytes)
+	if a := x.UEAggregateMaximumBitRate; a != nil {
+		if a.UEAggregateMaximumBitRateDL == nil || a.UEAggregateMaximumBitRateUL == nil {
+			return nil, errors.New("incomplete UE aggregate maximum bit rate")
+		}
+		m.UEAggregateMaxBitRate = &AMBR{DL: uint64(a.UEAggregateMaximumBitRateDL.Value), UL: uint64(a.UEAggregateMaximumBitRateUL.Value)}
+	}
+	if x.NASPDU != nil {
+		m.NASPDU = x.NASPDU.Value
+	}
+	return m, nil
+}

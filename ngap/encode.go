@@ -1,0 +1,325 @@
+package ngap
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/free5gc/ngap/aper"
+	"github.com/free5gc/ngap/ie"
+	f5 "github.com/free5gc/ngap/message"
+)
+
+func encode(m Message) ([]byte, error) {
+	if m == nil {
+		return nil, errors.New("ngap encode: nil message")
+	}
+	x, err := toFree5GC(m)
+	if err != nil {
+		return nil, fmt.Errorf("ngap encode %T: %w", m, err)
+	}
+	b, err := x.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("ngap encode %T: %w", m, err)
+	}
+	return b, nil
+}
+
+func toFree5GC(m Message) (f5.Message, error) {
+	switch m := m.(type) {
+	case *NGSetupRequest:
+		return m.toFree5GC()
+	case *NGSetupResponse:
+		return m.toFree5GC()
+	case *NGSetupFailure:
+		c, err := causeIE(m.Cause)
+		if err != nil {
+			return nil, err
+		}
+		x := &f5.NGSetupFailure{Cause: c, CriticalityDiagnostics: critDiagIE(m.CriticalityDiagnostics)}
+		if m.TimeToWait != nil {
+			x.TimeToWait = &ie.TimeToWait{Value: aper.Enumerated(*m.TimeToWait)}
+		}
+		return x, nil
+	case *InitialUEMessage:
+		return m.toFree5GC()
+	case *DownlinkNASTransport:
+		if err := checkIDs(m.AMFUENGAPID, m.RANUENGAPID); err != nil {
+			return nil, err
+		}
+		pdu, err := nasPDU(m.NASPDU)
+		if err != nil {
+			return nil, err
+		}
+		x := &f5.DownlinkNASTransport{AMFUENGAPID: amfID(m.AMFUENGAPID), RANUENGAPID: ranID(m.RANUENGAPID), NASPDU: pdu}
+		if m.AllowedNSSAI != nil {
+			if x.AllowedNSSAI, err = allowedNSSAIIE(m.AllowedNSSAI); err != nil {
+				return nil, err
+			}
+		}
+		return x, nil
+	case *UplinkNASTransport:
+		if err := checkIDs(m.AMFUENGAPID, m.RANUENGAPID); err != nil {
+			return nil, err
+		}
+		pdu, err := nasPDU(m.NASPDU)
+		if err != nil {
+			return nil, err
+		}
+		loc, err := userLocationIE(m.UserLocation)
+		if err != nil {
+			return nil, err
+		}
+		return &f5.UplinkNASTransport{
+			AMFUENGAPID: amfID(m.AMFUENGAPID), RANUENGAPID: ranID(m.RANUENGAPID), NASPDU: pdu, UserLocationInformation: loc,
+		}, nil
+	case *NASNonDeliveryIndication:
+		if err := checkIDs(m.AMFUENGAPID, m.RANUENGAPID); err != nil {
+			return nil, err
+		}
+		pdu, err := nasPDU(m.NASPDU)
+		if err != nil {
+			return nil, err
+		}
+		c, err := causeIE(m.Cause)
+		if err != nil {
+			return nil, err
+		}
+		return &f5.NASNonDeliveryIndication{AMFUENGAPID: amfID(m.AMFUENGAPID), RANUENGAPID: ranID(m.RANUENGAPID), NASPDU: pdu, Cause: c}, nil
+	case *InitialContextSetupRequest:
+		return m.toFree5GC()
+	case *InitialContextSetupResponse:
+		if err := checkIDs(m.AMFUENGAPID, m.RANUENGAPID); err != nil {
+			return nil, err
+		}
+		return &f5.InitialContextSetupResponse{
+			AMFUENGAPID: amfID(m.AMFUENGAPID), RANUENGAPID: ranID(m.RANUENGAPID),
+			CriticalityDiagnostics: critDiagIE(m.CriticalityDiagnostics),
+		}, nil
+	case *InitialContextSetupFailure:
+		if err := checkIDs(m.AMFUENGAPID, m.RANUENGAPID); err != nil {
+			return nil, err
+		}
+		c, err := causeIE(m.Cause)
+		if err != nil {
+			return nil, err
+		}
+		return &f5.InitialContextSetupFailure{
+			AMFUENGAPID: amfID(m.AMFUENGAPID), RANUENGAPID: ranID(m.RANUENGAPID), Cause: c,
+			CriticalityDiagnostics: critDiagIE(m.CriticalityDiagnostics),
+		}, nil
+	case *UEContextReleaseRequest:
+		if err := checkIDs(m.AMFUENGAPID, m.RANUENGAPID); err != nil {
+			return nil, err
+		}
+		c, err := causeIE(m.Cause)
+		if err != nil {
+			return nil, err
+		}
+		return &f5.UEContextReleaseRequest{AMFUENGAPID: amfID(m.AMFUENGAPID), RANUENGAPID: ranID(m.RANUENGAPID), Cause: c}, nil
+	case *UEContextReleaseCommand:
+		if err := checkIDs(m.AMFUENGAPID, m.RANUENGAPID); err != nil {
+			return nil, err
+		}
+		c, err := causeIE(m.Cause)
+		if err != nil {
+			return nil, err
+		}
+		ids := &ie.UENGAPIDs{}
+		if m.AMFIDOnly {
+			ids.Choice = amfID(m.AMFUENGAPID)
+		} else {
+			ids.Choice = &ie.UENGAPIDPair{AMFUENGAPID: amfID(m.AMFUENGAPID), RANUENGAPID: ranID(m.RANUENGAPID)}
+		}
+		return &f5.UEContextReleaseCommand{UENGAPIDs: ids, Cause: c}, nil
+	case *UEContextReleaseComplete:
+		if err := checkIDs(m.AMFUENGAPID, m.RANUENGAPID); err != nil {
+			return nil, err
+		}
+		x := &f5.UEContextReleaseComplete{
+			AMFUENGAPID: amfID(m.AMFUENGAPID), RANUENGAPID: ranID(m.RANUENGAPID),
+			CriticalityDiagnostics: critDiagIE(m.CriticalityDiagnostics),
+		}
+		if m.UserLocation != nil {
+			loc, err := userLocationIE(*m.UserLocation)
+			if err != nil {
+				return nil, err
+			}
+			x.UserLocationInformation = loc
+		}
+		return x, nil
+	case *ErrorIndication:
+		x := &f5.ErrorIndication{CriticalityDiagnostics: critDiagIE(m.CriticalityDiagnostics)}
+		if m.AMFUENGAPID != nil {
+			if err := checkIDs(*m.AMFUENGAPID, 0); err != nil {
+				return nil, err
+			}
+			x.AMFUENGAPID = amfID(*m.AMFUENGAPID)
+		}
+		if m.RANUENGAPID != nil {
+			if err := checkIDs(0, *m.RANUENGAPID); err != nil {
+				return nil, err
+			}
+			x.RANUENGAPID = ranID(*m.RANUENGAPID)
+		}
+		if m.Cause != nil {
+			c, err := causeIE(*m.Cause)
+			if err != nil {
+				return nil, err
+			}
+			x.Cause = c
+		}
+		return x, nil
+	}
+	return nil, fmt.Errorf("unsupported message %T", m)
+}
+
+func (m *NGSetupRequest) toFree5GC() (f5.Message, error) {
+	g := m.GlobalRANNodeID
+	if g.BitLen < 22 || g.BitLen > 32 {
+		return nil, fmt.Errorf("gNB ID length %d (22..32)", g.BitLen)
+	}
+	if g.BitLen < 32 && g.GNBID>>g.BitLen != 0 {
+		return nil, fmt.Errorf("gNB ID 0x%x wider than %d bits", g.GNBID, g.BitLen)
+	}
+	p, err := plmnIE(g.PLMN)
+	if err != nil {
+		return nil, fmt.Errorf("global gNB ID: %w", err)
+	}
+	if len(m.SupportedTAs) == 0 {
+		return nil, errors.New("empty supported TA list")
+	}
+	tas := &ie.SupportedTAList{List: make([]ie.SupportedTAItem, len(m.SupportedTAs))}
+	for i, ta := range m.SupportedTAs {
+		if len(ta.BroadcastPLMNs) == 0 {
+			return nil, fmt.Errorf("TA %06x: no broadcast PLMN", ta.TAC)
+		}
+		bl := &ie.BroadcastPLMNList{List: make([]ie.BroadcastPLMNItem, len(ta.BroadcastPLMNs))}
+		for j, bp := range ta.BroadcastPLMNs {
+			pp, err := plmnIE(bp.PLMN)
+			if err != nil {
+				return nil, fmt.Errorf("TA %06x: %w", ta.TAC, err)
+			}
+			sl, err := sliceListIE(bp.Slices)
+			if err != nil {
+				return nil, fmt.Errorf("TA %06x: %w", ta.TAC, err)
+			}
+			bl.List[j] = ie.BroadcastPLMNItem{PLMNIdentity: pp, TAISliceSupportList: sl}
+		}
+		tas.List[i] = ie.SupportedTAItem{TAC: tacIE(ta.TAC), BroadcastPLMNList: bl}
+	}
+	x := &f5.NGSetupRequest{
+		GlobalRANNodeID: &ie.GlobalRANNodeID{Choice: &ie.GlobalGNBID{
+			PLMNIdentity: p,
+			GNBID:        &ie.GNBID{Choice: &ie.GNBIDForGNBID{Value: bitString(uint64(g.GNBID), int(g.BitLen))}},
+		}},
+		SupportedTAList:  tas,
+		DefaultPagingDRX: &ie.PagingDRX{Value: aper.Enumerated(m.DefaultPagingDRX)},
+	}
+	if m.RANNodeName != "" {
+		x.RANNodeName = &ie.RANNodeName{Value: aper.PrintableString(m.RANNodeName)}
+	}
+	return x, nil
+}
+
+func (m *NGSetupResponse) toFree5GC() (f5.Message, error) {
+	if m.AMFName == "" || len(m.ServedGUAMIs) == 0 || len(m.PLMNSupport) == 0 {
+		return nil, errors.New("AMF name, served GUAMIs and PLMN support are mandatory")
+	}
+	gl := &ie.ServedGUAMIList{List: make([]ie.ServedGUAMIItem, len(m.ServedGUAMIs))}
+	for i, g := range m.ServedGUAMIs {
+		x, err := guamiIE(g)
+		if err != nil {
+			return nil, err
+		}
+		gl.List[i].GUAMI = x
+	}
+	pl := &ie.PLMNSupportList{List: make([]ie.PLMNSupportItem, len(m.PLMNSupport))}
+	for i, ps := range m.PLMNSupport {
+		p, err := plmnIE(ps.PLMN)
+		if err != nil {
+			return nil, fmt.Errorf("PLMN support: %w", err)
+		}
+		sl, err := sliceListIE(ps.Slices)
+		if err != nil {
+			return nil, fmt.Errorf("PLMN support %s: %w", ps.PLMN, err)
+		}
+		pl.List[i] = ie.PLMNSupportItem{PLMNIdentity: p, SliceSupportList: sl}
+	}
+	return &f5.NGSetupResponse{
+		AMFName:             &ie.AMFName{Value: aper.PrintableString(m.AMFName)},
+		ServedGUAMIList:     gl,
+		RelativeAMFCapacity: &ie.RelativeAMFCapacity{Value: int64(m.RelativeAMFCapacity)},
+		PLMNSupportList:     pl,
+	}, nil
+}
+
+func (m *InitialUEMessage) toFree5GC() (f5.Message, error) {
+	if err := checkIDs(0, m.RANUENGAPID); err != nil {
+		return nil, err
+	}
+	pdu, err := nasPDU(m.NASPDU)
+	if err != nil {
+		return nil, err
+	}
+	loc, err := userLocationIE(m.UserLocation)
+	if err != nil {
+		return nil, err
+	}
+	x := &f5.InitialUEMessage{
+		RANUENGAPID:             ranID(m.RANUENGAPID),
+		NASPDU:                  pdu,
+		UserLocationInformation: loc,
+		RRCEstablishmentCause:   &ie.RRCEstablishmentCause{Value: aper.Enumerated(m.RRCEstablishmentCause)},
+	}
+	if s := m.FiveGSTMSI; s != nil {
+		x.FiveGSTMSI = &ie.FiveGSTMSI{
+			AMFSetID:   &ie.AMFSetID{Value: bitString(uint64(s.SetID&0x3FF), 10)},
+			AMFPointer: &ie.AMFPointer{Value: bitString(uint64(s.Pointer&0x3F), 6)},
+			FiveGTMSI:  &ie.FiveGTMSI{Value: aper.OctetString{byte(s.TMSI >> 24), byte(s.TMSI >> 16), byte(s.TMSI >> 8), byte(s.TMSI)}},
+		}
+	}
+	if m.UEContextRequest {
+		x.UEContextRequest = &ie.UEContextRequest{Value: ie.UEContextRequestPresentRequested}
+	}
+	return x, nil
+}
+
+func (m *InitialContextSetupRequest) toFree5GC() (f5.Message, error) {
+	if err := checkIDs(m.AMFUENGAPID, m.RANUENGAPID); err != nil {
+		return nil, err
+	}
+	g, err := guamiIE(m.GUAMI)
+	if err != nil {
+		return nil, err
+	}
+	an, err := allowedNSSAIIE(m.AllowedNSSAI)
+	if err != nil {
+		return nil, err
+	}
+	c := m.UESecurityCapabilities
+	x := &f5.InitialContextSetupRequest{
+		AMFUENGAPID:  amfID(m.AMFUENGAPID),
+		RANUENGAPID:  ranID(m.RANUENGAPID),
+		GUAMI:        g,
+		AllowedNSSAI: an,
+		UESecurityCapabilities: &ie.UESecurityCapabilities{
+			NRencryptionAlgorithms:             &ie.NRencryptionAlgorithms{Value: bitString(uint64(c.NREncryption), 16)},
+			NRintegrityProtectionAlgorithms:    &ie.NRintegrityProtectionAlgorithms{Value: bitString(uint64(c.NRIntegrity), 16)},
+			EUTRAencryptionAlgorithms:          &ie.EUTRAencryptionAlgorithms{Value: bitString(uint64(c.EUTRAEncryption), 16)},
+			EUTRAintegrityProtectionAlgorithms: &ie.EUTRAintegrityProtectionAlgorithms{Value: bitString(uint64(c.EUTRAIntegrity), 16)},
+		},
+		SecurityKey: &ie.SecurityKey{Value: aper.BitString{Bytes: append([]byte(nil), m.SecurityKey[:]...), BitLength: 256}},
+	}
+	if m.UEAggregateMaxBitRate != nil {
+		x.UEAggregateMaximumBitRate = &ie.UEAggregateMaximumBitRate{
+			UEAggregateMaximumBitRateDL: &ie.BitRate{Value: int64(m.UEAggregateMaxBitRate.DL)},
+			UEAggregateMaximumBitRateUL: &ie.BitRate{Value: int64(m.UEAggregateMaxBitRate.UL)},
+		}
+	}
+	if m.NASPDU != nil {
+		if x.NASPDU, err = nasPDU(m.NASPDU); err != nil {
+			return nil, err
+		}
+	}
+	return x, nil
+}
