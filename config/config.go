@@ -1,0 +1,183 @@
+// Package config is tern's configuration file: one YAML document with a
+// section per NF, embedded defaults for everything, and validation whose
+// messages name the offending field.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/nf/amf"
+	"github.com/tern5g/tern/nf/ausf"
+	"github.com/tern5g/tern/nf/nrf"
+	"github.com/tern5g/tern/nf/nssf"
+	"github.com/tern5g/tern/nf/udm"
+	"github.com/tern5g/tern/nf/udr"
+)
+
+// Config is the whole core unit's configuration.
+type Config struct {
+	Log   Log   `yaml:"log"`
+	Store Store `yaml:"store"`
+	// Capture, when set, is a pcap file that receives every N2 datagram
+	// (SCTP over UDP), for tshark/Wireshark.
+	Capture string `yaml:"capture,omitempty"`
+
+	AMF  amf.Config  `yaml:"amf"`
+	AUSF ausf.Config `yaml:"ausf"`
+	UDM  udm.Config  `yaml:"udm"`
+	UDR  udr.Config  `yaml:"udr"`
+	NSSF nssf.Config `yaml:"nssf"`
+	NRF  nrf.Config  `yaml:"nrf"`
+}
+
+// Log configures structured logging.
+type Log struct {
+	Level  string `yaml:"level"`  // debug, info, warn, error
+	Format string `yaml:"format"` // text or json
+}
+
+// Store configures the embedded subscriber store.
+type Store struct {
+	// Path of the store file; created on first start.
+	Path string `yaml:"path"`
+	// DemoSubscribers is how many demo subscribers (IMSI 208930000000001 on,
+	// see store.DefaultSubscribers) are provisioned when missing; 0 = none.
+	DemoSubscribers int `yaml:"demoSubscribers"`
+}
+
+// DefaultStorePath is where `tern up` keeps subscribers unless told otherwise:
+// $XDG_DATA_HOME/tern/subscribers.db, or ~/.local/share/tern/subscribers.db.
+func DefaultStorePath() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "tern", "subscribers.db")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "share", "tern", "subscribers.db")
+	}
+	return filepath.Join(".tern", "subscribers.db")
+}
+
+// Default returns the embedded defaults: PLMN 208/93, TAC 1, slice 1-010203,
+// N2 on 127.0.0.1:38412 (SCTP over UDP 9899 where the kernel has no SCTP),
+// NIA2/NEA2 preferred, 1,000 demo subscribers.
+func Default() Config {
+	return Config{
+		Log:   Log{Level: "info", Format: "text"},
+		Store: Store{Path: DefaultStorePath(), DemoSubscribers: 1000},
+		AMF:   amf.DefaultConfig(),
+		AUSF:  ausf.Config{ServingPLMNs: []string{"20893"}},
+		UDM:   udm.DefaultConfig(),
+		NSSF:  nssf.DefaultConfig(),
+	}
+}
+
+// Parse reads a YAML document over the defaults: fields it leaves out keep
+// their default values; unknown fields are errors.
+func Parse(b []byte) (Config, error) {
+	c := Default()
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	// An empty document (io.EOF) means "all defaults".
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// Load reads and validates the file at path.
+func Load(path string) (Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	c, err := Parse(b)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Marshal renders c as YAML (what `tern config` prints).
+func Marshal(c Config) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(c); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Validate checks every section and the ways they must agree. Messages name
+// the field as a path from the document root, e.g. "amf.tais[0].tac".
+func (c *Config) Validate() error {
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("config: log.level: %q is not debug, info, warn or error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		return fmt.Errorf("config: log.format: %q is not text or json", c.Log.Format)
+	}
+	if c.Store.Path == "" {
+		return errors.New("config: store.path: empty")
+	}
+	if c.Store.DemoSubscribers < 0 || c.Store.DemoSubscribers > 1_000_000 {
+		return fmt.Errorf("config: store.demoSubscribers: %d not in 0..1000000", c.Store.DemoSubscribers)
+	}
+	// Each NF names its own fields ("amf: tais[0].tac: ..."); the section
+	// prefix completes the path.
+	for _, v := range []struct {
+		section string
+		check   func() error
+	}{
+		{"amf", c.AMF.Validate},
+		{"ausf", c.AUSF.Validate},
+		{"udm", c.UDM.Validate},
+		{"udr", c.UDR.Validate},
+		{"nssf", c.NSSF.Validate},
+		{"nrf", c.NRF.Validate},
+	} {
+		if err := v.check(); err != nil {
+			return fmt.Errorf("config: %s: %w", v.section, err)
+		}
+	}
+	return c.crossCheck()
+}
+
+// crossCheck verifies that the sections describe one network: the AMF's
+// PLMNs are served by the AUSF, and the NSSF knows the AMF's PLMN.
+func (c *Config) crossCheck() error {
+	amfCfg := c.AMF.WithDefaults()
+	for i, g := range amfCfg.GUAMIs {
+		if !slices.Contains(c.AUSF.ServingPLMNs, normPLMN(g.PLMN)) && !slices.Contains(c.AUSF.ServingPLMNs, g.PLMN) {
+			return fmt.Errorf("config: amf.guamis[%d].plmn: %s is not in ausf.servingPlmns %v", i, g.PLMN, c.AUSF.ServingPLMNs)
+		}
+	}
+	if len(amfCfg.GUAMIs) > 0 && normPLMN(c.NSSF.PLMN) != normPLMN(amfCfg.GUAMIs[0].PLMN) {
+		return fmt.Errorf("config: nssf.plmn: %s differs from amf.guamis[0].plmn %s", c.NSSF.PLMN, amfCfg.GUAMIs[0].PLMN)
+	}
+	return nil
+}
+
+func normPLMN(s string) string {
+	p, err := identity.ParsePLMN(s)
+	if err != nil {
+		return s
+	}
+	return p.String()
+}

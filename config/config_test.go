@@ -1,0 +1,93 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultIsValid(t *testing.T) {
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("defaults invalid: %v", err)
+	}
+}
+
+func TestEmptyDocumentMeansDefaults(t *testing.T) {
+	c, err := Parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Store.DemoSubscribers != Default().Store.DemoSubscribers {
+		t.Fatalf("got %+v", c.Store)
+	}
+}
+
+func TestParseOverlaysDefaults(t *testing.T) {
+	c, err := Parse([]byte("log:\n  level: debug\namf:\n  timers:\n    t3560: 2s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Log.Level != "debug" || c.Log.Format != "text" {
+		t.Errorf("log = %+v", c.Log)
+	}
+	if c.AMF.Timers.T3560 != 2*time.Second {
+		t.Errorf("t3560 = %v", c.AMF.Timers.T3560)
+	}
+	if len(c.AMF.GUAMIs) == 0 || len(c.AUSF.ServingPLMNs) == 0 {
+		t.Error("defaults lost by a partial document")
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	b, err := Marshal(Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse(b)
+	if err != nil {
+		t.Fatalf("re-reading our own output: %v\n%s", err, b)
+	}
+	b2, _ := Marshal(c)
+	if string(b) != string(b2) {
+		t.Errorf("not a fixed point:\n%s\n---\n%s", b, b2)
+	}
+}
+
+// Bad documents fail with a message that names the field.
+func TestValidationNamesTheField(t *testing.T) {
+	cases := []struct{ doc, want string }{
+		{"log:\n  level: loud\n", "log.level"},
+		{"store:\n  demoSubscribers: -1\n", "store.demoSubscribers"},
+		{"amf:\n  tais:\n    - plmn: \"2089\"\n      tac: 1\n", "amf"},
+		{"ausf:\n  servingPlmns: []\n", "servingPlmns"},
+		{"udm:\n  homeNetworkKeys:\n    - id: 1\n      scheme: profileC\n      privateKey: \"00\"\n", "udm"},
+		{"nssf:\n  plmn: \"00101\"\n", "nssf.plmn"},
+		{"bogus: 1\n", "bogus"},
+		{"amf:\n  nosuchfield: 1\n", "nosuchfield"},
+	}
+	for _, c := range cases {
+		_, err := Parse([]byte(c.doc))
+		if err == nil {
+			t.Errorf("%q: accepted", c.doc)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %q does not name %q", c.doc, err, c.want)
+		}
+	}
+}
+
+func TestLoad(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "tern.yaml")
+	os.WriteFile(p, []byte("store:\n  path: /tmp/x.db\n"), 0o644)
+	c, err := Load(p)
+	if err != nil || c.Store.Path != "/tmp/x.db" {
+		t.Fatalf("%+v %v", c.Store, err)
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
+		t.Fatal("missing file accepted")
+	}
+}

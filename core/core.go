@@ -1,0 +1,194 @@
+// Package core assembles the "5G core unit" of the L25GC design: every NF in
+// one process, bound to each other through the in-process SBI binding (a Go
+// call on the sbi interfaces, no serialization), with the AMF serving N2.
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+
+	"github.com/free5gc/openapi/models"
+
+	"github.com/tern5g/tern/config"
+	"github.com/tern5g/tern/nf/amf"
+	"github.com/tern5g/tern/nf/ausf"
+	"github.com/tern5g/tern/nf/nrf"
+	"github.com/tern5g/tern/nf/nssf"
+	"github.com/tern5g/tern/nf/udm"
+	"github.com/tern5g/tern/nf/udr"
+	"github.com/tern5g/tern/pcap"
+	"github.com/tern5g/tern/sbi"
+	"github.com/tern5g/tern/store"
+)
+
+// Core is a running core unit.
+type Core struct {
+	cfg     config.Config
+	log     *slog.Logger
+	store   *store.Store
+	capture *pcap.Writer
+
+	NRF  *nrf.NRF
+	UDR  *udr.UDR
+	UDM  *udm.UDM
+	AUSF *ausf.AUSF
+	NSSF *nssf.NSSF
+	AMF  *amf.AMF
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New builds the NFs from cfg, opening (and on first start creating and
+// provisioning) the subscriber store. Nothing listens until Start.
+func New(cfg config.Config, logger *slog.Logger) (*Core, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Core{cfg: cfg, log: logger}
+	ok := false
+	defer func() {
+		if !ok {
+			c.Close()
+		}
+	}()
+
+	st, err := store.Open(cfg.Store.Path)
+	if err != nil {
+		return nil, fmt.Errorf("core: subscriber store: %w", err)
+	}
+	c.store = st
+	if n := cfg.Store.DemoSubscribers; n > 0 {
+		added, err := st.PutAll(store.DefaultSubscribers(n), false)
+		if err != nil {
+			return nil, fmt.Errorf("core: provisioning demo subscribers: %w", err)
+		}
+		if added > 0 {
+			logger.Info("provisioned demo subscribers", "added", added, "store", cfg.Store.Path)
+		}
+	}
+
+	if cfg.Capture != "" {
+		w, err := pcap.Create(cfg.Capture)
+		if err != nil {
+			return nil, fmt.Errorf("core: capture: %w", err)
+		}
+		c.capture = w
+		cfg.AMF.SCTP.Tap = w
+	}
+
+	// The in-process SBI binding: each consumer holds the producer itself
+	// behind the sbi interface it consumes.
+	if c.NRF, err = nrf.New(cfg.NRF, logger); err != nil {
+		return nil, err
+	}
+	if c.UDR, err = udr.New(cfg.UDR, st, logger); err != nil {
+		return nil, err
+	}
+	if c.UDM, err = udm.New(cfg.UDM, c.UDR, logger); err != nil {
+		return nil, err
+	}
+	if c.AUSF, err = ausf.New(cfg.AUSF, c.UDM, logger); err != nil {
+		return nil, err
+	}
+	if c.NSSF, err = nssf.New(cfg.NSSF, logger); err != nil {
+		return nil, err
+	}
+	c.AMF, err = amf.New(cfg.AMF, amf.Deps{AUSF: c.AUSF, SDM: c.UDM, UECM: c.UDM, NSSF: c.NSSF}, logger)
+	if err != nil {
+		return nil, err
+	}
+	ok = true
+	return c, nil
+}
+
+// Start registers the NFs with the NRF and opens N2.
+func (c *Core) Start(ctx context.Context) error {
+	for _, p := range c.profiles() {
+		if _, err := c.NRF.Register(ctx, p); err != nil {
+			return fmt.Errorf("core: nrf register %s: %w", p.NfType, err)
+		}
+	}
+	if err := c.AMF.Start(ctx); err != nil {
+		return err
+	}
+	return nil
+}
+
+// profiles are the NF profiles the unit registers with its NRF (TS 29.510
+// §6.1.6.2.2), so that discovery answers as it would across nodes.
+func (c *Core) profiles() []*models.Nrf_NFMgmt_NFProfile {
+	mk := func(id string, t sbi.NFType, services ...models.Nrf_NFMgmt_ServiceName) *models.Nrf_NFMgmt_NFProfile {
+		p := &models.Nrf_NFMgmt_NFProfile{
+			NfInstanceId: id,
+			NfType:       t,
+			NfStatus:     models.Nrf_NFMgmt_NFStatus_REGISTERED,
+		}
+		for _, s := range services {
+			p.NfServices = append(p.NfServices, models.Nrf_NFMgmt_NFService{
+				ServiceInstanceId: id + "-" + string(s),
+				ServiceName:       s,
+				Scheme:            models.UriScheme_HTTP,
+				NfServiceStatus:   models.Nrf_NFMgmt_NFServiceStatus_REGISTERED,
+			})
+		}
+		return p
+	}
+	return []*models.Nrf_NFMgmt_NFProfile{
+		mk("tern-amf", sbi.NFTypeAMF, models.Nrf_NFMgmt_ServiceName_NAMF_COMM),
+		mk("tern-ausf", sbi.NFTypeAUSF, models.Nrf_NFMgmt_ServiceName_NAUSF_AUTH),
+		mk("tern-udm", sbi.NFTypeUDM, models.Nrf_NFMgmt_ServiceName_NUDM_UEAU, models.Nrf_NFMgmt_ServiceName_NUDM_SDM, models.Nrf_NFMgmt_ServiceName_NUDM_UECM),
+		mk("tern-udr", sbi.NFTypeUDR, models.Nrf_NFMgmt_ServiceName_NUDR_DR),
+		mk("tern-nssf", sbi.NFTypeNSSF, models.Nrf_NFMgmt_ServiceName_NNSSF_NSSELECTION),
+	}
+}
+
+// Store is the subscriber store behind the UDR.
+func (c *Core) Store() *store.Store { return c.store }
+
+// N2Addr is the address gNBs connect to.
+func (c *Core) N2Addr() string { return c.AMF.Addr() }
+
+// Stats is a snapshot of the unit for reports.
+type Stats struct {
+	AMF          amf.Stats
+	Subscribers  int
+	HeapInuse    uint64 // bytes, after a GC
+	ResidentSize uint64 // bytes (VmRSS), 0 where unknown
+}
+
+// Stats reads the NF counters and the process memory.
+func (c *Core) Stats() Stats {
+	s := Stats{AMF: c.AMF.Stats(), Subscribers: c.store.Len()}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	s.HeapInuse = ms.HeapInuse
+	s.ResidentSize = residentBytes()
+	return s
+}
+
+// Close stops N2, then the NFs, then the store and the capture.
+func (c *Core) Close() error {
+	c.closeOnce.Do(func() {
+		var errs []error
+		if c.AMF != nil {
+			errs = append(errs, c.AMF.Close())
+		}
+		if c.store != nil {
+			errs = append(errs, c.store.Close())
+		}
+		if c.capture != nil {
+			errs = append(errs, c.capture.Close())
+		}
+		c.closeErr = errors.Join(errs...)
+	})
+	return c.closeErr
+}

@@ -1,0 +1,84 @@
+package amf
+
+import (
+	"fmt"
+
+	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/ngap"
+)
+
+var (
+	causeUnknownLocalID       = ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkUnknownLocalUENGAPID}
+	causeInconsistentRemoteID = ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkInconsistentRemoteUENGAPID}
+	causeNotCompatibleState   = ngap.Cause{Group: ngap.CauseProtocol, Value: ngap.ProtocolMessageNotCompatibleWithReceiverState}
+	causeTransferSyntax       = ngap.Cause{Group: ngap.CauseProtocol, Value: ngap.ProtocolTransferSyntaxError}
+	causeUnknownPLMN          = ngap.Cause{Group: ngap.CauseMisc, Value: ngap.MiscUnknownPLMNOrSNPN}
+	causeSliceNotSupported    = ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkSliceNotSupported}
+	causeNASNormalRelease     = ngap.Cause{Group: ngap.CauseNAS, Value: ngap.NASNormalRelease}
+	causeNASDeregister        = ngap.Cause{Group: ngap.CauseNAS, Value: ngap.NASDeregister}
+	causeNASAuthFailure       = ngap.Cause{Group: ngap.CauseNAS, Value: ngap.NASAuthenticationFailure}
+	causeNASUnspecified       = ngap.Cause{Group: ngap.CauseNAS, Value: ngap.NASUnspecified}
+	cause5GCGeneratedReason   = ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkReleaseDueTo5GCGeneratedReason}
+)
+
+// send encodes m and sends it on stream (TS 38.412 §7: PPID 60).
+func (g *gnb) send(stream uint16, m ngap.Message) error {
+	b, err := ngap.Encode(m)
+	if err != nil {
+		return fmt.Errorf("encode ngap procedure %d: %w", m.ProcedureCode(), err)
+	}
+	g.sendMu.Lock()
+	err = g.conn.Send(stream, ngap.PPID, b)
+	g.sendMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("send ngap procedure %d: %w", m.ProcedureCode(), err)
+	}
+	return nil
+}
+
+// sendErrorIndication sends an Error Indication (TS 38.413 §8.7.5) on the
+// UE's stream when UE IDs are known, else on stream 0.
+func (g *gnb) sendErrorIndication(ind *ngap.ErrorIndication) {
+	stream := uint16(0)
+	if ind.AMFUENGAPID != nil {
+		stream = g.streamFor(*ind.AMFUENGAPID)
+	}
+	g.amf.stats.errorIndications.Add(1)
+	if err := g.send(stream, ind); err != nil {
+		g.log.Warn("error indication not sent", "err", err)
+	}
+}
+
+func (g *gnb) errorIndication(cause ngap.Cause, amfID, ranID *int64) {
+	c := cause
+	g.sendErrorIndication(&ngap.ErrorIndication{AMFUENGAPID: amfID, RANUENGAPID: ranID, Cause: &c})
+}
+
+// ngSetupResponse builds the NG Setup Response of TS 38.413 §9.2.6.2.
+func (a *AMF) ngSetupResponse() *ngap.NGSetupResponse {
+	resp := &ngap.NGSetupResponse{
+		AMFName:             a.cfg.name,
+		ServedGUAMIs:        append([]identity.GUAMI(nil), a.cfg.guamis...),
+		RelativeAMFCapacity: a.cfg.relCapacity,
+	}
+	for _, ps := range a.cfg.plmnSlices {
+		resp.PLMNSupport = append(resp.PLMNSupport, ngap.PLMNSupport{PLMN: ps.plmn, Slices: ps.slices})
+	}
+	return resp
+}
+
+// sendDownlinkNAS sends a NAS PDU in a Downlink NAS Transport (TS 38.413 §8.6.2).
+func (r *ranUE) sendDownlinkNAS(pdu []byte) error {
+	return r.gnb.send(r.stream, &ngap.DownlinkNASTransport{
+		AMFUENGAPID: r.amfID, RANUENGAPID: r.ranID, NASPDU: pdu,
+	})
+}
+
+// sendContextRelease sends a UE Context Release Command (TS 38.413 §8.3.3)
+// with the UE NGAP ID pair.
+func (r *ranUE) sendContextRelease(cause ngap.Cause) error {
+	r.releasing = true
+	return r.gnb.send(r.stream, &ngap.UEContextReleaseCommand{
+		AMFUENGAPID: r.amfID, RANUENGAPID: r.ranID, Cause: cause,
+	})
+}

@@ -1,0 +1,343 @@
+package amf
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/free5gc/openapi/models"
+
+	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/nas"
+	"github.com/tern5g/tern/ngap"
+	"github.com/tern5g/tern/sbi"
+	"github.com/tern5g/tern/security/kdf"
+)
+
+// regState is the state of the registration procedure (TS 24.501 §5.5.1,
+// TS 23.502 §4.2.2.2.2) as the AMF runs it.
+type regState uint8
+
+const (
+	regIdle           regState = iota // no registration in progress
+	regIdentifying                    // Identity Request sent, T3570 running
+	regAuthenticating                 // Authentication Request sent, T3560 running
+	regSecuring                       // Security Mode Command sent, T3560 running
+	regAccepting                      // Registration Accept sent, T3550 running
+)
+
+func (s regState) String() string {
+	return [...]string{"idle", "identifying", "authenticating", "securing", "accepting"}[s]
+}
+
+// registrationProc is the per-UE registration state machine. The common
+// procedures (identification, authentication, security mode control) report
+// back into it.
+type registrationProc struct {
+	state regState
+	req   *nas.RegistrationRequest
+	// initialIntegrity: the Registration Request passed the integrity check
+	// with the UE's current context (TS 24.501 §5.5.1.2.2, §4.4.6).
+	initialIntegrity bool
+	// byGUTI: the UE identified itself with a 5G-GUTI, so an identity
+	// request may follow an authentication failure (TS 24.501 §5.4.1.3.7).
+	byGUTI bool
+}
+
+// onRegistrationRequest starts (or restarts) registration.
+func (u *ue) onRegistrationRequest(m *nas.RegistrationRequest, integrity bool) {
+	if u.reg.state != regIdle {
+		// TS 24.501 §5.5.1.2.8 e)/f): a new REGISTRATION REQUEST during the
+		// procedure aborts the old one and the new one is progressed.
+		u.log.Debug("registration restarted", "old_state", u.reg.state.String())
+	}
+	u.abortProcedures()
+	u.reg = registrationProc{req: m, initialIntegrity: integrity}
+	if m.UESecurityCapability != nil {
+		u.ueSecCap = *m.UESecurityCapability
+		u.hasSecCap = true
+	}
+	switch m.RegistrationType {
+	case nas.RegistrationInitial, nas.RegistrationMobilityUpdating, nas.RegistrationPeriodicUpdating:
+	default:
+		// Emergency and SNPN onboarding registration are not offered.
+		u.rejectRegistration(nas.Cause5GSServicesNotAllowed)
+		return
+	}
+	switch m.MobileIdentity.Type {
+	case nas.IdentitySUCI:
+		u.suci = m.MobileIdentity.SUCI
+		u.startAuthentication(nil)
+	case nas.IdentityGUTI:
+		u.reg.byGUTI = true
+		if integrity && u.sec != nil && u.supi != "" {
+			// TS 24.501 §5.5.1.2.2 / TS 33.501 §6.4.6: the message verified
+			// with the stored 5G NAS security context; no new
+			// authentication or security mode control is needed.
+			u.completeRegistration()
+			return
+		}
+		// Unknown GUTI or failed integrity check: TS 24.501 §5.4.3.2.
+		u.startIdentification()
+	default:
+		u.startIdentification()
+	}
+}
+
+// completeRegistration runs the steps after NAS security is in place:
+// TS 23.502 §4.2.2.2.2 steps 14 (Nudm_UECM_Registration, Nudm_SDM_Get),
+// allowed NSSAI (Nnssf_NSSelection, TS 23.501 §5.15.5.2.1), then the
+// Registration Accept.
+func (u *ue) completeRegistration() {
+	a := u.amf
+	ctx := a.ctx
+	req := u.reg.req
+	if req == nil {
+		return
+	}
+	plmn := u.servingPLMN()
+	if u.state != gmmRegistered || u.subscribed == nil {
+		reg := &models.Udm_UECM_Amf3GppAccessRegistration{
+			AmfInstanceId:          a.instanceID,
+			DeregCallbackUri:       "urn:tern:amf:" + a.instanceID + ":dereg",
+			InitialRegistrationInd: req.RegistrationType == nas.RegistrationInitial,
+			Guami:                  guamiModel(a.cfg.guamis[0]),
+			RatType:                models.RatType_NR,
+			Pei:                    u.pei,
+			Supi:                   u.supi,
+		}
+		if err := a.deps.UECM.RegisterAMF3GPPAccess(ctx, u.supi, reg); err != nil {
+			u.log.Info("Nudm_UECM_Registration failed", "err", err)
+			u.rejectRegistration(causeForSBIError(err))
+			return
+		}
+		am, err := a.deps.SDM.GetAmData(ctx, u.supi, plmn)
+		if err != nil {
+			u.log.Info("Nudm_SDM_Get am-data failed", "err", err)
+			u.rejectRegistration(causeForSBIError(err))
+			return
+		}
+		subscribed, err := sbi.SubscribedFromNssai(am.Nssai)
+		if err != nil {
+			u.log.Info("subscribed NSSAI unusable", "err", err)
+			u.rejectRegistration(nas.CauseProtocolErrorUnspecified)
+			return
+		}
+		u.subscribed = subscribed
+	}
+	tai := u.ran.tai
+	info, err := a.deps.NSSF.SelectForRegistration(ctx, u.supi, req.RequestedNSSAI, u.subscribed, tai)
+	if err != nil {
+		u.log.Info("Nnssf_NSSelection failed", "err", err)
+		if errors.Is(err, sbi.ErrSNSSAINotSupported) {
+			u.rejectRegistration(nas.CauseNoNetworkSlicesAvailable) // TS 24.501 §5.5.1.2.5 #62
+		} else {
+			u.rejectRegistration(causeForSBIError(err))
+		}
+		return
+	}
+	allowed, err := allowedFromNSSF(info)
+	if err != nil || len(allowed) == 0 {
+		u.log.Info("no allowed NSSAI", "err", err)
+		u.rejectRegistration(nas.CauseNoNetworkSlicesAvailable)
+		return
+	}
+	u.allowedNSSAI = allowed
+	u.sendRegistrationAccept()
+}
+
+// sendRegistrationAccept assigns a new 5G-GUTI (TS 24.501 §5.5.1.2.4: the
+// AMF shall assign one on initial registration; tern refreshes it on every
+// registration, TS 33.501 §6.12.3) and sends Registration Accept, inside
+// an Initial Context Setup Request when the gNB has no UE context yet
+// (TS 23.502 §4.2.2.2.2 step 21, TS 38.413 §8.3.1).
+func (u *ue) sendRegistrationAccept() {
+	a := u.amf
+	if u.hasGUTI {
+		if u.hasOldGUTI {
+			a.gutis.release(u.oldGUTI.TMSI, u)
+		}
+		u.oldGUTI, u.hasOldGUTI = u.guti, true
+	}
+	u.guti = identity.GUTI{GUAMI: a.cfg.guamis[0], TMSI: a.gutis.allocate(u)}
+	u.hasGUTI = true
+
+	guti := u.guti
+	t3512 := nas.GPRSTimer3Of(a.cfg.timers.T3512)
+	accept := &nas.RegistrationAccept{
+		Result:       nas.Registered3GPP,
+		GUTI:         &guti,
+		TAIList:      u.taiList(),
+		AllowedNSSAI: u.allowedNSSAI,
+		T3512:        &t3512,
+	}
+	plain, err := nas.Encode(accept)
+	if err != nil {
+		u.log.Error("encode Registration Accept", "err", err)
+		u.releaseAndRemove(causeNASUnspecified)
+		return
+	}
+	hdr := nas.IntegrityProtectedAndCiphered
+	r := u.ran
+	if r.ctxSetup {
+		err = u.sendNAS(plain, hdr)
+	} else {
+		err = u.sendInitialContextSetup(plain, hdr)
+	}
+	if err != nil {
+		u.log.Warn("Registration Accept not sent", "err", err)
+	}
+	u.reg.state = regAccepting
+	u.startTimer(timerT3550, plain, hdr)
+}
+
+// sendInitialContextSetup sends Initial Context Setup Request (TS 38.413
+// §8.3.1) with the NAS PDU and KgNB (TS 33.501 §A.9) derived from KAMF and
+// the uplink NAS COUNT of the last uplink NAS message accepted: the Security
+// Mode Complete after a security mode control, or the integrity-checked
+// Registration Request when an existing context was reused.
+func (u *ue) sendInitialContextSetup(plain []byte, hdr nas.SecurityHeaderType) error {
+	pdu, err := u.protect(plain, hdr)
+	if err != nil {
+		return fmt.Errorf("protect: %w", err)
+	}
+	ulCount, _ := u.sec.Count(nas.Uplink)
+	kgnb := kdf.KgNB(u.kamf, ulCount, kdf.AccessType3GPP)
+	req := &ngap.InitialContextSetupRequest{
+		AMFUENGAPID:  u.ran.amfID,
+		RANUENGAPID:  u.ran.ranID,
+		GUAMI:        u.guti.GUAMI,
+		AllowedNSSAI: u.allowedNSSAI,
+		UESecurityCapabilities: ngap.UESecurityCapabilitiesFromNAS(
+			u.ueSecCap.EA, u.ueSecCap.IA, u.ueSecCap.EEA, u.ueSecCap.EIA),
+		NASPDU: pdu,
+	}
+	copy(req.SecurityKey[:], kgnb)
+	return u.ran.gnb.send(u.ran.stream, req)
+}
+
+// taiList is the registration area: the TAs of the UE's gNB that we serve
+// (at most 16, one partial list, TS 24.501 §9.11.3.9), current TAI first.
+func (u *ue) taiList() []identity.TAI {
+	cur := u.ran.tai
+	list := make([]identity.TAI, 0, 4)
+	if u.amf.cfg.servesTAI(cur) {
+		list = append(list, cur)
+	}
+	var tais []identity.TAI
+	if p := u.ran.gnb.tais.Load(); p != nil {
+		tais = *p
+	}
+	for _, t := range tais {
+		if len(list) == 16 {
+			break
+		}
+		if t != cur {
+			list = append(list, t)
+		}
+	}
+	return list
+}
+
+// onRegistrationComplete ends registration (TS 24.501 §5.5.1.2.4): T3550
+// stops, the old 5G-GUTI is released and the UE is 5GMM-REGISTERED.
+func (u *ue) onRegistrationComplete() {
+	if u.reg.state != regAccepting {
+		u.log.Debug("Registration Complete outside registration, ignored")
+		return
+	}
+	u.stopTimer(timerT3550)
+	if u.hasOldGUTI {
+		u.amf.gutis.release(u.oldGUTI.TMSI, u)
+		u.hasOldGUTI = false
+	}
+	u.reg = registrationProc{}
+	u.setState(gmmRegistered)
+	u.amf.stats.registrations.Add(1)
+	u.log.Debug("UE registered", "supi", u.supi, "guti", u.guti.String())
+}
+
+// rejectRegistration sends Registration Reject (TS 24.501 §5.5.1.2.5) and
+// releases the UE.
+func (u *ue) rejectRegistration(cause nas.Cause5GMM) {
+	u.log.Info("registration rejected", "cause", uint8(cause), "supi", u.supi)
+	u.sendNASMessage(&nas.RegistrationReject{Cause: cause})
+	u.amf.stats.regRejects.Add(1)
+	u.releaseAndRemove(causeNASUnspecified)
+}
+
+// abortProcedures stops every common and specific procedure of the UE.
+func (u *ue) abortProcedures() {
+	u.stopAllTimers()
+	u.reg = registrationProc{}
+	u.auth.state = authIdle
+	u.smc = securityModeProc{}
+	u.ident = identificationProc{}
+}
+
+// servingPLMN is the PLMN the UE is served in: that of its TAI when we
+// serve it, else that of our primary GUAMI.
+func (u *ue) servingPLMN() identity.PLMN {
+	if u.ran != nil && u.amf.cfg.plmnIndex(u.ran.tai.PLMN) >= 0 {
+		return u.ran.tai.PLMN
+	}
+	return u.amf.cfg.guamis[0].PLMN
+}
+
+func (u *ue) setState(s gmmState) {
+	if u.state == gmmRegistered && s != gmmRegistered {
+		u.amf.stats.registered.Add(-1)
+	} else if u.state != gmmRegistered && s == gmmRegistered {
+		u.amf.stats.registered.Add(1)
+	}
+	u.state = s
+}
+
+// causeForSBIError maps an SBI failure during registration to the 5GMM cause
+// of the Registration Reject (TS 24.501 §5.5.1.2.5, Annex A).
+func causeForSBIError(err error) nas.Cause5GMM {
+	switch sbi.CauseOf(err) {
+	case sbi.CauseUserNotFound, sbi.CauseDataNotFound, sbi.CauseUnknown5GSSubscription:
+		// The subscriber has no 5GS subscription here.
+		return nas.Cause5GSServicesNotAllowed
+	case sbi.CauseAuthenticationRejected:
+		return nas.CauseIllegalUE
+	case sbi.CauseServingNetworkNotAuthorized:
+		return causeServingNetworkNotAuthorized
+	}
+	return nas.CauseProtocolErrorUnspecified
+}
+
+// causeServingNetworkNotAuthorized is 5GMM cause #73 (TS 24.501 Annex A).
+const causeServingNetworkNotAuthorized nas.Cause5GMM = 73
+
+func guamiModel(g identity.GUAMI) *models.Guami {
+	b := g.AMFID.Bytes()
+	return &models.Guami{
+		PlmnId: &models.PlmnIdNid{Mcc: g.PLMN.MCC, Mnc: g.PLMN.MNC},
+		AmfId:  fmt.Sprintf("%02x%02x%02x", b[0], b[1], b[2]),
+	}
+}
+
+// allowedFromNSSF reads the allowed NSSAI for 3GPP access.
+func allowedFromNSSF(info *models.Nssf_NSSel_AuthorizedNetworkSliceInfo) ([]identity.SNSSAI, error) {
+	if info == nil {
+		return nil, errors.New("nssf: no authorized network slice info")
+	}
+	var out []identity.SNSSAI
+	for _, an := range info.AllowedNssaiList {
+		if an.AccessType != "" && an.AccessType != models.AccessType_3_GPP_ACCESS {
+			continue
+		}
+		for _, s := range an.AllowedSnssaiList {
+			if s.AllowedSnssai == nil {
+				continue
+			}
+			sn, err := sbi.SNSSAIFromModel(*s.AllowedSnssai)
+			if err != nil {
+				return nil, fmt.Errorf("nssf allowed snssai: %w", err)
+			}
+			out = append(out, sn)
+		}
+	}
+	return out, nil
+}

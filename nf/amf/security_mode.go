@@ -1,0 +1,128 @@
+package amf
+
+import (
+	"github.com/tern5g/tern/nas"
+	"github.com/tern5g/tern/security/kdf"
+)
+
+// smcState is the state of the NAS security mode control procedure on the
+// network side (TS 24.501 §5.4.2, TS 33.501 §6.7.2).
+type smcState uint8
+
+const (
+	smcIdle         smcState = iota
+	smcWaitComplete          // Security Mode Command sent, T3560 running
+)
+
+// securityModeProc is the per-UE security mode control state machine.
+type securityModeProc struct {
+	state smcState
+	// pending is the new 5G NAS security context the command establishes;
+	// it becomes the current one when Security Mode Complete verifies.
+	pending *nas.SecurityContext
+}
+
+// selectAlgorithms picks the first configured algorithms the UE supports
+// (TS 33.501 §6.7.2). ok is false when there is no common integrity or
+// ciphering algorithm.
+func (a *AMF) selectAlgorithms(cap nas.UESecurityCapability) (enc, integ uint8, ok bool) {
+	foundI, foundE := false, false
+	for _, id := range a.cfg.intPrio {
+		if cap.SupportsIA(id) {
+			integ, foundI = id, true
+			break
+		}
+	}
+	for _, id := range a.cfg.encPrio {
+		if cap.SupportsEA(id) {
+			enc, foundE = id, true
+			break
+		}
+	}
+	return enc, integ, foundI && foundE
+}
+
+// startSecurityMode derives the NAS keys (TS 33.501 §A.8) and sends Security
+// Mode Command integrity protected with the new context (TS 24.501
+// §5.4.2.2).
+func (u *ue) startSecurityMode() {
+	if !u.hasSecCap {
+		// TS 24.501 §8.2.6.5: mandatory in an initial registration.
+		u.rejectRegistration(nas.CauseConditionalIEError)
+		return
+	}
+	enc, integ, ok := u.amf.selectAlgorithms(u.ueSecCap)
+	if !ok {
+		u.rejectRegistration(nas.CauseUESecurityCapabilitiesMismatch)
+		return
+	}
+	kEnc, kInt := kdf.NASKeys(u.kamf, enc, integ)
+	u.smc.pending = nas.NewSecurityContext(kEnc, kInt, enc, integ, u.ngKSI)
+	cmd := &nas.SecurityModeCommand{
+		CipheringAlg:                 enc,
+		IntegrityAlg:                 integ,
+		NgKSI:                        nas.NgKSI{KSI: u.ngKSI},
+		ReplayedUESecurityCapability: u.ueSecCap,
+		IMEISVRequest:                true,
+		// TS 24.501 §5.4.2.2: ask for the complete initial message when the
+		// one received was not integrity checked.
+		RetransmitInitialNAS: !u.reg.initialIntegrity,
+	}
+	plain, err := nas.Encode(cmd)
+	if err != nil {
+		u.log.Error("encode Security Mode Command", "err", err)
+		u.releaseAndRemove(causeNASUnspecified)
+		return
+	}
+	hdr := nas.IntegrityProtectedNewContext
+	if err := u.sendNAS(plain, hdr); err != nil {
+		u.log.Warn("Security Mode Command not sent", "err", err)
+	}
+	u.smc.state = smcWaitComplete
+	u.reg.state = regSecuring
+	u.startTimer(timerT3560, plain, hdr)
+}
+
+// onSecurityModeComplete takes the new context into use (TS 24.501
+// §5.4.2.4) and resumes registration with the complete Registration Request
+// if the UE sent one.
+func (u *ue) onSecurityModeComplete(m *nas.SecurityModeComplete) {
+	if u.smc.state != smcWaitComplete {
+		u.log.Debug("Security Mode Complete outside security mode control, ignored")
+		return
+	}
+	u.stopTimer(timerT3560)
+	u.sec = u.smc.pending
+	u.smc = securityModeProc{}
+	u.ran.secured = true
+	if m.IMEISV != "" {
+		u.pei = "imeisv-" + m.IMEISV
+	}
+	if len(m.NASMessageContainer) > 0 {
+		// TS 24.501 §4.4.6: the container holds the complete initial message.
+		if rm, err := nas.Decode(m.NASMessageContainer); err == nil {
+			if rr, ok := rm.(*nas.RegistrationRequest); ok {
+				u.reg.req = rr
+				if rr.UESecurityCapability != nil && *rr.UESecurityCapability != u.ueSecCap {
+					u.log.Info("UE security capability in the complete message differs; keeping the replayed one")
+				}
+			}
+		} else {
+			u.log.Info("NAS message container of Security Mode Complete undecodable", "err", err)
+		}
+	}
+	u.amf.stats.smcs.Add(1)
+	u.completeRegistration()
+}
+
+// onSecurityModeReject aborts the procedure that needed security (TS 24.501
+// §5.4.2.5): the registration fails and the UE is released.
+func (u *ue) onSecurityModeReject(m *nas.SecurityModeReject) {
+	if u.smc.state != smcWaitComplete {
+		return
+	}
+	u.stopTimer(timerT3560)
+	u.smc = securityModeProc{}
+	u.log.Info("Security Mode Reject", "cause", uint8(m.Cause))
+	u.releaseAndRemove(causeNASUnspecified)
+}
