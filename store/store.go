@@ -3,13 +3,35 @@
 //
 // On disk it is one append-only log of JSON records, one per line, each
 // prefixed with the CRC-32C of its JSON. Every mutation appends one line and
-// fsyncs before it becomes visible, so an acknowledged write survives a crash.
+// is acknowledged only once the log is fsynced, so an acknowledged write
+// survives a crash. Concurrent writers share writes and fsyncs (group
+// commit): each queues its lines in memory under the store's lock, then one
+// of them writes and fsyncs all lines queued so far while the others wait,
+// so N concurrent writers cost about one fsync, not N, and no lock that
+// readers or SQN allocations need is held across I/O. A mutation is visible
+// to readers from when it is queued, up to one fsync before it is
+// acknowledged; what depends on it for safety (an SQN reservation logged
+// after it) is acknowledged only after the same fsync or a later one.
+//
 // A crash in the middle of an append leaves a torn last line, which Open
 // detects (no newline or bad CRC) and truncates. When the log has grown well
 // beyond the live data, it is compacted: the live records are written to a
 // temporary file in the same directory, fsynced, renamed over the log and the
 // directory is fsynced; a crash at any point leaves either the old or the new
 // log intact, and Open removes leftover temporary files.
+//
+// # SQN reservations
+//
+// SQN_HE changes on every authentication, so it is not logged on every
+// change. The store keeps each subscriber's SQN_HE in memory and logs only a
+// reservation: a value that no SQN issued so far exceeds. UpdateSQN hands out
+// SQNs up to the reservation from memory and, when the next SQN would pass
+// it, first logs (and fsyncs) a new one some headroom further on. After a
+// crash, each subscriber's SQN_HE restarts at its logged reservation, so no
+// SQN is issued twice; the USIM accepts the jump because it accepts any SQN
+// above the highest it has seen within a large Δ (TS 33.102 Annex C.2.1,
+// C.3). A clean Close logs the exact SQN_HE, so a restart after a clean
+// shutdown resumes without a jump.
 package store
 
 import (
@@ -26,6 +48,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -40,19 +63,30 @@ const (
 // entry is one log line.
 type entry struct {
 	Op   string      `json:"op"`
-	Sub  *Subscriber `json:"sub,omitempty"`  // put
+	Sub  *Subscriber `json:"sub,omitempty"`  // put; Sub.SQN is also its reservation
 	SUPI string      `json:"supi,omitempty"` // del, sqn
-	SQN  uint64      `json:"sqn,omitempty"`  // sqn
+	SQN  uint64      `json:"sqn,omitempty"`  // sqn: the subscriber's new reservation
 }
 
 // Options tunes a Store.
 type Options struct {
 	// NoSync skips fsync after each write. Only for benchmarks and tests
-	// that measure something else: a crash may then lose acknowledged writes.
+	// that measure something else: a crash may then lose acknowledged writes
+	// and, with them, SQN reservations.
 	NoSync bool
 	// CompactMin is the number of log entries below which the log is never
 	// compacted (default 1024).
 	CompactMin int
+}
+
+// record is one subscriber in memory.
+type record struct {
+	sub Subscriber // sub.SQN is the live SQN_HE: the last SQN issued
+	// reserved is the subscriber's reservation: no SQN issued exceeds it.
+	// It is in the log from write number resSeq on, durable once
+	// Store.synced reaches resSeq.
+	reserved uint64
+	resSeq   uint64
 }
 
 // Store is a durable subscriber map, safe for concurrent use.
@@ -60,12 +94,31 @@ type Store struct {
 	path string
 	opts Options
 
+	// Group commit. flushing is held (like a lock) by the writer that
+	// writes and fsyncs for a group, and by compaction and Close; flushDone
+	// wakes all waiters when it is released. Lock order: flushing, then mu.
+	flushMu   sync.Mutex // guards flushing
+	flushDone sync.Cond  // L is &flushMu
+	flushing  bool
+	// synced is the number of the last write known to be durable.
+	synced atomic.Uint64
+	// syncedSize is the log size that synced covers (while flushing is held).
+	syncedSize int64
+	syncs      atomic.Uint64 // fsyncs of the log, compaction included
+
 	mu      sync.RWMutex
-	subs    map[string]*Subscriber
+	subs    map[string]*record
 	f       *os.File // the log, opened for appending
-	entries int      // lines in the log
+	pending []byte   // lines appended but not yet written to f
+	size    int64    // bytes in the log, pending included
+	entries int      // lines in the log, pending included
+	written uint64   // number of the last write (one per append call)
 	broken  error    // set when a write's outcome is unknown; all later writes fail
 	closed  bool
+
+	// beforeSync, if set, runs in the fsyncing writer before it reads how
+	// far the log has been written (tests use it to make groups).
+	beforeSync func()
 }
 
 // Open opens the store at path, creating it (and its directory) on first use.
@@ -86,15 +139,18 @@ func OpenOptions(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	s := &Store{path: path, opts: opts, subs: make(map[string]*Subscriber), f: f}
+	s := &Store{path: path, opts: opts, subs: make(map[string]*record), f: f}
+	s.flushDone.L = &s.flushMu
 	if err := s.load(); err != nil {
 		f.Close()
 		return nil, err
 	}
-	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+	end, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("store: %w", err)
 	}
+	s.size, s.syncedSize = end, end
 	if s.needsCompaction() {
 		if err := s.compact(); err != nil {
 			s.f.Close()
@@ -126,7 +182,8 @@ func removeTemps(path string) error {
 }
 
 // load replays the log. A damaged final line is a torn append and is cut
-// off; damage followed by valid lines is corruption and an error.
+// off; damage followed by valid lines is corruption and an error. Each
+// subscriber's SQN_HE starts at its last logged reservation.
 func (s *Store) load() error {
 	data, err := io.ReadAll(s.f)
 	if err != nil {
@@ -147,7 +204,7 @@ func (s *Store) load() error {
 			}
 			return fmt.Errorf("store: %s line %d: %w (the log is corrupt before its end; refusing to guess)", s.path, line, err)
 		}
-		if err := s.apply(e); err != nil {
+		if err := s.apply(e, 0, true); err != nil {
 			return fmt.Errorf("store: %s line %d: %w", s.path, line, err)
 		}
 		s.entries++
@@ -196,9 +253,11 @@ func encodeLine(buf *bytes.Buffer, e entry) error {
 	return nil
 }
 
-// apply checks e and changes the in-memory map. Writes were validated
-// before they were logged; on load this guards against forged lines.
-func (s *Store) apply(e entry) error {
+// apply checks e, logged by write number seq, and changes the in-memory
+// map. Writes were validated before they were logged; on load (replay) this
+// guards against forged lines. A reservation moves the live SQN_HE only on
+// replay: in a running store SQN_HE is ahead of the log.
+func (s *Store) apply(e entry, seq uint64, replay bool) error {
 	switch e.Op {
 	case opPut:
 		if e.Sub == nil {
@@ -207,56 +266,119 @@ func (s *Store) apply(e entry) error {
 		if err := e.Sub.Validate(); err != nil {
 			return err
 		}
-		c := e.Sub.Clone()
-		s.subs[c.SUPI] = &c
+		s.subs[e.Sub.SUPI] = &record{sub: e.Sub.Clone(), reserved: e.Sub.SQN, resSeq: seq}
 	case opDelete:
 		delete(s.subs, e.SUPI)
 	case opSQN:
-		sub, ok := s.subs[e.SUPI]
+		rec, ok := s.subs[e.SUPI]
 		if !ok {
 			return fmt.Errorf("sqn for unknown %s", e.SUPI)
 		}
 		if e.SQN > MaxSQN {
 			return fmt.Errorf("sqn %d for %s exceeds 48 bits", e.SQN, e.SUPI)
 		}
-		sub.SQN = e.SQN
+		rec.reserved, rec.resSeq = e.SQN, seq
+		if replay {
+			rec.sub.SQN = e.SQN
+		}
 	default:
 		return fmt.Errorf("unknown op %q", e.Op)
 	}
 	return nil
 }
 
-// write appends entries durably, then applies them. Caller holds s.mu.
-func (s *Store) write(es ...entry) error {
+// usable reports why the store takes no writes. Caller holds s.mu.
+func (s *Store) usable() error {
 	if s.closed {
 		return errors.New("store: closed")
 	}
 	if s.broken != nil {
 		return fmt.Errorf("store: unusable after an earlier failed write: %w", s.broken)
 	}
+	return nil
+}
+
+// appendEntries queues es for the log and applies them, returning the
+// write's number for commit. Caller holds s.mu for writing.
+func (s *Store) appendEntries(es ...entry) (uint64, error) {
+	if err := s.usable(); err != nil {
+		return 0, err
+	}
 	var buf bytes.Buffer
 	for _, e := range es {
 		if err := encodeLine(&buf, e); err != nil {
-			return fmt.Errorf("store: encoding: %w", err)
+			return 0, fmt.Errorf("store: encoding: %w", err)
 		}
 	}
-	if _, err := s.f.Write(buf.Bytes()); err != nil {
-		s.broken = err
-		return fmt.Errorf("store: writing %s: %w", s.path, err)
-	}
-	if !s.opts.NoSync {
-		if err := s.f.Sync(); err != nil {
-			s.broken = err
-			return fmt.Errorf("store: syncing %s: %w", s.path, err)
-		}
-	}
+	s.pending = append(s.pending, buf.Bytes()...)
+	s.size += int64(buf.Len())
+	s.written++
 	for _, e := range es {
-		if err := s.apply(e); err != nil {
-			return fmt.Errorf("store: %w", err)
+		if err := s.apply(e, s.written, false); err != nil {
+			return 0, fmt.Errorf("store: %w", err)
 		}
 	}
 	s.entries += len(es)
-	if s.needsCompaction() {
+	return s.written, nil
+}
+
+// lockFlush waits until no one flushes, then holds the flush.
+func (s *Store) lockFlush() {
+	s.flushMu.Lock()
+	for s.flushing {
+		s.flushDone.Wait()
+	}
+	s.flushing = true
+	s.flushMu.Unlock()
+}
+
+// unlockFlush releases the flush and wakes every waiter: those whose writes
+// it covered return at once, and one of the others leads the next flush.
+func (s *Store) unlockFlush() {
+	s.flushMu.Lock()
+	s.flushing = false
+	s.flushDone.Broadcast()
+	s.flushMu.Unlock()
+}
+
+// commit returns once write number seq is durable (group commit): a waiter
+// that finds no flush in progress writes and fsyncs everything queued so
+// far, and waiters whose writes that covered return without I/O of their
+// own. Caller holds no lock.
+func (s *Store) commit(seq uint64) error {
+	s.flushMu.Lock()
+	for s.flushing && s.synced.Load() < seq {
+		s.flushDone.Wait()
+	}
+	if s.synced.Load() >= seq {
+		s.flushMu.Unlock()
+		return nil
+	}
+	s.flushing = true
+	s.flushMu.Unlock()
+	defer s.unlockFlush()
+	if s.beforeSync != nil {
+		s.beforeSync()
+	}
+	s.mu.Lock()
+	err := s.usable()
+	target, size, f, buf := s.written, s.size, s.f, s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := s.flush(f, buf); err != nil {
+		s.mu.Lock()
+		s.broken = err
+		s.mu.Unlock()
+		return err
+	}
+	s.synced.Store(target)
+	s.syncedSize = size
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.usable() == nil && s.needsCompaction() {
 		// The write itself is durable; a failed compaction only leaves the
 		// log longer, so report it but do not fail the caller.
 		if err := s.compact(); err != nil {
@@ -266,11 +388,41 @@ func (s *Store) write(es ...entry) error {
 	return nil
 }
 
+// flush writes buf to f and fsyncs f. Caller holds the flush, so writes
+// reach the file in the order they were queued.
+func (s *Store) flush(f *os.File, buf []byte) error {
+	if _, err := f.Write(buf); err != nil {
+		return fmt.Errorf("store: writing %s: %w", s.path, err)
+	}
+	if s.opts.NoSync {
+		return nil
+	}
+	s.syncs.Add(1)
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("store: syncing %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// write appends es and returns once they are durable.
+func (s *Store) write(es ...entry) error {
+	s.mu.Lock()
+	seq, err := s.appendEntries(es...)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.commit(seq)
+}
+
 func (s *Store) needsCompaction() bool {
 	return s.entries > s.opts.CompactMin && s.entries > 4*len(s.subs)
 }
 
-// compact rewrites the log with one put per subscriber. Caller holds s.mu.
+// compact rewrites the log with one put per subscriber, carrying its
+// reservation (not its live SQN_HE) as SQN. The new log is durable and holds
+// every write so far, queued ones included (their effect is in memory), so
+// the queue is dropped. Caller holds the flush and s.mu (or is Open).
 func (s *Store) compact() error {
 	dir := filepath.Dir(s.path)
 	tmp, err := os.CreateTemp(dir, tempPrefix(s.path)+"*")
@@ -284,11 +436,16 @@ func (s *Store) compact() error {
 	}
 	w := bufio.NewWriter(tmp)
 	var buf bytes.Buffer
+	var size int64
 	for _, supi := range s.sortedSUPIs() {
+		rec := s.subs[supi]
+		sub := rec.sub
+		sub.SQN = rec.reserved
 		buf.Reset()
-		if err := encodeLine(&buf, entry{Op: opPut, Sub: s.subs[supi]}); err != nil {
+		if err := encodeLine(&buf, entry{Op: opPut, Sub: &sub}); err != nil {
 			return cleanup(err)
 		}
+		size += int64(buf.Len())
 		if _, err := w.Write(buf.Bytes()); err != nil {
 			return cleanup(err)
 		}
@@ -296,6 +453,7 @@ func (s *Store) compact() error {
 	if err := w.Flush(); err != nil {
 		return cleanup(err)
 	}
+	s.syncs.Add(1)
 	if err := tmp.Sync(); err != nil {
 		return cleanup(err)
 	}
@@ -310,6 +468,9 @@ func (s *Store) compact() error {
 	s.f.Close()
 	s.f = tmp
 	s.entries = len(s.subs)
+	s.pending = nil
+	s.size, s.syncedSize = size, size
+	s.synced.Store(s.written)
 	return nil
 }
 
@@ -331,25 +492,25 @@ func (s *Store) sortedSUPIs() []string {
 	return keys
 }
 
-// Get returns a copy of the subscriber, or ErrNotFound.
+// Get returns a copy of the subscriber, or ErrNotFound. Its SQN is the live
+// SQN_HE, the last SQN issued.
 func (s *Store) Get(supi string) (Subscriber, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	sub, ok := s.subs[supi]
+	rec, ok := s.subs[supi]
 	if !ok {
 		return Subscriber{}, fmt.Errorf("%s: %w", supi, ErrNotFound)
 	}
-	return sub.Clone(), nil
+	return rec.sub.Clone(), nil
 }
 
 // Put validates and stores sub, replacing any record with the same SUPI.
+// sub.SQN becomes SQN_HE and its reservation.
 func (s *Store) Put(sub Subscriber) error {
 	if err := sub.Validate(); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	c := sub.Clone()
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	return s.write(entry{Op: opPut, Sub: &c})
 }
 
@@ -364,10 +525,10 @@ func (s *Store) PutAll(subs []Subscriber, overwrite bool) (int, error) {
 		}
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	seen := make(map[string]bool, len(subs))
 	for i := range subs {
 		if seen[subs[i].SUPI] {
+			s.mu.Unlock()
 			return 0, fmt.Errorf("store: %s given twice", subs[i].SUPI)
 		}
 		seen[subs[i].SUPI] = true
@@ -378,9 +539,15 @@ func (s *Store) PutAll(subs []Subscriber, overwrite bool) (int, error) {
 		es = append(es, entry{Op: opPut, Sub: &c})
 	}
 	if len(es) == 0 {
+		s.mu.Unlock()
 		return 0, nil
 	}
-	if err := s.write(es...); err != nil {
+	seq, err := s.appendEntries(es...)
+	s.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	if err := s.commit(seq); err != nil {
 		return 0, err
 	}
 	return len(es), nil
@@ -389,20 +556,28 @@ func (s *Store) PutAll(subs []Subscriber, overwrite bool) (int, error) {
 // Delete removes the subscriber, or returns ErrNotFound.
 func (s *Store) Delete(supi string) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if _, ok := s.subs[supi]; !ok {
+		s.mu.Unlock()
 		return fmt.Errorf("%s: %w", supi, ErrNotFound)
 	}
-	return s.write(entry{Op: opDelete, SUPI: supi})
+	seq, err := s.appendEntries(entry{Op: opDelete, SUPI: supi})
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.commit(seq)
 }
 
-// List returns copies of all subscribers, sorted by SUPI.
+// List returns copies of all subscribers, sorted by SUPI. Their SQNs are
+// the live SQN_HE values. In a store just opened (as by `tern subscriber
+// list`), that is the logged value: the exact SQN_HE after a clean Close,
+// or after a crash the reservation, from which SQN_HE resumes.
 func (s *Store) List() []Subscriber {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := make([]Subscriber, 0, len(s.subs))
 	for _, supi := range s.sortedSUPIs() {
-		out = append(out, s.subs[supi].Clone())
+		out = append(out, s.subs[supi].sub.Clone())
 	}
 	return out
 }
@@ -414,45 +589,106 @@ func (s *Store) Len() int {
 	return len(s.subs)
 }
 
+// Syncs returns how many times the log has been fsynced since Open
+// (compactions included, Open's own repairs not).
+func (s *Store) Syncs() uint64 { return s.syncs.Load() }
+
 // IncrementSQN atomically adds one to the subscriber's SQN (wrapping at 48
-// bits) and returns the new value, durably stored before it is returned.
+// bits) and returns the new value, logged exactly (no headroom) and durable
+// before it is returned.
 func (s *Store) IncrementSQN(supi string) (uint64, error) {
-	return s.UpdateSQN(supi, func(cur uint64) (uint64, error) { return (cur + 1) & MaxSQN, nil })
+	return s.UpdateSQN(supi, 0, func(cur uint64) (uint64, error) { return (cur + 1) & MaxSQN, nil })
 }
 
-// UpdateSQN atomically replaces the subscriber's SQN with next(current) and
-// returns the new value, durably stored before it is returned. next runs
-// under the store's lock and must be quick; an error from it aborts the update.
-func (s *Store) UpdateSQN(supi string, next func(cur uint64) (uint64, error)) (uint64, error) {
+// UpdateSQN atomically replaces the subscriber's SQN_HE with next(current)
+// and returns the new value, which is below a durable reservation before it
+// is returned, so it is never issued again after a crash. When the new
+// value passes the reservation, or goes below SQN_HE (a 48-bit wrap or a
+// deliberate reset), the new reservation, value+headroom (at most MaxSQN),
+// is logged and fsynced first; otherwise nothing is written. headroom 0
+// logs every value. next runs under the store's lock and must be quick; an
+// error from it aborts the update.
+func (s *Store) UpdateSQN(supi string, headroom uint64, next func(cur uint64) (uint64, error)) (uint64, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	sub, ok := s.subs[supi]
+	if err := s.usable(); err != nil {
+		s.mu.Unlock()
+		return 0, err
+	}
+	rec, ok := s.subs[supi]
 	if !ok {
+		s.mu.Unlock()
 		return 0, fmt.Errorf("%s: %w", supi, ErrNotFound)
 	}
-	n, err := next(sub.SQN)
+	cur := rec.sub.SQN
+	n, err := next(cur)
 	if err != nil {
+		s.mu.Unlock()
 		return 0, err
 	}
 	if n > MaxSQN {
+		s.mu.Unlock()
 		return 0, fmt.Errorf("store: %s: sqn %d exceeds 48 bits", supi, n)
 	}
-	if err := s.write(entry{Op: opSQN, SUPI: supi, SQN: n}); err != nil {
-		return 0, err
+	// After a crash SQN_HE resumes at the logged reservation, so a value
+	// below SQN_HE (a wrap) needs a lower one logged, or the values between
+	// it and the old reservation would be issued twice.
+	if n > rec.reserved || n < cur {
+		res := n + min(headroom, MaxSQN-n)
+		if _, err := s.appendEntries(entry{Op: opSQN, SUPI: supi, SQN: res}); err != nil {
+			s.mu.Unlock()
+			return 0, err
+		}
+	}
+	rec.sub.SQN = n
+	need := rec.resSeq // the write that logged the reservation covering n
+	s.mu.Unlock()
+	if need > s.synced.Load() {
+		if err := s.commit(need); err != nil {
+			return 0, err
+		}
 	}
 	return n, nil
 }
 
-// Close releases the log file. Later calls fail.
+// Close logs each subscriber's exact SQN_HE where it is below its
+// reservation (so a restart resumes without a jump), syncs and releases the
+// log. Later calls fail.
 func (s *Store) Close() error {
+	s.lockFlush()
+	defer s.unlockFlush()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil
 	}
+	var errs []error
+	if s.usable() == nil {
+		var es []entry
+		for _, supi := range s.sortedSUPIs() {
+			if rec := s.subs[supi]; rec.sub.SQN < rec.reserved {
+				es = append(es, entry{Op: opSQN, SUPI: supi, SQN: rec.sub.SQN})
+			}
+		}
+		if len(es) > 0 {
+			if _, err := s.appendEntries(es...); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if len(errs) == 0 && s.synced.Load() < s.written {
+			if err := s.flush(s.f, s.pending); err != nil {
+				errs = append(errs, err)
+			}
+			s.pending = nil
+		}
+		if len(errs) == 0 {
+			// Writers still waiting in commit find their writes durable.
+			s.synced.Store(s.written)
+			s.syncedSize = s.size
+		}
+	}
 	s.closed = true
 	if err := s.f.Close(); err != nil {
-		return fmt.Errorf("store: %w", err)
+		errs = append(errs, fmt.Errorf("store: %w", err))
 	}
-	return nil
+	return errors.Join(errs...)
 }

@@ -280,10 +280,10 @@ func TestUpdateSQN(t *testing.T) {
 		t.Fatalf("IncrementSQN at max = %d, %v; want wrap to 0", n, err)
 	}
 	boom := errors.New("boom")
-	if _, err := s.UpdateSQN(sub.SUPI, func(uint64) (uint64, error) { return 0, boom }); !errors.Is(err, boom) {
+	if _, err := s.UpdateSQN(sub.SUPI, 0, func(uint64) (uint64, error) { return 0, boom }); !errors.Is(err, boom) {
 		t.Fatalf("UpdateSQN error = %v", err)
 	}
-	if _, err := s.UpdateSQN(sub.SUPI, func(uint64) (uint64, error) { return MaxSQN + 1, nil }); err == nil {
+	if _, err := s.UpdateSQN(sub.SUPI, 0, func(uint64) (uint64, error) { return MaxSQN + 1, nil }); err == nil {
 		t.Fatal("UpdateSQN accepted a 49-bit SQN")
 	}
 	if _, err := s.IncrementSQN("imsi-001010000000009"); !errors.Is(err, ErrNotFound) {

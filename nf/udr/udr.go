@@ -24,15 +24,32 @@ type Config struct {
 	// IndLength is the number of IND bits at the end of SQN (TS 33.102
 	// Annex C.1.1); 0 makes SQN a plain counter. Default 5.
 	IndLength *int `yaml:"indLength,omitempty"`
+	// SQNReserve is how many authentication vectors' worth of SQNs the
+	// store reserves durably at a time (see AllocateSQN); 0 logs every SQN,
+	// one fsync per authentication. Default 1024.
+	SQNReserve *int `yaml:"sqnReserve,omitempty"`
 }
 
 // DefaultIndLength is the IND length suggested by TS 33.102 Annex C.3.2.
 const DefaultIndLength = 5
 
+// DefaultSQNReserve is the default Config.SQNReserve: one fsync per 1024
+// authentications of a subscriber, and a restart after a crash moves SEQ
+// forward by at most 1024, far inside the USIM's Δ (TS 33.102 Annex C.2.1;
+// Annex C.3 suggests Δ = 2^28).
+const DefaultSQNReserve = 1024
+
+// MaxSQNReserve bounds Config.SQNReserve so that the SEQ jump after a crash
+// stays well inside the USIM's Δ.
+const MaxSQNReserve = 1 << 20
+
 // Validate checks the configuration and names the bad field.
 func (c *Config) Validate() error {
 	if c.IndLength != nil && (*c.IndLength < 0 || *c.IndLength > 16) {
 		return fmt.Errorf("udr: indLength: %d not in 0..16", *c.IndLength)
+	}
+	if c.SQNReserve != nil && (*c.SQNReserve < 0 || *c.SQNReserve > MaxSQNReserve) {
+		return fmt.Errorf("udr: sqnReserve: %d not in 0..%d", *c.SQNReserve, MaxSQNReserve)
 	}
 	return nil
 }
@@ -41,13 +58,17 @@ func (c *Config) Validate() error {
 // implements it (an external database can later).
 type SubscriberStore interface {
 	Get(supi string) (store.Subscriber, error)
-	UpdateSQN(supi string, next func(cur uint64) (uint64, error)) (uint64, error)
+	// UpdateSQN sets SQN_HE to next(SQN_HE) and returns it once no restart
+	// can issue it again, durably reserving headroom SQNs beyond it when it
+	// must write.
+	UpdateSQN(supi string, headroom uint64, next func(cur uint64) (uint64, error)) (uint64, error)
 }
 
 // UDR implements sbi.DataRepository.
 type UDR struct {
 	store     SubscriberStore
 	indLength int
+	headroom  uint64 // SQNReserve vectors in SQN units
 	log       *slog.Logger
 }
 
@@ -68,7 +89,13 @@ func New(cfg Config, st SubscriberStore, logger *slog.Logger) (*UDR, error) {
 	if cfg.IndLength != nil {
 		ind = *cfg.IndLength
 	}
-	return &UDR{store: st, indLength: ind, log: logger.With("nf", "udr")}, nil
+	reserve := DefaultSQNReserve
+	if cfg.SQNReserve != nil {
+		reserve = *cfg.SQNReserve
+	}
+	// Each vector advances SEQ, the bits above IND, by one (Annex C.1.1).
+	headroom := uint64(reserve) << ind
+	return &UDR{store: st, indLength: ind, headroom: headroom, log: logger.With("nf", "udr")}, nil
 }
 
 func (u *UDR) get(supi string) (store.Subscriber, error) {
@@ -95,6 +122,8 @@ func (u *UDR) QueryAuthenticationSubscription(ctx context.Context, supi string) 
 			return nil, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "%s: deriving OPc: %v", supi, err)
 		}
 	}
+	// sequenceNumber is the live SQN_HE; what the store logs is a
+	// reservation at or above it (see AllocateSQN).
 	return &models.Udr_DR_AuthenticationSubscription{
 		AuthenticationMethod:          models.Udr_DR_AuthMethod_5_G_AKA,
 		EncPermanentKey:               hex.EncodeToString(sub.K),
@@ -125,6 +154,14 @@ func NextSQN(cur uint64, indLength int) uint64 {
 }
 
 // AllocateSQN implements sbi.DataRepository.
+//
+// Departure from TS 29.505/TS 29.504: there the UDM writes each new
+// sequenceNumber into the stored authentication subscription, i.e. one
+// durable write per authentication. tern keeps SQN_HE in memory and makes
+// durable only a reservation SQNReserve vectors ahead, written when an
+// allocation would pass it (and before that SQN is returned); after a crash
+// SQN_HE resumes at the reservation. SQNs then jump forward across a crash,
+// which the USIM accepts (TS 33.102 Annex C.2.1, C.3), and none is reused.
 func (u *UDR) AllocateSQN(ctx context.Context, supi string, sqnMS string) (*models.Udr_DR_SequenceNumber, error) {
 	var ms uint64
 	resync := sqnMS != ""
@@ -135,9 +172,11 @@ func (u *UDR) AllocateSQN(ctx context.Context, supi string, sqnMS string) (*mode
 		}
 		ms = v
 	}
-	sqn, err := u.store.UpdateSQN(supi, func(cur uint64) (uint64, error) {
+	sqn, err := u.store.UpdateSQN(supi, u.headroom, func(cur uint64) (uint64, error) {
 		// TS 33.102 Annex C.3.4: if the next SQN from SQN_HE would not be
 		// accepted by the USIM (SQN_MS >= it), SQN_HE takes SQN_MS first.
+		// When that passes the reservation, the store logs a new one
+		// beyond it before the SQN is returned.
 		if resync && ms > cur {
 			cur = ms
 		}

@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/tern5g/tern/identity"
@@ -167,7 +170,137 @@ func TestConfigValidate(t *testing.T) {
 	if err := (&Config{IndLength: &bad}).Validate(); err == nil {
 		t.Fatal("indLength 17 accepted")
 	}
+	for _, r := range []int{-1, MaxSQNReserve + 1} {
+		if err := (&Config{SQNReserve: &r}).Validate(); err == nil {
+			t.Fatalf("sqnReserve %d accepted", r)
+		}
+	}
 	if _, err := New(Config{}, nil, nil); err == nil {
 		t.Fatal("nil store accepted")
+	}
+}
+
+// newDurableUDR returns a UDR over a store that fsyncs, and the log's path.
+func newDurableUDR(t *testing.T, cfg Config, path string) (*UDR, *store.Store) {
+	t.Helper()
+	st, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if _, err := st.PutAll(store.DefaultSubscribers(1), false); err != nil {
+		t.Fatal(err)
+	}
+	u, err := New(cfg, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u, st
+}
+
+// crashCopy reopens the log at path as a crashed process leaves it: never
+// closed, copied as it is.
+func crashCopy(t *testing.T, cfg Config, path string) (*UDR, *store.Store) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(t.TempDir(), "db")
+	if err := os.WriteFile(cp, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return newDurableUDR(t, cfg, cp)
+}
+
+func sqnValue(t *testing.T, s string) uint64 {
+	t.Helper()
+	v, err := strconv.ParseUint(s, 16, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// After a crash, SQN_HE resumes at the reservation: the next SQN is above
+// every SQN issued before, and SEQ jumps by at most SQNReserve vectors.
+func TestAllocateSQNAfterCrash(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	reserve := 16
+	cfg := Config{SQNReserve: &reserve}
+	u, st := newDurableUDR(t, cfg, path)
+	ctx := context.Background()
+	supi := store.DemoSUPI(1)
+	var last uint64
+	for range 100 {
+		s, err := u.AllocateSQN(ctx, supi, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := sqnValue(t, s.Sqn); v <= last {
+			t.Fatalf("SQN %#x after %#x", v, last)
+		} else {
+			last = v
+		}
+	}
+	// 100 vectors with a reservation of 16: about one fsync per 16.
+	if n := st.Syncs(); n > 100/16+2 {
+		t.Errorf("%d fsyncs for 100 allocations with sqnReserve 16", n)
+	}
+	r, _ := crashCopy(t, cfg, path)
+	s, err := r.AllocateSQN(ctx, supi, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := sqnValue(t, s.Sqn)
+	if v <= last {
+		t.Fatalf("SQN after crash %#x, not above %#x issued before", v, last)
+	}
+	if jump := v>>DefaultIndLength - last>>DefaultIndLength; jump > uint64(reserve)+1 {
+		t.Fatalf("SEQ jumped by %d across the crash, sqnReserve %d", jump, reserve)
+	}
+}
+
+// A resynchronisation to an SQN_MS beyond the reservation is durable before
+// the SQN is returned.
+func TestAllocateSQNResyncPastReservation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	u, _ := newDurableUDR(t, Config{}, path)
+	ctx := context.Background()
+	supi := store.DemoSUPI(1)
+	if _, err := u.AllocateSQN(ctx, supi, ""); err != nil {
+		t.Fatal(err)
+	}
+	const ms = 0x0000f0000000 // far beyond the default reservation
+	s, err := u.AllocateSQN(ctx, supi, fmt.Sprintf("%012x", ms))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resynced := sqnValue(t, s.Sqn)
+	if resynced <= ms {
+		t.Fatalf("resync to %#x gave %#x", ms, resynced)
+	}
+	r, _ := crashCopy(t, Config{}, path)
+	s, err = r.AllocateSQN(ctx, supi, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := sqnValue(t, s.Sqn); v <= resynced {
+		t.Fatalf("SQN after crash %#x, not above the resynchronised %#x", v, resynced)
+	}
+}
+
+// sqnReserve 0 restores one durable write per authentication.
+func TestSQNReserveZero(t *testing.T) {
+	zero := 0
+	u, st := newDurableUDR(t, Config{SQNReserve: &zero}, filepath.Join(t.TempDir(), "db"))
+	before := st.Syncs()
+	for range 5 {
+		if _, err := u.AllocateSQN(context.Background(), store.DemoSUPI(1), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := st.Syncs() - before; n != 5 {
+		t.Fatalf("sqnReserve 0: %d fsyncs for 5 allocations, want 5", n)
 	}
 }
