@@ -367,3 +367,51 @@ func TestGroupCommit(t *testing.T) {
 		}
 	}
 }
+
+// ReserveSQNs logs every missing reservation in one fsync, after which the
+// first allocations of all subscribers touch no disk; a crash after it still
+// never reissues an SQN.
+func TestReserveSQNsUpFront(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	s := openT(t, path, Options{})
+	subs := DefaultSubscribers(500)
+	if _, err := s.PutAll(subs, false); err != nil {
+		t.Fatal(err)
+	}
+	before := s.Syncs()
+	if err := s.ReserveSQNs(64); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Syncs() - before; got != 1 {
+		t.Fatalf("ReserveSQNs for 500 subscribers: %d fsyncs, want 1", got)
+	}
+	before = s.Syncs()
+	issued := map[string]uint64{}
+	for _, sub := range subs {
+		for range 10 {
+			n, err := s.UpdateSQN(sub.SUPI, 64, plusOne)
+			if err != nil {
+				t.Fatal(err)
+			}
+			issued[sub.SUPI] = n
+		}
+	}
+	if got := s.Syncs() - before; got != 0 {
+		t.Fatalf("5000 allocations inside the reservations: %d fsyncs, want 0", got)
+	}
+	// Nothing to do when every reservation still has half its headroom.
+	before = s.Syncs()
+	if err := s.ReserveSQNs(64); err != nil || s.Syncs() != before {
+		t.Fatalf("second ReserveSQNs: %v, %d fsyncs", err, s.Syncs()-before)
+	}
+	r := reopenImage(t, crashImage(t, s))
+	for supi, last := range issued {
+		n, err := r.UpdateSQN(supi, 64, plusOne)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n <= last {
+			t.Fatalf("%s: %d after the crash, %d before", supi, n, last)
+		}
+	}
+}

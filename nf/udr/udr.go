@@ -62,6 +62,9 @@ type SubscriberStore interface {
 	// can issue it again, durably reserving headroom SQNs beyond it when it
 	// must write.
 	UpdateSQN(supi string, headroom uint64, next func(cur uint64) (uint64, error)) (uint64, error)
+	// ReserveSQNs durably reserves headroom SQNs for every subscriber that
+	// has less than half of that left, in one write.
+	ReserveSQNs(headroom uint64) error
 }
 
 // UDR implements sbi.DataRepository.
@@ -95,6 +98,9 @@ func New(cfg Config, st SubscriberStore, logger *slog.Logger) (*UDR, error) {
 	}
 	// Each vector advances SEQ, the bits above IND, by one (Annex C.1.1).
 	headroom := uint64(reserve) << ind
+	if err := st.ReserveSQNs(headroom); err != nil {
+		return nil, fmt.Errorf("udr: reserving SQNs: %w", err)
+	}
 	return &UDR{store: st, indLength: ind, headroom: headroom, log: logger.With("nf", "udr")}, nil
 }
 

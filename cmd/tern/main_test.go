@@ -1,0 +1,67 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tern5g/tern/store"
+)
+
+// TestDemo runs the README's demo command in-process, small: it fails if
+// any procedure fails.
+func TestDemo(t *testing.T) {
+	capture := filepath.Join(t.TempDir(), "demo.pcap")
+	if err := runDemo([]string{"--ues", "4", "--gnbs", "2", "--capture", capture, "--ciphering", "NEA0",
+		"--json", filepath.Join(t.TempDir(), "demo.json")}); err != nil {
+		t.Fatalf("tern demo: %v", err)
+	}
+	if fi, err := os.Stat(capture); err != nil || fi.Size() < 1000 {
+		t.Fatalf("capture: %v %v", fi, err)
+	}
+}
+
+func TestSubscriberCommands(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "subs.db")
+	add := []string{"add", "--store", db, "--imsi", "208930000000101", "--k", "8baf473f2f8fd09487cccbd7097c6862",
+		"--opc", "8e27b6af0e692e750f32667a3b14605d", "--slice", "1-010203", "--slice", "2", "--dnn", "internet", "--dnn", "ims"}
+	if err := runSubscriber(add); err != nil {
+		t.Fatal(err)
+	}
+	if err := runSubscriber(add); err == nil || !strings.Contains(err.Error(), "exists") {
+		t.Fatalf("adding twice: %v", err)
+	}
+	if err := runSubscriber([]string{"add", "--store", db, "--imsi", "208930000000102", "--k", "00"}); err == nil {
+		t.Fatal("short K accepted")
+	}
+	st, err := store.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := st.Get("imsi-208930000000101")
+	st.Close()
+	if err != nil || len(sub.Slices) != 2 || len(sub.Slices[0].DNNs) != 2 || !sub.Slices[0].Default || sub.OPType != store.OPTypeOPc {
+		t.Fatalf("stored %+v %v", sub, err)
+	}
+	if err := runSubscriber([]string{"list", "--store", db}); err != nil {
+		t.Fatal(err)
+	}
+	if err := runSubscriber([]string{"delete", "--store", db, "--imsi", "208930000000101"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := runSubscriber([]string{"delete", "--store", db, "--imsi", "208930000000101"}); err == nil {
+		t.Fatal("deleting a missing subscriber succeeded")
+	}
+}
+
+func TestConfigCommand(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(p, []byte("amf:\n  name: x\n  bogus: 1\n"), 0o644)
+	if err := runConfig([]string{"--config", p}); err == nil || !strings.Contains(err.Error(), "bogus") {
+		t.Fatalf("bad config: %v", err)
+	}
+	if err := runConfig(nil); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,216 @@
+package sim
+
+import (
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/sctp"
+	"github.com/tern5g/tern/security/suci"
+)
+
+// Config describes one simulator run. Zero fields take the defaults of
+// DefaultConfig (the demo subscribers of `tern up`).
+type Config struct {
+	AMFAddr   string      // AMF N2 address, e.g. "127.0.0.1:38412"
+	Transport sctp.Config // kernel SCTP or SCTP over UDP
+
+	GNBs        int // gNBs, each with its own SCTP association; UEs are spread round-robin
+	UEs         int
+	Concurrency int // UEs running a procedure at once
+
+	PLMN   identity.PLMN
+	TAC    uint32
+	Slices []identity.SNSSAI // requested NSSAI and the gNB's supported slices
+	GNBID  uint32            // first gNB ID (22 bits); gNB i gets GNBID+i
+
+	FirstIMSI string // 15 digits; UE i gets FirstIMSI+i
+	K, OPc    []byte // 16 bytes each, shared by all simulated subscribers
+	AMF       []byte // authentication management field, 2 bytes
+	SQN       uint64 // the USIMs' initial highest accepted SQN
+
+	RoutingIndicator string
+	SUCIScheme       suci.Scheme
+	HNKeyID          uint8  // 0 with no HNPublicKey: the demo key's ID
+	HNPublicKey      []byte // nil: the demo key of the scheme (DemoHNPublicKeyA/B)
+
+	// EA and IA are the UE security capability bitmaps (TS 24.501
+	// §9.11.3.54 octet 3/4: bit 8 = EA0/IA0, bit 7 = 128-EA1/IA1, ...).
+	// They are the algorithms the UEs accept.
+	EA, IA uint8
+
+	Scenario Scenario
+	// Timeout bounds one procedure of one UE.
+	Timeout time.Duration
+
+	Logger *slog.Logger
+}
+
+// Demo subscriber data: what `tern up` provisions (free5GC's test subscribers).
+const (
+	DefaultFirstIMSI = "208930000000001"
+	DefaultK         = "8baf473f2f8fd09487cccbd7097c6862"
+	DefaultOPc       = "8e27b6af0e692e750f32667a3b14605d"
+	DefaultAMFAddr   = "127.0.0.1:38412"
+
+	// The home network public keys matching the UDM's demo private keys
+	// (free5GC's and UERANSIM's demo keys: profile A key 1, profile B key 2).
+	// Used when a SUCI scheme is chosen without a key.
+	DemoHNPublicKeyA = "5a8d38864820197c3394b92613b20b91633cbd897119273bf8e4a6f4eec0a650"
+	DemoHNKeyIDA     = 1
+	DemoHNPublicKeyB = "0272da71976234ce833a6907425867b82e074d44ef907dfb4b3e21c1c2256ebcd1"
+	DemoHNKeyIDB     = 2
+)
+
+// DefaultConfig returns a one-gNB, one-UE register+deregister run against
+// the demo subscribers on PLMN 208/93, TAC 1, slice 1-010203.
+func DefaultConfig() Config {
+	k, _ := hex.DecodeString(DefaultK)
+	opc, _ := hex.DecodeString(DefaultOPc)
+	return Config{
+		AMFAddr:     DefaultAMFAddr,
+		Transport:   sctp.Config{Transport: "auto"},
+		GNBs:        1,
+		UEs:         1,
+		Concurrency: 1,
+		PLMN:        identity.PLMN{MCC: "208", MNC: "93"},
+		TAC:         1,
+		Slices:      []identity.SNSSAI{{SST: 1, SD: 0x010203}},
+		GNBID:       1,
+		FirstIMSI:   DefaultFirstIMSI,
+		K:           k,
+		OPc:         opc,
+		AMF:         []byte{0x80, 0x00},
+		// EA0-EA3 and IA0-IA3: accept whatever the core prefers.
+		EA:       0xF0,
+		IA:       0xF0,
+		Scenario: Scenario{StepRegister, StepDeregister},
+		Timeout:  5 * time.Second,
+	}
+}
+
+// withDefaults fills zero fields from DefaultConfig.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.AMFAddr == "" {
+		c.AMFAddr = d.AMFAddr
+	}
+	if c.Transport.Transport == "" {
+		c.Transport.Transport = d.Transport.Transport
+	}
+	if c.GNBs == 0 {
+		c.GNBs = d.GNBs
+	}
+	if c.UEs == 0 {
+		c.UEs = d.UEs
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = d.Concurrency
+	}
+	if c.PLMN == (identity.PLMN{}) {
+		c.PLMN = d.PLMN
+	}
+	if c.TAC == 0 {
+		c.TAC = d.TAC
+	}
+	if c.Slices == nil {
+		c.Slices = d.Slices
+	}
+	if c.GNBID == 0 {
+		c.GNBID = d.GNBID
+	}
+	if c.FirstIMSI == "" {
+		c.FirstIMSI = d.FirstIMSI
+	}
+	if c.K == nil {
+		c.K = d.K
+	}
+	if c.OPc == nil {
+		c.OPc = d.OPc
+	}
+	if c.AMF == nil {
+		c.AMF = d.AMF
+	}
+	if c.EA == 0 {
+		c.EA = d.EA
+	}
+	if c.IA == 0 {
+		c.IA = d.IA
+	}
+	if c.Scenario == nil {
+		c.Scenario = d.Scenario
+	}
+	if c.HNPublicKey == nil {
+		switch c.SUCIScheme {
+		case suci.SchemeProfileA:
+			c.HNPublicKey, _ = hex.DecodeString(DemoHNPublicKeyA)
+			if c.HNKeyID == 0 {
+				c.HNKeyID = DemoHNKeyIDA
+			}
+		case suci.SchemeProfileB:
+			c.HNPublicKey, _ = hex.DecodeString(DemoHNPublicKeyB)
+			if c.HNKeyID == 0 {
+				c.HNKeyID = DemoHNKeyIDB
+			}
+		}
+	}
+	if c.Timeout == 0 {
+		c.Timeout = d.Timeout
+	}
+	return c
+}
+
+// validate names the first bad field.
+func (c Config) validate() error {
+	if c.GNBs < 1 || c.UEs < 0 || c.Concurrency < 1 {
+		return fmt.Errorf("sim: gnbs (%d) and concurrency (%d) must be >= 1, ues (%d) >= 0", c.GNBs, c.Concurrency, c.UEs)
+	}
+	if err := c.PLMN.Validate(); err != nil {
+		return fmt.Errorf("sim: plmn: %w", err)
+	}
+	if c.TAC > 0xFFFFFF {
+		return fmt.Errorf("sim: tac %d: more than 24 bits", c.TAC)
+	}
+	if c.GNBID+uint32(c.GNBs) > 1<<22 {
+		return fmt.Errorf("sim: gnb id %d (+%d gnbs): more than 22 bits", c.GNBID, c.GNBs)
+	}
+	if len(c.FirstIMSI) != 15 {
+		return fmt.Errorf("sim: first imsi %q: want 15 digits", c.FirstIMSI)
+	}
+	first, err := strconv.ParseUint(c.FirstIMSI, 10, 64)
+	if err != nil {
+		return fmt.Errorf("sim: first imsi %q: %w", c.FirstIMSI, err)
+	}
+	if first+uint64(c.UEs) > 999_999_999_999_999 {
+		return fmt.Errorf("sim: first imsi %s + %d ues overflows 15 digits", c.FirstIMSI, c.UEs)
+	}
+	if !strings.HasPrefix(c.FirstIMSI, c.PLMN.MCC+c.PLMN.MNC) {
+		return fmt.Errorf("sim: first imsi %s is not in plmn %s", c.FirstIMSI, c.PLMN)
+	}
+	if len(c.K) != 16 || len(c.OPc) != 16 {
+		return fmt.Errorf("sim: k and opc must be 16 bytes")
+	}
+	if len(c.AMF) != 2 {
+		return fmt.Errorf("sim: amf field must be 2 bytes")
+	}
+	if c.SUCIScheme > 2 {
+		return fmt.Errorf("sim: suci scheme %d: want 0 (null), 1 (profile A) or 2 (profile B)", c.SUCIScheme)
+	}
+	if c.SUCIScheme != 0 && len(c.HNPublicKey) == 0 {
+		return fmt.Errorf("sim: suci scheme %d needs the home network public key", c.SUCIScheme)
+	}
+	if len(c.Scenario) == 0 {
+		return fmt.Errorf("sim: empty scenario")
+	}
+	return nil
+}
+
+// imsi returns UE i's IMSI digits.
+func (c Config) imsi(i int) string {
+	first, _ := strconv.ParseUint(c.FirstIMSI, 10, 64)
+	return fmt.Sprintf("%015d", first+uint64(i))
+}

@@ -1,0 +1,538 @@
+// Package gnb is the simulator's gNB: one SCTP association to an AMF, NG
+// Setup (TS 38.413 §8.7.1), and the UE-associated NGAP the UEs need: Initial
+// UE Message, Uplink/Downlink NAS Transport, Initial Context Setup and UE
+// Context Release (TS 38.413 §8.2, §8.6).
+//
+// One reader goroutine per gNB receives every downlink message, routes it by
+// RAN UE NGAP ID to the UE's Port and calls the UE synchronously; no
+// goroutine is started per message or per UE. Uplink messages are sent from
+// whichever goroutine calls a Port method, on the UE's SCTP stream (non-UE
+// signalling uses stream 0, TS 38.412 §7).
+package gnb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/ngap"
+	"github.com/tern5g/tern/sctp"
+)
+
+// Config is one gNB.
+type Config struct {
+	AMFAddr   string
+	Transport sctp.Config
+	GNBID     uint32 // 22 bits
+	Name      string // RAN node name; "" = "tern-gnb-<id>"
+	PLMN      identity.PLMN
+	TAC       uint32
+	Slices    []identity.SNSSAI
+	// CellID is the 36-bit NR cell identity; 0 = GNBID<<14 | 1.
+	CellID uint64
+	// SetupTimeout bounds NG Setup when the context has no deadline (default 5 s).
+	SetupTimeout time.Duration
+	// OnMessage, when set, sees every NGAP message the gNB receives, after
+	// the gNB has handled it (called on the reader goroutine). For tests.
+	OnMessage func(ngap.Message)
+	Logger    *slog.Logger
+}
+
+// UE is the receiving end of a Port: *ue.UE implements it. Both methods are
+// called on the gNB's reader goroutine and must not block for long.
+type UE interface {
+	HandleNAS(pdu []byte)
+	// HandleRelease reports that the UE context was released; sentAt is
+	// when UE Context Release Complete went out.
+	HandleRelease(sentAt time.Time)
+}
+
+// SetupFailureError is an NG Setup Failure from the AMF.
+type SetupFailureError struct {
+	Cause      ngap.Cause
+	TimeToWait *ngap.TimeToWait
+}
+
+func (e *SetupFailureError) Error() string {
+	return fmt.Sprintf("NG Setup Failure, cause %s", e.Cause)
+}
+
+// GNB is one connected gNB.
+type GNB struct {
+	cfg     Config
+	conn    sctp.Conn
+	log     *slog.Logger
+	debug   bool // log every NGAP message (checked first: logging allocates)
+	uli     ngap.UserLocationNR
+	streams uint16
+	amf     ngap.NGSetupResponse
+
+	setupCh chan ngap.Message // NG Setup outcome, reader -> Dial
+	done    chan struct{}     // closed when the reader exits
+	readErr error             // why the reader exited; read after done
+
+	mu      sync.Mutex
+	byRAN   map[int64]*Port
+	nextRAN int64
+
+	errorIndications atomic.Int64
+	decodeErrors     atomic.Int64
+	unknownUE        atomic.Int64
+}
+
+// Dial connects to the AMF and runs NG Setup. On NG Setup Failure the
+// error is a *SetupFailureError.
+func Dial(ctx context.Context, cfg Config) (*GNB, error) {
+	if err := cfg.PLMN.Validate(); err != nil {
+		return nil, fmt.Errorf("gnb: plmn: %w", err)
+	}
+	if cfg.GNBID >= 1<<22 {
+		return nil, fmt.Errorf("gnb: id %d: more than 22 bits", cfg.GNBID)
+	}
+	if cfg.Name == "" {
+		cfg.Name = fmt.Sprintf("tern-gnb-%d", cfg.GNBID)
+	}
+	if cfg.CellID == 0 {
+		cfg.CellID = uint64(cfg.GNBID)<<14 | 1
+	}
+	if cfg.SetupTimeout <= 0 {
+		cfg.SetupTimeout = 5 * time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("gnb", cfg.GNBID)
+	ctx, cancel := context.WithTimeout(ctx, cfg.SetupTimeout)
+	defer cancel()
+
+	conn, err := sctp.Dial(ctx, cfg.Transport, cfg.AMFAddr)
+	if err != nil {
+		return nil, fmt.Errorf("gnb %d: dial %s: %w", cfg.GNBID, cfg.AMFAddr, err)
+	}
+	g := &GNB{
+		cfg:     cfg,
+		conn:    conn,
+		log:     log,
+		debug:   log.Enabled(context.Background(), slog.LevelDebug),
+		streams: conn.OutboundStreams(),
+		uli: ngap.UserLocationNR{
+			NRCGI: ngap.NRCGI{PLMN: cfg.PLMN, CellID: cfg.CellID},
+			TAI:   identity.TAI{PLMN: cfg.PLMN, TAC: cfg.TAC},
+		},
+		setupCh: make(chan ngap.Message, 1),
+		done:    make(chan struct{}),
+		byRAN:   make(map[int64]*Port),
+		nextRAN: 1,
+	}
+	go g.read()
+	if err := g.setup(ctx); err != nil {
+		conn.Close()
+		<-g.done
+		return nil, fmt.Errorf("gnb %d: %w", cfg.GNBID, err)
+	}
+	log.Info("NG Setup complete", "amf", g.amf.AMFName)
+	return g, nil
+}
+
+// setup sends NG Setup Request on stream 0 and waits for the outcome.
+func (g *GNB) setup(ctx context.Context) error {
+	req := &ngap.NGSetupRequest{
+		GlobalRANNodeID: ngap.GlobalGNBID{PLMN: g.cfg.PLMN, GNBID: g.cfg.GNBID, BitLen: 22},
+		RANNodeName:     g.cfg.Name,
+		SupportedTAs: []ngap.SupportedTA{{
+			TAC:            g.cfg.TAC,
+			BroadcastPLMNs: []ngap.BroadcastPLMN{{PLMN: g.cfg.PLMN, Slices: g.cfg.Slices}},
+		}},
+		DefaultPagingDRX: ngap.PagingDRX128,
+	}
+	if err := g.send(0, req); err != nil {
+		return fmt.Errorf("NG Setup Request: %w", err)
+	}
+	select {
+	case m := <-g.setupCh:
+		switch m := m.(type) {
+		case *ngap.NGSetupResponse:
+			g.amf = *m
+			return nil
+		case *ngap.NGSetupFailure:
+			return &SetupFailureError{Cause: m.Cause, TimeToWait: m.TimeToWait}
+		}
+		return fmt.Errorf("NG Setup: unexpected %T", m)
+	case <-g.done:
+		return fmt.Errorf("NG Setup: association ended: %w", g.readErr)
+	case <-ctx.Done():
+		return fmt.Errorf("NG Setup: %w", ctx.Err())
+	}
+}
+
+// AMF returns the AMF's NG Setup Response.
+func (g *GNB) AMF() ngap.NGSetupResponse { return g.amf }
+
+// ID returns the gNB ID.
+func (g *GNB) ID() uint32 { return g.cfg.GNBID }
+
+// Done is closed when the association is gone; Err then says why.
+func (g *GNB) Done() <-chan struct{} { return g.done }
+
+// Err returns why the association ended (nil while it is up).
+func (g *GNB) Err() error {
+	select {
+	case <-g.done:
+		return g.readErr
+	default:
+		return nil
+	}
+}
+
+// Close ends the association and waits for the reader to stop.
+func (g *GNB) Close() error {
+	err := g.conn.Close()
+	<-g.done
+	return err
+}
+
+// Counters are what the gNB saw that was not routine; for tests.
+type Counters struct {
+	ErrorIndications int64 // Error Indications received
+	DecodeErrors     int64 // downlink PDUs that did not decode
+	UnknownUE        int64 // UE-associated messages for no known RAN UE NGAP ID
+}
+
+// Counters returns the gNB's counters.
+func (g *GNB) Counters() Counters {
+	return Counters{
+		ErrorIndications: g.errorIndications.Load(),
+		DecodeErrors:     g.decodeErrors.Load(),
+		UnknownUE:        g.unknownUE.Load(),
+	}
+}
+
+// SendRaw puts data on the association as an NGAP message as it is; for
+// tests that feed the AMF garbled PDUs.
+func (g *GNB) SendRaw(stream uint16, data []byte) error {
+	return g.conn.Send(stream, ngap.PPID, data)
+}
+
+// ueStream picks the SCTP stream for UE-associated signalling: any stream
+// but 0, fixed per RAN UE NGAP ID so that one UE's messages stay in order.
+func (g *GNB) ueStream(ranID int64) uint16 {
+	if g.streams <= 1 {
+		return 0
+	}
+	return uint16(1 + ranID%int64(g.streams-1))
+}
+
+func (g *GNB) send(stream uint16, m ngap.Message) error {
+	if g.debug {
+		g.log.Debug("NGAP send", "msg", fmt.Sprintf("%T", m), "stream", stream, "ids", ueIDs(m))
+	}
+	b, err := ngap.Encode(m)
+	if err != nil {
+		return fmt.Errorf("encode %T: %w", m, err)
+	}
+	return g.conn.Send(stream, ngap.PPID, b)
+}
+
+// sendTimed is send, returning the instant just before the SCTP send.
+func (g *GNB) sendTimed(stream uint16, m ngap.Message) (time.Time, error) {
+	if g.debug {
+		g.log.Debug("NGAP send", "msg", fmt.Sprintf("%T", m), "stream", stream, "ids", ueIDs(m))
+	}
+	b, err := ngap.Encode(m)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("encode %T: %w", m, err)
+	}
+	t := time.Now()
+	return t, g.conn.Send(stream, ngap.PPID, b)
+}
+
+// Port is one UE's attachment to the gNB. A UE has at most one signalling
+// connection (one RAN UE NGAP ID) at a time.
+type Port struct {
+	g     *GNB
+	ue    UE
+	ranID atomic.Int64 // 0 = no signalling connection
+	amfID atomic.Int64 // -1 = not yet known
+}
+
+// NewPort attaches u to the gNB; pass the Port to the UE (ue.UE.Attach).
+func (g *GNB) NewPort(u UE) *Port {
+	p := &Port{g: g, ue: u}
+	p.amfID.Store(-1)
+	return p
+}
+
+// RANUENGAPID returns the current RAN UE NGAP ID, 0 if none.
+func (p *Port) RANUENGAPID() int64 { return p.ranID.Load() }
+
+// AMFUENGAPID returns the AMF UE NGAP ID learnt from the AMF, -1 if none.
+func (p *Port) AMFUENGAPID() int64 { return p.amfID.Load() }
+
+// SendInitial allocates a RAN UE NGAP ID and sends InitialUEMessage
+// (TS 38.413 §8.6.1).
+func (p *Port) SendInitial(nasPDU []byte, stmsi *identity.STMSI) (time.Time, error) {
+	g := p.g
+	g.mu.Lock()
+	if old := p.ranID.Load(); old != 0 {
+		delete(g.byRAN, old)
+	}
+	id := g.nextRAN
+	g.nextRAN++
+	if g.nextRAN > 1<<32-1 {
+		g.nextRAN = 1
+	}
+	g.byRAN[id] = p
+	g.mu.Unlock()
+	p.ranID.Store(id)
+	p.amfID.Store(-1)
+
+	m := &ngap.InitialUEMessage{
+		RANUENGAPID:           id,
+		NASPDU:                nasPDU,
+		UserLocation:          g.uli,
+		RRCEstablishmentCause: ngap.RRCMOSignalling,
+		FiveGSTMSI:            stmsi,
+		UEContextRequest:      true,
+	}
+	t, err := g.sendTimed(g.ueStream(id), m)
+	if err != nil {
+		p.forget(id)
+		return t, fmt.Errorf("gnb %d: initial UE message: %w", g.cfg.GNBID, err)
+	}
+	return t, nil
+}
+
+// SendUplink sends Uplink NAS Transport (TS 38.413 §8.6.3).
+func (p *Port) SendUplink(nasPDU []byte) (time.Time, error) {
+	ran, amf := p.ranID.Load(), p.amfID.Load()
+	if ran == 0 || amf < 0 {
+		return time.Time{}, fmt.Errorf("gnb %d: uplink NAS: no signalling connection with the AMF", p.g.cfg.GNBID)
+	}
+	m := &ngap.UplinkNASTransport{AMFUENGAPID: amf, RANUENGAPID: ran, NASPDU: nasPDU, UserLocation: p.g.uli}
+	t, err := p.g.sendTimed(p.g.ueStream(ran), m)
+	if err != nil {
+		return t, fmt.Errorf("gnb %d: uplink NAS: %w", p.g.cfg.GNBID, err)
+	}
+	return t, nil
+}
+
+// RequestRelease asks the AMF to release the UE context (TS 38.413 §8.3.2,
+// cause user inactivity: the AN release that takes a UE to CM-IDLE). The
+// connection stays until the AMF's UE Context Release Command.
+func (p *Port) RequestRelease() (time.Time, error) {
+	ran, amf := p.ranID.Load(), p.amfID.Load()
+	if ran == 0 || amf < 0 {
+		return time.Time{}, fmt.Errorf("gnb %d: release request: no signalling connection with the AMF", p.g.cfg.GNBID)
+	}
+	req := &ngap.UEContextReleaseRequest{
+		AMFUENGAPID: amf, RANUENGAPID: ran,
+		Cause: ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkUserInactivity},
+	}
+	t, err := p.g.sendTimed(p.g.ueStream(ran), req)
+	if err != nil {
+		return t, fmt.Errorf("gnb %d: release request: %w", p.g.cfg.GNBID, err)
+	}
+	return t, nil
+}
+
+// Drop forgets the UE's signalling connection, asking the AMF to release
+// its side with UE Context Release Request (TS 38.413 §8.3.2, cause
+// radio connection with UE lost) when the AMF UE NGAP ID is known.
+func (p *Port) Drop() {
+	ran, amf := p.ranID.Load(), p.amfID.Load()
+	if ran == 0 {
+		return
+	}
+	p.forget(ran)
+	if amf >= 0 {
+		req := &ngap.UEContextReleaseRequest{
+			AMFUENGAPID: amf, RANUENGAPID: ran,
+			Cause: ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkRadioConnectionWithUELost},
+		}
+		if err := p.g.send(p.g.ueStream(ran), req); err != nil {
+			p.g.log.Warn("UE context release request", "ran_ue_ngap_id", ran, "err", err)
+		}
+	}
+}
+
+// forget removes RAN UE NGAP ID id from the gNB if it is still p's.
+func (p *Port) forget(id int64) {
+	g := p.g
+	g.mu.Lock()
+	if g.byRAN[id] == p {
+		delete(g.byRAN, id)
+	}
+	g.mu.Unlock()
+	p.ranID.CompareAndSwap(id, 0)
+}
+
+func (g *GNB) port(ranID int64) *Port {
+	g.mu.Lock()
+	p := g.byRAN[ranID]
+	g.mu.Unlock()
+	return p
+}
+
+func (g *GNB) portByAMFID(amfID int64) *Port {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, p := range g.byRAN {
+		if p.amfID.Load() == amfID {
+			return p
+		}
+	}
+	return nil
+}
+
+// read is the gNB's only receiving goroutine.
+func (g *GNB) read() {
+	defer close(g.done)
+	setupDone := false
+	for {
+		msg, err := g.conn.Recv()
+		if err != nil {
+			g.readErr = err
+			return
+		}
+		if msg.PPID != ngap.PPID {
+			g.log.Debug("non-NGAP message ignored", "ppid", msg.PPID)
+			continue
+		}
+		m, err := ngap.Decode(msg.Data)
+		if err != nil {
+			g.decodeErrors.Add(1)
+			g.log.Warn("undecodable NGAP PDU", "err", err)
+			var de *ngap.DecodeError
+			if errors.As(err, &de) && de.Notify {
+				// TS 38.413 §10: tell the AMF what we could not read.
+				if ei := de.ErrorIndication(); ei != nil {
+					if err := g.send(msg.Stream, ei); err != nil {
+						g.log.Warn("error indication", "err", err)
+					}
+				}
+			}
+			continue
+		}
+		if !setupDone {
+			switch m.(type) {
+			case *ngap.NGSetupResponse, *ngap.NGSetupFailure:
+				setupDone = true
+				g.setupCh <- m
+				continue
+			}
+		}
+		g.dispatch(m, msg.Stream)
+		if g.cfg.OnMessage != nil {
+			g.cfg.OnMessage(m)
+		}
+	}
+}
+
+func (g *GNB) dispatch(m ngap.Message, stream uint16) {
+	if g.debug {
+		g.log.Debug("NGAP recv", "msg", fmt.Sprintf("%T", m), "stream", stream, "ids", ueIDs(m))
+	}
+	switch m := m.(type) {
+	case *ngap.DownlinkNASTransport:
+		p := g.port(m.RANUENGAPID)
+		if p == nil {
+			g.unknownUEMessage(m.AMFUENGAPID, m.RANUENGAPID, stream)
+			return
+		}
+		p.amfID.Store(m.AMFUENGAPID)
+		p.ue.HandleNAS(m.NASPDU)
+	case *ngap.InitialContextSetupRequest:
+		p := g.port(m.RANUENGAPID)
+		if p == nil {
+			g.unknownUEMessage(m.AMFUENGAPID, m.RANUENGAPID, stream)
+			return
+		}
+		p.amfID.Store(m.AMFUENGAPID)
+		// TS 38.413 §8.3.1.2: no PDU sessions to set up, so the context is
+		// established at once; the NAS PDU then goes to the UE.
+		resp := &ngap.InitialContextSetupResponse{AMFUENGAPID: m.AMFUENGAPID, RANUENGAPID: m.RANUENGAPID}
+		if err := g.send(g.ueStream(m.RANUENGAPID), resp); err != nil {
+			g.log.Warn("initial context setup response", "err", err)
+		}
+		if m.NASPDU != nil {
+			p.ue.HandleNAS(m.NASPDU)
+		}
+	case *ngap.UEContextReleaseCommand:
+		var p *Port
+		if m.AMFIDOnly {
+			p = g.portByAMFID(m.AMFUENGAPID)
+		} else {
+			p = g.port(m.RANUENGAPID)
+		}
+		ran := m.RANUENGAPID
+		if p != nil {
+			ran = p.ranID.Load()
+			p.forget(ran)
+		}
+		// TS 38.413 §8.3.3.2: always confirm, even for a UE we no longer know.
+		resp := &ngap.UEContextReleaseComplete{AMFUENGAPID: m.AMFUENGAPID, RANUENGAPID: ran}
+		t, err := g.sendTimed(g.ueStream(ran), resp)
+		if err != nil {
+			g.log.Warn("UE context release complete", "err", err)
+		}
+		if p != nil {
+			p.amfID.Store(-1)
+			p.ue.HandleRelease(t)
+		}
+	case *ngap.ErrorIndication:
+		g.errorIndications.Add(1)
+		attrs := make([]any, 0, 6)
+		if m.Cause != nil {
+			attrs = append(attrs, "cause", m.Cause.String())
+		}
+		if m.AMFUENGAPID != nil {
+			attrs = append(attrs, "amf_ue_ngap_id", *m.AMFUENGAPID)
+		}
+		if m.RANUENGAPID != nil {
+			attrs = append(attrs, "ran_ue_ngap_id", *m.RANUENGAPID)
+		}
+		g.log.Warn("error indication from AMF", attrs...)
+	default:
+		g.log.Debug("NGAP message not handled", "type", fmt.Sprintf("%T", m))
+	}
+}
+
+func (g *GNB) unknownUEMessage(amf, ran int64, stream uint16) {
+	g.unknownUE.Add(1)
+	g.log.Warn("message for unknown RAN UE NGAP ID", "ran_ue_ngap_id", ran, "amf_ue_ngap_id", amf)
+	// TS 38.413 §10.6: inconsistent/unknown UE NGAP ID -> Error Indication.
+	cause := ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkUnknownLocalUENGAPID}
+	ei := &ngap.ErrorIndication{AMFUENGAPID: &amf, RANUENGAPID: &ran, Cause: &cause}
+	if err := g.send(stream, ei); err != nil {
+		g.log.Warn("error indication", "err", err)
+	}
+}
+
+// ueIDs formats the UE NGAP IDs of m for debug logs: "amf/ran".
+func ueIDs(m ngap.Message) string {
+	switch v := m.(type) {
+	case *ngap.InitialUEMessage:
+		return fmt.Sprintf("-/%d", v.RANUENGAPID)
+	case *ngap.DownlinkNASTransport:
+		return fmt.Sprintf("%d/%d", v.AMFUENGAPID, v.RANUENGAPID)
+	case *ngap.UplinkNASTransport:
+		return fmt.Sprintf("%d/%d", v.AMFUENGAPID, v.RANUENGAPID)
+	case *ngap.InitialContextSetupRequest:
+		return fmt.Sprintf("%d/%d", v.AMFUENGAPID, v.RANUENGAPID)
+	case *ngap.InitialContextSetupResponse:
+		return fmt.Sprintf("%d/%d", v.AMFUENGAPID, v.RANUENGAPID)
+	case *ngap.UEContextReleaseRequest:
+		return fmt.Sprintf("%d/%d", v.AMFUENGAPID, v.RANUENGAPID)
+	case *ngap.UEContextReleaseCommand:
+		return fmt.Sprintf("%d/%d", v.AMFUENGAPID, v.RANUENGAPID)
+	case *ngap.UEContextReleaseComplete:
+		return fmt.Sprintf("%d/%d", v.AMFUENGAPID, v.RANUENGAPID)
+	}
+	return ""
+}

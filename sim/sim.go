@@ -1,0 +1,277 @@
+// Package sim is tern's RAN simulator: gNBs that speak NGAP over SCTP to
+// any AMF (tern's, or another 5G core) and UEs that run real 5GMM
+// procedures over them, measuring each procedure with the latency windows of
+// the L25GC paper (shared/notes/benchmarks.md).
+//
+// Packages:
+//
+//   - sim/usim: the USIM (Milenage, SQN window, SUCI null/profile A/profile B)
+//     and the ME's 5G AKA key derivations.
+//   - sim/ue: one UE's 5GMM state machine: Register (SUCI), Reregister
+//     (5G-GUTI, integrity protected with the stored context), Deregister
+//     (normal or switch-off); answers Authentication (MAC failure #20, synch
+//     failure #21 with AUTS), Security Mode, Identity Requests and AMF
+//     retransmissions.
+//   - sim/gnb: one gNB: SCTP association, NG Setup, RAN UE NGAP ID
+//     allocation, routing, Initial Context Setup and UE Context Release.
+//   - sim (this package): Run, which builds gNBs and UEs from a Config and
+//     runs a Scenario with bounded concurrency, returning per-procedure
+//     summaries (report.Summary) and per-UE outcomes.
+//
+// Driving the whole simulator:
+//
+//	cfg := sim.DefaultConfig()
+//	cfg.AMFAddr, cfg.UEs, cfg.Concurrency = "127.0.0.1:38412", 100, 16
+//	cfg.Scenario, _ = sim.ParseScenario("register+deregister")
+//	res, err := sim.Run(ctx, cfg)
+//	report.WriteTable(os.Stdout, "sim", res.Summaries)
+//
+// Scripting single UEs (e.g. in tests: a wrong K, an SQN ahead of the
+// network, a garbled message):
+//
+//	g, _ := gnb.Dial(ctx, gnb.Config{AMFAddr: addr, GNBID: 1, PLMN: plmn, TAC: 1, Slices: slices})
+//	card, _ := usim.New(usim.Subscriber{PLMN: plmn, MSIN: "0000000001", K: k, OPc: opc, SQN: 0})
+//	u, _ := ue.New(ue.Config{USIM: card, ServingPLMN: plmn, RequestedNSSAI: slices})
+//	u.Attach(g.NewPort(u))
+//	err := u.Register(ctx)            // *ue.AuthFailureError, *ue.RejectError, ue.ErrAuthenticationReject ...
+//	err = u.Reregister(ctx)           // with the stored 5G-GUTI (from CM-IDLE: released first)
+//	err = u.Deregister(ctx, false)    // normal; true = switch-off
+//
+// Fault injection for tests: usim.Subscriber{K: wrongK} (MAC failure #20),
+// usim.Subscriber{SQN: high} (synch failure #21 with AUTS, then resync),
+// (*ue.UE).SendNAS(msg, true) (a NAS PDU with a bad MAC), (*ue.UE).SendRaw
+// (arbitrary NAS bytes), (*gnb.GNB).SendRaw (arbitrary NGAP bytes), with
+// (*gnb.GNB).Counters (Error Indications received) and gnb.Config.OnMessage
+// (every downlink NGAP message) to observe the core's answers.
+// (*ue.UE).Release takes a UE to CM-IDLE (AN release).
+//
+// SUCI: Config.SUCIScheme null (default), profile A or B; without
+// HNPublicKey the demo key matching `tern up`'s UDM is used.
+//
+// Latency windows (benchmarks.md), one report.Recorder procedure each:
+// "registration" and "reregistration" from sending InitialUEMessage
+// (Registration Request) to sending Registration Complete;
+// "deregistration" and "deregistration-switchoff" from sending the
+// Deregistration Request to sending UE Context Release Complete;
+// "an-release" from UE Context Release Request to UE Context Release
+// Complete (the CM-IDLE transition before a re-registration). The instants are taken just before
+// the SCTP send of the encoded NGAP message.
+//
+// The simulator shares the machine with the core, so it is kept cheap: one
+// reader goroutine per gNB handles all downlink and answers in place, UEs own
+// no goroutines, and Run uses Concurrency worker goroutines.
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tern5g/tern/report"
+	"github.com/tern5g/tern/sim/gnb"
+	"github.com/tern5g/tern/sim/ue"
+	"github.com/tern5g/tern/sim/usim"
+)
+
+// Result is the outcome of Run.
+type Result struct {
+	Summaries []report.Summary // one per procedure, sorted by name
+	Recorder  *report.Recorder // the raw samples (Recorder.Samples)
+	Steps     []StepResult
+	UEs       []UEOutcome
+}
+
+// StepResult is one scenario step over all UEs.
+type StepResult struct {
+	Step      Step
+	Procedure string        // the ue.Proc* name recorded for this step
+	Wall      time.Duration // from the first UE starting to the last finishing
+	OK        int
+	Failed    int
+	Skipped   int // UEs that had failed an earlier step
+}
+
+// UEOutcome is one UE at the end of the run.
+type UEOutcome struct {
+	SUPI       string
+	GNB        uint32
+	GUTI       string // "" if none was assigned
+	Registered bool
+	FailedStep Step   // "" if every step succeeded
+	Err        string // the failure, "" if none
+}
+
+// Failures returns the number of failed procedure runs.
+func (r *Result) Failures() int {
+	n := 0
+	for _, s := range r.Summaries {
+		n += s.Failures
+	}
+	return n
+}
+
+// Run connects cfg.GNBs gNBs to the AMF, creates cfg.UEs UEs spread over
+// them round-robin, and runs the scenario: each step for every UE, at most
+// cfg.Concurrency UEs at a time, before the next step. It returns an error
+// only when the run cannot take place (bad config, a gNB cannot connect or
+// is refused NG Setup); procedure failures are counted in the Result.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+
+	gnbs := make([]*gnb.GNB, 0, cfg.GNBs)
+	defer func() {
+		for _, g := range gnbs {
+			g.Close()
+		}
+	}()
+	for i := 0; i < cfg.GNBs; i++ {
+		g, err := gnb.Dial(ctx, gnb.Config{
+			AMFAddr:   cfg.AMFAddr,
+			Transport: cfg.Transport,
+			GNBID:     cfg.GNBID + uint32(i),
+			PLMN:      cfg.PLMN,
+			TAC:       cfg.TAC,
+			Slices:    cfg.Slices,
+			Logger:    log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+		gnbs = append(gnbs, g)
+	}
+
+	rec := report.NewRecorder()
+	ues := make([]*ue.UE, cfg.UEs)
+	ueGNB := make([]uint32, cfg.UEs)
+	plmnDigits := len(cfg.PLMN.MCC) + len(cfg.PLMN.MNC)
+	for i := range ues {
+		card, err := usim.New(usim.Subscriber{
+			PLMN:             cfg.PLMN,
+			MSIN:             cfg.imsi(i)[plmnDigits:],
+			K:                cfg.K,
+			OPc:              cfg.OPc,
+			AMF:              cfg.AMF,
+			SQN:              cfg.SQN,
+			RoutingIndicator: cfg.RoutingIndicator,
+			Scheme:           cfg.SUCIScheme,
+			HNKeyID:          cfg.HNKeyID,
+			HNPublicKey:      cfg.HNPublicKey,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("sim: ue %d: %w", i, err)
+		}
+		u, err := ue.New(ue.Config{
+			USIM:           card,
+			ServingPLMN:    cfg.PLMN,
+			RequestedNSSAI: cfg.Slices,
+			EA:             cfg.EA,
+			IA:             cfg.IA,
+			Timeout:        cfg.Timeout,
+			Observer:       rec,
+			Logger:         log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("sim: ue %d: %w", i, err)
+		}
+		g := gnbs[i%len(gnbs)]
+		u.Attach(g.NewPort(u))
+		ues[i], ueGNB[i] = u, g.ID()
+	}
+
+	res := &Result{Recorder: rec}
+	failed := make([]error, len(ues))
+	failedStep := make([]Step, len(ues))
+	for _, step := range cfg.Scenario {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+		sr := runStep(ctx, ues, failed, failedStep, step, cfg.Concurrency)
+		log.Info("step done", "step", step, "ok", sr.OK, "failed", sr.Failed, "skipped", sr.Skipped, "wall", sr.Wall)
+		res.Steps = append(res.Steps, sr)
+	}
+	res.Summaries = rec.Summaries()
+	res.UEs = make([]UEOutcome, len(ues))
+	for i, u := range ues {
+		o := UEOutcome{SUPI: u.SUPI(), GNB: ueGNB[i], Registered: u.Registered(), FailedStep: failedStep[i]}
+		if g, ok := u.GUTI(); ok {
+			o.GUTI = g.String()
+		}
+		if failed[i] != nil {
+			o.Err = failed[i].Error()
+		}
+		res.UEs[i] = o
+	}
+	return res, nil
+}
+
+// runStep runs step for every UE that has not failed yet, with conc workers.
+func runStep(ctx context.Context, ues []*ue.UE, failed []error, failedStep []Step, step Step, conc int) StepResult {
+	sr := StepResult{Step: step, Procedure: stepProcedure(step)}
+	var next atomic.Int64
+	var ok, bad, skipped atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < min(conc, len(ues)); w++ {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= len(ues) {
+					return
+				}
+				if failed[i] != nil {
+					skipped.Add(1)
+					continue
+				}
+				if err := doStep(ctx, ues[i], step); err != nil {
+					failed[i], failedStep[i] = err, step
+					bad.Add(1)
+					continue
+				}
+				ok.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	sr.Wall = time.Since(start)
+	sr.OK, sr.Failed, sr.Skipped = int(ok.Load()), int(bad.Load()), int(skipped.Load())
+	return sr
+}
+
+func doStep(ctx context.Context, u *ue.UE, step Step) error {
+	switch step {
+	case StepRegister:
+		return u.Register(ctx)
+	case StepReregister:
+		return u.Reregister(ctx)
+	case StepDeregister:
+		return u.Deregister(ctx, false)
+	case StepSwitchOff:
+		return u.Deregister(ctx, true)
+	}
+	return errors.New("sim: unknown step " + string(step))
+}
+
+func stepProcedure(s Step) string {
+	switch s {
+	case StepRegister:
+		return ue.ProcRegistration
+	case StepReregister:
+		return ue.ProcReregistration
+	case StepDeregister:
+		return ue.ProcDeregistration
+	case StepSwitchOff:
+		return ue.ProcSwitchOff
+	}
+	return string(s)
+}

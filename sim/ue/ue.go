@@ -1,0 +1,697 @@
+// Package ue is the simulated UE: a 5GMM state machine (TS 24.501 §5) over a
+// USIM (package usim) that registers with SUCI or its 5G-GUTI, answers
+// authentication, security mode and identity procedures, and deregisters.
+//
+// A UE does not own a goroutine. A procedure method (Register, Reregister,
+// Deregister) sends the first message from the caller's goroutine and then
+// waits; every downlink message is handled synchronously in the goroutine of
+// whoever delivers it (the gNB's single reader, or a test), which answers on
+// the spot. The UE's state is guarded by one mutex, so a UE runs one
+// procedure at a time and different UEs run in parallel.
+//
+// The radio side is a Link (a gNB port): the UE hands it NAS PDUs and the
+// gNB hands back downlink NAS (HandleNAS) and the release of the signalling
+// connection (HandleRelease).
+package ue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/nas"
+	"github.com/tern5g/tern/security/kdf"
+	"github.com/tern5g/tern/sim/usim"
+)
+
+// Link is the UE's radio connection through a gNB. Both methods return the
+// time just before the NGAP message went to the SCTP association: the
+// latency windows of benchmarks.md start and end at those instants.
+type Link interface {
+	// SendInitial opens a NAS signalling connection: InitialUEMessage. stmsi
+	// is the 5G-S-TMSI the UE gave in RRC setup, nil if none.
+	SendInitial(nasPDU []byte, stmsi *identity.STMSI) (time.Time, error)
+	// SendUplink sends UplinkNASTransport on the open connection.
+	SendUplink(nasPDU []byte) (time.Time, error)
+	// RequestRelease asks the AMF to release the connection (UE Context
+	// Release Request, cause user inactivity); HandleRelease follows.
+	RequestRelease() (time.Time, error)
+	// Drop gives up the signalling connection after a failed procedure: the
+	// gNB asks the AMF to release it (UE Context Release Request) and
+	// forgets it without waiting.
+	Drop()
+}
+
+// Observer records procedure latencies; *report.Recorder is one.
+type Observer interface {
+	Observe(procedure string, d time.Duration)
+	Fail(procedure string)
+}
+
+// Procedure names used with the Observer.
+const (
+	ProcRegistration   = "registration"
+	ProcReregistration = "reregistration"
+	ProcDeregistration = "deregistration"
+	ProcSwitchOff      = "deregistration-switchoff"
+	// ProcANRelease is the gNB-initiated release of the UE's connection
+	// (UE Context Release Request to UE Context Release Complete) that
+	// takes a registered UE to CM-IDLE.
+	ProcANRelease = "an-release"
+)
+
+// Config is one UE.
+type Config struct {
+	USIM *usim.USIM
+	// ServingPLMN is the PLMN of the cell; it names the serving network in
+	// the key derivations (TS 33.501 §6.1.1.4).
+	ServingPLMN identity.PLMN
+	// RequestedNSSAI goes in the full Registration Request.
+	RequestedNSSAI []identity.SNSSAI
+	// EA and IA are the UE security capability bitmaps (TS 24.501
+	// §9.11.3.54, bit 8 = algorithm 0): the algorithms this UE accepts.
+	EA, IA uint8
+	IMEISV string // 16 digits, sent when the AMF asks; a default is derived from the IMSI
+	// Timeout bounds each procedure (default 5 s) when the caller's context
+	// has no earlier deadline.
+	Timeout  time.Duration
+	Observer Observer // optional
+	Logger   *slog.Logger
+}
+
+type mmState uint8
+
+// 5GMM main states (TS 24.501 §5.1.3.2.1), reduced to what the simulator needs.
+const (
+	mmDeregistered mmState = iota
+	mmRegisteredInitiated
+	mmRegistered
+	mmDeregisteredInitiated
+)
+
+func (s mmState) String() string {
+	switch s {
+	case mmDeregistered:
+		return "5GMM-DEREGISTERED"
+	case mmRegisteredInitiated:
+		return "5GMM-REGISTERED-INITIATED"
+	case mmRegistered:
+		return "5GMM-REGISTERED"
+	case mmDeregisteredInitiated:
+		return "5GMM-DEREGISTERED-INITIATED"
+	}
+	return "?"
+}
+
+type procKind uint8
+
+const (
+	procNone procKind = iota
+	procRegister
+	procReregister
+	procDeregister
+	procSwitchOff
+	procRelease
+)
+
+func (k procKind) name() string {
+	switch k {
+	case procRegister:
+		return ProcRegistration
+	case procReregister:
+		return ProcReregistration
+	case procDeregister:
+		return ProcDeregistration
+	case procSwitchOff:
+		return ProcSwitchOff
+	case procRelease:
+		return ProcANRelease
+	}
+	return "none"
+}
+
+type outcome struct {
+	window time.Duration
+	err    error
+}
+
+// Stats counts what a UE has seen; for tests and troubleshooting.
+type Stats struct {
+	Downlink          int // NAS PDUs received
+	DiscardedMAC      int // dropped: integrity check failed (TS 24.501 §4.4.4.2)
+	DiscardedOther    int // dropped: undecodable, unexpected or unprotected when protection is required
+	AuthFailures      int // Authentication Failure messages sent
+	RepeatedResponses int // answers to retransmitted requests (same RAND, repeated Registration Accept, ...)
+}
+
+// UE is one simulated UE.
+type UE struct {
+	cfg   Config
+	usim  *usim.USIM
+	snn   string
+	log   *slog.Logger
+	debug bool         // log each NAS message (checked first: logging allocates)
+	done  chan outcome // capacity 1: at most one procedure in flight
+
+	mu        sync.Mutex
+	link      Link
+	connected bool // a NAS signalling connection exists (5GMM-CONNECTED)
+	mm        mmState
+
+	// current procedure
+	busy      bool // a caller is inside runProc
+	proc      procKind
+	procStart time.Time
+	deregAck  bool          // Deregistration Accept seen (normal deregistration)
+	authCause nas.Cause5GMM // last Authentication Failure cause sent in this procedure
+
+	// security: sec is the current 5G NAS security context (nil = none).
+	// kamf/ksi is the partial native context from the last successful
+	// authentication, activated by the Security Mode Command.
+	sec         *nas.SecurityContext
+	ksi         uint8
+	kamf        []byte
+	pendingKSI  uint8
+	pendingKAMF []byte
+	// secured: the network proved it holds our context on this connection
+	// (SMC accepted or a protected downlink verified), so uplink messages go
+	// protected (TS 24.501 §4.4.4.1).
+	secured  bool
+	lastRAND []byte
+	lastRES  []byte
+
+	guti         *identity.GUTI
+	taiList      []identity.TAI
+	allowedNSSAI []identity.SNSSAI
+	initialPlain []byte // the full plain Registration Request of the ongoing registration (TS 24.501 §4.4.6)
+	initialProt  bool   // the initial message went integrity protected
+	lastWindow   time.Duration
+	stats        Stats
+}
+
+// New returns a deregistered UE without a radio link; see Attach.
+func New(cfg Config) (*UE, error) {
+	if cfg.USIM == nil {
+		return nil, errors.New("ue: no USIM")
+	}
+	if err := cfg.ServingPLMN.Validate(); err != nil {
+		cfg.ServingPLMN = cfg.USIM.PLMN()
+	}
+	if cfg.EA == 0 {
+		cfg.EA = 0xF0
+	}
+	if cfg.IA == 0 {
+		cfg.IA = 0xF0
+	}
+	if cfg.IMEISV == "" {
+		// TAC 35... + the last 6 IMSI digits + SVN: stable per UE.
+		imsi := cfg.USIM.IMSI()
+		cfg.IMEISV = "35609204" + imsi[len(imsi)-6:] + "01"
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &UE{
+		cfg:   cfg,
+		usim:  cfg.USIM,
+		snn:   kdf.ServingNetworkName(cfg.ServingPLMN),
+		log:   log.With("supi", cfg.USIM.SUPI()),
+		debug: log.Enabled(context.Background(), slog.LevelDebug),
+		done:  make(chan outcome, 1),
+		ksi:   nas.KSINoKey,
+	}, nil
+}
+
+// Attach sets the UE's radio link (a gNB port). A UE can be moved to another
+// link only while it has no signalling connection.
+func (u *UE) Attach(l Link) {
+	u.mu.Lock()
+	u.link = l
+	u.mu.Unlock()
+}
+
+// SUPI returns the USIM's SUPI.
+func (u *UE) SUPI() string { return u.usim.SUPI() }
+
+// GUTI returns the stored 5G-GUTI.
+func (u *UE) GUTI() (identity.GUTI, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.guti == nil {
+		return identity.GUTI{}, false
+	}
+	return *u.guti, true
+}
+
+// Registered reports whether the UE is 5GMM-REGISTERED.
+func (u *UE) Registered() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.mm == mmRegistered
+}
+
+// Connected reports whether the UE has a NAS signalling connection.
+func (u *UE) Connected() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.connected
+}
+
+// HasSecurityContext reports whether the UE holds a current 5G NAS security context.
+func (u *UE) HasSecurityContext() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.sec != nil
+}
+
+// AllowedNSSAI returns the allowed NSSAI from the last Registration Accept.
+func (u *UE) AllowedNSSAI() []identity.SNSSAI {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]identity.SNSSAI(nil), u.allowedNSSAI...)
+}
+
+// TAIList returns the TAI list from the last Registration Accept.
+func (u *UE) TAIList() []identity.TAI {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]identity.TAI(nil), u.taiList...)
+}
+
+// LastWindow returns the latency window of the last successful procedure.
+func (u *UE) LastWindow() time.Duration {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.lastWindow
+}
+
+// Stats returns the UE's counters.
+func (u *UE) Stats() Stats {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.stats
+}
+
+// ForgetSecurityContext drops the stored 5G NAS security context (the GUTI
+// stays), e.g. to test a GUTI registration the AMF must authenticate again.
+func (u *UE) ForgetSecurityContext() {
+	u.mu.Lock()
+	u.sec, u.kamf, u.ksi = nil, nil, nas.KSINoKey
+	u.mu.Unlock()
+}
+
+// Errors a procedure can end with (besides transport errors and *RejectError).
+var (
+	ErrBusy                 = errors.New("ue: a procedure is already running")
+	ErrNoLink               = errors.New("ue: not attached to a gNB")
+	ErrAuthenticationReject = errors.New("ue: network sent Authentication Reject")
+	ErrReleased             = errors.New("ue: signalling connection released before the procedure completed")
+)
+
+// RejectError is a Registration Reject.
+type RejectError struct{ Cause nas.Cause5GMM }
+
+func (e *RejectError) Error() string {
+	return fmt.Sprintf("ue: registration rejected, 5GMM cause #%d", e.Cause)
+}
+
+// AuthFailureError wraps the end of a procedure after the UE itself refused
+// the network's challenge (MAC failure #20, synch failure #21, non-5G #26).
+type AuthFailureError struct {
+	Cause nas.Cause5GMM
+	Err   error // how the procedure then ended
+}
+
+func (e *AuthFailureError) Error() string {
+	return fmt.Sprintf("ue: sent Authentication Failure #%d: %v", e.Cause, e.Err)
+}
+
+func (e *AuthFailureError) Unwrap() error { return e.Err }
+
+// Register runs an initial registration with a freshly concealed SUCI
+// (TS 24.501 §5.5.1.2), discarding any stored GUTI and security context.
+// Its window runs from sending the InitialUEMessage to sending Registration
+// Complete.
+func (u *UE) Register(ctx context.Context) error {
+	return u.run(ctx, procRegister)
+}
+
+// Reregister registers with the stored 5G-GUTI, integrity protecting the
+// Registration Request with the stored security context (TS 24.501 §4.4.6,
+// §5.5.1.2.2): an initial registration if the UE is deregistered, a
+// mobility registration update if it is registered. A registered UE that
+// is still connected is first released to CM-IDLE (see Release; that part
+// is not in the window), since the request then goes in an InitialUEMessage.
+func (u *UE) Reregister(ctx context.Context) error {
+	return u.run(ctx, procReregister)
+}
+
+// Deregister runs UE-originating deregistration (TS 24.501 §5.5.2.2). A
+// normal one waits for Deregistration Accept and the release of the
+// signalling connection; switch-off waits only for the release. The window
+// ends when the gNB sends UE Context Release Complete.
+func (u *UE) Deregister(ctx context.Context, switchOff bool) error {
+	if switchOff {
+		return u.run(ctx, procSwitchOff)
+	}
+	return u.run(ctx, procDeregister)
+}
+
+// Release takes a registered, connected UE to CM-IDLE: the gNB asks the AMF
+// to release the UE context (AN release, TS 23.502 §4.2.6) and the UE stays
+// 5GMM-REGISTERED. Its window runs to UE Context Release Complete.
+func (u *UE) Release(ctx context.Context) error {
+	return u.run(ctx, procRelease)
+}
+
+// SendRaw sends pdu as it is: in an UplinkNASTransport when connected, else
+// in an InitialUEMessage. For tests that feed the core garbled NAS.
+func (u *UE) SendRaw(pdu []byte) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.link == nil {
+		return ErrNoLink
+	}
+	var err error
+	if u.connected {
+		_, err = u.link.SendUplink(pdu)
+	} else {
+		_, err = u.link.SendInitial(pdu, nil)
+		if err == nil {
+			u.connected = true
+		}
+	}
+	return err
+}
+
+// SendNAS sends m on the open connection, integrity protected and ciphered
+// with the current security context; with corruptMAC the MAC is altered so
+// that the network must discard it (TS 24.501 §4.4.4.3). For tests of the
+// core's NAS security.
+func (u *UE) SendNAS(m nas.Message, corruptMAC bool) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.sec == nil {
+		return errors.New("ue: no security context")
+	}
+	plain, err := nas.Encode(m)
+	if err != nil {
+		return err
+	}
+	pdu, err := u.sec.Protect(plain, nas.IntegrityProtectedAndCiphered, nas.Uplink)
+	if err != nil {
+		return err
+	}
+	if corruptMAC {
+		pdu[2] ^= 0xFF
+	}
+	if u.link == nil || !u.connected {
+		return ErrNoLink
+	}
+	_, err = u.link.SendUplink(pdu)
+	return err
+}
+
+func (u *UE) run(ctx context.Context, k procKind) error {
+	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
+	defer cancel()
+	if k == procReregister {
+		// A registered UE re-registers from CM-IDLE, as for a periodic or
+		// mobility registration update: release the connection first
+		// (not part of the re-registration window).
+		u.mu.Lock()
+		connected := u.connected && u.mm == mmRegistered && u.proc == procNone
+		u.mu.Unlock()
+		if connected {
+			if err := u.run(ctx, procRelease); err != nil {
+				u.fail(k)
+				return fmt.Errorf("%s %s: %w", k.name(), u.SUPI(), err)
+			}
+		}
+	}
+	window, err := u.runProc(ctx, k)
+	if err != nil {
+		u.fail(k)
+		return fmt.Errorf("%s %s: %w", k.name(), u.SUPI(), err)
+	}
+	if u.cfg.Observer != nil {
+		u.cfg.Observer.Observe(k.name(), window)
+	}
+	return nil
+}
+
+// runProc starts procedure k and waits for its outcome.
+func (u *UE) runProc(ctx context.Context, k procKind) (time.Duration, error) {
+	u.mu.Lock()
+	if u.busy {
+		u.mu.Unlock()
+		return 0, ErrBusy
+	}
+	err := u.startLocked(k)
+	u.busy = err == nil
+	u.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	// busy stays set until the outcome is taken from done, so that a
+	// procedure started meanwhile from another goroutine cannot fill it.
+	defer func() {
+		u.mu.Lock()
+		u.busy = false
+		u.mu.Unlock()
+	}()
+	var out outcome
+	select {
+	case out = <-u.done:
+	case <-ctx.Done():
+		u.mu.Lock()
+		if u.proc == k {
+			state := u.mm
+			u.abortLocked()
+			u.mu.Unlock()
+			return 0, fmt.Errorf("%w (state %s)", ctx.Err(), state)
+		}
+		u.mu.Unlock()
+		out = <-u.done // finished while we took the lock
+	}
+	return out.window, out.err
+}
+
+func (u *UE) fail(k procKind) {
+	if u.cfg.Observer != nil {
+		u.cfg.Observer.Fail(k.name())
+	}
+}
+
+// startLocked checks the preconditions of k and sends its first message.
+func (u *UE) startLocked(k procKind) error {
+	if u.proc != procNone {
+		return ErrBusy
+	}
+	if u.link == nil {
+		return ErrNoLink
+	}
+	switch k {
+	case procRegister, procReregister:
+		if u.connected {
+			return fmt.Errorf("ue: registration needs an idle UE (state %s, connected)", u.mm)
+		}
+		if k == procReregister && u.guti == nil {
+			return errors.New("ue: no stored 5G-GUTI to re-register with")
+		}
+		pdu, stmsi, err := u.registrationRequestLocked(k)
+		if err != nil {
+			return err
+		}
+		u.beginLocked(k)
+		u.mm = mmRegisteredInitiated
+		t, err := u.link.SendInitial(pdu, stmsi)
+		if err != nil {
+			u.abortLocked()
+			return fmt.Errorf("send registration request: %w", err)
+		}
+		u.connected = true
+		u.procStart = t
+	case procDeregister, procSwitchOff:
+		if u.mm != mmRegistered {
+			return fmt.Errorf("ue: deregistration needs a registered UE (state %s)", u.mm)
+		}
+		pdu, err := u.deregistrationRequestLocked(k == procSwitchOff)
+		if err != nil {
+			return err
+		}
+		u.beginLocked(k)
+		u.mm = mmDeregisteredInitiated
+		var t time.Time
+		if u.connected {
+			t, err = u.link.SendUplink(pdu)
+		} else {
+			t, err = u.link.SendInitial(pdu, u.stmsiLocked())
+			u.connected = err == nil
+		}
+		if err != nil {
+			u.abortLocked()
+			return fmt.Errorf("send deregistration request: %w", err)
+		}
+		u.procStart = t
+	case procRelease:
+		if !u.connected {
+			return errors.New("ue: no signalling connection to release")
+		}
+		u.beginLocked(k)
+		t, err := u.link.RequestRelease()
+		if err != nil {
+			u.abortLocked()
+			return fmt.Errorf("send UE context release request: %w", err)
+		}
+		u.procStart = t
+	default:
+		return fmt.Errorf("ue: unknown procedure %d", k)
+	}
+	return nil
+}
+
+func (u *UE) beginLocked(k procKind) {
+	u.proc = k
+	u.deregAck = false
+	u.authCause = 0
+}
+
+// abortLocked ends the current procedure without an outcome (timeout or send
+// error) and falls back to a state from which a new procedure can start.
+func (u *UE) abortLocked() {
+	if u.proc != procRelease {
+		u.mm = mmDeregistered
+	}
+	u.proc = procNone
+	u.initialPlain = nil
+	if u.connected && u.link != nil {
+		u.link.Drop()
+	}
+	u.connected, u.secured = false, false
+}
+
+// finishLocked ends the current procedure; end is when its window closed.
+func (u *UE) finishLocked(end time.Time, err error) {
+	if u.proc == procNone {
+		return
+	}
+	if err != nil && u.authCause != 0 {
+		err = &AuthFailureError{Cause: u.authCause, Err: err}
+	}
+	out := outcome{err: err}
+	if err == nil {
+		out.window = end.Sub(u.procStart)
+		u.lastWindow = out.window
+	}
+	u.proc = procNone
+	u.initialPlain = nil
+	u.done <- out
+}
+
+func (u *UE) stmsiLocked() *identity.STMSI {
+	if u.guti == nil {
+		return nil
+	}
+	s := u.guti.STMSI()
+	return &s
+}
+
+func (u *UE) secCap() nas.UESecurityCapability {
+	return nas.UESecurityCapability{EA: u.cfg.EA, IA: u.cfg.IA}
+}
+
+// registrationRequestLocked builds the initial NAS message of a registration
+// and remembers the full plain message for the Security Mode Complete.
+// TS 24.501 §4.4.6: without a valid security context the initial message
+// carries the cleartext IEs only, unprotected; with one, it is integrity
+// protected (and still cleartext only, since ours needs no other IE).
+func (u *UE) registrationRequestLocked(k procKind) ([]byte, *identity.STMSI, error) {
+	capab := u.secCap()
+	req := nas.RegistrationRequest{
+		RegistrationType:     nas.RegistrationInitial,
+		FollowOnRequest:      false,
+		NgKSI:                nas.NgKSI{KSI: nas.KSINoKey},
+		UESecurityCapability: &capab,
+	}
+	var stmsi *identity.STMSI
+	if k == procRegister {
+		// A fresh start: like a newly inserted USIM.
+		u.guti, u.sec, u.kamf, u.ksi = nil, nil, nil, nas.KSINoKey
+		u.mm = mmDeregistered
+		s, err := u.usim.SUCI()
+		if err != nil {
+			return nil, nil, err
+		}
+		req.MobileIdentity = nas.MobileIdentity{Type: nas.IdentitySUCI, SUCI: s.String()}
+	} else {
+		if u.mm == mmRegistered {
+			req.RegistrationType = nas.RegistrationMobilityUpdating
+		}
+		req.MobileIdentity = nas.MobileIdentity{Type: nas.IdentityGUTI, GUTI: *u.guti}
+		if u.sec != nil {
+			req.NgKSI = nas.NgKSI{KSI: u.ksi}
+		}
+		stmsi = u.stmsiLocked()
+	}
+	clear, err := nas.Encode(&req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode registration request: %w", err)
+	}
+	full := req
+	full.RequestedNSSAI = u.cfg.RequestedNSSAI
+	u.initialPlain, err = nas.Encode(&full)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode registration request: %w", err)
+	}
+	u.initialProt = false
+	if k == procReregister && u.sec != nil {
+		pdu, err := u.sec.Protect(clear, nas.IntegrityProtected, nas.Uplink)
+		if err != nil {
+			return nil, nil, fmt.Errorf("protect registration request: %w", err)
+		}
+		u.initialProt = true
+		return pdu, stmsi, nil
+	}
+	return clear, stmsi, nil
+}
+
+// deregistrationRequestLocked builds the Deregistration Request (TS 24.501
+// §5.5.2.2.1) with the 5G-GUTI. As an initial NAS message it is only
+// integrity protected; on an existing connection also ciphered.
+func (u *UE) deregistrationRequestLocked(switchOff bool) ([]byte, error) {
+	req := nas.DeregistrationRequestUEOriginating{
+		SwitchOff:  switchOff,
+		AccessType: nas.Access3GPP,
+		NgKSI:      nas.NgKSI{KSI: u.ksi},
+	}
+	if u.guti != nil {
+		req.MobileIdentity = nas.MobileIdentity{Type: nas.IdentityGUTI, GUTI: *u.guti}
+	} else {
+		s, err := u.usim.SUCI()
+		if err != nil {
+			return nil, err
+		}
+		req.MobileIdentity = nas.MobileIdentity{Type: nas.IdentitySUCI, SUCI: s.String()}
+	}
+	plain, err := nas.Encode(&req)
+	if err != nil {
+		return nil, fmt.Errorf("encode deregistration request: %w", err)
+	}
+	if u.sec == nil {
+		return plain, nil
+	}
+	hdr := nas.IntegrityProtectedAndCiphered
+	if !u.connected {
+		hdr = nas.IntegrityProtected
+	}
+	return u.sec.Protect(plain, hdr, nas.Uplink)
+}
