@@ -1,0 +1,313 @@
+// Package bench measures the classifiers on ClassBench and 5G workloads:
+// lookup ns/packet (median of passes over the trace, classifiers
+// interleaved), build time, insert and delete latency after building from
+// half the rules, and memory. It writes the report document, a text table
+// and a Fig. 11-style plot.
+package bench
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tern5g/tern/classify"
+	"github.com/tern5g/tern/classify/classbench"
+	"github.com/tern5g/tern/classify/workload"
+	"github.com/tern5g/tern/report"
+)
+
+// Config selects what to run.
+type Config struct {
+	ClassBenchDir string
+	Sets          []string        // ClassBench set names; empty: all
+	Workloads     bool            // the 5G workloads
+	Sweep         bool            // first-N-rule prefixes of acl1_1k, for the plot
+	Kinds         []classify.Kind // empty: all
+	Passes        int             // lookup passes over each trace
+	Updates       int             // timed inserts and deletes per classifier
+	MaxTrace      int             // headers per pass (0: whole trace)
+	// PassBudget bounds one lookup pass: a classifier whose first 2,000
+	// headers show it would take longer runs on a prefix of the trace
+	// (Linear at 100k rules costs ~100 us a packet). Default 0.5 s.
+	PassBudget time.Duration
+	Log        io.Writer
+}
+
+// Row is one classifier on one workload.
+type Row struct {
+	Workload   string
+	Kind       classify.Kind
+	Rules      int
+	Headers    int       // headers per lookup pass
+	LookupNS   []float64 // per pass
+	BuildMS    float64
+	InsertUS   []float64
+	DeleteUS   []float64
+	Memory     int
+	HeapBytes  int // runtime-measured growth of the live heap for the build
+	Mismatches int // lookups that disagreed with Linear on the checked headers
+}
+
+// Median lookup.
+func (r *Row) Median() float64 { return median(r.LookupNS) }
+
+type job struct {
+	name  string
+	rules []classify.Rule
+	trace []classify.Header
+}
+
+// Run measures every selected workload and returns the rows.
+func Run(cfg Config) ([]Row, error) {
+	if cfg.Passes <= 0 {
+		cfg.Passes = 5
+	}
+	if cfg.Updates <= 0 {
+		cfg.Updates = 1000
+	}
+	if cfg.PassBudget <= 0 {
+		cfg.PassBudget = 500 * time.Millisecond
+	}
+	if len(cfg.Kinds) == 0 {
+		cfg.Kinds = classify.Kinds
+	}
+	logf := func(format string, a ...any) {
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, format, a...)
+		}
+	}
+	var jobs []func() (job, error)
+	if cfg.Sweep {
+		for _, n := range []int{2, 4, 8, 16, 32, 64, 128, 256, 512} {
+			jobs = append(jobs, func() (job, error) {
+				set, err := classbench.Load(cfg.ClassBenchDir, "acl1_1k")
+				if err != nil {
+					return job{}, err
+				}
+				return job{fmt.Sprintf("acl1_first%d", n), set.Rules[:n], headers(set.Trace)}, nil
+			})
+		}
+	}
+	for _, name := range cfg.Sets {
+		jobs = append(jobs, func() (job, error) {
+			set, err := classbench.Load(cfg.ClassBenchDir, name)
+			if err != nil {
+				return job{}, err
+			}
+			return job{name, set.Rules, headers(set.Trace)}, nil
+		})
+	}
+	if cfg.Workloads {
+		for _, n := range []int{2, 4, 8, 16, 32, 64, 100} {
+			jobs = append(jobs, func() (job, error) { w := workload.Session(n, uint64(n)); return job{w.Name, w.Rules, w.Trace}, nil })
+		}
+		jobs = append(jobs,
+			func() (job, error) { w := workload.HomeGateway(500, 1); return job{w.Name, w.Rules, w.Trace}, nil },
+			func() (job, error) { w := workload.Sessions(100_000, 1); return job{w.Name, w.Rules, w.Trace}, nil },
+		)
+	}
+	var rows []Row
+	for _, mk := range jobs {
+		j, err := mk()
+		if err != nil {
+			return rows, fmt.Errorf("bench: %w", err)
+		}
+		if cfg.MaxTrace > 0 && len(j.trace) > cfg.MaxTrace {
+			j.trace = j.trace[:cfg.MaxTrace]
+		}
+		logf("%s: %d rules, %d headers\n", j.name, len(j.rules), len(j.trace))
+		rs, err := runJob(cfg, j)
+		if err != nil {
+			return rows, err
+		}
+		for _, r := range rs {
+			logf("  %-14s lookup %8.1f ns  build %8.1f ms  insert %7.2f us  delete %7.2f us  mem %6.2f MB\n",
+				r.Kind, r.Median(), r.BuildMS, median(r.InsertUS), median(r.DeleteUS), float64(r.Memory)/1e6)
+		}
+		rows = append(rows, rs...)
+	}
+	return rows, nil
+}
+
+func headers(ps []classbench.Packet) []classify.Header {
+	hs := make([]classify.Header, len(ps))
+	for i := range ps {
+		hs[i] = ps[i].Header
+	}
+	return hs
+}
+
+func runJob(cfg Config, j job) ([]Row, error) {
+	rows := make([]Row, len(cfg.Kinds))
+	cs := make([]classify.Classifier, len(cfg.Kinds))
+	traces := make([][]classify.Header, len(cfg.Kinds))
+	for i, k := range cfg.Kinds {
+		before := liveHeap()
+		start := time.Now()
+		c, err := classify.Build(k, j.rules)
+		if err != nil {
+			return nil, fmt.Errorf("bench: %s on %s: %w", k, j.name, err)
+		}
+		build := time.Since(start)
+		heap := liveHeap() - before
+		cs[i] = c
+		traces[i] = j.trace
+		probe := j.trace[:min(len(j.trace), 2000)]
+		start = time.Now()
+		for h := range probe {
+			c.Lookup(&probe[h])
+		}
+		per := time.Since(start) / time.Duration(max(len(probe), 1))
+		if n := int(cfg.PassBudget / max(per, 1)); n < len(j.trace) {
+			traces[i] = j.trace[:max(n, min(1000, len(j.trace)))]
+		}
+		rows[i] = Row{Workload: j.name, Kind: k, Rules: len(j.rules), Headers: len(traces[i]),
+			BuildMS: float64(build) / 1e6, Memory: c.MemoryBytes(), HeapBytes: heap}
+	}
+	// Every classifier must give Linear's answer on the headers every
+	// classifier ran.
+	if li := slices.Index(cfg.Kinds, classify.KindLinear); li >= 0 {
+		check := traces[li]
+		for _, tr := range traces {
+			if len(tr) < len(check) {
+				check = tr
+			}
+		}
+		for i, c := range cs {
+			for h := range check {
+				a, aok := cs[li].Lookup(&check[h])
+				b, bok := c.Lookup(&check[h])
+				if a != b || aok != bok {
+					rows[i].Mismatches++
+				}
+			}
+		}
+	}
+	// Lookup passes, interleaved so that noise from the shared machine
+	// spreads over every classifier alike.
+	var sink uint32
+	for range cfg.Passes {
+		for i, c := range cs {
+			tr := traces[i]
+			start := time.Now()
+			for h := range tr {
+				id, _ := c.Lookup(&tr[h])
+				sink += id
+			}
+			rows[i].LookupNS = append(rows[i].LookupNS, float64(time.Since(start))/float64(len(tr)))
+		}
+	}
+	_ = sink
+	cs = nil
+	runtime.GC()
+	// Updates: build from half the rules, then alternate timed inserts of
+	// the other half and deletes of the built half.
+	for i, k := range cfg.Kinds {
+		n := cfg.Updates
+		if k == classify.KindLinear && len(j.rules) > 10_000 {
+			n = min(n, 200) // each Linear update copies the whole list
+		}
+		ins, del, err := updates(k, j.rules, n)
+		if err != nil {
+			return nil, err
+		}
+		rows[i].InsertUS, rows[i].DeleteUS = ins, del
+	}
+	return rows, nil
+}
+
+func updates(k classify.Kind, rules []classify.Rule, n int) (ins, del []float64, err error) {
+	var built, rest []classify.Rule
+	for i := range rules {
+		if i%2 == 0 {
+			built = append(built, rules[i])
+		} else {
+			rest = append(rest, rules[i])
+		}
+	}
+	c, err := classify.Build(k, built)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bench: %s: %w", k, err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	rng.Shuffle(len(rest), func(a, b int) { rest[a], rest[b] = rest[b], rest[a] })
+	rng.Shuffle(len(built), func(a, b int) { built[a], built[b] = built[b], built[a] })
+	n = min(n, len(rest), len(built))
+	for i := 0; i < n; i++ {
+		start := time.Now()
+		err := c.Insert(rest[i])
+		d := time.Since(start)
+		if err != nil {
+			return nil, nil, fmt.Errorf("bench: %s insert: %w", k, err)
+		}
+		ins = append(ins, float64(d)/1e3)
+		start = time.Now()
+		err = c.Delete(built[i].ID)
+		d = time.Since(start)
+		if err != nil {
+			return nil, nil, fmt.Errorf("bench: %s delete: %w", k, err)
+		}
+		del = append(del, float64(d)/1e3)
+	}
+	return ins, del, nil
+}
+
+func liveHeap() int {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int(m.HeapAlloc)
+}
+
+func median(xs []float64) float64 { return quantile(xs, 0.5) }
+
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	return s[min(int(q*float64(len(s))), len(s)-1)]
+}
+
+// Results turns rows into report results.
+func Results(rows []Row) []report.Result {
+	var out []report.Result
+	dist := func(name string, r *Row, unit string, xs []float64, extra map[string]any) report.Result {
+		return report.Result{Name: name + "/" + r.Workload, Variant: string(r.Kind), Unit: unit, Count: len(xs),
+			Failures: r.Mismatches, Median: median(xs), P90: quantile(xs, 0.9), P99: quantile(xs, 0.99),
+			Max: quantile(xs, 1), Samples: xs, Extra: extra}
+	}
+	for i := range rows {
+		r := &rows[i]
+		m := r.Median()
+		out = append(out,
+			dist("lookup", r, "ns", r.LookupNS, map[string]any{"rules": r.Rules, "headers": r.Headers, "mpps": 1e3 / m}),
+			dist("insert", r, "us", r.InsertUS, map[string]any{"rules": r.Rules}),
+			dist("delete", r, "us", r.DeleteUS, map[string]any{"rules": r.Rules}),
+			report.Result{Name: "build/" + r.Workload, Variant: string(r.Kind), Unit: "ms", Count: 1, Median: r.BuildMS, Max: r.BuildMS},
+			report.Result{Name: "memory/" + r.Workload, Variant: string(r.Kind), Unit: "bytes", Count: 1,
+				Median: float64(r.Memory), Max: float64(r.Memory), Extra: map[string]any{"heap_bytes": r.HeapBytes}},
+		)
+	}
+	return out
+}
+
+// WriteTable prints one line per workload and classifier.
+func WriteTable(w io.Writer, machine string, rows []Row) {
+	fmt.Fprintf(w, "PDR classification (%s); lookup = median ns/packet over passes, updates = median us\n", machine)
+	fmt.Fprintf(w, "%-16s %-14s %7s %10s %8s %10s %9s %9s %10s %6s\n",
+		"workload", "classifier", "rules", "lookup ns", "Mpps", "build ms", "insert us", "delete us", "memory MB", "wrong")
+	fmt.Fprintln(w, strings.Repeat("-", 108))
+	for i := range rows {
+		r := &rows[i]
+		m := r.Median()
+		fmt.Fprintf(w, "%-16s %-14s %7d %10.1f %8.2f %10.1f %9.3f %9.3f %10.2f %6d\n",
+			r.Workload, r.Kind, r.Rules, m, 1e3/m, r.BuildMS, median(r.InsertUS), median(r.DeleteUS), float64(r.Memory)/1e6, r.Mismatches)
+	}
+}
