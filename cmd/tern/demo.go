@@ -89,8 +89,13 @@ func runDemo(args []string) error {
 		fmt.Printf("  step %-11s %4d ok  %3d failed  %3d skipped  all UEs in %v\n", s.Step, s.OK, s.Failed, s.Skipped, s.Wall.Round(time.Microsecond))
 	}
 	st := c.Stats()
-	fmt.Printf("\ncore: %d gNBs connected, %d UEs registered now, %d subscribers; resident memory %.1f MiB\n",
-		st.AMF.GNBs, st.AMF.RegisteredUEs, st.Subscribers, float64(st.ResidentSize)/(1<<20))
+	a := st.AMF
+	fmt.Printf("\ncore (AMF counters): %d NG Setups, %d registrations completed, %d 5G-AKA runs (%d rejected, %d resyncs),\n"+
+		"  %d security modes, %d identifications, %d deregistrations, %d UE context releases, %d Error Indications, %d NAS messages discarded\n",
+		a.NGSetups, a.Registrations, a.Authentications, a.AuthenticationFails, a.Resyncs,
+		a.SecurityModes, a.Identifications, a.Deregistrations, a.UEContextReleases, a.ErrorIndications, a.NASDiscarded)
+	fmt.Printf("core: %d UEs registered at the end, %d subscribers, resident memory %.1f MiB (core and simulator together)\n",
+		a.RegisteredUEs, st.Subscribers, float64(st.ResidentSize)/(1<<20))
 	fmt.Printf("total %v\n", elapsed.Round(time.Millisecond))
 	if *capture != "" {
 		fmt.Printf("N2 capture: %s (tshark -r %s -d udp.port==%d,sctp)\n", *capture, *capture, port)

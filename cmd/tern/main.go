@@ -71,7 +71,7 @@ func usage(cmds map[string]command) {
 func runBench(args []string) error {
 	benches := map[string]func([]string) error{
 		"register": benchRegister,
-		// "classify": benchClassify,
+		"classify": benchClassify,
 	}
 	if len(args) == 0 {
 		return errors.New("usage: tern bench register|classify [flags]")
