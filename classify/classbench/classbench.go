@@ -230,11 +230,25 @@ func withFile(dir, base string, fn func(io.Reader) error) error {
 	return nil
 }
 
-// DefaultDir is where the shared sets live, relative to the repository
-// root; TERN_CLASSBENCH overrides it.
+// DefaultDir is where the shared sets live: $TERN_CLASSBENCH, else the first
+// shared/classbench found beside or inside the working directory or one of
+// its parents (a checkout has shared/ next to it), else
+// /work/shared/classbench.
 func DefaultDir() string {
 	if d := os.Getenv("TERN_CLASSBENCH"); d != "" {
 		return d
+	}
+	if wd, err := os.Getwd(); err == nil {
+		for d := wd; ; d = filepath.Dir(d) {
+			for _, c := range []string{filepath.Join(d, "shared", "classbench"), filepath.Join(filepath.Dir(d), "shared", "classbench")} {
+				if fi, err := os.Stat(c); err == nil && fi.IsDir() {
+					return c
+				}
+			}
+			if d == filepath.Dir(d) {
+				break
+			}
+		}
 	}
 	return "/work/shared/classbench"
 }
