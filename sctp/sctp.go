@@ -109,6 +109,30 @@ type Conn interface {
 	Close() error
 }
 
+// Serve calls h with every message of c, in the order Recv would return
+// them, until the association ends; it then returns the error Recv would
+// (io.EOF after the peer's SHUTDOWN, net.ErrClosed after Close).
+//
+// Where the transport allows (userspace SCTP), h runs on the goroutine that
+// processes c's incoming packets, so a message is handled without a
+// goroutine handoff: for request/response signalling on a lightly loaded
+// host the handoff (which may wake an idle CPU) costs more than handling
+// the message. h therefore must not block for long (no further packet of c
+// is processed meanwhile) and must not call c.Close; it may call c.Send.
+// Other transports loop on Recv.
+func Serve(c Conn, h func(Message)) error {
+	if s, ok := c.(interface{ serve(func(Message)) error }); ok {
+		return s.serve(h)
+	}
+	for {
+		m, err := c.Recv()
+		if err != nil {
+			return err
+		}
+		h(m)
+	}
+}
+
 // Listener accepts SCTP associations.
 type Listener interface {
 	Accept() (Conn, error)

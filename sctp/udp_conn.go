@@ -19,13 +19,110 @@ import (
 const shutdownTimeout = 2 * time.Second
 
 // recvQueueLen is how many received messages wait for Recv; beyond it the
-// stream readers stop and pion's receive window throttles the peer.
+// association's read loop waits, so its socket (or, for a listener, its
+// datagram queue) fills and the peer retransmits.
 const recvQueueLen = 256
 
-// assocConn adapts a pion association to Conn. pion delivers messages per
-// stream, so one reader goroutine per stream in use funnels them into recv.
+// lowLatencyOptions are the pion options every association of ours uses
+// (third_party/pionsctp/tern_lowlatency.go): N2 is small request/response
+// messages, where pion's goroutine handoffs (writer wake-up, one reader per
+// stream) and lone SACK packets cost more than the protocol work.
+//   - Send writes the packet on the caller's goroutine;
+//   - received messages go from pion's read loop straight into the Recv
+//     queue, in arrival order (per-stream order is what SCTP guarantees;
+//     arrival order across streams is a bonus over per-stream readers);
+//   - a pending SACK rides in the next DATA packet.
+func lowLatencyOptions(in *inbox) []pion.AssociationOption {
+	return []pion.AssociationOption{
+		pion.WithDirectWrite(),
+		pion.WithSackBundling(),
+		pion.WithMessageHandler(in.deliver),
+	}
+}
+
+func clientOptions(o []pion.AssociationOption) []pion.ClientOption {
+	out := make([]pion.ClientOption, len(o))
+	for i, v := range o {
+		out[i] = v
+	}
+	return out
+}
+
+func serverOptions(o []pion.AssociationOption) []pion.ServerOption {
+	out := make([]pion.ServerOption, len(o))
+	for i, v := range o {
+		out[i] = v
+	}
+	return out
+}
+
+// inbox receives messages from pion's read loop for Recv. It exists before
+// the association does, since messages may arrive during the handshake's
+// last step.
+type inbox struct {
+	recv    chan Message
+	closeCh chan struct{} // closed by Close
+
+	// handler, once set by serve, gets messages directly (no recv queue).
+	mu      sync.Mutex
+	handler func(Message)
+}
+
+func newInbox() *inbox {
+	return &inbox{recv: make(chan Message, recvQueueLen), closeCh: make(chan struct{})}
+}
+
+// deliver runs on pion's read loop, without the association lock. data is
+// ours (pion allocates every packet buffer afresh).
+func (in *inbox) deliver(stream uint16, ppi pion.PayloadProtocolIdentifier, data []byte) {
+	m := Message{Stream: stream, PPID: uint32(ppi), Data: data}
+	in.mu.Lock()
+	h := in.handler
+	in.mu.Unlock()
+	if h != nil {
+		h(m)
+		return
+	}
+	select {
+	case in.recv <- m:
+	case <-in.closeCh:
+	}
+}
+
+// serve implements Serve: messages queued so far go to h first, then h is
+// installed for pion's read loop. Holding mu while draining keeps a
+// concurrent deliver waiting, so h sees messages in order and never
+// concurrently.
+func (c *assocConn) serve(h func(Message)) error {
+	in := c.inbox
+	in.mu.Lock()
+	if in.handler != nil {
+		in.mu.Unlock()
+		return errors.New("sctp: Serve called twice")
+	}
+	for drained := false; !drained; {
+		select {
+		case m := <-in.recv:
+			h(m)
+		default:
+			drained = true
+		}
+	}
+	in.handler = h
+	in.mu.Unlock()
+	select {
+	case <-c.closeCh:
+		return net.ErrClosed
+	case <-c.drained:
+		// pion's read loop, the only caller of h now, has exited.
+		return c.terminalErr()
+	}
+}
+
+// assocConn adapts a pion association to Conn.
 type assocConn struct {
 	assoc  *pion.Association
+	inbox  *inbox
 	local  *Addr
 	remote *Addr
 	log    *slog.Logger
@@ -36,12 +133,10 @@ type assocConn struct {
 
 	recv    chan Message
 	closeCh chan struct{} // closed by Close
-	drained chan struct{} // closed once the association ended and every reader exited
+	drained chan struct{} // closed once the association ended and pion's read loop exited
 
-	mu      sync.Mutex
-	readers map[uint16]bool // streams with a reader
-	running int             // readers + the accept loop
-	endErr  error           // why the association ended, first reason wins
+	mu     sync.Mutex
+	endErr error // why the association ended, first reason wins
 
 	closeOnce sync.Once
 	closeErr  error
@@ -49,7 +144,7 @@ type assocConn struct {
 	hb *heartbeat
 }
 
-func newAssocConn(assoc *pion.Association, local, remote *Addr, cfg Config) *assocConn {
+func newAssocConn(assoc *pion.Association, in *inbox, local, remote *Addr, cfg Config) *assocConn {
 	c := &assocConn{
 		assoc:   assoc,
 		local:   local,
@@ -57,11 +152,10 @@ func newAssocConn(assoc *pion.Association, local, remote *Addr, cfg Config) *ass
 		log:     cfg.Logger.With("local", local.String(), "remote", remote.String()),
 		out:     assoc.MaxOutboundStreams(),
 		in:      assoc.MaxInboundStreams(),
-		recv:    make(chan Message, recvQueueLen),
-		closeCh: make(chan struct{}),
+		inbox:   in,
+		recv:    in.recv,
+		closeCh: in.closeCh,
 		drained: make(chan struct{}),
-		readers: make(map[uint16]bool),
-		running: 1,
 	}
 	c.streams = make([]atomic.Pointer[pion.Stream], c.out)
 	go c.acceptLoop()
@@ -75,8 +169,8 @@ func (c *assocConn) LocalAddr() net.Addr     { return c.local }
 func (c *assocConn) RemoteAddr() net.Addr    { return c.remote }
 func (c *assocConn) OutboundStreams() uint16 { return c.out }
 
-// Send implements Conn. pion copies data into its DATA chunks and wakes its
-// writer at once: no bundling delay.
+// Send implements Conn. pion copies data into its DATA chunks; the packet
+// is written on this goroutine (WithDirectWrite), with no bundling delay.
 func (c *assocConn) Send(stream uint16, ppid uint32, data []byte) error {
 	if len(data) == 0 {
 		return ErrEmptyMessage
@@ -106,7 +200,6 @@ func (c *assocConn) openStream(id uint16) (*pion.Stream, error) {
 	if !c.streams[id].CompareAndSwap(nil, s) {
 		return c.streams[id].Load(), nil
 	}
-	c.startReader(s)
 	return s, nil
 }
 
@@ -130,7 +223,7 @@ func (c *assocConn) Recv() (Message, error) {
 	case <-c.closeCh:
 		return Message{}, net.ErrClosed
 	case <-c.drained:
-		// Every reader has exited, so what is queued is all there is.
+		// pion's read loop has exited, so what is queued is all there is.
 		select {
 		case m := <-c.recv:
 			return m, nil
@@ -169,8 +262,9 @@ func (c *assocConn) abort(reason error) {
 	c.assoc.Abort(reason.Error())
 }
 
-// acceptLoop starts a reader for every stream the peer opens; it ends when
-// the association does (pion closes its accept queue then).
+// acceptLoop records the streams the peer opens (so Send reuses them) and
+// notices the end of the association: pion closes its accept queue when its
+// read loop has exited, so every message has been delivered to recv by then.
 func (c *assocConn) acceptLoop() {
 	for {
 		s, err := c.assoc.AcceptStream()
@@ -179,59 +273,12 @@ func (c *assocConn) acceptLoop() {
 			// Release the transport now (for a listener, the peer's slot in
 			// the demultiplexer) rather than when the user calls Close.
 			_ = c.assoc.Close()
-			c.exitRunner()
+			close(c.drained)
 			return
 		}
-		id := s.StreamIdentifier()
-		if id < c.out {
+		if id := s.StreamIdentifier(); id < c.out {
 			c.streams[id].CompareAndSwap(nil, s)
 		}
-		c.startReader(s)
-	}
-}
-
-func (c *assocConn) startReader(s *pion.Stream) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	id := s.StreamIdentifier()
-	if c.readers[id] || c.running == 0 {
-		return
-	}
-	c.readers[id] = true
-	c.running++
-	go c.readStream(s)
-}
-
-// readStream moves whole messages of one stream into recv, in order.
-func (c *assocConn) readStream(s *pion.Stream) {
-	defer c.exitRunner()
-	buf := make([]byte, 2048)
-	id := s.StreamIdentifier()
-	for {
-		n, ppi, err := s.ReadSCTP(buf)
-		if errors.Is(err, io.ErrShortBuffer) {
-			// n is the message size; pion keeps the message queued.
-			buf = make([]byte, n)
-			continue
-		}
-		if err != nil {
-			return
-		}
-		m := Message{Stream: id, PPID: uint32(ppi), Data: append([]byte(nil), buf[:n]...)}
-		select {
-		case c.recv <- m:
-		case <-c.closeCh:
-			return
-		}
-	}
-}
-
-func (c *assocConn) exitRunner() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.running--
-	if c.running == 0 {
-		close(c.drained)
 	}
 }
 

@@ -35,14 +35,16 @@ func dialUDP(ctx context.Context, cfg Config, addr string) (Conn, error) {
 	if cfg.Tap != nil {
 		transport = &tapConn{UDPConn: uc, tap: cfg.Tap, local: udpLocal, remote: udpRemote}
 	}
-	assoc, err := pion.ClientContext(ctx,
+	in := newInbox()
+	opts := append([]pion.ClientOption{
 		pion.WithNetConn(transport),
 		pion.WithName(ap.String()),
 		pion.WithLoggerFactory(pionLoggerFactory{cfg.Logger}),
 		pion.WithEnableInterleaving(false),
 		pion.WithPorts(udpLocal.Port(), ap.Port()),
 		pion.WithStreams(cfg.Streams, cfg.Streams),
-	)
+	}, clientOptions(lowLatencyOptions(in))...)
+	assoc, err := pion.ClientContext(ctx, opts...)
 	if err != nil {
 		_ = uc.Close()
 		if errors.Is(err, pion.ErrAssociationClosedBeforeConn) {
@@ -53,7 +55,7 @@ func dialUDP(ctx context.Context, cfg Config, addr string) (Conn, error) {
 	}
 	local := &Addr{AddrPort: netip.AddrPortFrom(udpLocal.Addr(), udpLocal.Port()), UDP: udpLocal}
 	remote := &Addr{AddrPort: ap, UDP: udpRemote}
-	return newAssocConn(assoc, local, remote, cfg), nil
+	return newAssocConn(assoc, in, local, remote, cfg), nil
 }
 
 // tapConn shows every datagram of a dialed association to a PacketTap.

@@ -231,13 +231,15 @@ func (l *udpListener) newVconn(from netip.AddrPort) (*vconn, error) {
 func (l *udpListener) handshake(vc *vconn, from netip.AddrPort, peerPort uint16) {
 	// pion has no handshake deadline: closing vc ends a stuck one.
 	timer := time.AfterFunc(l.cfg.HandshakeTimeout, func() { _ = vc.Close() })
-	assoc, err := pion.ServerWithOptions(
+	in := newInbox()
+	opts := append([]pion.ServerOption{
 		pion.WithNetConn(vc),
 		pion.WithName(from.String()),
 		pion.WithLoggerFactory(pionLoggerFactory{l.cfg.Logger}),
 		pion.WithEnableInterleaving(false),
 		pion.WithStreams(l.cfg.Streams, l.cfg.Streams),
-	)
+	}, serverOptions(lowLatencyOptions(in))...)
+	assoc, err := pion.ServerWithOptions(opts...)
 	timer.Stop()
 	l.mu.Lock()
 	l.pending--
@@ -250,7 +252,7 @@ func (l *udpListener) handshake(vc *vconn, from netip.AddrPort, peerPort uint16)
 	}
 	remote := &Addr{AddrPort: netip.AddrPortFrom(from.Addr(), peerPort), UDP: from}
 	local := &Addr{AddrPort: netip.AddrPortFrom(l.addr.AddrPort.Addr(), l.sctpPort), UDP: l.local}
-	c := newAssocConn(assoc, local, remote, l.cfg)
+	c := newAssocConn(assoc, in, local, remote, l.cfg)
 	select {
 	case l.acceptq <- c:
 	case <-l.closing:

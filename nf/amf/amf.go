@@ -6,8 +6,9 @@
 //
 // Concurrency: one goroutine reads each SCTP association; everything about
 // one UE runs on that UE's executor (a queue drained by a goroutine that
-// exists only while there is work), so procedures of one UE are serialised
-// and different UEs run in parallel without a global lock.
+// exists only while there is work, or run inline by the reader when the UE
+// has nothing queued), so procedures of one UE are serialised and different
+// UEs run in parallel without a global lock.
 package amf
 
 import (

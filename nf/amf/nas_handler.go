@@ -63,7 +63,11 @@ func (u *ue) onInitialUEMessageForKnownGUTI(g *gnb, ranID int64, tai identity.TA
 			r.secured = true
 			if old != nil && old != r {
 				// TS 23.502 §4.2.2.2.2 step 1 / TS 38.413 §8.3.3: the old N2
-				// connection of this UE is released.
+				// connection of this UE is released. After a gNB-initiated
+				// release (TS 23.502 §4.2.6) the command is already out and
+				// its Complete may still be in flight (the transport does
+				// not order messages of different SCTP streams):
+				// sendContextRelease then sends nothing.
 				if err := old.sendContextRelease(cause5GCGeneratedReason); err != nil {
 					u.log.Debug("release of old connection not sent", "err", err)
 				}

@@ -75,8 +75,18 @@ func (r *ranUE) sendDownlinkNAS(pdu []byte) error {
 }
 
 // sendContextRelease sends a UE Context Release Command (TS 38.413 §8.3.3)
-// with the UE NGAP ID pair.
+// with the UE NGAP ID pair, at most once per connection: once the command
+// is out, the gNB answers it with UE Context Release Complete (§8.3.3.2) and
+// a second command could only reach IDs it has already freed (it would
+// answer with an Error Indication, or release a reused RAN UE NGAP ID).
+// Several paths release a connection (gNB request, a procedure's end, a
+// re-registration that replaces it, TS 23.502 §4.2.2.2.2), and the
+// Complete may arrive after the next of them, so release is idempotent
+// here rather than in each caller. Runs on the UE's executor.
 func (r *ranUE) sendContextRelease(cause ngap.Cause) error {
+	if r.releasing {
+		return nil
+	}
 	r.releasing = true
 	return r.gnb.send(r.stream, &ngap.UEContextReleaseCommand{
 		AMFUENGAPID: r.amfID, RANUENGAPID: r.ranID, Cause: cause,

@@ -6,27 +6,27 @@ import (
 	"github.com/tern5g/tern/identity"
 	"github.com/tern5g/tern/nas"
 	"github.com/tern5g/tern/ngap"
+	"github.com/tern5g/tern/sctp"
 )
 
 // serveGNB reads one association until it fails or the AMF closes. Non-UE
-// procedures run here; UE-associated ones are handed to the UE's executor.
+// procedures run on the reader; UE-associated ones run on the UE's executor, inline
+// here when the UE has nothing else queued (ue.runFromReader).
 func (a *AMF) serveGNB(g *gnb) {
 	defer a.workers.Done()
 	defer a.dropGNB(g)
-	for {
-		m, err := g.conn.Recv()
-		if err != nil {
-			if !a.isClosed() {
-				g.log.Info("N2 association closed", "err", err)
-			}
-			return
-		}
+	// sctp.Serve runs the handler on the transport's receive goroutine
+	// where it can: one fewer handoff per message.
+	err := sctp.Serve(g.conn, func(m sctp.Message) {
 		if m.PPID != ngap.PPID && m.PPID != 0 {
 			// TS 38.412 §7: NGAP is PPID 60; anything else is not ours.
 			g.log.Debug("dropping SCTP message with foreign PPID", "ppid", m.PPID)
-			continue
+			return
 		}
 		a.handleNGAP(g, m.Data)
+	})
+	if !a.isClosed() {
+		g.log.Info("N2 association closed", "err", err)
 	}
 }
 
@@ -88,25 +88,25 @@ func (a *AMF) handleNGAP(g *gnb, data []byte) {
 	case *ngap.UplinkNASTransport:
 		if r := a.lookupRANUE(g, m.AMFUENGAPID, m.RANUENGAPID); r != nil {
 			pdu := m.NASPDU
-			r.ue.post(func() { r.ue.handleUplinkNAS(r, pdu) })
+			r.ue.runFromReader(func() { r.ue.handleUplinkNAS(r, pdu) })
 		}
 	case *ngap.InitialContextSetupResponse:
 		if r := a.lookupRANUE(g, m.AMFUENGAPID, m.RANUENGAPID); r != nil {
-			r.ue.post(func() { r.ue.onInitialContextSetupResponse(r) })
+			r.ue.runFromReader(func() { r.ue.onInitialContextSetupResponse(r) })
 		}
 	case *ngap.InitialContextSetupFailure:
 		if r := a.lookupRANUE(g, m.AMFUENGAPID, m.RANUENGAPID); r != nil {
 			cause := m.Cause
-			r.ue.post(func() { r.ue.onInitialContextSetupFailure(r, cause) })
+			r.ue.runFromReader(func() { r.ue.onInitialContextSetupFailure(r, cause) })
 		}
 	case *ngap.UEContextReleaseRequest:
 		if r := a.lookupRANUE(g, m.AMFUENGAPID, m.RANUENGAPID); r != nil {
 			cause := m.Cause
-			r.ue.post(func() { r.ue.onContextReleaseRequest(r, cause) })
+			r.ue.runFromReader(func() { r.ue.onContextReleaseRequest(r, cause) })
 		}
 	case *ngap.UEContextReleaseComplete:
 		if r := a.lookupRANUE(g, m.AMFUENGAPID, m.RANUENGAPID); r != nil {
-			r.ue.post(func() { r.ue.onContextReleaseComplete(r) })
+			r.ue.runFromReader(func() { r.ue.onContextReleaseComplete(r) })
 		}
 	case *ngap.NASNonDeliveryIndication:
 		if r := a.lookupRANUE(g, m.AMFUENGAPID, m.RANUENGAPID); r != nil {
@@ -233,7 +233,7 @@ func (a *AMF) handleInitialUEMessage(g *gnb, m *ngap.InitialUEMessage) {
 	if tmsi, ok := a.initialTMSI(msg); ok {
 		if u := a.gutis.lookup(tmsi); u != nil {
 			ranID := m.RANUENGAPID
-			u.post(func() { u.onInitialUEMessageForKnownGUTI(g, ranID, tai, pdu, msg) })
+			u.runFromReader(func() { u.onInitialUEMessageForKnownGUTI(g, ranID, tai, pdu, msg) })
 			return
 		}
 	}
@@ -242,7 +242,7 @@ func (a *AMF) handleInitialUEMessage(g *gnb, m *ngap.InitialUEMessage) {
 		return
 	}
 	u := r.ue
-	u.post(func() { u.onInitialUEMessage(r, pdu, msg) })
+	u.runFromReader(func() { u.onInitialUEMessage(r, pdu, msg) })
 }
 
 // initialTMSI returns the 5G-TMSI of an initial NAS message when it names a

@@ -37,8 +37,8 @@ func (u *ue) onInitialContextSetupFailure(r *ranUE, cause ngap.Cause) {
 // lower layer failure before Registration Complete).
 func (u *ue) onContextReleaseRequest(r *ranUE, cause ngap.Cause) {
 	if r != u.ran {
-		if !r.releasing {
-			r.sendContextRelease(cause)
+		if err := r.sendContextRelease(cause); err != nil {
+			u.log.Debug("UE Context Release Command not sent", "err", err)
 		}
 		return
 	}
@@ -88,7 +88,7 @@ func (u *ue) forgetConnection(r *ranUE) {
 func (u *ue) releaseConnection(cause ngap.Cause) {
 	r := u.ran
 	if r == nil || r.releasing {
-		return
+		return // TS 38.413 §8.3.3: one command per connection
 	}
 	if err := r.sendContextRelease(cause); err != nil {
 		u.log.Debug("UE Context Release Command not sent", "err", err)

@@ -394,15 +394,12 @@ func (g *GNB) portByAMFID(amfID int64) *Port {
 func (g *GNB) read() {
 	defer close(g.done)
 	setupDone := false
-	for {
-		msg, err := g.conn.Recv()
-		if err != nil {
-			g.readErr = err
-			return
-		}
+	// sctp.Serve runs the handler on the transport's receive goroutine
+	// where it can, saving a goroutine handoff per message.
+	g.readErr = sctp.Serve(g.conn, func(msg sctp.Message) {
 		if msg.PPID != ngap.PPID {
 			g.log.Debug("non-NGAP message ignored", "ppid", msg.PPID)
-			continue
+			return
 		}
 		m, err := ngap.Decode(msg.Data)
 		if err != nil {
@@ -417,21 +414,21 @@ func (g *GNB) read() {
 					}
 				}
 			}
-			continue
+			return
 		}
 		if !setupDone {
 			switch m.(type) {
 			case *ngap.NGSetupResponse, *ngap.NGSetupFailure:
 				setupDone = true
 				g.setupCh <- m
-				continue
+				return
 			}
 		}
 		g.dispatch(m, msg.Stream)
 		if g.cfg.OnMessage != nil {
 			g.cfg.OnMessage(m)
 		}
-	}
+	})
 }
 
 func (g *GNB) dispatch(m ngap.Message, stream uint16) {

@@ -346,6 +346,11 @@ type Association struct {
 	timerUpdateCh chan struct{}
 	rackDeadline  time.Time
 	ptoDeadline   time.Time
+	// tern patch: the deadline timerLoop is armed for (zero: none). Only a
+	// deadline earlier than it needs a wake-up of timerLoop; a later or
+	// cleared one is noticed when the armed timer fires. Without this every
+	// DATA sent and every SACK received woke the timer goroutine.
+	timerArmed time.Time
 
 	// Chunks stored for retransmission
 	storedInit       *chunkInit
@@ -359,6 +364,12 @@ type Association struct {
 	handshakeCompletedCh chan error
 
 	closeWriteLoopOnce sync.Once
+
+	// tern patch: writeMu serialises gathering and writing outbound packets
+	// (writeLoop and direct writers), so packets leave in TSN order; ll is
+	// the state of the low-latency options (tern_lowlatency.go).
+	writeMu sync.Mutex
+	ll      lowLatency
 
 	// local error
 	silentError error
@@ -440,6 +451,11 @@ type Config struct {
 	// the stream counts offered in INIT/INIT ACK (0 = 65535).
 	srcPort, dstPort        uint16
 	numOutbound, numInbound uint16
+
+	// tern patch: low-latency I/O options (tern_lowlatency.go).
+	directWrite bool
+	bundleSack  bool
+	onMessage   *MessageHandler // pointer: Config stays comparable
 }
 
 // Server accepts a SCTP stream over a conn.
@@ -833,6 +849,11 @@ func createAssociationFromConfigWithTsn(cfg *Config, tsn uint32) *Association {
 		myMaxNumInboundStreams:  orMax16(cfg.numInbound),
 		cfgSrcPort:              cfg.srcPort,
 		cfgDstPort:              cfg.dstPort,
+		ll: lowLatency{
+			directWrite: cfg.directWrite,
+			bundleSack:  cfg.bundleSack,
+			onMessage:   derefHandler(cfg.onMessage),
+		},
 
 		payloadQueue:            newReceivePayloadQueue(getMaxTSNOffset(maxReceiveBufferSize)),
 		inflightQueue:           newPayloadQueue(),
@@ -1211,7 +1232,10 @@ func (a *Association) readLoop() {
 		inbound := make([]byte, n)
 		copy(inbound, buffer[:n])
 		atomic.AddUint64(&a.bytesReceived, uint64(n)) //nolint:gosec // G115
-		if err = a.handleInbound(inbound); err != nil {
+		a.beginInbound()                              // tern patch
+		err = a.handleInbound(inbound)
+		a.endInbound() // tern patch
+		if err != nil {
 			closeErr = err
 
 			break
@@ -1227,28 +1251,22 @@ func (a *Association) writeLoop() { // nolint:cyclop
 
 loop:
 	for {
+		// tern patch: gather and write under writeMu (see tern_lowlatency.go).
+		a.writeMu.Lock()
 		rawPackets, ok := a.gatherOutbound()
-
-		for _, raw := range rawPackets {
-			isAbortPacket := len(raw) > int(commonHeaderSize) && raw[commonHeaderSize] == byte(ctAbort)
-			_, err := a.netConn.Write(raw)
-			if isAbortPacket {
-				a.abortSentOnce.Do(func() { close(a.abortSentCh) })
+		err := a.writePackets(rawPackets)
+		a.writeMu.Unlock()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				a.log.Warnf("[%s] failed to write packets on netConn: %v", a.name, err)
 			}
-			if err != nil {
-				if !errors.Is(err, io.EOF) {
-					a.log.Warnf("[%s] failed to write packets on netConn: %v", a.name, err)
-				}
-				a.log.Debugf("[%s] writeLoop ended", a.name)
+			a.log.Debugf("[%s] writeLoop ended", a.name)
 
-				// A write failure may be one-sided, leaving readLoop blocked in
-				// Read. Close the transport so association teardown can finish.
-				_ = a.closeNetConn()
+			// A write failure may be one-sided, leaving readLoop blocked in
+			// Read. Close the transport so association teardown can finish.
+			_ = a.closeNetConn()
 
-				break loop
-			}
-			atomic.AddUint64(&a.bytesSent, uint64(len(raw)))
-			a.stats.incPacketsSent()
+			break loop
 		}
 
 		if !ok {
@@ -1280,10 +1298,26 @@ loop:
 }
 
 func (a *Association) awakeWriteLoop() {
-	select {
-	case a.awakeWriteLoopCh <- struct{}{}:
-	default:
+	a.wakeWriter() // tern patch: may write directly, see tern_lowlatency.go
+}
+
+// writePackets writes raw packets in order; the caller holds writeMu.
+// tern patch: split out of writeLoop for direct writers.
+func (a *Association) writePackets(rawPackets [][]byte) error {
+	for _, raw := range rawPackets {
+		isAbortPacket := len(raw) > int(commonHeaderSize) && raw[commonHeaderSize] == byte(ctAbort)
+		_, err := a.netConn.Write(raw)
+		if isAbortPacket {
+			a.abortSentOnce.Do(func() { close(a.abortSentCh) })
+		}
+		if err != nil {
+			return err
+		}
+		atomic.AddUint64(&a.bytesSent, uint64(len(raw))) //nolint:gosec // G115
+		a.stats.incPacketsSent()
 	}
+
+	return nil
 }
 
 func (a *Association) isBlockWrite() bool {
@@ -1435,7 +1469,10 @@ func (a *Association) gatherOutboundDataAndReconfigPackets(
 		// Start timer. (noop if already started)
 		a.log.Tracef("[%s] T3-rtx timer start (pt1)", a.name)
 		a.t3RTX.start(a.rtoMgr.getRTO())
-		for _, p := range a.bundleDataChunksIntoPackets(chunks) {
+		for i, p := range a.bundleDataChunksIntoPackets(chunks) {
+			if i == 0 {
+				a.bundleSackInto(p) // tern patch: WithSackBundling
+			}
 			raw, err := a.marshalPacket(p)
 			if err != nil {
 				a.log.Warnf("[%s] failed to serialize a DATA packet", a.name)
@@ -1767,6 +1804,11 @@ func (a *Association) gatherOutbound() ([][]byte, bool) {
 	a.lock.Lock()
 	defer a.lock.Unlock()
 
+	return a.gatherOutboundLocked()
+}
+
+// gatherOutboundLocked is gatherOutbound with the lock held. tern patch.
+func (a *Association) gatherOutboundLocked() ([][]byte, bool) {
 	rawPackets, ok, terminal := a.gatherOutboundPriorityPackets()
 	if terminal {
 		return rawPackets, ok
@@ -4030,7 +4072,13 @@ func (a *Association) sendPayloadData(ctx context.Context, chunks []*chunkPayloa
 	}
 
 	a.lock.Unlock()
-	a.awakeWriteLoop()
+	// tern patch: with WithDirectWrite the caller writes the packet itself
+	// unless the read loop is handling a packet (it flushes at the end).
+	if a.ll.directWrite && !a.ll.inInbound.Load() {
+		a.flushDirect()
+	} else {
+		a.awakeWriteLoop()
+	}
 
 	return nil
 }
@@ -4217,6 +4265,10 @@ func (a *Association) handleChunksStart() {
 func (a *Association) handleChunksEnd() {
 	a.lock.Lock()
 	defer a.lock.Unlock()
+
+	if a.ll.onMessage != nil {
+		a.collectReadable() // tern patch: WithMessageHandler
+	}
 
 	if a.immediateAckTriggered {
 		a.ackState = ackStateImmediate
@@ -4538,6 +4590,12 @@ func (a *Association) completeHandshake(handshakeErr error) bool {
 	return false
 }
 
+// timerNeedsPokeLocked reports whether deadline d is earlier than what
+// timerLoop is armed for (timerMu held). tern patch.
+func (a *Association) timerNeedsPokeLocked(d time.Time) bool {
+	return !d.IsZero() && (a.timerArmed.IsZero() || d.Before(a.timerArmed))
+}
+
 func (a *Association) pokeTimerLoop() {
 	// enqueue a single wake-up without blocking.
 	select {
@@ -4554,18 +4612,20 @@ func (a *Association) startRackTimer(dur time.Duration) {
 	} else {
 		a.rackDeadline = time.Now().Add(dur)
 	}
+	poke := a.timerNeedsPokeLocked(a.rackDeadline) // tern patch
 
 	a.timerMu.Unlock()
 
-	a.pokeTimerLoop()
+	if poke {
+		a.pokeTimerLoop()
+	}
 }
 
 func (a *Association) stopRackTimer() {
 	a.timerMu.Lock()
 	a.rackDeadline = time.Time{}
 	a.timerMu.Unlock()
-
-	a.pokeTimerLoop()
+	// tern patch: no wake-up; timerLoop finds nothing due when it fires.
 }
 
 func (a *Association) startPTOTimer(dur time.Duration) {
@@ -4576,18 +4636,20 @@ func (a *Association) startPTOTimer(dur time.Duration) {
 	} else {
 		a.ptoDeadline = time.Now().Add(dur)
 	}
+	poke := a.timerNeedsPokeLocked(a.ptoDeadline) // tern patch
 
 	a.timerMu.Unlock()
 
-	a.pokeTimerLoop()
+	if poke {
+		a.pokeTimerLoop()
+	}
 }
 
 func (a *Association) stopPTOTimer() {
 	a.timerMu.Lock()
 	a.ptoDeadline = time.Time{}
 	a.timerMu.Unlock()
-
-	a.pokeTimerLoop()
+	// tern patch: no wake-up; timerLoop finds nothing due when it fires.
 }
 
 // drainTimer safely stops a timer and drains its channel if needed.
@@ -4613,7 +4675,6 @@ func (a *Association) timerLoop() { //nolint:gocognit,cyclop
 		a.timerMu.Lock()
 		rackDeadline := a.rackDeadline
 		ptoDeadline := a.ptoDeadline
-		a.timerMu.Unlock()
 
 		var next time.Time
 		switch {
@@ -4628,6 +4689,8 @@ func (a *Association) timerLoop() { //nolint:gocognit,cyclop
 				next = ptoDeadline
 			}
 		}
+		a.timerArmed = next // tern patch
+		a.timerMu.Unlock()
 
 		if next.IsZero() {
 			if armed {

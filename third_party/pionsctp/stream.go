@@ -214,7 +214,7 @@ func (s *Stream) handleData(pd *chunkPayloadData) error {
 		s.log.Debugf("[%s] reassemblyQueue readable=%v", s.name, readable)
 		if readable {
 			s.log.Debugf("[%s] readNotifier.signal()", s.name)
-			s.readNotifier.Signal()
+			s.notifyReadable() // tern patch
 			s.log.Debugf("[%s] readNotifier.signal() done", s.name)
 		}
 	}
@@ -241,7 +241,7 @@ func (s *Stream) handleForwardTSNForOrdered(ssn uint16) {
 
 	// Notify the reader asynchronously if there's a data chunk to read.
 	if readable {
-		s.readNotifier.Signal()
+		s.notifyReadable() // tern patch
 	}
 }
 
@@ -264,7 +264,7 @@ func (s *Stream) handleForwardTSNForUnordered(newCumulativeTSN uint32) {
 
 	// Notify the reader asynchronously if there's a data chunk to read.
 	if readable {
-		s.readNotifier.Signal()
+		s.notifyReadable() // tern patch
 	}
 }
 
@@ -280,7 +280,7 @@ func (s *Stream) handleForwardTSNForOrderedMID(mid uint32) {
 	}()
 
 	if readable {
-		s.readNotifier.Signal()
+		s.notifyReadable() // tern patch
 	}
 }
 
@@ -296,7 +296,7 @@ func (s *Stream) handleForwardTSNForUnorderedMID(mid uint32) {
 	}()
 
 	if readable {
-		s.readNotifier.Signal()
+		s.notifyReadable() // tern patch
 	}
 }
 
@@ -591,4 +591,16 @@ func (s *Stream) State() StreamState {
 	defer s.lock.RUnlock()
 
 	return s.state
+}
+
+// notifyReadable wakes a reader, or with WithMessageHandler marks the stream
+// for delivery after the current packet. The association lock is held (the
+// callers run inside handleChunk). tern patch.
+func (s *Stream) notifyReadable() {
+	if a := s.association; a != nil && a.ll.onMessage != nil {
+		a.markReadable(s)
+
+		return
+	}
+	s.readNotifier.Signal()
 }
