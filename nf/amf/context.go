@@ -227,125 +227,34 @@ func (u *ue) drain() {
 	}
 }
 
-// ueTable maps AMF UE NGAP IDs to connections, sharded to keep the hot path
-// free of a global lock.
-const ueShards = 64
-
-type ranUETable struct {
-	shards [ueShards]struct {
-		mu sync.Mutex
-		m  map[int64]*ranUE
-	}
-}
+// ranUETable maps AMF UE NGAP IDs to N2 connections.
+type ranUETable struct{ shardedMap[int64, *ranUE] }
 
 func newRANUETable() *ranUETable {
 	t := &ranUETable{}
-	for i := range t.shards {
-		t.shards[i].m = make(map[int64]*ranUE)
-	}
+	t.init(func(id int64) uint32 { return uint32(id) })
 	return t
 }
 
-func (t *ranUETable) put(r *ranUE) {
-	s := &t.shards[r.amfID&(ueShards-1)]
-	s.mu.Lock()
-	s.m[r.amfID] = r
-	s.mu.Unlock()
-}
-
-func (t *ranUETable) get(id int64) *ranUE {
-	s := &t.shards[id&(ueShards-1)]
-	s.mu.Lock()
-	r := s.m[id]
-	s.mu.Unlock()
-	return r
-}
-
-func (t *ranUETable) delete(r *ranUE) {
-	s := &t.shards[r.amfID&(ueShards-1)]
-	s.mu.Lock()
-	if s.m[r.amfID] == r {
-		delete(s.m, r.amfID)
-	}
-	s.mu.Unlock()
-}
-
-func (t *ranUETable) all() []*ranUE {
-	var out []*ranUE
-	for i := range t.shards {
-		s := &t.shards[i]
-		s.mu.Lock()
-		for _, r := range s.m {
-			out = append(out, r)
-		}
-		s.mu.Unlock()
-	}
-	return out
-}
+func (t *ranUETable) put(r *ranUE)    { t.swap(r.amfID, r) }
+func (t *ranUETable) delete(r *ranUE) { t.shardedMap.delete(r.amfID, r) }
 
 // supiTable maps SUPIs to UE contexts, so that a second registration of the
 // same subscriber replaces the first context (TS 23.502 §4.2.2.2.2 step 5).
-type supiTable struct {
-	shards [ueShards]struct {
-		mu sync.Mutex
-		m  map[string]*ue
-	}
-}
+type supiTable struct{ shardedMap[string, *ue] }
 
 func newSUPITable() *supiTable {
 	t := &supiTable{}
-	for i := range t.shards {
-		t.shards[i].m = make(map[string]*ue)
-	}
+	t.init(supiHash)
 	return t
 }
 
-func supiShard(s string) int {
-	// FNV-1a over the last digits: enough spread, no allocation.
+// supiHash is FNV-1a over the last digits: enough spread, no allocation.
+func supiHash(s string) uint32 {
 	h := uint32(2166136261)
 	for i := max(0, len(s)-8); i < len(s); i++ {
 		h ^= uint32(s[i])
 		h *= 16777619
 	}
-	return int(h & (ueShards - 1))
-}
-
-// swap stores u under supi and returns the previous context, if any.
-func (t *supiTable) swap(supi string, u *ue) *ue {
-	s := &t.shards[supiShard(supi)]
-	s.mu.Lock()
-	old := s.m[supi]
-	s.m[supi] = u
-	s.mu.Unlock()
-	return old
-}
-
-func (t *supiTable) delete(supi string, u *ue) {
-	s := &t.shards[supiShard(supi)]
-	s.mu.Lock()
-	if s.m[supi] == u {
-		delete(s.m, supi)
-	}
-	s.mu.Unlock()
-}
-
-func (t *supiTable) get(supi string) *ue {
-	s := &t.shards[supiShard(supi)]
-	s.mu.Lock()
-	u := s.m[supi]
-	s.mu.Unlock()
-	return u
-}
-
-func (t *supiTable) all() []*ue {
-	var out []*ue
-	for i := range t.shards {
-		s := &t.shards[i]
-		s.mu.Lock()
-		for _, u := range s.m {
-			out = append(out, u)
-		}
-		s.mu.Unlock()
-	}
-	return out
+	return h
 }
