@@ -3,6 +3,19 @@ module github.com/tern5g/tern
 go 1.26.8
 
 require (
+	github.com/free5gc/nas v1.3.0
+	github.com/free5gc/ngap v1.2.0
+	github.com/free5gc/openapi v1.3.0
+	github.com/ishidawataru/sctp v0.0.0-20251114114122-19ddcbc6aae2
+	github.com/pion/logging v0.2.4
+	github.com/pion/sctp v1.11.3
+	github.com/pion/transport/v5 v5.0.1
+	github.com/wmnsk/milenage v1.2.1
+	gonum.org/v1/plot v0.15.2
+	gopkg.in/yaml.v3 v3.0.1
+)
+
+require (
 	codeberg.org/go-fonts/liberation v0.4.1 // indirect
 	codeberg.org/go-latex/latex v0.0.1 // indirect
 	codeberg.org/go-pdf/fpdf v0.10.0 // indirect
@@ -10,43 +23,17 @@ require (
 	github.com/aead/cmac v0.0.0-20160719120800-7af84192f0b1 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/campoy/embedmd v1.0.0 // indirect
-	github.com/cilium/ebpf v0.22.0 // indirect
-	github.com/felixge/httpsnoop v1.0.4 // indirect
-	github.com/free5gc/nas v1.3.0 // indirect
-	github.com/free5gc/ngap v1.2.0 // indirect
-	github.com/free5gc/openapi v1.3.0 // indirect
-	github.com/go-logr/logr v1.4.1 // indirect
-	github.com/go-logr/stdr v1.2.2 // indirect
+	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/golang-jwt/jwt/v5 v5.2.2 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
-	github.com/h2non/gock v1.2.0 // indirect
-	github.com/h2non/parth v0.0.0-20190131123155-b4df798d6542 // indirect
-	github.com/ishidawataru/sctp v0.0.0-20251114114122-19ddcbc6aae2 // indirect
-	github.com/mitchellh/mapstructure v1.5.0 // indirect
-	github.com/pion/logging v0.2.4 // indirect
+	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/kr/pretty v0.3.1 // indirect
 	github.com/pion/randutil v0.1.0 // indirect
-	github.com/pion/sctp v1.11.3 // indirect
-	github.com/pion/transport/v5 v5.0.1 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
-	github.com/songgao/water v0.0.0-20200317203138-2b4b6d7c09d8 // indirect
-	github.com/vishvananda/netlink v1.3.1 // indirect
-	github.com/vishvananda/netns v0.0.5 // indirect
-	github.com/wmnsk/go-gtp v0.8.12 // indirect
-	github.com/wmnsk/go-pfcp v0.0.24 // indirect
-	github.com/wmnsk/milenage v1.2.1 // indirect
-	go.opentelemetry.io/contrib/instrumentation/net/http/httptrace/otelhttptrace v0.49.0 // indirect
-	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.49.0 // indirect
-	go.opentelemetry.io/otel v1.24.0 // indirect
-	go.opentelemetry.io/otel/metric v1.24.0 // indirect
-	go.opentelemetry.io/otel/trace v1.24.0 // indirect
+	github.com/rogpeppe/go-internal v1.14.1 // indirect
 	golang.org/x/image v0.24.0 // indirect
-	golang.org/x/net v0.55.0 // indirect
-	golang.org/x/oauth2 v0.27.0 // indirect
-	golang.org/x/sys v0.45.0 // indirect
 	golang.org/x/text v0.37.0 // indirect
-	gonum.org/v1/plot v0.15.2 // indirect
-	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
 replace github.com/pion/sctp => ./third_party/pionsctp
