@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sync"
 
 	"github.com/free5gc/openapi/models"
@@ -21,6 +20,7 @@ import (
 	"github.com/tern5g/tern/nf/udm"
 	"github.com/tern5g/tern/nf/udr"
 	"github.com/tern5g/tern/pcap"
+	"github.com/tern5g/tern/report"
 	"github.com/tern5g/tern/sbi"
 	"github.com/tern5g/tern/store"
 )
@@ -160,19 +160,12 @@ func (c *Core) N2Addr() string { return c.AMF.Addr() }
 type Stats struct {
 	AMF          amf.Stats
 	Subscribers  int
-	HeapInuse    uint64 // bytes, after a GC
 	ResidentSize uint64 // bytes (VmRSS), 0 where unknown
 }
 
-// Stats reads the NF counters and the process memory.
+// Stats reads the NF counters and the process's resident memory.
 func (c *Core) Stats() Stats {
-	s := Stats{AMF: c.AMF.Stats(), Subscribers: c.store.Len()}
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	s.HeapInuse = ms.HeapInuse
-	s.ResidentSize = residentBytes()
-	return s
+	return Stats{AMF: c.AMF.Stats(), Subscribers: c.store.Len(), ResidentSize: report.ResidentBytes(0)}
 }
 
 // Close stops N2, then the NFs, then the store and the capture.

@@ -62,3 +62,16 @@ func TestDocJSON(t *testing.T) {
 		t.Fatalf("got %+v", got)
 	}
 }
+
+func TestResidentBytes(t *testing.T) {
+	self := ResidentBytes(0)
+	if self == 0 {
+		t.Skip("no /proc/self/status")
+	}
+	if byPID := ResidentBytes(os.Getpid()); byPID == 0 {
+		t.Fatal("own pid gave no VmRSS")
+	}
+	if ResidentBytes(-1) != 0 {
+		t.Fatal("a bogus pid gave a size")
+	}
+}

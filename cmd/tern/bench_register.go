@@ -200,22 +200,7 @@ func startCoreProcess(ctx context.Context, subscribers int) (*coreProcess, error
 }
 
 // rss is the child's resident set size in bytes, 0 if unknown.
-func (p *coreProcess) rss() uint64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(v)
-			if len(f) > 0 {
-				kb, _ := strconv.ParseUint(f[0], 10, 64)
-				return kb * 1024
-			}
-		}
-	}
-	return 0
-}
+func (p *coreProcess) rss() uint64 { return report.ResidentBytes(p.cmd.Process.Pid) }
 
 func (p *coreProcess) stop() {
 	if p.cmd.Process != nil {
