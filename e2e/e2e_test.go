@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/tern5g/tern/config"
 	"github.com/tern5g/tern/core"
 	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/internal/freeport"
 	"github.com/tern5g/tern/nf/amf"
 	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/sctp"
@@ -80,12 +80,11 @@ func startCore(t *testing.T, subscribers int, mutate func(*config.Config)) *test
 
 func freeUDPPort(t *testing.T) int {
 	t.Helper()
-	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	port, err := freeport.UDP()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).Port
+	return port
 }
 
 func dialGNB(t *testing.T, c *testCore, id uint32, p identity.PLMN) (*gnb.GNB, error) {

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tern5g/tern/internal/freeport"
 )
 
 const ppidNGAP = 60
@@ -19,12 +21,11 @@ const ppidNGAP = 60
 // that tests do not collide with a real listener on 9899.
 func freeUDPPort(t testing.TB) int {
 	t.Helper()
-	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	port, err := freeport.UDP()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pc.Close()
-	return pc.LocalAddr().(*net.UDPAddr).Port
+	return port
 }
 
 func udpConfig(t testing.TB) Config {

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tern5g/tern/internal/freeport"
 	"github.com/tern5g/tern/report"
 	"github.com/tern5g/tern/sim"
 )
@@ -156,7 +157,7 @@ func startCoreProcess(ctx context.Context, subscribers int) (*coreProcess, error
 	if err != nil {
 		return nil, err
 	}
-	port, err := freeUDPPort()
+	port, err := freeport.UDP()
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err

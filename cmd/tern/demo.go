@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/tern5g/tern/config"
 	"github.com/tern5g/tern/core"
+	"github.com/tern5g/tern/internal/freeport"
 	"github.com/tern5g/tern/report"
 	"github.com/tern5g/tern/sim"
 )
@@ -48,7 +48,7 @@ func runDemo(args []string) error {
 	cfg.Store.Path = filepath.Join(dir, "subscribers.db")
 	cfg.Store.DemoSubscribers = *ues
 	cfg.Capture = *capture
-	port, err := freeUDPPort()
+	port, err := freeport.UDP()
 	if err != nil {
 		return err
 	}
@@ -113,15 +113,4 @@ func runDemo(args []string) error {
 		return fmt.Errorf("%d procedure runs failed", n)
 	}
 	return nil
-}
-
-// freeUDPPort returns a loopback UDP port that was free a moment ago, so a
-// self-contained run does not collide with a `tern up` on the default port.
-func freeUDPPort() (int, error) {
-	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		return 0, fmt.Errorf("finding a free UDP port: %w", err)
-	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).Port, nil
 }

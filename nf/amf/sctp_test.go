@@ -2,10 +2,10 @@ package amf
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
+	"github.com/tern5g/tern/internal/freeport"
 	"github.com/tern5g/tern/nas"
 	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/sctp"
@@ -15,12 +15,10 @@ import (
 // test does not collide with a core running on 9899.
 func freeUDPPort(t *testing.T) int {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	port, err := freeport.UDP()
 	if err != nil {
 		t.Skipf("no UDP on loopback: %v", err)
 	}
-	port := pc.LocalAddr().(*net.UDPAddr).Port
-	pc.Close()
 	return port
 }
 

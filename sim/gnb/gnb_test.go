@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/internal/freeport"
 	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/sctp"
 )
@@ -25,12 +25,11 @@ var (
 
 func freeUDPPort(t *testing.T) int {
 	t.Helper()
-	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	port, err := freeport.UDP()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pc.Close()
-	return pc.LocalAddr().(*net.UDPAddr).Port
+	return port
 }
 
 type fakeAMF struct {
