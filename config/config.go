@@ -163,8 +163,12 @@ func (c *Config) Validate() error {
 // PLMNs are served by the AUSF, and the NSSF knows the AMF's PLMN.
 func (c *Config) crossCheck() error {
 	amfCfg := c.AMF.WithDefaults()
+	served := make([]string, len(c.AUSF.ServingPLMNs))
+	for i, p := range c.AUSF.ServingPLMNs {
+		served[i] = normPLMN(p)
+	}
 	for i, g := range amfCfg.GUAMIs {
-		if !slices.Contains(c.AUSF.ServingPLMNs, normPLMN(g.PLMN)) && !slices.Contains(c.AUSF.ServingPLMNs, g.PLMN) {
+		if !slices.Contains(served, normPLMN(g.PLMN)) {
 			return fmt.Errorf("config: amf.guamis[%d].plmn: %s is not in ausf.servingPlmns %v", i, g.PLMN, c.AUSF.ServingPLMNs)
 		}
 	}

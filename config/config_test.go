@@ -91,3 +91,13 @@ func TestLoad(t *testing.T) {
 		t.Fatal("missing file accepted")
 	}
 }
+
+// The AMF's PLMN matches the AUSF's however either is written.
+func TestCrossCheckNormalisesPLMNs(t *testing.T) {
+	if _, err := Parse([]byte("ausf:\n  servingPlmns: [\"208-93\"]\n")); err != nil {
+		t.Fatalf("208-93 vs the AMF's 20893: %v", err)
+	}
+	if _, err := Parse([]byte("ausf:\n  servingPlmns: [\"00101\"]\n")); err == nil || !strings.Contains(err.Error(), "amf.guamis[0].plmn") {
+		t.Fatalf("AMF PLMN not served by the AUSF: %v", err)
+	}
+}

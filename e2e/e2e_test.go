@@ -111,6 +111,17 @@ func newUE(t *testing.T, msin string, k []byte, sqn uint64) *ue.UE {
 	return u
 }
 
+// registeredUE attaches a demo subscriber's UE to g and registers it.
+func registeredUE(t *testing.T, g *gnb.GNB, msin string) *ue.UE {
+	t.Helper()
+	u := newUE(t, msin, demoK, 0)
+	u.Attach(g.NewPort(u))
+	if err := u.Register(context.Background()); err != nil {
+		t.Fatalf("registration of %s: %v", msin, err)
+	}
+	return u
+}
+
 // TestRegisterDeregister100UEsTwoGNBs is the main end-to-end check:
 // 100 UEs register and deregister through two gNBs over userspace SCTP.
 func TestRegisterDeregister100UEsTwoGNBs(t *testing.T) {
@@ -250,12 +261,8 @@ func TestGUTIReregistration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := newUE(t, "0000000001", demoK, 0)
-	u.Attach(g.NewPort(u))
+	u := registeredUE(t, g, "0000000001")
 	ctx := context.Background()
-	if err := u.Register(ctx); err != nil {
-		t.Fatal(err)
-	}
 	guti1, _ := u.GUTI()
 	auths := c.Stats().AMF.Authentications
 	if err := u.Reregister(ctx); err != nil {
@@ -347,12 +354,8 @@ func TestBadMACAfterSecurityMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := newUE(t, "0000000001", demoK, 0)
-	u.Attach(g.NewPort(u))
+	u := registeredUE(t, g, "0000000001")
 	ctx := context.Background()
-	if err := u.Register(ctx); err != nil {
-		t.Fatal(err)
-	}
 	// Integrity protected and ciphered (type 2), a made-up MAC, SQN 9, then a
 	// plain Deregistration Request (switch off) that must never take effect.
 	forged := []byte{0x7e, 0x02, 0xde, 0xad, 0xbe, 0xef, 0x09, 0x7e, 0x00, 0x45, 0x09, 0x00, 0x0b, 0xf2, 0x02, 0xf8, 0x39, 0xca, 0xfe, 0x00, 0x00, 0x00, 0x00, 0x01}
@@ -385,12 +388,8 @@ func TestUnknownGUTIIdentityRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := newUE(t, "0000000001", demoK, 0)
-	u.Attach(g1.NewPort(u))
+	u := registeredUE(t, g1, "0000000001")
 	ctx := context.Background()
-	if err := u.Register(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if err := u.Deregister(ctx, true); err != nil {
 		t.Fatal(err)
 	}

@@ -72,8 +72,7 @@ func runDemo(args []string) error {
 
 	scfg := sim.DefaultConfig()
 	scfg.AMFAddr = c.N2Addr()
-	scfg.Transport = cfg.AMF.SCTP
-	scfg.Transport.Tap = nil // the core's capture already sees both directions
+	scfg.Transport = cfg.AMF.SCTP // no tap: the core's capture already sees both directions
 	scfg.GNBs, scfg.UEs, scfg.Concurrency = *gnbs, *ues, *conc
 	scfg.Scenario = sc
 	start := time.Now()
