@@ -4,7 +4,6 @@
 GO      ?= go
 BIN     := bin/tern
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PKGS := tshark iproute2 iperf3
 
 .PHONY: all build demo up test test-short fuzz bench vet fmt deps tools clean
 
@@ -14,13 +13,16 @@ all: build
 deps:
 	$(GO) mod download
 
-## tools: Debian packages the tests use (tshark decodes our captures; iproute2 builds namespaces).
+## tools: Debian packages the tests use (tshark decodes our captures; iproute2 builds namespaces;
+## ping, curl and iperf3 drive traffic through the 5G sessions in the lab).
 ## Installed only when missing; skipped quietly when apt is unavailable.
 tools:
 	@missing=""; \
 	command -v tshark >/dev/null 2>&1 || missing="$$missing tshark"; \
 	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
 	command -v iperf3 >/dev/null 2>&1 || missing="$$missing iperf3"; \
+	command -v ping >/dev/null 2>&1 || missing="$$missing iputils-ping"; \
+	command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
 	[ -f /usr/include/usrsctp.h ] || missing="$$missing libusrsctp-dev"; \
 	if [ -n "$$missing" ]; then \
 	  if command -v apt-get >/dev/null 2>&1 && { [ "$$(id -u)" = 0 ] || command -v sudo >/dev/null 2>&1; }; then \
