@@ -18,6 +18,7 @@ var (
 const (
 	DemoSNSSAI = "1-010203"
 	DemoDNN    = "internet"
+	DemoIMSDNN = "ims"
 )
 
 // DemoSUPI returns the SUPI of demo subscriber i (1-based):
@@ -26,7 +27,9 @@ func DemoSUPI(i int) string { return identity.IMSI(demoPLMN, fmt.Sprintf("%010d"
 
 // DefaultSubscribers returns n demo subscribers (IMSI 208930000000001 on),
 // all with free5GC's demo K and OPc, AMF 8000, slice SST 1 SD 010203 (default)
-// with DNN "internet" (5QI 9, ARP 8, 1 Gbps session AMBR).
+// with DNNs "internet" (default; 5QI 9, ARP 8, 1 Gbps session AMBR) and
+// "ims" (5QI 5, ARP 1, 10 Mbps session AMBR: IMS signalling, TS 23.501
+// Table 5.7.4-1).
 func DefaultSubscribers(n int) []Subscriber {
 	out := make([]Subscriber, n)
 	for i := range out {
@@ -46,6 +49,11 @@ func DefaultSubscribers(n int) []Subscriber {
 					SessionAMBR: AMBR{Uplink: "1 Gbps", Downlink: "1 Gbps"},
 					FiveQI:      9,
 					ARPPriority: 8,
+				}, {
+					Name:        DemoIMSDNN,
+					SessionAMBR: AMBR{Uplink: "10 Mbps", Downlink: "10 Mbps"},
+					FiveQI:      5,
+					ARPPriority: 1,
 				}},
 			}},
 		}

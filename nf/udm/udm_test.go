@@ -163,7 +163,7 @@ func TestSDM(t *testing.T) {
 	if err != nil || len(sm) != 1 || sm[0].DnnConfigurations[store.DemoDNN].Var5gQosProfile.Var5qi != 9 {
 		t.Fatalf("sm data = %+v, %v", sm, err)
 	}
-	if _, err := u.GetSmData(ctx, supi, sbi.SmDataQuery{DNN: "ims"}); !errors.Is(err, sbi.ErrDataNotFound) {
+	if _, err := u.GetSmData(ctx, supi, sbi.SmDataQuery{DNN: "mms"}); !errors.Is(err, sbi.ErrDataNotFound) {
 		t.Fatalf("unsubscribed dnn: %v", err)
 	}
 	if _, err := u.GetAmData(ctx, "imsi-208930000000077", plmn); !errors.Is(err, sbi.ErrUserNotFound) {

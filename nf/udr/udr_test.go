@@ -156,7 +156,7 @@ func TestAmAndSmData(t *testing.T) {
 		ims.SessionAmbr.Uplink != "10 Mbps" || d.SingleNssai.Sst != 2 {
 		t.Fatalf("ims configuration = %+v", d)
 	}
-	sm, _ = u.QuerySmData(ctx, store.DemoSUPI(1), sbi.SmDataQuery{DNN: "ims"})
+	sm, _ = u.QuerySmData(ctx, store.DemoSUPI(1), sbi.SmDataQuery{DNN: "mms"})
 	if len(sm.IndividualSmSubsData) != 0 {
 		t.Fatalf("unsubscribed DNN returned: %+v", sm)
 	}
