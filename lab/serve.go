@@ -28,6 +28,20 @@ func Listen(ns, addr string) (net.Listener, error) {
 	return l, err
 }
 
+// ListenUDP opens a UDP socket inside namespace ns (see Listen).
+func ListenUDP(ns, addr string) (*net.UDPConn, error) {
+	var c *net.UDPConn
+	err := Do(ns, func() error {
+		ua, err := net.ResolveUDPAddr("udp4", addr)
+		if err != nil {
+			return err
+		}
+		c, err = net.ListenUDP("udp4", ua)
+		return err
+	})
+	return c, err
+}
+
 // Do runs fn on a thread inside namespace ns. fn must not start goroutines
 // that expect to inherit the namespace (they would not).
 func Do(ns string, fn func() error) error {
