@@ -65,9 +65,9 @@ func New(cfg Config) (*Lab, error) {
 		return nil, fmt.Errorf("lab: %d DNNs, at most %d", len(cfg.DNNs), maxDNs)
 	}
 	for _, d := range cfg.DNNs {
-		// The core's link to the DN is named n6-<dnn>: 15 bytes at most.
-		if d == "" || len(coreN6Link+d) > 15 || strings.ContainsAny(d, " /\t") {
-			return nil, fmt.Errorf("lab: DNN %q cannot name a link (at most %d plain characters)", d, 15-len(coreN6Link))
+		// The UPF's N6 TUN is named tern-<dnn>: 15 bytes at most.
+		if d == "" || len(TUN(d)) > 15 || strings.ContainsAny(d, " /\t") {
+			return nil, fmt.Errorf("lab: DNN %q cannot name a link (at most %d plain characters)", d, 15-len(TUN("")))
 		}
 	}
 	return &Lab{cfg: cfg}, nil
@@ -95,6 +95,9 @@ func DNN6(i int) netip.Addr   { return netip.AddrFrom4([4]byte{10, 100, byte(n6B
 // Table its policy-routing table: the UPF's N6 device for dnn (a TUN) is
 // routed into it with "ip rule iif <tun> lookup <table>".
 func N6Link(dnn string) string { return coreN6Link + dnn }
+
+// TUN is the name the UPF gives its N6 device for dnn (upf.DefaultTUN).
+func TUN(dnn string) string { return "tern-" + dnn }
 
 // Table returns the core's routing table for DNN i.
 func Table(i int) int { return tableBase + i }
@@ -189,6 +192,8 @@ func (l *Lab) Up(ctx context.Context) (err error) {
 			{dn, "route", "add", "default", "via", CoreN6(i).String()},
 			// Packets that leave the UPF's N6 device for dnn go to dnn's DN.
 			{l.Core(), "route", "add", "default", "via", DNN6(i).String(), "table", strconv.Itoa(Table(i))},
+			// iif rules match by name, so they may precede the UPF's TUN.
+			{l.Core(), "rule", "add", "iif", TUN(dnn), "lookup", strconv.Itoa(Table(i)), "priority", strconv.Itoa(Table(i))},
 		}
 		for _, s := range steps {
 			if err := in(s[0], s[1:]...); err != nil {
@@ -203,13 +208,6 @@ func (l *Lab) Up(ctx context.Context) (err error) {
 		}
 	}
 	return nil
-}
-
-// RouteN6 sends what enters the core from dev (the UPF's N6 TUN of DN i)
-// to DN i, whatever its destination: "ip rule add iif dev lookup table".
-// iif rules match by name, so this may run before the UPF creates dev.
-func (l *Lab) RouteN6(ctx context.Context, dev string, i int) error {
-	return l.ip(ctx, l.Core(), "rule", "add", "iif", dev, "lookup", strconv.Itoa(Table(i)), "priority", strconv.Itoa(Table(i)))
 }
 
 // Down kills every process left in the lab's namespaces and deletes them
