@@ -28,6 +28,10 @@ func decode(b []byte) (Message, error) {
 	if err := unmarshal(target, rest); err != nil {
 		de.fill(err)
 		de.readIDs(target)
+		if de.AMFUENGAPID == nil && de.RANUENGAPID == nil {
+			de.salvageIDs(rest)
+			de.dropWildIDs()
+		}
 		return nil, de
 	}
 	m, err := fromFree5GC(target)
@@ -140,6 +144,10 @@ func (e *DecodeError) procDiag() *CriticalityDiagnostics {
 // Reflection is fine here: this is the error path only.
 func (e *DecodeError) readIDs(target f5.Message) {
 	e.readRawIDs(target)
+	e.dropWildIDs()
+}
+
+func (e *DecodeError) dropWildIDs() {
 	if e.AMFUENGAPID != nil && checkIDs(*e.AMFUENGAPID, 0) != nil {
 		e.AMFUENGAPID = nil
 	}
@@ -274,13 +282,7 @@ func convert(x f5.Message) (Message, error) {
 	case *f5.InitialContextSetupRequest:
 		return initialContextSetupRequestFrom(x)
 	case *f5.InitialContextSetupResponse:
-		if err := needIDs(x.AMFUENGAPID, x.RANUENGAPID); err != nil {
-			return nil, err
-		}
-		return &InitialContextSetupResponse{
-			AMFUENGAPID: x.AMFUENGAPID.Value, RANUENGAPID: x.RANUENGAPID.Value,
-			CriticalityDiagnostics: critDiagFrom(x.CriticalityDiagnostics),
-		}, nil
+		return initialContextSetupResponseFrom(x)
 	case *f5.InitialContextSetupFailure:
 		if err := needIDs(x.AMFUENGAPID, x.RANUENGAPID); err != nil {
 			return nil, err
@@ -339,7 +341,26 @@ func convert(x f5.Message) (Message, error) {
 			}
 			m.UserLocation = &loc
 		}
+		if x.PDUSessionResourceListCxtRelCpl != nil {
+			ids, err := releasedSessionsFrom(x.PDUSessionResourceListCxtRelCpl)
+			if err != nil {
+				return nil, err
+			}
+			m.PDUSessionIDs = ids
+		}
 		return m, nil
+	case *f5.PDUSessionResourceSetupRequest:
+		return pduSessionResourceSetupRequestFrom(x)
+	case *f5.PDUSessionResourceSetupResponse:
+		return pduSessionResourceSetupResponseFrom(x)
+	case *f5.PDUSessionResourceModifyRequest:
+		return pduSessionResourceModifyRequestFrom(x)
+	case *f5.PDUSessionResourceModifyResponse:
+		return pduSessionResourceModifyResponseFrom(x)
+	case *f5.PDUSessionResourceReleaseCommand:
+		return pduSessionResourceReleaseCommandFrom(x)
+	case *f5.PDUSessionResourceReleaseResponse:
+		return pduSessionResourceReleaseResponseFrom(x)
 	case *f5.ErrorIndication:
 		m := &ErrorIndication{CriticalityDiagnostics: critDiagFrom(x.CriticalityDiagnostics)}
 		if x.AMFUENGAPID != nil {
@@ -566,10 +587,18 @@ func initialContextSetupRequestFrom(x *f5.InitialContextSetupRequest) (Message, 
 	}
 	copy(m.SecurityKey[:], key.Bytes)
 	if a := x.UEAggregateMaximumBitRate; a != nil {
-		if a.UEAggregateMaximumBitRateDL == nil || a.UEAggregateMaximumBitRateUL == nil {
-			return nil, errors.New("incomplete UE aggregate maximum bit rate")
+		if m.UEAggregateMaxBitRate, err = ueAMBRFrom(a); err != nil {
+			return nil, err
 		}
-		m.UEAggregateMaxBitRate = &AMBR{DL: uint64(a.UEAggregateMaximumBitRateDL.Value), UL: uint64(a.UEAggregateMaximumBitRateUL.Value)}
+	}
+	if l := x.PDUSessionResourceSetupListCxtReq; l != nil {
+		// TS 38.413 §9.2.2.1: C-ifPDUsessionResourceSetup
+		if x.UEAggregateMaximumBitRate == nil {
+			return nil, missing("UEAggregateMaximumBitRate", ie.ProtocolIEIDUEAggregateMaximumBitRate)
+		}
+		if m.PDUSessionResourceSetupItems, err = icsSetupListFrom(l); err != nil {
+			return nil, err
+		}
 	}
 	if x.NASPDU != nil {
 		m.NASPDU = x.NASPDU.Value

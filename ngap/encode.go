@@ -88,13 +88,7 @@ func toFree5GC(m Message) (f5.Message, error) {
 	case *InitialContextSetupRequest:
 		return m.toFree5GC()
 	case *InitialContextSetupResponse:
-		if err := checkIDs(m.AMFUENGAPID, m.RANUENGAPID); err != nil {
-			return nil, err
-		}
-		return &f5.InitialContextSetupResponse{
-			AMFUENGAPID: amfID(m.AMFUENGAPID), RANUENGAPID: ranID(m.RANUENGAPID),
-			CriticalityDiagnostics: critDiagIE(m.CriticalityDiagnostics),
-		}, nil
+		return m.toFree5GC()
 	case *InitialContextSetupFailure:
 		if err := checkIDs(m.AMFUENGAPID, m.RANUENGAPID); err != nil {
 			return nil, err
@@ -146,7 +140,26 @@ func toFree5GC(m Message) (f5.Message, error) {
 			}
 			x.UserLocationInformation = loc
 		}
+		if m.PDUSessionIDs != nil {
+			l, err := releasedSessionsIE(m.PDUSessionIDs)
+			if err != nil {
+				return nil, err
+			}
+			x.PDUSessionResourceListCxtRelCpl = l
+		}
 		return x, nil
+	case *PDUSessionResourceSetupRequest:
+		return m.toFree5GC()
+	case *PDUSessionResourceSetupResponse:
+		return m.toFree5GC()
+	case *PDUSessionResourceModifyRequest:
+		return m.toFree5GC()
+	case *PDUSessionResourceModifyResponse:
+		return m.toFree5GC()
+	case *PDUSessionResourceReleaseCommand:
+		return m.toFree5GC()
+	case *PDUSessionResourceReleaseResponse:
+		return m.toFree5GC()
 	case *ErrorIndication:
 		x := &f5.ErrorIndication{CriticalityDiagnostics: critDiagIE(m.CriticalityDiagnostics)}
 		if m.AMFUENGAPID != nil {
@@ -310,10 +323,17 @@ func (m *InitialContextSetupRequest) toFree5GC() (f5.Message, error) {
 		},
 		SecurityKey: &ie.SecurityKey{Value: aper.BitString{Bytes: append([]byte(nil), m.SecurityKey[:]...), BitLength: 256}},
 	}
-	if m.UEAggregateMaxBitRate != nil {
-		x.UEAggregateMaximumBitRate = &ie.UEAggregateMaximumBitRate{
-			UEAggregateMaximumBitRateDL: &ie.BitRate{Value: int64(m.UEAggregateMaxBitRate.DL)},
-			UEAggregateMaximumBitRateUL: &ie.BitRate{Value: int64(m.UEAggregateMaxBitRate.UL)},
+	// TS 38.413 §9.2.2.1: UE Aggregate Maximum Bit Rate is present if and
+	// only if (for tern) PDU session resources are set up.
+	if (m.UEAggregateMaxBitRate != nil) != (m.PDUSessionResourceSetupItems != nil) {
+		return nil, errors.New("UE aggregate maximum bit rate goes with (and only with) PDU session resources")
+	}
+	if m.PDUSessionResourceSetupItems != nil {
+		if x.PDUSessionResourceSetupListCxtReq, err = icsSetupListIE(m.PDUSessionResourceSetupItems); err != nil {
+			return nil, err
+		}
+		if x.UEAggregateMaximumBitRate, err = ueAMBRIE(*m.UEAggregateMaxBitRate); err != nil {
+			return nil, err
 		}
 	}
 	if m.NASPDU != nil {

@@ -65,24 +65,34 @@ type NASNonDeliveryIndication struct {
 	Cause       Cause
 }
 
-// InitialContextSetupRequest (TS 38.413 §9.2.2.1). PDU session resources
-// come with a later issue.
+// InitialContextSetupRequest (TS 38.413 §9.2.2.1).
 type InitialContextSetupRequest struct {
-	AMFUENGAPID            int64
-	RANUENGAPID            int64
-	UEAggregateMaxBitRate  *AMBR // conditional: only with PDU session resources (later issue); Encode rejects it alone
+	AMFUENGAPID int64
+	RANUENGAPID int64
+	// UEAggregateMaxBitRate is conditional (C-ifPDUsessionResourceSetup):
+	// Encode requires it with PDUSessionResourceSetupItems and, as tern
+	// never sends it otherwise, rejects it alone.
+	UEAggregateMaxBitRate  *AMBR
 	GUAMI                  identity.GUAMI
 	AllowedNSSAI           []identity.SNSSAI
 	UESecurityCapabilities UESecurityCapabilities
 	SecurityKey            [32]byte // KgNB
 	NASPDU                 []byte   // optional; nil = absent
+	// PDU Session Resource Setup List Cxt Req; nil = absent.
+	PDUSessionResourceSetupItems []PDUSessionResourceSetupItemSUReq
 }
 
 // InitialContextSetupResponse (TS 38.413 §9.2.2.2).
 type InitialContextSetupResponse struct {
-	AMFUENGAPID            int64
-	RANUENGAPID            int64
-	CriticalityDiagnostics *CriticalityDiagnostics // optional
+	AMFUENGAPID int64
+	RANUENGAPID int64
+	// PDU Session Resource Setup List Cxt Res (setup response transfers);
+	// nil = absent.
+	PDUSessionResourceSetupItems []PDUSessionResourceItem
+	// PDU Session Resource Failed to Setup List Cxt Res (setup unsuccessful
+	// transfers); nil = absent.
+	PDUSessionResourceFailedItems []PDUSessionResourceItem
+	CriticalityDiagnostics        *CriticalityDiagnostics // optional
 }
 
 // InitialContextSetupFailure (TS 38.413 §9.2.2.3).
@@ -115,6 +125,9 @@ type UEContextReleaseComplete struct {
 	RANUENGAPID            int64
 	UserLocation           *UserLocationNR         // optional
 	CriticalityDiagnostics *CriticalityDiagnostics // optional
+	// PDU Session Resource List Cxt Rel Cpl: the sessions whose resources
+	// the gNB released; nil = absent.
+	PDUSessionIDs []uint8
 }
 
 // ErrorIndication (TS 38.413 §9.2.7.1). All IEs are optional; at least one

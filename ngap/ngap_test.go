@@ -37,7 +37,7 @@ func sampleMessages() []Message {
 	for i := range key {
 		key[i] = byte(i * 7)
 	}
-	return []Message{
+	msgs := []Message{
 		&NGSetupRequest{
 			GlobalRANNodeID: GlobalGNBID{PLMN: plmn, GNBID: 0x000102, BitLen: 22},
 			RANNodeName:     "tern-gnb-1",
@@ -94,6 +94,7 @@ func sampleMessages() []Message {
 		&ErrorIndication{Cause: &Cause{CauseProtocol, ProtocolTransferSyntaxError}},
 		&ErrorIndication{AMFUENGAPID: i64(3), RANUENGAPID: i64(5), Cause: &Cause{CauseTransport, TransportUnspecified}, CriticalityDiagnostics: diag},
 	}
+	return append(msgs, samplePDUSessionMessages(diag)...)
 }
 
 func TestRoundTrip(t *testing.T) {
@@ -285,12 +286,12 @@ func TestDecodeErrors(t *testing.T) {
 		}
 	})
 	t.Run("procedure tern does not support", func(t *testing.T) {
-		x := &f5.PDUSessionResourceReleaseResponse{
+		x := &f5.UEContextModificationResponse{
 			AMFUENGAPID: &ie.AMFUENGAPID{Value: 42}, RANUENGAPID: &ie.RANUENGAPID{Value: 43},
 		}
 		b, err := x.MarshalBinary()
 		if err != nil {
-			t.Skipf("free5gc cannot build the sample: %v", err)
+			t.Fatalf("free5gc cannot build the sample: %v", err)
 		}
 		de := decodeErr(t, b)
 		if de.Cause.Group != CauseProtocol || de.Diagnostics == nil {
