@@ -2,7 +2,7 @@ package nas
 
 import "fmt"
 
-// Decode parses a plain 5GMM message. It never panics: malformed or
+// Decode parses a plain 5GMM or 5GSM (EPD 0x2E) message. It never panics: malformed or
 // unsupported input gives an error. Optional IEs tern does not use are
 // skipped. Security protected PDUs must go through SecurityContext.Unprotect
 // (or PeekPlain) first. Byte-slice fields of the result (payloads, RAND,
@@ -16,7 +16,7 @@ func Decode(plain []byte) (m Message, err error) {
 	return decode(plain)
 }
 
-// Encode builds the plain 5GMM encoding of m.
+// Encode builds the plain 5GMM or 5GSM encoding of m.
 func Encode(m Message) (b []byte, err error) {
 	defer func() {
 		if p := recover(); p != nil {

@@ -16,6 +16,9 @@ var (
 )
 
 func decode(b []byte) (Message, error) {
+	if len(b) >= 1 && b[0] == EPD5GSM {
+		return decodeSM(b)
+	}
 	if len(b) < 3 {
 		return nil, fmt.Errorf("nas decode: %w", ErrShort)
 	}
@@ -151,6 +154,8 @@ func decodeBody(t MsgType, r *reader) (Message, error) {
 		return &DeregistrationAcceptUEOriginating{}, nil
 	case MsgServiceRequest:
 		return decodeServiceRequest(r)
+	case MsgServiceReject:
+		return decodeServiceReject(r)
 	case MsgServiceAccept:
 		m := &ServiceAccept{}
 		r.optionals(nil, func(ie optIE) (err error) {

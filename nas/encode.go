@@ -147,6 +147,10 @@ func encodeMessage(m Message) ([]byte, error) {
 			w.raw([]byte{0x58, uint8(m.Cause)})
 		}
 		return w.b, nil
+	case *ServiceReject:
+		return m.encode()
+	case SMMessage:
+		return encodeSMMessage(m)
 	}
 	return nil, fmt.Errorf("unsupported message %T", m)
 }

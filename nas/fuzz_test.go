@@ -78,3 +78,42 @@ func FuzzUnprotect(f *testing.F) {
 		_, _ = Decode(plain)
 	})
 }
+
+func FuzzDecodeSM(f *testing.F) {
+	msgs, _ := sampleSMMessages(f)
+	for _, m := range msgs {
+		b, err := Encode(m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+		f.Add(b[:len(b)/2])
+		g := append([]byte(nil), b...)
+		g[len(g)-1] ^= 0xA5
+		f.Add(g)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		sm, smErr := DecodeSM(b)
+		m, err := Decode(b)
+		if len(b) > 0 && b[0] == EPD5GSM && (smErr == nil) != (err == nil) {
+			t.Fatalf("Decode and DecodeSM disagree on % x: %v / %v", b, err, smErr)
+		}
+		if smErr == nil && !reflect.DeepEqual(sm, m) {
+			t.Fatalf("Decode and DecodeSM differ on % x", b)
+		}
+		if err != nil {
+			return
+		}
+		out, err := Encode(m)
+		if err != nil {
+			return // decodable but not encodable (e.g. an accept without QoS rules)
+		}
+		m2, err := Decode(out)
+		if err != nil {
+			t.Fatalf("re-decode of % x: %v", out, err)
+		}
+		if !reflect.DeepEqual(m, m2) {
+			t.Fatalf("round trip changed %T:\n %+v\n %+v", m, m, m2)
+		}
+	})
+}

@@ -15,7 +15,7 @@ const EPD5GMM = 0x7E
 // messages.
 const EPD5GSM = 0x2E
 
-// MsgType is the 5GMM message type (TS 24.501 §9.7).
+// MsgType is the 5GMM or 5GSM message type (TS 24.501 §9.7).
 type MsgType uint8
 
 // 5GMM message types (TS 24.501 Table 9.7.1).
@@ -67,6 +67,20 @@ var msgTypeNames = map[MsgType]string{
 	MsgStatus5GMM:                  "5GMMStatus",
 	MsgULNASTransport:              "ULNASTransport",
 	MsgDLNASTransport:              "DLNASTransport",
+
+	MsgPDUSessionEstablishmentRequest:      "PDUSessionEstablishmentRequest",
+	MsgPDUSessionEstablishmentAccept:       "PDUSessionEstablishmentAccept",
+	MsgPDUSessionEstablishmentReject:       "PDUSessionEstablishmentReject",
+	MsgPDUSessionModificationRequest:       "PDUSessionModificationRequest",
+	MsgPDUSessionModificationReject:        "PDUSessionModificationReject",
+	MsgPDUSessionModificationCommand:       "PDUSessionModificationCommand",
+	MsgPDUSessionModificationComplete:      "PDUSessionModificationComplete",
+	MsgPDUSessionModificationCommandReject: "PDUSessionModificationCommandReject",
+	MsgPDUSessionReleaseRequest:            "PDUSessionReleaseRequest",
+	MsgPDUSessionReleaseReject:             "PDUSessionReleaseReject",
+	MsgPDUSessionReleaseCommand:            "PDUSessionReleaseCommand",
+	MsgPDUSessionReleaseComplete:           "PDUSessionReleaseComplete",
+	MsgStatus5GSM:                          "5GSMStatus",
 }
 
 func (t MsgType) String() string {
