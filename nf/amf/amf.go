@@ -31,6 +31,10 @@ type Deps struct {
 	SDM  sbi.SubscriberDataManagement // Nudm_SDM
 	UECM sbi.UEContextManagement      // Nudm_UECM
 	NSSF sbi.NetworkSliceSelection    // Nnssf_NSSelection
+	// SMF is Nsmf_PDUSession. nil: no SMF; 5GSM messages from UEs are
+	// answered "payload was not forwarded" (TS 24.501 §5.4.5.2.5). Since the
+	// SMF consumes the AMF too, it may also be supplied later with SetSMF.
+	SMF sbi.PDUSession
 }
 
 func (d Deps) validate() error {
@@ -54,6 +58,7 @@ type AMF struct {
 	n2Addr     string
 	instanceID string
 	deps       Deps
+	smf        atomic.Pointer[sbi.PDUSession] // Deps.SMF or SetSMF's; nil = none
 	log        *slog.Logger
 
 	// ctx is cancelled by Close; SBI calls use it.
@@ -111,7 +116,29 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*AMF, error) {
 	if a.sctpCfg.Logger == nil {
 		a.sctpCfg.Logger = logger
 	}
+	if deps.SMF != nil {
+		a.SetSMF(deps.SMF)
+	}
 	return a, nil
+}
+
+// SetSMF sets the Nsmf_PDUSession service the AMF uses from now on (nil:
+// none). The SMF and the AMF consume each other, so one of them is built
+// first and given the other afterwards; safe to call at any time.
+func (a *AMF) SetSMF(s sbi.PDUSession) {
+	if s == nil {
+		a.smf.Store(nil)
+		return
+	}
+	a.smf.Store(&s)
+}
+
+// smfService returns the SMF, or nil when there is none.
+func (a *AMF) smfService() sbi.PDUSession {
+	if p := a.smf.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // Start listens on the configured N2 address and serves associations in the
@@ -263,6 +290,11 @@ type Stats struct {
 	Retransmissions     uint64 // NAS retransmissions on T3550/T3560/T3570 expiry
 	ProcedureTimeouts   uint64 // procedures aborted after the last retransmission
 	UEContextReleases   uint64 // UE Context Release Complete received
+	PDUSessions         int64  // PDU sessions (SM contexts) the AMF holds
+	SMContextsCreated   uint64 // successful Nsmf_PDUSession_CreateSMContext
+	SMContextsRejected  uint64 // establishments refused by the SMF or not forwarded
+	SMContextsReleased  uint64 // PDU sessions forgotten (SMF notify, AMF release)
+	N1N2Transfers       uint64 // Namf_Communication_N1N2MessageTransfer accepted
 }
 
 type counters struct {
@@ -272,6 +304,8 @@ type counters struct {
 	auths, authFails, resyncs, smcs, idents, deregs atomic.Uint64
 	errorIndications, nasDiscarded                  atomic.Uint64
 	retransmissions, timeouts, releases             atomic.Uint64
+	pduSessions                                     atomic.Int64
+	smCreated, smRejected, smReleased, n1n2         atomic.Uint64
 }
 
 // Stats returns a snapshot of the counters.
@@ -296,6 +330,11 @@ func (a *AMF) Stats() Stats {
 		Retransmissions:     c.retransmissions.Load(),
 		ProcedureTimeouts:   c.timeouts.Load(),
 		UEContextReleases:   c.releases.Load(),
+		PDUSessions:         c.pduSessions.Load(),
+		SMContextsCreated:   c.smCreated.Load(),
+		SMContextsRejected:  c.smRejected.Load(),
+		SMContextsReleased:  c.smReleased.Load(),
+		N1N2Transfers:       c.n1n2.Load(),
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tern5g/tern/identity"
 	"github.com/tern5g/tern/nas"
+	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/sbi"
 	"github.com/tern5g/tern/sctp"
 )
@@ -66,9 +67,14 @@ type ranUE struct {
 
 	// Fields below are owned by ue's executor.
 	tai       identity.TAI
-	ctxSetup  bool // Initial Context Setup done: the gNB has the AS security context
-	secured   bool // secure exchange of NAS messages established (TS 24.501 §4.4.4.3)
-	releasing bool // UE Context Release Command sent
+	loc       ngap.UserLocationNR // last User Location Information (TS 38.413 §9.3.1.16)
+	ctxSetup  bool                // Initial Context Setup done: the gNB has the AS security context
+	secured   bool                // secure exchange of NAS messages established (TS 24.501 §4.4.4.3)
+	releasing bool                // UE Context Release Command sent
+	ambrSent  bool                // the gNB has the UE-AMBR (TS 38.413 §8.2.1.2)
+	// relSessions are the PDU sessions the gNB listed in UE Context
+	// Release Complete (TS 38.413 §9.2.2.6).
+	relSessions []uint8
 }
 
 // gmmState is the AMF-side 5GMM state of a UE (TS 24.501 §5.1.3.4).
@@ -108,6 +114,10 @@ type ue struct {
 	ran     *ranUE // current N2 connection; nil in CM-IDLE
 	state   gmmState
 	removed bool // context deleted; late events are dropped
+	// connected mirrors ran != nil && !removed for other goroutines
+	// (N1N2MessageTransfer answers from the SMF's goroutine); the executor
+	// writes it with ran (setConnection).
+	connected atomic.Bool
 
 	supi       string
 	suci       string
@@ -126,6 +136,11 @@ type ue struct {
 
 	subscribed   []sbi.SubscribedSNSSAI // from Nudm_SDM am-data; nil until fetched
 	allowedNSSAI []identity.SNSSAI
+	ueAMBR       *ngap.AMBR // subscribed UE-AMBR from am-data (TS 23.501 §5.7.2.6); nil = none
+
+	// sessions are the UE's PDU sessions by PDU session ID (TS 23.502
+	// §5.2.2.2.2: PDU session ID, SMF, S-NSSAI, DNN).
+	sessions map[uint8]*pduSession
 
 	reg    registrationProc
 	auth   authProc

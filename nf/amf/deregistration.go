@@ -24,6 +24,9 @@ func (u *ue) onDeregistrationRequest(m *nas.DeregistrationRequestUEOriginating, 
 	a := u.amf
 	wasRegistered := u.state == gmmRegistered
 	u.abortProcedures()
+	// TS 23.502 §4.2.2.3.2 step 2: Nsmf_PDUSession_ReleaseSMContext for
+	// every PDU session of the UE.
+	u.releaseSessions("")
 	if wasRegistered && u.supi != "" {
 		if err := a.deps.UECM.DeregisterAMF3GPPAccess(a.ctx, u.supi); err != nil &&
 			sbi.CauseOf(err) != sbi.CauseContextNotFound {

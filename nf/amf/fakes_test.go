@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -107,6 +106,7 @@ type fakeHN struct {
 	ctxs     map[string]*authCtx
 	nextID   int
 	slices   []identity.SNSSAI
+	dnns     []string // subscribed DNNs on every slice (sm-data)
 	uecmRegs map[string]*models.Udm_UECM_Amf3GppAccessRegistration
 
 	authCalls, resyncCalls, deregCalls atomic.Int32
@@ -117,6 +117,7 @@ func newFakeHN() *fakeHN {
 		subs:     make(map[string]*subscriber),
 		ctxs:     make(map[string]*authCtx),
 		slices:   []identity.SNSSAI{{SST: 1, SD: 0x010203}},
+		dnns:     []string{"internet"},
 		uecmRegs: make(map[string]*models.Udm_UECM_Amf3GppAccessRegistration),
 	}
 }
@@ -204,7 +205,10 @@ func (h *fakeHN) GetAmData(ctx context.Context, supi string, plmn identity.PLMN)
 	for _, s := range h.slices {
 		n.DefaultSingleNssais = append(n.DefaultSingleNssais, sbi.SNSSAIToModel(s))
 	}
-	return &models.Udm_SDM_AccessAndMobilitySubscriptionData{Nssai: n}, nil
+	return &models.Udm_SDM_AccessAndMobilitySubscriptionData{
+		Nssai:            n,
+		SubscribedUeAmbr: &models.AmbrRm{Uplink: "1 Gbps", Downlink: "2 Gbps"},
+	}, nil
 }
 
 func (h *fakeHN) GetNSSAI(ctx context.Context, supi string, plmn identity.PLMN) (*models.Udm_SDM_Nssai, error) {
@@ -215,8 +219,32 @@ func (h *fakeHN) GetNSSAI(ctx context.Context, supi string, plmn identity.PLMN) 
 	return am.Nssai, nil
 }
 
+// GetSmData returns the DNNs of h.dnns on every subscribed slice.
 func (h *fakeHN) GetSmData(ctx context.Context, supi string, q sbi.SmDataQuery) ([]models.Udm_SDM_SessionManagementSubscriptionData, error) {
-	return nil, errors.New("not used by the AMF")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.subs[supi] == nil {
+		return nil, sbi.ErrUserNotFound
+	}
+	var out []models.Udm_SDM_SessionManagementSubscriptionData
+	for _, s := range h.slices {
+		if q.SNSSAI != nil && *q.SNSSAI != s {
+			continue
+		}
+		confs := make(map[string]models.Udm_SDM_DnnConfiguration)
+		for _, d := range h.dnns {
+			confs[d] = models.Udm_SDM_DnnConfiguration{}
+		}
+		if len(confs) == 0 {
+			continue
+		}
+		m := sbi.SNSSAIToModel(s)
+		out = append(out, models.Udm_SDM_SessionManagementSubscriptionData{SingleNssai: &m, DnnConfigurations: confs})
+	}
+	if len(out) == 0 {
+		return nil, sbi.NewProblem(http.StatusNotFound, sbi.CauseDataNotFound, "no sm-data for %s", supi)
+	}
+	return out, nil
 }
 
 func (h *fakeHN) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *models.Udm_UECM_Amf3GppAccessRegistration) error {

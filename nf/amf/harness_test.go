@@ -278,6 +278,12 @@ func (u *testUE) recvNGAP() ngap.Message {
 		u.lastICS = v
 	case *ngap.UEContextReleaseCommand:
 		u.checkIDs(v.AMFUENGAPID, v.RANUENGAPID)
+	case *ngap.PDUSessionResourceSetupRequest:
+		u.checkIDs(v.AMFUENGAPID, v.RANUENGAPID)
+	case *ngap.PDUSessionResourceModifyRequest:
+		u.checkIDs(v.AMFUENGAPID, v.RANUENGAPID)
+	case *ngap.PDUSessionResourceReleaseCommand:
+		u.checkIDs(v.AMFUENGAPID, v.RANUENGAPID)
 	}
 	return m
 }

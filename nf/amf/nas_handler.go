@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/tern5g/tern/identity"
 	"github.com/tern5g/tern/nas"
+	"github.com/tern5g/tern/ngap"
 )
 
 // nasIn is one received 5GMM message after security processing.
@@ -22,7 +22,7 @@ type nasIn struct {
 // onInitialUEMessage handles the NAS PDU of an Initial UE Message for a new
 // UE context (no 5G-GUTI of ours, or it failed verification).
 func (u *ue) onInitialUEMessage(r *ranUE, pdu []byte, msg nas.Message) {
-	u.ran = r
+	u.setConnection(r)
 	if msg == nil {
 		// Not a readable initial NAS message (ciphered or malformed): there is
 		// nothing to continue; release the connection (TS 24.501 §4.4.4.3).
@@ -50,16 +50,16 @@ func (u *ue) onInitialUEMessage(r *ranUE, pdu []byte, msg nas.Message) {
 // this context's NAS security context, the new connection belongs to this
 // UE (TS 24.501 §5.5.1.2.2, §4.4.4.3); otherwise the claim is
 // unproven and a fresh context identifies the UE (TS 24.501 §5.4.3).
-func (u *ue) onInitialUEMessageForKnownGUTI(g *gnb, ranID int64, tai identity.TAI, pdu []byte, msg nas.Message) {
+func (u *ue) onInitialUEMessageForKnownGUTI(g *gnb, ranID int64, loc ngap.UserLocationNR, pdu []byte, msg nas.Message) {
 	a := u.amf
 	if !u.removed && u.sec != nil && !nas.IsPlain(pdu) {
 		if _, _, err := u.sec.Unprotect(pdu, nas.Uplink); err == nil {
 			old := u.ran
-			r := a.newRANUE(g, u, ranID, tai)
+			r := a.newRANUE(g, u, ranID, loc)
 			if r == nil {
 				return // the association went down meanwhile
 			}
-			u.ran = r
+			u.setConnection(r)
 			r.secured = true
 			if old != nil && old != r {
 				// TS 23.502 §4.2.2.2.2 step 1 / TS 38.413 §8.3.3: the old N2
@@ -79,7 +79,7 @@ func (u *ue) onInitialUEMessageForKnownGUTI(g *gnb, ranID int64, tai identity.TA
 		}
 	}
 	// Unverified: hand the message to a fresh context.
-	r := a.newRANUE(g, nil, ranID, tai)
+	r := a.newRANUE(g, nil, ranID, loc)
 	if r == nil {
 		return
 	}
@@ -89,11 +89,13 @@ func (u *ue) onInitialUEMessageForKnownGUTI(g *gnb, ranID int64, tai identity.TA
 
 // handleUplinkNAS applies TS 24.501 §4.4.4.3 to an uplink NAS PDU of an
 // established connection and dispatches the message.
-func (u *ue) handleUplinkNAS(r *ranUE, pdu []byte) {
+func (u *ue) handleUplinkNAS(r *ranUE, pdu []byte, loc ngap.UserLocationNR) {
 	if u.removed || r != u.ran {
 		u.log.Debug("NAS on a stale connection dropped", "amf_ue_ngap_id", r.amfID)
 		return
 	}
+	// TS 38.413 §8.6.3.2: the AMF stores the user location it carries.
+	r.loc, r.tai = loc, loc.TAI
 	in, ok := u.unprotect(pdu)
 	if !ok {
 		u.amf.stats.nasDiscarded.Add(1)
@@ -190,12 +192,7 @@ func (u *ue) dispatch(in nasIn) {
 	case *nas.DeregistrationRequestUEOriginating:
 		u.onDeregistrationRequest(m, in.integrity)
 	case *nas.ULNASTransport:
-		// No SMF in this release: TS 24.501 §5.4.5.2.5 c) answers with the
-		// payload returned and cause #90 "payload was not forwarded".
-		u.sendNASMessage(&nas.DLNASTransport{
-			PayloadContainerType: m.PayloadContainerType, Payload: m.Payload,
-			PDUSessionID: m.PDUSessionID, Cause: nas.CausePayloadNotForwarded,
-		})
+		u.onULNASTransport(m)
 	case *nas.ServiceRequest:
 		// Service Request (TS 24.501 §5.6.1) is not implemented in this
 		// release (no PDU sessions yet): the connection is released and a

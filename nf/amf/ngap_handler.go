@@ -87,8 +87,8 @@ func (a *AMF) handleNGAP(g *gnb, data []byte) {
 		a.handleInitialUEMessage(g, m)
 	case *ngap.UplinkNASTransport:
 		if r := a.lookupRANUE(g, m.AMFUENGAPID, m.RANUENGAPID); r != nil {
-			pdu := m.NASPDU
-			r.ue.runFromReader(func() { r.ue.handleUplinkNAS(r, pdu) })
+			pdu, loc := m.NASPDU, m.UserLocation
+			r.ue.runFromReader(func() { r.ue.handleUplinkNAS(r, pdu, loc) })
 		}
 	case *ngap.InitialContextSetupResponse:
 		if r := a.lookupRANUE(g, m.AMFUENGAPID, m.RANUENGAPID); r != nil {
@@ -106,7 +106,20 @@ func (a *AMF) handleNGAP(g *gnb, data []byte) {
 		}
 	case *ngap.UEContextReleaseComplete:
 		if r := a.lookupRANUE(g, m.AMFUENGAPID, m.RANUENGAPID); r != nil {
-			r.ue.runFromReader(func() { r.ue.onContextReleaseComplete(r) })
+			ids := m.PDUSessionIDs
+			r.ue.runFromReader(func() { r.ue.onContextReleaseComplete(r, ids) })
+		}
+	case *ngap.PDUSessionResourceSetupResponse:
+		if r := a.lookupRANUE(g, m.AMFUENGAPID, m.RANUENGAPID); r != nil {
+			r.ue.runFromReader(func() { r.ue.onPDUSessionResourceSetupResponse(r, m) })
+		}
+	case *ngap.PDUSessionResourceModifyResponse:
+		if r := a.lookupRANUE(g, m.AMFUENGAPID, m.RANUENGAPID); r != nil {
+			r.ue.runFromReader(func() { r.ue.onPDUSessionResourceModifyResponse(r, m) })
+		}
+	case *ngap.PDUSessionResourceReleaseResponse:
+		if r := a.lookupRANUE(g, m.AMFUENGAPID, m.RANUENGAPID); r != nil {
+			r.ue.runFromReader(func() { r.ue.onPDUSessionResourceReleaseResponse(r, m) })
 		}
 	case *ngap.NASNonDeliveryIndication:
 		if r := a.lookupRANUE(g, m.AMFUENGAPID, m.RANUENGAPID); r != nil {
@@ -140,6 +153,12 @@ func ueIDsOf(m ngap.Message) (amfID, ranID *int64) {
 	case *ngap.InitialContextSetupRequest:
 		return &v.AMFUENGAPID, &v.RANUENGAPID
 	case *ngap.UEContextReleaseCommand:
+		return &v.AMFUENGAPID, &v.RANUENGAPID
+	case *ngap.PDUSessionResourceSetupRequest:
+		return &v.AMFUENGAPID, &v.RANUENGAPID
+	case *ngap.PDUSessionResourceModifyRequest:
+		return &v.AMFUENGAPID, &v.RANUENGAPID
+	case *ngap.PDUSessionResourceReleaseCommand:
 		return &v.AMFUENGAPID, &v.RANUENGAPID
 	}
 	return nil, nil
@@ -224,7 +243,7 @@ func (a *AMF) handleNGSetup(g *gnb, req *ngap.NGSetupRequest) {
 // (TS 38.413 §8.6.1). A message naming a 5G-GUTI we assigned goes to that
 // UE context, which verifies it; anything else gets a new context.
 func (a *AMF) handleInitialUEMessage(g *gnb, m *ngap.InitialUEMessage) {
-	tai := m.UserLocation.TAI
+	loc := m.UserLocation
 	pdu := m.NASPDU
 	var msg nas.Message
 	if inner, _, err := nas.PeekPlain(pdu); err == nil {
@@ -233,11 +252,11 @@ func (a *AMF) handleInitialUEMessage(g *gnb, m *ngap.InitialUEMessage) {
 	if tmsi, ok := a.initialTMSI(msg); ok {
 		if u := a.gutis.lookup(tmsi); u != nil {
 			ranID := m.RANUENGAPID
-			u.runFromReader(func() { u.onInitialUEMessageForKnownGUTI(g, ranID, tai, pdu, msg) })
+			u.runFromReader(func() { u.onInitialUEMessageForKnownGUTI(g, ranID, loc, pdu, msg) })
 			return
 		}
 	}
-	r := a.newRANUE(g, nil, m.RANUENGAPID, tai)
+	r := a.newRANUE(g, nil, m.RANUENGAPID, loc)
 	if r == nil {
 		return
 	}
@@ -280,9 +299,9 @@ func (a *AMF) newUE() *ue {
 // the connection for u, or for a new UE context when u is nil. It returns
 // nil when the association is already gone. The caller makes it u's current
 // connection on u's executor.
-func (a *AMF) newRANUE(g *gnb, u *ue, ranID int64, tai identity.TAI) *ranUE {
+func (a *AMF) newRANUE(g *gnb, u *ue, ranID int64, loc ngap.UserLocationNR) *ranUE {
 	id := a.nextAMFUEID.Add(1) & maxAMFUENGAPID
-	r := &ranUE{gnb: g, ue: u, amfID: id, ranID: ranID, tai: tai}
+	r := &ranUE{gnb: g, ue: u, amfID: id, ranID: ranID, tai: loc.TAI, loc: loc}
 	r.stream = g.streamFor(id)
 	g.mu.Lock()
 	if g.dead {

@@ -123,6 +123,16 @@ func (u *ue) completeRegistration() {
 			return
 		}
 		u.subscribed = subscribed
+		u.ueAMBR = nil
+		if am.SubscribedUeAmbr != nil {
+			ambr, err := ambrFromModel(am.SubscribedUeAmbr.Uplink, am.SubscribedUeAmbr.Downlink)
+			if err != nil {
+				// The UE-AMBR is optional on N2 (TS 38.413 §9.2.1.1): go without.
+				u.log.Warn("subscribed UE-AMBR unusable", "err", err)
+			} else {
+				u.ueAMBR = &ambr
+			}
+		}
 	}
 	tai := u.ran.tai
 	info, err := a.deps.NSSF.SelectForRegistration(ctx, u.supi, req.RequestedNSSAI, u.subscribed, tai)

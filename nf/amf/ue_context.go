@@ -1,6 +1,8 @@
 package amf
 
 import (
+	"github.com/free5gc/openapi/models"
+
 	"github.com/tern5g/tern/ngap"
 )
 
@@ -49,10 +51,17 @@ func (u *ue) onContextReleaseRequest(r *ranUE, cause ngap.Cause) {
 	u.releaseAndRemove(cause)
 }
 
+// setConnection makes r (nil: none) the UE's current N2 connection.
+func (u *ue) setConnection(r *ranUE) {
+	u.ran = r
+	u.connected.Store(r != nil && !u.removed)
+}
+
 // onContextReleaseComplete ends a UE-associated logical NG-connection
 // (TS 38.413 §8.3.3.2): its IDs are freed.
-func (u *ue) onContextReleaseComplete(r *ranUE) {
+func (u *ue) onContextReleaseComplete(r *ranUE, sessions []uint8) {
 	u.amf.stats.releases.Add(1)
+	r.relSessions = sessions
 	u.forgetConnection(r)
 }
 
@@ -69,7 +78,7 @@ func (u *ue) forgetConnection(r *ranUE) {
 	if u.ran != r {
 		return
 	}
-	u.ran = nil
+	u.setConnection(nil)
 	if u.removed {
 		return
 	}
@@ -81,6 +90,9 @@ func (u *ue) forgetConnection(r *ranUE) {
 		u.removeContext()
 		return
 	}
+	// TS 23.502 §4.2.6 step 5: the UE is CM-IDLE; the user plane of its
+	// PDU sessions is deactivated.
+	u.deactivateSessions(r.relSessions)
 }
 
 // releaseConnection sends UE Context Release Command for the current
@@ -116,8 +128,12 @@ func (u *ue) removeContext() {
 	}
 	a := u.amf
 	u.abortProcedures()
+	// TS 23.502 §4.2.2.3.2 step 2 (and §4.2.2.2.2 for a superseded
+	// context): the SM contexts go before the UE context.
+	u.releaseSessions(models.Smf_PDUSess_Cause_REL_DUE_TO_UNSPECIFIED_REASON)
 	u.setState(gmmDeregistered)
 	u.removed = true
+	u.connected.Store(false)
 	if u.hasGUTI {
 		a.gutis.release(u.guti.TMSI, u)
 		u.hasGUTI = false

@@ -1,0 +1,124 @@
+package amf
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/free5gc/openapi/models"
+
+	"github.com/tern5g/tern/nas"
+	"github.com/tern5g/tern/sbi"
+)
+
+// The services the AMF serves to SMFs.
+var (
+	_ sbi.Communication           = (*AMF)(nil)
+	_ sbi.SMContextStatusNotifier = (*AMF)(nil)
+)
+
+// N1N2MessageTransfer implements sbi.Communication (TS 29.518 §5.2.2.3.1,
+// TS 23.502 §4.3.2.2.1 step 11). ueContextID is the SUPI.
+//
+// It never waits for the UE's executor: the SMF may call it from inside a
+// CreateSMContext or UpdateSMContext call the executor is making, so the
+// delivery is queued behind that call and the answer says the transfer was
+// initiated. Whether the UE is CM-CONNECTED is read from a flag the
+// executor maintains; a UE that goes idle before the queued delivery runs
+// misses it (logged), as a paging failure would.
+func (a *AMF) N1N2MessageTransfer(ctx context.Context, ueContextID string, req *sbi.N1N2Message) (*models.Amf_Comm_N1N2MessageTransferRspData, error) {
+	d, err := smDeliveryOf(req)
+	if err != nil {
+		return nil, err
+	}
+	u := a.supis.get(ueContextID)
+	if u == nil {
+		return nil, sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "no UE context for %s", ueContextID)
+	}
+	if !u.connected.Load() {
+		// TS 23.502 §4.2.3.3: a CM-IDLE UE would be paged. Not implemented:
+		// TS 29.518 §6.1.3.5.3.1 answers 504 UE_NOT_REACHABLE.
+		return nil, sbi.NewProblem(http.StatusGatewayTimeout, sbi.CauseUENotReachable, "%s is CM-IDLE", ueContextID)
+	}
+	a.stats.n1n2.Add(1)
+	u.post(func() { u.deliverSM(d) })
+	return &models.Amf_Comm_N1N2MessageTransferRspData{
+		Cause: models.Amf_Comm_N1N2MessageTransferCause_N1_N2_TRANSFER_INITIATED,
+	}, nil
+}
+
+// smDeliveryOf validates an N1N2MessageTransfer request (TS 29.518
+// §6.1.6.2.1) and extracts what the UE's executor delivers.
+func smDeliveryOf(req *sbi.N1N2Message) (smDelivery, error) {
+	if req == nil || req.Data == nil {
+		return smDelivery{}, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "N1N2MessageTransferReqData")
+	}
+	if len(req.N1Msg) == 0 && len(req.N2Info) == 0 {
+		return smDelivery{}, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "neither N1 nor N2 content")
+	}
+	d := smDelivery{n1: req.N1Msg}
+	id := req.Data.PduSessionId
+	if len(req.N2Info) > 0 {
+		c := req.Data.N2InfoContainer
+		if c == nil || c.SmInfo == nil || c.SmInfo.N2InfoContent == nil {
+			return smDelivery{}, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "n2InfoContainer.smInfo.n2InfoContent")
+		}
+		if c.N2InformationClass != "" && c.N2InformationClass != models.Amf_Comm_N2InformationClass_SM {
+			return smDelivery{}, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect,
+				"N2 information class %q is not SM", c.N2InformationClass)
+		}
+		switch t := c.SmInfo.N2InfoContent.NgapIeType; t {
+		case models.Amf_Comm_NgapIeType_PDU_RES_SETUP_REQ:
+			d.kind = n2Setup
+		case models.Amf_Comm_NgapIeType_PDU_RES_MOD_REQ:
+			d.kind = n2Modify
+		case models.Amf_Comm_NgapIeType_PDU_RES_REL_CMD:
+			d.kind = n2Release
+		default:
+			return smDelivery{}, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "NGAP IE type %q not supported", t)
+		}
+		d.n2 = req.N2Info
+		if c.SmInfo.PduSessionId != 0 {
+			id = c.SmInfo.PduSessionId
+		}
+		if c.SmInfo.SNssai != nil {
+			sn, err := sbi.SNSSAIFromModel(*c.SmInfo.SNssai)
+			if err != nil {
+				return smDelivery{}, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "sNssai: %v", err)
+			}
+			d.snssai = &sn
+		}
+	}
+	if id == 0 && len(req.N1Msg) >= 2 && req.N1Msg[0] == nas.EPD5GSM {
+		// The 5GSM header names the session (TS 24.501 §9.4).
+		id = int32(req.N1Msg[1])
+	}
+	if id < 1 || id > 15 {
+		return smDelivery{}, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "PDU session ID %d", id)
+	}
+	d.id = uint8(id)
+	return d, nil
+}
+
+// SMContextStatusNotify implements sbi.SMContextStatusNotifier (TS 29.502
+// §5.2.2.10): a released SM context ends the AMF's PDU session. Like
+// N1N2MessageTransfer it only queues the work for the UE.
+func (a *AMF) SMContextStatusNotify(ctx context.Context, supi string, pduSessionID int32, n *models.Smf_PDUSess_SmContextStatusNotification) error {
+	if n == nil || n.StatusInfo == nil {
+		return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "statusInfo")
+	}
+	if pduSessionID < 1 || pduSessionID > 15 {
+		return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "PDU session ID %d", pduSessionID)
+	}
+	u := a.supis.get(supi)
+	if u == nil {
+		return sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "no UE context for %s", supi)
+	}
+	if n.StatusInfo.ResourceStatus != models.Smf_PDUSess_ResourceStatus_RELEASED {
+		// UPDATED / TRANSFERRED / ALT_ANCHOR_SMF concern SMF changes tern
+		// does not make.
+		return nil
+	}
+	id := uint8(pduSessionID)
+	u.post(func() { u.onSMContextReleased(id) })
+	return nil
+}
