@@ -1,0 +1,196 @@
+package portable_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/tern5g/tern/classify"
+	"github.com/tern5g/tern/gtpu"
+	"github.com/tern5g/tern/upf/portable"
+	"github.com/tern5g/tern/upf/rules"
+	"github.com/tern5g/tern/upf/upfu"
+)
+
+func newPipeline(t *testing.T, netInst ...string) *upfu.Pipeline {
+	t.Helper()
+	p, err := upfu.New(upfu.Config{N3Addr: netip.MustParseAddr("127.0.0.1"), NetworkInstances: netInst}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func listenUDP(t *testing.T, addr string) *net.UDPConn {
+	t.Helper()
+	c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func readUDP(t *testing.T, c *net.UDPConn) ([]byte, netip.AddrPort) {
+	t.Helper()
+	buf := make([]byte, 65536)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, from, err := c.ReadFromUDPAddrPort(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf[:n], from
+}
+
+// N3 alone needs no privileges: Echo over a real socket, batched.
+func TestN3Echo(t *testing.T) {
+	p := newPipeline(t)
+	d, err := portable.Open(portable.Config{N3: "127.0.0.1:0"}, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d.Start(ctx)
+	defer d.Close()
+	gnb := listenUDP(t, "127.0.0.1:0")
+	to := net.UDPAddrFromAddrPort(d.N3Addr())
+	for seq := range uint16(3) {
+		if _, err := gnb.WriteToUDP(gtpu.AppendEchoRequest(nil, seq), to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for seq := range uint16(3) {
+		b, from := readUDP(t, gnb)
+		var h gtpu.Header
+		if err := gtpu.Parse(b, &h); err != nil || h.Type != gtpu.TypeEchoResponse || h.Seq != seq {
+			t.Fatalf("reply %x: %+v %v", b, h, err)
+		}
+		if from != d.N3Addr() {
+			t.Errorf("reply from %v", from)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for st := d.Stats(); st.N3Rx != 3 || st.N3Tx != 3; st = d.Stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v", st)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func ipv4UDP(src, dst netip.AddrPort, payload []byte) []byte {
+	b := make([]byte, 28+len(payload))
+	b[0] = 0x45
+	binary.BigEndian.PutUint16(b[2:4], uint16(len(b)))
+	b[8] = 64
+	b[9] = 17
+	s, d := src.Addr().As4(), dst.Addr().As4()
+	copy(b[12:16], s[:])
+	copy(b[16:20], d[:])
+	var sum uint32
+	for i := 0; i < 20; i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(b[i:]))
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	binary.BigEndian.PutUint16(b[10:12], ^uint16(sum))
+	binary.BigEndian.PutUint16(b[20:22], src.Port())
+	binary.BigEndian.PutUint16(b[22:24], dst.Port())
+	binary.BigEndian.PutUint16(b[24:26], uint16(8+len(payload))) // checksum 0: none (IPv4)
+	copy(b[28:], payload)
+	return b
+}
+
+// Both directions through a real TUN and a real N3 socket: a gNB socket
+// sends an uplink G-PDU whose inner UDP datagram reaches a local "DN"
+// socket via the TUN; the DN socket's answer comes back through the TUN
+// and arrives at the gNB as a DL G-PDU with a PDU Session Container.
+func TestTUNBothWays(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: TUN")
+	}
+	tun := fmt.Sprintf("terntst%d", os.Getpid()%100000)
+	pool := netip.MustParsePrefix("10.211.0.0/24")
+	dnAddr := netip.MustParseAddr("10.212.0.1")
+	ue := netip.MustParseAddrPort("10.211.0.5:40000")
+	p := newPipeline(t, "internet")
+	d, err := portable.Open(portable.Config{N3: "127.0.0.1:0", N6: []portable.N6{{TUN: tun, Pool: pool, MTU: 1400}}}, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	p.SetSink(d)
+	link, err := netlink.LinkByName(tun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if link.Attrs().MTU != 1400 {
+		t.Errorf("MTU %d", link.Attrs().MTU)
+	}
+	// The test's DN endpoint: an address on the TUN itself.
+	if err := netlink.AddrAdd(link, &netlink.Addr{IPNet: &net.IPNet{IP: dnAddr.AsSlice(), Mask: net.CIDRMask(32, 32)}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d.Start(ctx)
+
+	gnb := listenUDP(t, "127.0.0.1:0")
+	dn := listenUDP(t, netip.AddrPortFrom(dnAddr, 0).String())
+	dnAP := dn.LocalAddr().(*net.UDPAddr).AddrPort()
+
+	ulc, _ := classify.NewLinear([]classify.Rule{{ID: 0, Has: classify.FieldSourceInterface | classify.FieldTEID, TEID: 0x10}})
+	dlc, _ := classify.NewLinear([]classify.Rule{{ID: 1, Has: classify.FieldSourceInterface, SourceInterface: 1,
+		UEIP: classify.PrefixFromNetip(netip.PrefixFrom(ue.Addr(), 32))}})
+	gnbAP := gnb.LocalAddr().(*net.UDPAddr).AddrPort()
+	p.Install(&rules.Session{SEID: 1, UEIPv4: ue.Addr(), TEIDs: []uint32{0x10}, Uplink: ulc, Downlink: dlc,
+		PDRs: []*rules.PDR{
+			{ID: 1, Source: rules.InterfaceAccess, RemoveOuterHeader: true,
+				FAR: &rules.FAR{ID: 1, Action: rules.ActionForward, Dest: rules.InterfaceCore, NetworkInstance: "internet"}},
+			{ID: 2, Source: rules.InterfaceCore,
+				FAR: &rules.FAR{ID: 2, Action: rules.ActionForward, Dest: rules.InterfaceAccess,
+					Encap: &rules.Encap{TEID: 0x20, Peer: gnbAP, QFI: 1}}},
+		}})
+
+	ul := gtpu.AppendGPDU(nil, 0x10, 1, false, ipv4UDP(ue, dnAP, []byte("uplink hello")))
+	if _, err := gnb.WriteToUDPAddrPort(ul, d.N3Addr()); err != nil {
+		t.Fatal(err)
+	}
+	got, from := readUDP(t, dn)
+	if string(got) != "uplink hello" || from != ue {
+		t.Fatalf("DN got %q from %v; driver %+v pipeline %+v", got, from, d.Stats(), p.Stats())
+	}
+	if _, err := dn.WriteToUDPAddrPort([]byte("downlink hello"), ue); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := readUDP(t, gnb)
+	var h gtpu.Header
+	if err := gtpu.Parse(b, &h); err != nil {
+		t.Fatal(err)
+	}
+	if h.TEID != 0x20 || h.QFI != 1 || h.PDUType != gtpu.PDUTypeDL {
+		t.Errorf("DL header %+v", h)
+	}
+	inner := h.Payload(b)
+	if len(inner) < 28 || !bytes.Equal(inner[28:], []byte("downlink hello")) {
+		t.Errorf("DL inner %x", inner)
+	}
+	// The counters are updated after the send returns.
+	deadline := time.Now().Add(5 * time.Second)
+	for st := d.Stats(); st.N6Rx < 1 || st.N6Tx != 1 || st.N3Tx < 1; st = d.Stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("driver stats %+v", st)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

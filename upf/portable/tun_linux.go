@@ -1,0 +1,61 @@
+//go:build linux
+
+package portable
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// openTUN creates (or attaches to) the IPv4 TUN device name without packet
+// information headers, non-blocking so reads go through the runtime poller.
+func openTUN(name string) (*os.File, error) {
+	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open /dev/net/tun: %w", err)
+	}
+	ifr, err := unix.NewIfreq(name)
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("TUN name %q: %w", name, err)
+	}
+	ifr.SetUint16(unix.IFF_TUN | unix.IFF_NO_PI)
+	if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("TUNSETIFF %s: %w", name, err)
+	}
+	return os.NewFile(uintptr(fd), "/dev/net/tun:"+name), nil
+}
+
+// setupLink sets the MTU, brings the device up and routes the UE pool into
+// it, so the kernel hands downlink packets for UEs to the UPF.
+func setupLink(name string, mtu int, pool netip.Prefix) error {
+	link, err := netlink.LinkByName(name)
+	if err != nil {
+		return fmt.Errorf("link %s: %w", name, err)
+	}
+	if mtu > 0 {
+		if err := netlink.LinkSetMTU(link, mtu); err != nil {
+			return fmt.Errorf("link %s: MTU %d: %w", name, mtu, err)
+		}
+	}
+	// The N6 device carries IPv4 only; IPv6 would only bring router
+	// solicitations the pipeline drops. Best effort: IPv6 may be off.
+	_ = os.WriteFile("/proc/sys/net/ipv6/conf/"+name+"/disable_ipv6", []byte("1"), 0o644)
+	if err := netlink.LinkSetUp(link); err != nil {
+		return fmt.Errorf("link %s up: %w", name, err)
+	}
+	if pool.IsValid() {
+		dst := &net.IPNet{IP: pool.Masked().Addr().AsSlice(), Mask: net.CIDRMask(pool.Bits(), pool.Addr().BitLen())}
+		r := &netlink.Route{LinkIndex: link.Attrs().Index, Dst: dst, Scope: netlink.SCOPE_LINK}
+		if err := netlink.RouteReplace(r); err != nil {
+			return fmt.Errorf("route %s dev %s: %w", pool, name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,165 @@
+// Package rules is the compiled, immutable form of a PFCP session that the
+// user-plane pipeline (upf/upfu) executes.
+//
+// UPF-C compiles PFCP rules (TS 29.244 §5.2) into a Session and publishes it
+// through DataPath.Install; UPF-U reads it without locks. A Session and
+// everything reachable from it is never modified after Install, except the
+// deliberately shared, concurrency-safe state objects (TokenBucket,
+// Counters, Buffer) that UPF-C carries over from one snapshot of a session
+// to the next, so that rates, usage and buffered packets survive a
+// modification.
+package rules
+
+import (
+	"net/netip"
+
+	"github.com/tern5g/tern/classify"
+)
+
+// Interface is a PFCP Source/Destination Interface value (TS 29.244 §8.2.2,
+// §8.2.24).
+type Interface uint8
+
+// Interface values.
+const (
+	InterfaceAccess     Interface = 0 // N3 (from/to the RAN)
+	InterfaceCore       Interface = 1 // N6 (from/to the data network), or N9
+	InterfaceSGiLAN     Interface = 2
+	InterfaceCPFunction Interface = 3
+)
+
+// Action is a FAR's Apply Action (TS 29.244 §8.2.26). The bit values are
+// those of pfcp.ApplyAction, so UPF-C converts with a plain conversion;
+// the package keeps its own type so the data path does not depend on the
+// PFCP codec.
+type Action uint16
+
+// Apply Action bits.
+const (
+	ActionDrop      Action = 1 << 0 // DROP
+	ActionForward   Action = 1 << 1 // FORW
+	ActionBuffer    Action = 1 << 2 // BUFF
+	ActionNotifyCP  Action = 1 << 3 // NOCP: report the first buffered DL packet
+	ActionDuplicate Action = 1 << 4 // DUPL (not executed by UPF-U yet)
+)
+
+// Session is one PFCP session as UPF-U executes it.
+type Session struct {
+	SEID   uint64 // UP F-SEID (the key of Install/Remove)
+	CPSEID uint64 // CP F-SEID, for reports
+
+	// UEIPv4 is the UE address that downlink packets from N6 are matched
+	// on (zero Addr: the session receives no downlink by address).
+	UEIPv4 netip.Addr
+	// TEIDs are the session's local uplink F-TEIDs: the N3 (or N9) TEIDs
+	// that uplink G-PDUs carry.
+	TEIDs []uint32
+
+	// PDRs sorted by precedence (lowest value first).
+	PDRs []*PDR
+	// Uplink holds the PDRs with Source Interface access, Downlink those
+	// with Source Interface core. A classifier rule's ID is the index of
+	// its PDR in PDRs. The pipeline fills these header fields: SrcIP,
+	// DstIP, ports, Proto, ToS, UEIP (inner source for uplink, destination
+	// for downlink), TEID and QFI (uplink), SourceInterface. It leaves
+	// NetworkInstance and AppID zero, so rules must not match on them.
+	// A nil classifier matches nothing.
+	Uplink, Downlink classify.Classifier
+
+	// Buffer holds the session's buffered downlink packets. Optional: when
+	// nil the data path creates one per SEID with its configured limits and
+	// keeps it across Installs of the same SEID until Remove.
+	Buffer *Buffer
+}
+
+// PDR is a Packet Detection Rule with its associated action rules resolved
+// (TS 29.244 §5.2.1).
+type PDR struct {
+	ID         uint16
+	Precedence uint32
+	Source     Interface
+	// RemoveOuterHeader: Outer Header Removal GTP-U/UDP/IPv4 (§8.2.64).
+	RemoveOuterHeader bool
+	FAR               *FAR // never nil
+	QERs              []*QER
+	URRs              []*URR
+}
+
+// FAR is a Forwarding Action Rule (TS 29.244 §5.2.3).
+type FAR struct {
+	ID     uint32
+	Action Action
+	Dest   Interface
+	// NetworkInstance selects the N6 device (the DNN) for packets that
+	// leave towards the core without Encap.
+	NetworkInstance string
+	// Encap is the Outer Header Creation (GTP-U/UDP/IPv4); nil = none.
+	Encap *Encap
+	BARID uint8
+}
+
+// Encap is an Outer Header Creation for GTP-U/UDP/IPv4 (§8.2.56).
+type Encap struct {
+	TEID uint32
+	Peer netip.AddrPort // IPv4, port 2152
+	// QFI to put in the PDU Session Container when no QER of the PDR
+	// carries one (TS 38.415 §5.5.2.1).
+	QFI uint8
+}
+
+// QER is a QoS Enforcement Rule (TS 29.244 §5.2.2): gate and maximum bit
+// rate per direction.
+type QER struct {
+	ID             uint32
+	QFI            uint8 // 0 = none; marks DL G-PDUs
+	ULOpen, DLOpen bool
+	// MBR token buckets, shared across snapshots; nil = no limit.
+	MBRUL, MBRDL *TokenBucket
+}
+
+// URR is a Usage Reporting Rule (TS 29.244 §5.2.2): volume measurement
+// with an optional threshold.
+type URR struct {
+	ID       uint32
+	Counters *Counters // shared across snapshots; never nil
+	// Threshold: a Usage Report is raised once when a counted volume
+	// crosses it (volume threshold, §5.2.2.3.1). Zero fields are absent.
+	Threshold Volume
+}
+
+// Volume is a byte volume per direction (TS 29.244 §8.2.13).
+type Volume struct {
+	Total, UL, DL uint64
+}
+
+// Direction of a packet.
+type Direction uint8
+
+// Directions.
+const (
+	Uplink Direction = iota
+	Downlink
+)
+
+// ReportKind says what a Report is about.
+type ReportKind uint8
+
+// Report kinds (TS 29.244 §8.2.21 Report Type).
+const (
+	ReportDownlinkData ReportKind = iota + 1 // DLDR: first packet buffered with NOCP
+	ReportUsage                              // USAR: URR threshold reached
+)
+
+// Report is what UPF-U tells UPF-C, which turns it into a PFCP Session
+// Report Request (TS 29.244 §7.5.8).
+type Report struct {
+	Kind  ReportKind
+	PDRID uint16 // DLDR: the PDR that buffered; USAR: the PDR that counted
+	QFI   uint8  // DLDR: QFI of the buffered packet, 0 if unknown
+	URRID uint32 // USAR
+	// Volume is the URR's measured volume when the report was raised
+	// (USAR only).
+	Volume Volume
+	// Packets per direction (USAR only).
+	ULPackets, DLPackets uint64
+}

@@ -1,0 +1,250 @@
+// Package upf assembles a User Plane Function: UPF-C (package upf/upfc:
+// PFCP sessions compiled into rules), UPF-U (package upf/upfu: the packet
+// pipeline) and a data-path driver (package upf/portable: UDP for N3, TUN
+// for N6). An SMF reaches it through Handler (the direct N4 binding, in
+// one process) or over PFCP/UDP when PFCPAddr is set.
+package upf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync"
+
+	"github.com/tern5g/tern/pfcp"
+	"github.com/tern5g/tern/upf/portable"
+	"github.com/tern5g/tern/upf/upfc"
+	"github.com/tern5g/tern/upf/upfu"
+)
+
+// Config configures a UPF.
+type Config struct {
+	// NodeID is the PFCP Node ID: an IPv4 address or an FQDN (default: the
+	// N3 address).
+	NodeID string `yaml:"nodeID"`
+	// N3Addr is the GTP-U address, "10.100.3.2:2152" (default
+	// "127.0.0.1:2152"). Its IP is the F-TEID address the UPF allocates.
+	N3Addr string `yaml:"n3Addr"`
+	// N6 lists one TUN device per DNN (network instance).
+	N6 []N6Config `yaml:"n6"`
+	// PFCPAddr is the PFCP UDP endpoint, "10.100.4.2:8805"; empty = no UDP
+	// endpoint (direct binding only).
+	PFCPAddr string `yaml:"pfcpAddr"`
+	// Workers is the number of N3 reader goroutines (default 1).
+	Workers int `yaml:"workers"`
+	// BufferPackets bounds each session's downlink buffer (default 1024).
+	BufferPackets int `yaml:"bufferPackets"`
+	// BufferBytes bounds each session's downlink buffer (default 2 MiB).
+	BufferBytes int `yaml:"bufferBytes"`
+}
+
+// N6Config is one N6 device.
+type N6Config struct {
+	DNN  string `yaml:"dnn"`  // network instance name in FARs
+	TUN  string `yaml:"tun"`  // device name (default "tern-" + DNN)
+	Pool string `yaml:"pool"` // UE pool routed into the device, "10.60.0.0/16"
+	MTU  int    `yaml:"mtu"`  // default 1400 (leaves room for GTP-U on a 1500-byte N3)
+}
+
+// DefaultConfig is the topology every part of tern uses by default.
+func DefaultConfig() Config {
+	return Config{
+		N3Addr: "127.0.0.1:2152",
+		N6: []N6Config{
+			{DNN: "internet", TUN: "tern-internet", Pool: "10.60.0.0/16"},
+			{DNN: "ims", TUN: "tern-ims", Pool: "10.61.0.0/16"},
+		},
+		Workers: 1,
+	}
+}
+
+// UPF is one user plane function.
+type UPF struct {
+	cfg    Config
+	log    *slog.Logger
+	nodeID pfcp.NodeID
+	n3     netip.AddrPort
+	n6     []portable.N6
+	upfc   *upfc.UPFC
+	pipe   *upfu.Pipeline
+
+	mu      sync.Mutex
+	started bool
+	drv     *portable.Driver
+	ep      *pfcp.Endpoint
+	cancel  context.CancelFunc
+	runDone chan struct{}
+}
+
+// New validates cfg and builds UPF-C and the pipeline. It opens nothing:
+// Start does. Handler works before Start (sessions are installed into the
+// pipeline; packets flow once Start has opened N3 and N6).
+func New(cfg Config, logger *slog.Logger) (*UPF, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.N3Addr == "" {
+		cfg.N3Addr = "127.0.0.1:2152"
+	}
+	n3, err := netip.ParseAddrPort(cfg.N3Addr)
+	if err != nil || !n3.Addr().Is4() {
+		return nil, fmt.Errorf("upf: n3Addr %q: want IPv4:port", cfg.N3Addr)
+	}
+	nodeID := pfcp.NodeID{IP: n3.Addr()}
+	if cfg.NodeID != "" {
+		if ip, err := netip.ParseAddr(cfg.NodeID); err == nil {
+			nodeID = pfcp.NodeID{IP: ip}
+		} else {
+			nodeID = pfcp.NodeID{FQDN: cfg.NodeID}
+		}
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 1
+	}
+	u := &UPF{cfg: cfg, log: logger, nodeID: nodeID, n3: n3}
+	var names []string
+	seen := map[string]bool{}
+	for i, c := range cfg.N6 {
+		field := fmt.Sprintf("upf: n6[%d]", i)
+		if c.DNN == "" {
+			return nil, fmt.Errorf("%s.dnn: empty", field)
+		}
+		if seen[c.DNN] {
+			return nil, fmt.Errorf("%s.dnn: %q listed twice", field, c.DNN)
+		}
+		seen[c.DNN] = true
+		if c.TUN == "" {
+			c.TUN = "tern-" + c.DNN
+		}
+		if len(c.TUN) > 15 {
+			return nil, fmt.Errorf("%s.tun: %q longer than 15 bytes", field, c.TUN)
+		}
+		var pool netip.Prefix
+		if c.Pool != "" {
+			if pool, err = netip.ParsePrefix(c.Pool); err != nil || !pool.Addr().Is4() {
+				return nil, fmt.Errorf("%s.pool: %q: want an IPv4 prefix", field, c.Pool)
+			}
+		}
+		if c.MTU == 0 {
+			c.MTU = 1400
+		}
+		if c.MTU < 576 || c.MTU > 65535 {
+			return nil, fmt.Errorf("%s.mtu: %d out of range", field, c.MTU)
+		}
+		names = append(names, c.DNN)
+		u.n6 = append(u.n6, portable.N6{TUN: c.TUN, Pool: pool, MTU: c.MTU})
+	}
+	u.pipe, err = upfu.New(upfu.Config{
+		N3Addr: n3.Addr(), NetworkInstances: names,
+		BufferPackets: cfg.BufferPackets, BufferBytes: cfg.BufferBytes,
+	}, logger.With("part", "upf-u"))
+	if err != nil {
+		return nil, fmt.Errorf("upf: %w", err)
+	}
+	u.upfc = upfc.New(upfc.Config{NodeID: nodeID, N3Addr: n3.Addr(), NetworkInstances: names}, u.pipe, logger.With("part", "upf-c"))
+	u.pipe.SetReporter(u.upfc)
+	return u, nil
+}
+
+// Handler is the N4 handler (UPF-C) for the direct binding.
+func (u *UPF) Handler() pfcp.UPHandler { return u.upfc }
+
+// NodeID is the PFCP Node ID.
+func (u *UPF) NodeID() pfcp.NodeID { return u.nodeID }
+
+// Start opens N3 and the N6 devices (TUN: needs CAP_NET_ADMIN), starts the
+// packet workers and, if configured, the PFCP endpoint. It runs until ctx
+// ends or Close.
+func (u *UPF) Start(ctx context.Context) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.started {
+		return errors.New("upf: already started")
+	}
+	drv, err := portable.Open(portable.Config{N3: u.n3.String(), N6: u.n6, Readers: u.cfg.Workers}, u.pipe, u.log.With("part", "driver"))
+	if err != nil {
+		return fmt.Errorf("upf: %w", err)
+	}
+	if u.cfg.PFCPAddr != "" {
+		u.ep, err = pfcp.Listen(pfcp.EndpointConfig{Addr: u.cfg.PFCPAddr, NodeID: u.nodeID, UP: u.upfc, Logger: u.log.With("part", "n4")})
+		if err != nil {
+			drv.Close()
+			return fmt.Errorf("upf: PFCP endpoint: %w", err)
+		}
+	}
+	u.drv = drv
+	u.pipe.SetSink(drv)
+	ctx, u.cancel = context.WithCancel(ctx)
+	u.runDone = make(chan struct{})
+	go func() {
+		defer close(u.runDone)
+		u.pipe.Run(ctx)
+	}()
+	drv.Start(ctx)
+	u.started = true
+	u.log.Info("upf started", "n3", drv.N3Addr(), "n6", len(u.n6), "pfcp", u.cfg.PFCPAddr)
+	return nil
+}
+
+// N3Addr is the bound N3 address (valid after Start).
+func (u *UPF) N3Addr() netip.AddrPort {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.drv == nil {
+		return u.n3
+	}
+	return u.drv.N3Addr()
+}
+
+// PFCPAddr is the bound PFCP endpoint address (invalid without one).
+func (u *UPF) PFCPAddr() netip.AddrPort {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.ep == nil {
+		return netip.AddrPort{}
+	}
+	return u.ep.Addr()
+}
+
+// Close stops everything Start started.
+func (u *UPF) Close() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !u.started {
+		return nil
+	}
+	u.started = false
+	var err error
+	if u.ep != nil {
+		err = u.ep.Close()
+		u.ep = nil
+	}
+	u.cancel()
+	<-u.runDone
+	err = errors.Join(err, u.drv.Close())
+	return err
+}
+
+// Stats are the UPF's counters.
+type Stats struct {
+	// Pipeline: forwarded packets/bytes per direction, drops by reason,
+	// buffered packets, sessions in the data path.
+	Pipeline upfu.Stats
+	// Driver: socket and device I/O.
+	Driver portable.Stats
+	// Control: what UPF-C holds (sessions, rules, reports).
+	Control upfc.Stats
+}
+
+// Stats returns the counters.
+func (u *UPF) Stats() Stats {
+	st := Stats{Pipeline: u.pipe.Stats(), Control: u.upfc.Stats()}
+	u.mu.Lock()
+	if u.drv != nil {
+		st.Driver = u.drv.Stats()
+	}
+	u.mu.Unlock()
+	return st
+}

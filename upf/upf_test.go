@@ -1,0 +1,298 @@
+package upf_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/tern5g/tern/gtpu"
+	"github.com/tern5g/tern/pfcp"
+	"github.com/tern5g/tern/upf"
+)
+
+// cp is a fake SMF: it records Session Report Requests.
+type cp struct {
+	mu      sync.Mutex
+	reports []*pfcp.SessionReportRequest
+	got     chan struct{}
+}
+
+func (c *cp) HandleSessionReport(_ context.Context, _ uint64, req *pfcp.SessionReportRequest) *pfcp.SessionReportResponse {
+	c.mu.Lock()
+	c.reports = append(c.reports, req)
+	c.mu.Unlock()
+	c.got <- struct{}{}
+	return &pfcp.SessionReportResponse{Cause: pfcp.CauseRequestAccepted}
+}
+
+// gnbAddr is a loopback address of its own for this test process, so a
+// socket can own port 2152 there (F-TEIDs carry no port).
+func gnbAddr() netip.Addr {
+	pid := os.Getpid()
+	return netip.AddrFrom4([4]byte{127, 77, byte(pid >> 8), byte(pid)})
+}
+
+func listen(t *testing.T, ap netip.AddrPort) *net.UDPConn {
+	t.Helper()
+	c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(ap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func read(t *testing.T, c *net.UDPConn) []byte {
+	t.Helper()
+	buf := make([]byte, 65536)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, _, err := c.ReadFromUDPAddrPort(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf[:n]
+}
+
+func ipv4UDP(src, dst netip.AddrPort, payload []byte) []byte {
+	b := make([]byte, 28+len(payload))
+	b[0] = 0x45
+	binary.BigEndian.PutUint16(b[2:4], uint16(len(b)))
+	b[8] = 64
+	b[9] = 17
+	s, d := src.Addr().As4(), dst.Addr().As4()
+	copy(b[12:16], s[:])
+	copy(b[16:20], d[:])
+	var sum uint32
+	for i := 0; i < 20; i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(b[i:]))
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	binary.BigEndian.PutUint16(b[10:12], ^uint16(sum))
+	binary.BigEndian.PutUint16(b[20:22], src.Port())
+	binary.BigEndian.PutUint16(b[22:24], dst.Port())
+	binary.BigEndian.PutUint16(b[24:26], uint16(8+len(payload)))
+	copy(b[28:], payload)
+	return b
+}
+
+func start(t *testing.T, cfg upf.Config) (*upf.UPF, pfcp.UserPlane, *cp) {
+	t.Helper()
+	u, err := upf.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { u.Close() })
+	c := &cp{got: make(chan struct{}, 16)}
+	up := pfcp.Direct(u.Handler(), c)
+	smfID := pfcp.NodeID{IP: netip.MustParseAddr("127.0.0.1")}
+	resp, err := up.SetupAssociation(context.Background(), &pfcp.AssociationSetupRequest{NodeID: smfID, RecoveryTime: time.Now()})
+	if err != nil || resp.Cause != pfcp.CauseRequestAccepted {
+		t.Fatalf("association: %+v %v", resp, err)
+	}
+	return u, up, c
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestConfigValidation(t *testing.T) {
+	for _, cfg := range []upf.Config{
+		{N3Addr: "nope"},
+		{N6: []upf.N6Config{{DNN: ""}}},
+		{N6: []upf.N6Config{{DNN: "a"}, {DNN: "a"}}},
+		{N6: []upf.N6Config{{DNN: "a", Pool: "10.0.0.0"}}},
+		{N6: []upf.N6Config{{DNN: "a", TUN: "a-very-long-device-name"}}},
+	} {
+		if _, err := upf.New(cfg, nil); err == nil {
+			t.Errorf("%+v accepted", cfg)
+		}
+	}
+	if _, err := upf.New(upf.DefaultConfig(), nil); err != nil {
+		t.Errorf("default config: %v", err)
+	}
+}
+
+// Without root: PFCP (direct and UDP) programs the data path; an uplink
+// G-PDU is re-encapsulated towards a next-hop GTP-U peer (N9-style); after
+// deletion the same TEID draws an Error Indication.
+func TestPFCPProgramsDataPath(t *testing.T) {
+	peerAP := netip.AddrPortFrom(gnbAddr(), gtpu.Port)
+	peer := listen(t, peerAP)
+	u, up, _ := start(t, upf.Config{N3Addr: "127.0.0.1:0", PFCPAddr: "127.0.0.1:0"})
+	ctx := context.Background()
+
+	// PFCP over UDP answers too.
+	smf, err := pfcp.Listen(pfcp.EndpointConfig{Addr: "127.0.0.1:0", NodeID: pfcp.NodeID{IP: netip.MustParseAddr("127.0.0.1")}, CP: &cp{got: make(chan struct{}, 1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer smf.Close()
+	if err := smf.UserPlane(u.PFCPAddr()).Heartbeat(ctx); err != nil {
+		t.Fatalf("heartbeat over UDP: %v", err)
+	}
+
+	est, err := up.EstablishSession(ctx, &pfcp.SessionEstablishmentRequest{
+		NodeID:  pfcp.NodeID{IP: netip.MustParseAddr("127.0.0.1")},
+		CPFSEID: pfcp.FSEID{SEID: 1, IPv4: netip.MustParseAddr("127.0.0.1")},
+		CreatePDRs: []pfcp.CreatePDR{{ID: 1, Precedence: 255, FARID: 1,
+			PDI:                pfcp.PDI{SourceInterface: pfcp.InterfaceAccess, FTEID: &pfcp.FTEID{Choose: true}},
+			OuterHeaderRemoval: ptr(pfcp.OuterHeaderRemovalGTPUUDPIPv4)}},
+		CreateFARs: []pfcp.CreateFAR{{ID: 1, ApplyAction: pfcp.ActionForward, Forwarding: &pfcp.ForwardingParameters{
+			Destination:         pfcp.InterfaceCore,
+			OuterHeaderCreation: &pfcp.OuterHeaderCreation{Description: pfcp.OuterHeaderCreationGTPUUDPIPv4, TEID: 0x77, IPv4: gnbAddr()}}}},
+	})
+	if err != nil || est.Cause != pfcp.CauseRequestAccepted || len(est.CreatedPDRs) != 1 || est.CreatedPDRs[0].LocalFTEID == nil {
+		t.Fatalf("establishment: %+v %v", est, err)
+	}
+	teid := est.CreatedPDRs[0].LocalFTEID.TEID
+	inner := ipv4UDP(netip.MustParseAddrPort("10.60.0.9:1000"), netip.MustParseAddrPort("10.100.6.2:53"), []byte("hello n9"))
+	to := net.UDPAddrFromAddrPort(u.N3Addr())
+	if _, err := peer.WriteToUDP(gtpu.AppendGPDU(nil, teid, 1, false, inner), to); err != nil {
+		t.Fatal(err)
+	}
+	b := read(t, peer)
+	var h gtpu.Header
+	if err := gtpu.Parse(b, &h); err != nil || h.TEID != 0x77 || string(h.Payload(b)) != string(inner) {
+		t.Fatalf("forwarded %+v %v; stats %+v", h, err, u.Stats())
+	}
+
+	if del, err := up.DeleteSession(ctx, est.UPFSEID.SEID); err != nil || del.Cause != pfcp.CauseRequestAccepted {
+		t.Fatalf("deletion: %+v %v", del, err)
+	}
+	if _, err := peer.WriteToUDP(gtpu.AppendGPDU(nil, teid, 1, false, inner), to); err != nil {
+		t.Fatal(err)
+	}
+	ei, err := gtpu.ParseErrorIndication(read(t, peer))
+	if err != nil || ei.TEID != teid {
+		t.Fatalf("error indication %+v %v", ei, err)
+	}
+	st := u.Stats()
+	if st.Pipeline.ULPackets != 1 || st.Pipeline.Drops["unknown-teid"] != 1 || st.Control.Sessions != 0 || st.Pipeline.Sessions != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// With root: a PDU session over a real TUN, both directions, then paging:
+// the SMF switches the DL FAR to buffer+notify, the UPF reports downlink
+// data, and switching back to forward drains the buffer in order.
+func TestPDUSessionOverTUN(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: TUN")
+	}
+	tun := fmt.Sprintf("ternupf%d", os.Getpid()%100000)
+	ue := netip.MustParseAddrPort("10.213.0.5:40000")
+	dnIP := netip.MustParseAddr("10.214.0.1")
+	gnbAP := netip.AddrPortFrom(gnbAddr(), gtpu.Port)
+	gnb := listen(t, gnbAP)
+	u, up, c := start(t, upf.Config{N3Addr: "127.0.0.1:0", N6: []upf.N6Config{{DNN: "internet", TUN: tun, Pool: "10.213.0.0/24"}}})
+	link, err := netlink.LinkByName(tun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := netlink.AddrAdd(link, &netlink.Addr{IPNet: &net.IPNet{IP: dnIP.AsSlice(), Mask: net.CIDRMask(32, 32)}}); err != nil {
+		t.Fatal(err)
+	}
+	dn := listen(t, netip.AddrPortFrom(dnIP, 0))
+	dnAP := dn.LocalAddr().(*net.UDPAddr).AddrPort()
+	ctx := context.Background()
+
+	est, err := up.EstablishSession(ctx, &pfcp.SessionEstablishmentRequest{
+		NodeID:  pfcp.NodeID{IP: netip.MustParseAddr("127.0.0.1")},
+		CPFSEID: pfcp.FSEID{SEID: 1, IPv4: netip.MustParseAddr("127.0.0.1")},
+		CreatePDRs: []pfcp.CreatePDR{
+			{ID: 1, Precedence: 255, FARID: 1, OuterHeaderRemoval: ptr(pfcp.OuterHeaderRemovalGTPUUDPIPv4),
+				PDI: pfcp.PDI{SourceInterface: pfcp.InterfaceAccess, FTEID: &pfcp.FTEID{Choose: true}, NetworkInstance: "internet",
+					UEIP: &pfcp.UEIPAddress{IPv4: ue.Addr()}}},
+			{ID: 2, Precedence: 255, FARID: 2,
+				PDI: pfcp.PDI{SourceInterface: pfcp.InterfaceCore, NetworkInstance: "internet",
+					UEIP: &pfcp.UEIPAddress{IPv4: ue.Addr(), Destination: true}}},
+		},
+		CreateFARs: []pfcp.CreateFAR{
+			{ID: 1, ApplyAction: pfcp.ActionForward, Forwarding: &pfcp.ForwardingParameters{Destination: pfcp.InterfaceCore, NetworkInstance: "internet"}},
+			{ID: 2, ApplyAction: pfcp.ActionForward, Forwarding: &pfcp.ForwardingParameters{Destination: pfcp.InterfaceAccess,
+				OuterHeaderCreation: &pfcp.OuterHeaderCreation{Description: pfcp.OuterHeaderCreationGTPUUDPIPv4, TEID: 0x88, IPv4: gnbAddr()}}},
+		},
+	})
+	if err != nil || est.Cause != pfcp.CauseRequestAccepted {
+		t.Fatalf("establishment: %+v %v", est, err)
+	}
+	teid := est.CreatedPDRs[0].LocalFTEID.TEID
+	n3 := net.UDPAddrFromAddrPort(u.N3Addr())
+	if _, err := gnb.WriteToUDP(gtpu.AppendGPDU(nil, teid, 1, false, ipv4UDP(ue, dnAP, []byte("up"))), n3); err != nil {
+		t.Fatal(err)
+	}
+	dn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 2048)
+	n, from, err := dn.ReadFromUDPAddrPort(buf)
+	if err != nil || string(buf[:n]) != "up" || from != ue {
+		t.Fatalf("DN read %q from %v: %v; stats %+v", buf[:n], from, err, u.Stats())
+	}
+	downlink := func(msg string) {
+		t.Helper()
+		if _, err := dn.WriteToUDPAddrPort([]byte(msg), ue); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect := func(msg string) {
+		t.Helper()
+		b := read(t, gnb)
+		var h gtpu.Header
+		if err := gtpu.Parse(b, &h); err != nil || h.TEID != 0x88 || h.PDUType != gtpu.PDUTypeDL {
+			t.Fatalf("DL %+v %v", h, err)
+		}
+		if p := h.Payload(b); len(p) < 28 || string(p[28:]) != msg {
+			t.Fatalf("DL payload %q, want %q", p, msg)
+		}
+	}
+	downlink("down")
+	expect("down")
+
+	// Paging: buffer with notification.
+	buff := pfcp.ActionBuffer | pfcp.ActionNotifyCP
+	mod, err := up.ModifySession(ctx, est.UPFSEID.SEID, &pfcp.SessionModificationRequest{UpdateFARs: []pfcp.UpdateFAR{{ID: 2, ApplyAction: &buff}}})
+	if err != nil || mod.Cause != pfcp.CauseRequestAccepted {
+		t.Fatalf("modification: %+v %v", mod, err)
+	}
+	for i := range 3 {
+		downlink(fmt.Sprintf("buffered %d", i))
+	}
+	select {
+	case <-c.got:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no downlink data report; stats %+v", u.Stats())
+	}
+	c.mu.Lock()
+	r := c.reports[0]
+	c.mu.Unlock()
+	if r.DownlinkDataReport == nil || len(r.DownlinkDataReport.PDRIDs) != 1 || r.DownlinkDataReport.PDRIDs[0] != 2 {
+		t.Errorf("report %+v", r)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for u.Stats().Pipeline.Buffered != 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("buffered %+v", u.Stats().Pipeline)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	fwd := pfcp.ActionForward
+	if mod, err := up.ModifySession(ctx, est.UPFSEID.SEID, &pfcp.SessionModificationRequest{UpdateFARs: []pfcp.UpdateFAR{{ID: 2, ApplyAction: &fwd}}}); err != nil || mod.Cause != pfcp.CauseRequestAccepted {
+		t.Fatalf("modification: %+v %v", mod, err)
+	}
+	for i := range 3 {
+		expect(fmt.Sprintf("buffered %d", i))
+	}
+	downlink("after")
+	expect("after")
+}

@@ -1,0 +1,366 @@
+package upfc
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/tern5g/tern/pfcp"
+	"github.com/tern5g/tern/upf/rules"
+)
+
+// session is UPF-C's view of one PFCP session. A session value is never
+// changed once committed: a modification works on a clone and swaps it in
+// (so a failed modification leaves the committed one untouched). The
+// state objects (token buckets, counters) are shared by pointer between
+// the clone and the original, and so between successive snapshots.
+type session struct {
+	seid, cpSEID uint64
+	cpFSEID      pfcp.FSEID
+	assoc        string // association key (CP Node ID)
+
+	pdrs map[uint16]*pdrState
+	fars map[uint32]*farState
+	qers map[uint32]*qerState
+	urrs map[uint32]*urrState
+	bar  *pfcp.CreateBAR
+
+	snapshot *rules.Session // what the data path executes
+}
+
+type pdrState struct {
+	spec    pfcp.CreatePDR     // PDI.FTEID as the CP sent it
+	teid    uint32             // local F-TEID resolved (allocated for CHOOSE); 0 = none
+	filters []*FlowDescription // PDI.SDFFilters parsed
+}
+
+type farState struct {
+	spec pfcp.CreateFAR
+}
+
+type qerState struct {
+	spec         pfcp.CreateQER
+	mbrUL, mbrDL *rules.TokenBucket
+}
+
+type urrState struct {
+	spec     pfcp.CreateURR
+	counters *rules.Counters
+	track    *urrTrack
+}
+
+// urrTrack is a URR's reporting state, shared across snapshots. Guarded
+// by UPFC.mu.
+type urrTrack struct {
+	seqn  uint32    // UR-SEQN of the next report (§8.2.77)
+	start time.Time // start of the current measurement
+}
+
+func (s *session) clone() *session {
+	n := *s
+	n.pdrs = maps.Clone(s.pdrs)
+	n.fars = maps.Clone(s.fars)
+	n.qers = maps.Clone(s.qers)
+	n.urrs = maps.Clone(s.urrs)
+	n.snapshot = nil
+	return &n
+}
+
+// teidSet is the set of local TEIDs the session's PDRs use.
+func (s *session) teidSet() map[uint32]struct{} {
+	set := make(map[uint32]struct{}, len(s.pdrs))
+	for _, p := range s.pdrs {
+		if p.teid != 0 {
+			set[p.teid] = struct{}{}
+		}
+	}
+	return set
+}
+
+// reject is a validation failure turned into a response cause.
+type reject struct {
+	cause       pfcp.Cause
+	offendingIE uint16
+	failed      *pfcp.RuleID
+	detail      string
+}
+
+func (r *reject) Error() string {
+	s := r.cause.String()
+	if r.failed != nil {
+		s += fmt.Sprintf(" (rule type %d id %d)", r.failed.Type, r.failed.ID)
+	}
+	if r.offendingIE != 0 {
+		s += fmt.Sprintf(" (IE %d)", r.offendingIE)
+	}
+	return s + ": " + r.detail
+}
+
+func missingIE(cause pfcp.Cause, ie uint16, format string, args ...any) *reject {
+	return &reject{cause: cause, offendingIE: ie, detail: fmt.Sprintf(format, args...)}
+}
+
+func ruleFailure(typ uint8, id uint32, format string, args ...any) *reject {
+	return &reject{cause: pfcp.CauseRuleCreationModificationFailure, failed: &pfcp.RuleID{Type: typ, ID: id},
+		detail: fmt.Sprintf(format, args...)}
+}
+
+// HandleSessionEstablishment implements pfcp.UPHandler (TS 29.244 §6.3.2,
+// §7.5.2, §7.5.3).
+func (c *UPFC) HandleSessionEstablishment(_ context.Context, req *pfcp.SessionEstablishmentRequest) *pfcp.SessionEstablishmentResponse {
+	resp := &pfcp.SessionEstablishmentResponse{NodeID: c.cfg.NodeID}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, created, rej := c.establish(req)
+	if rej != nil {
+		c.log.Info("PFCP session establishment rejected", "err", rej)
+		resp.Cause, resp.OffendingIE, resp.FailedRuleID = rej.cause, rej.offendingIE, rej.failed
+		return resp
+	}
+	resp.Cause = pfcp.CauseRequestAccepted
+	resp.UPFSEID = &pfcp.FSEID{SEID: s.seid, IPv4: c.cfg.N4Addr}
+	resp.CreatedPDRs = created
+	c.log.Debug("PFCP session established", "seid", s.seid, "cp_seid", s.cpSEID, "pdrs", len(s.pdrs))
+	return resp
+}
+
+func (c *UPFC) establish(req *pfcp.SessionEstablishmentRequest) (*session, []pfcp.CreatedPDR, *reject) {
+	if req == nil {
+		return nil, nil, missingIE(pfcp.CauseMandatoryIEMissing, pfcp.IENodeID, "no request")
+	}
+	// §7.5.2: Node ID, CP F-SEID, Create PDR and Create FAR are mandatory.
+	if !req.NodeID.IP.IsValid() && req.NodeID.FQDN == "" {
+		return nil, nil, missingIE(pfcp.CauseMandatoryIEMissing, pfcp.IENodeID, "Node ID missing")
+	}
+	key := req.NodeID.String()
+	if c.assocs[key] == nil {
+		// §6.3.2.2 (and §6.2.6.1): session messages need an association.
+		return nil, nil, &reject{cause: pfcp.CauseNoEstablishedPFCPAssociation, detail: "no association with " + key}
+	}
+	if req.CPFSEID.SEID == 0 && !req.CPFSEID.IPv4.IsValid() {
+		return nil, nil, missingIE(pfcp.CauseMandatoryIEMissing, pfcp.IEFSEID, "CP F-SEID missing")
+	}
+	if len(req.CreatePDRs) == 0 {
+		return nil, nil, missingIE(pfcp.CauseMandatoryIEMissing, pfcp.IECreatePDR, "no Create PDR")
+	}
+	if len(req.CreateFARs) == 0 {
+		return nil, nil, missingIE(pfcp.CauseMandatoryIEMissing, pfcp.IECreateFAR, "no Create FAR")
+	}
+	seid, ok := c.allocSEID()
+	if !ok {
+		return nil, nil, &reject{cause: pfcp.CauseNoResourcesAvailable, detail: "no free SEID"}
+	}
+	s := &session{
+		seid: seid, cpSEID: req.CPFSEID.SEID, cpFSEID: req.CPFSEID, assoc: key,
+		pdrs: make(map[uint16]*pdrState, len(req.CreatePDRs)),
+		fars: make(map[uint32]*farState, len(req.CreateFARs)),
+		qers: make(map[uint32]*qerState, len(req.CreateQERs)),
+		urrs: make(map[uint32]*urrState, len(req.CreateURRs)),
+	}
+	tx := c.newTxn(s)
+	if rej := tx.createAll(req.CreateFARs, req.CreateQERs, req.CreateURRs, req.CreateBAR, req.CreatePDRs); rej != nil {
+		return nil, nil, rej
+	}
+	if rej := tx.finish(); rej != nil {
+		return nil, nil, rej
+	}
+	c.commit(nil, s)
+	return s, tx.created, nil
+}
+
+// HandleSessionModification implements pfcp.UPHandler (TS 29.244 §6.3.3,
+// §7.5.4, §7.5.5). The request is applied to a copy of the session, which
+// replaces the session only if every change is valid.
+func (c *UPFC) HandleSessionModification(_ context.Context, seid uint64, req *pfcp.SessionModificationRequest) *pfcp.SessionModificationResponse {
+	resp := &pfcp.SessionModificationResponse{}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	created, reports, rej := c.modify(seid, req)
+	if rej != nil {
+		c.log.Info("PFCP session modification rejected", "seid", seid, "err", rej)
+		resp.Cause, resp.OffendingIE, resp.FailedRuleID = rej.cause, rej.offendingIE, rej.failed
+		return resp
+	}
+	resp.Cause = pfcp.CauseRequestAccepted
+	resp.CreatedPDRs, resp.UsageReports = created, reports
+	return resp
+}
+
+func (c *UPFC) modify(seid uint64, req *pfcp.SessionModificationRequest) ([]pfcp.CreatedPDR, []pfcp.UsageReport, *reject) {
+	old := c.sessions[seid]
+	if old == nil {
+		return nil, nil, &reject{cause: pfcp.CauseSessionContextNotFound, detail: fmt.Sprintf("SEID %#x", seid)}
+	}
+	if c.assocs[old.assoc] == nil {
+		return nil, nil, &reject{cause: pfcp.CauseNoEstablishedPFCPAssociation, detail: "association gone"}
+	}
+	if req == nil {
+		req = &pfcp.SessionModificationRequest{}
+	}
+	s := old.clone()
+	if req.CPFSEID != nil {
+		// §7.5.4: present when the CP function changes its F-SEID.
+		s.cpFSEID, s.cpSEID = *req.CPFSEID, req.CPFSEID.SEID
+	}
+	tx := c.newTxn(s)
+	// Removals first so that a message may remove and re-create an ID.
+	var removedURRs []*urrState
+	for _, id := range req.RemovePDRs {
+		if s.pdrs[id] == nil {
+			return nil, nil, ruleFailure(pfcp.RuleTypePDR, uint32(id), "remove unknown PDR")
+		}
+		delete(s.pdrs, id)
+	}
+	for _, id := range req.RemoveFARs {
+		if s.fars[id] == nil {
+			return nil, nil, ruleFailure(pfcp.RuleTypeFAR, id, "remove unknown FAR")
+		}
+		delete(s.fars, id)
+	}
+	for _, id := range req.RemoveQERs {
+		if s.qers[id] == nil {
+			return nil, nil, ruleFailure(pfcp.RuleTypeQER, id, "remove unknown QER")
+		}
+		delete(s.qers, id)
+	}
+	for _, id := range req.RemoveURRs {
+		u := s.urrs[id]
+		if u == nil {
+			return nil, nil, ruleFailure(pfcp.RuleTypeURR, id, "remove unknown URR")
+		}
+		removedURRs = append(removedURRs, u)
+		delete(s.urrs, id)
+	}
+	if req.RemoveBAR != nil {
+		if s.bar == nil || s.bar.ID != *req.RemoveBAR {
+			return nil, nil, ruleFailure(pfcp.RuleTypeBAR, uint32(*req.RemoveBAR), "remove unknown BAR")
+		}
+		s.bar = nil
+	}
+	if rej := tx.createAll(req.CreateFARs, req.CreateQERs, req.CreateURRs, req.CreateBAR, req.CreatePDRs); rej != nil {
+		return nil, nil, rej
+	}
+	for i := range req.UpdateFARs {
+		if rej := tx.updateFAR(&req.UpdateFARs[i]); rej != nil {
+			return nil, nil, rej
+		}
+	}
+	for i := range req.UpdateQERs {
+		if rej := tx.updateQER(&req.UpdateQERs[i]); rej != nil {
+			return nil, nil, rej
+		}
+	}
+	for i := range req.UpdateURRs {
+		if rej := tx.updateURR(&req.UpdateURRs[i]); rej != nil {
+			return nil, nil, rej
+		}
+	}
+	if req.UpdateBAR != nil {
+		if s.bar == nil || s.bar.ID != req.UpdateBAR.ID {
+			return nil, nil, ruleFailure(pfcp.RuleTypeBAR, uint32(req.UpdateBAR.ID), "update unknown BAR")
+		}
+		if req.UpdateBAR.SuggestedBufferingPackets != nil {
+			b := *s.bar
+			b.SuggestedBufferingPackets = *req.UpdateBAR.SuggestedBufferingPackets
+			s.bar = &b
+		}
+	}
+	for i := range req.UpdatePDRs {
+		if rej := tx.updatePDR(&req.UpdatePDRs[i]); rej != nil {
+			return nil, nil, rej
+		}
+	}
+	var queried []*urrState
+	for _, id := range req.QueryURRs {
+		u := s.urrs[id]
+		if u == nil {
+			return nil, nil, ruleFailure(pfcp.RuleTypeURR, id, "query unknown URR")
+		}
+		queried = append(queried, u)
+	}
+	if rej := tx.finish(); rej != nil {
+		return nil, nil, rej
+	}
+	// Everything is valid: from here on the change takes effect.
+	now := time.Now()
+	var reports []pfcp.UsageReport
+	for _, u := range removedURRs {
+		// §7.5.5.2: a Usage Report for each removed URR, with its final count.
+		reports = append(reports, u.report(u.counters.Load(), pfcp.UsageTriggerTermination, now))
+	}
+	for _, u := range queried {
+		// §6.3.3.2 Query URR: an immediate report; the measurement restarts.
+		reports = append(reports, u.report(u.counters.Reset(), pfcp.UsageTriggerImmediate, now))
+	}
+	c.commit(old, s)
+	return tx.created, reports, nil
+}
+
+// HandleSessionDeletion implements pfcp.UPHandler (TS 29.244 §6.3.4,
+// §7.5.7): the final usage of every URR is reported.
+func (c *UPFC) HandleSessionDeletion(_ context.Context, seid uint64) *pfcp.SessionDeletionResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.sessions[seid]
+	if s == nil {
+		return &pfcp.SessionDeletionResponse{Cause: pfcp.CauseSessionContextNotFound}
+	}
+	resp := &pfcp.SessionDeletionResponse{Cause: pfcp.CauseRequestAccepted}
+	now := time.Now()
+	for _, id := range sortedKeys(s.urrs) {
+		u := s.urrs[id]
+		resp.UsageReports = append(resp.UsageReports, u.report(u.counters.Load(), pfcp.UsageTriggerTermination, now))
+	}
+	c.dropSession(seid, s)
+	c.log.Debug("PFCP session deleted", "seid", seid)
+	return resp
+}
+
+// report builds a Usage Report and starts the next measurement period.
+// UPFC.mu held.
+func (u *urrState) report(use rules.Usage, trigger uint32, now time.Time) pfcp.UsageReport {
+	r := pfcp.UsageReport{
+		URRID: u.spec.ID, URSEQN: u.track.seqn, Trigger: trigger,
+		Volume: pfcp.Volume{Total: use.Volume.Total, UL: use.Volume.UL, DL: use.Volume.DL,
+			HasTotal: true, HasUL: true, HasDL: true},
+		Start: u.track.start, End: now,
+	}
+	u.track.seqn++
+	u.track.start = now
+	return r
+}
+
+// allocSEID returns a local SEID not in use. SEIDs count up from 1 and
+// wrap, so a released SEID is not reused soon. c.mu held.
+func (c *UPFC) allocSEID() (uint64, bool) {
+	for range len(c.sessions) + 2 {
+		seid := c.nextSEID
+		c.nextSEID++
+		if seid == 0 {
+			continue
+		}
+		if c.sessions[seid] == nil {
+			return seid, true
+		}
+	}
+	return 0, false
+}
+
+// commit makes s the session's state: TEIDs change owner, the snapshot
+// goes to the data path. old is the state it replaces (nil: new). c.mu held.
+func (c *UPFC) commit(old, s *session) {
+	next := s.teidSet()
+	if old != nil {
+		for teid := range old.teidSet() {
+			if _, keep := next[teid]; !keep && c.teids[teid] == s.seid {
+				delete(c.teids, teid)
+			}
+		}
+	}
+	for teid := range next {
+		c.teids[teid] = s.seid
+	}
+	c.sessions[s.seid] = s
+	c.dp.Install(s.snapshot)
+}

@@ -1,0 +1,602 @@
+package upfc
+
+import (
+	"slices"
+	"time"
+
+	"github.com/tern5g/tern/pfcp"
+	"github.com/tern5g/tern/upf/rules"
+)
+
+// IE types used as Offending IE that package pfcp has no constant for
+// (TS 29.244 §8.1.2 Table 8.1.2-1).
+const (
+	ieSDFFilter           uint16 = 23
+	ieVolumeThreshold     uint16 = 31
+	ieOuterHeaderCreation uint16 = 84
+	ieUEIPAddress         uint16 = 93
+	ieOuterHeaderRemoval  uint16 = 95
+	ieQFI                 uint16 = 124
+)
+
+// gtpuPort is the GTP-U UDP port (TS 29.281 §4.4.2.3).
+const gtpuPort = 2152
+
+// txn applies one establishment or modification to a working session. It
+// touches nothing outside the session except for reading the UPF-wide TEID
+// table: TEIDs it allocates stay pending until commit.
+type txn struct {
+	c         *UPFC
+	s         *session
+	now       time.Time
+	pending   map[uint32]struct{} // TEIDs allocated by this message
+	chooseIDs map[uint8]uint32    // CHOOSE ID -> TEID, within this message (§5.5.3)
+	created   []pfcp.CreatedPDR
+}
+
+func (c *UPFC) newTxn(s *session) *txn {
+	return &txn{c: c, s: s, now: time.Now()}
+}
+
+func (tx *txn) createAll(fars []pfcp.CreateFAR, qers []pfcp.CreateQER, urrs []pfcp.CreateURR, bar *pfcp.CreateBAR, pdrs []pfcp.CreatePDR) *reject {
+	for i := range fars {
+		if rej := tx.createFAR(&fars[i]); rej != nil {
+			return rej
+		}
+	}
+	for i := range qers {
+		if rej := tx.createQER(&qers[i]); rej != nil {
+			return rej
+		}
+	}
+	for i := range urrs {
+		if rej := tx.createURR(&urrs[i]); rej != nil {
+			return rej
+		}
+	}
+	if bar != nil {
+		// A session has at most one BAR (§7.5.2.6).
+		if tx.s.bar != nil {
+			return ruleFailure(pfcp.RuleTypeBAR, uint32(bar.ID), "session already has BAR %d", tx.s.bar.ID)
+		}
+		b := *bar
+		tx.s.bar = &b
+	}
+	for i := range pdrs {
+		if rej := tx.createPDR(&pdrs[i]); rej != nil {
+			return rej
+		}
+	}
+	return nil
+}
+
+// --- PDR (§7.5.2.2, §7.5.4.2) ---
+
+func (tx *txn) createPDR(p *pfcp.CreatePDR) *reject {
+	if tx.s.pdrs[p.ID] != nil {
+		return ruleFailure(pfcp.RuleTypePDR, uint32(p.ID), "duplicate PDR ID")
+	}
+	// The FAR ID is conditional on Activate Predefined Rules, which tern
+	// does not support, so it is always needed.
+	if p.FARID == 0 {
+		return missingIE(pfcp.CauseConditionalIEMissing, pfcp.IEFARID, "PDR %d has no FAR ID", p.ID)
+	}
+	st := &pdrState{spec: clonePDR(p)}
+	if rej := tx.setPDI(st, &st.spec.PDI, 0); rej != nil {
+		return rej
+	}
+	if rej := checkOuterHeaderRemoval(p.ID, p.OuterHeaderRemoval); rej != nil {
+		return rej
+	}
+	tx.s.pdrs[p.ID] = st
+	return nil
+}
+
+func (tx *txn) updatePDR(u *pfcp.UpdatePDR) *reject {
+	old := tx.s.pdrs[u.ID]
+	if old == nil {
+		return ruleFailure(pfcp.RuleTypePDR, uint32(u.ID), "update unknown PDR")
+	}
+	st := &pdrState{spec: old.spec, teid: old.teid, filters: old.filters}
+	if u.Precedence != nil {
+		st.spec.Precedence = *u.Precedence
+	}
+	if u.PDI != nil {
+		st.spec.PDI = clonePDI(u.PDI)
+		if rej := tx.setPDI(st, &st.spec.PDI, old.teid); rej != nil {
+			return rej
+		}
+	}
+	if u.OuterHeaderRemoval != nil {
+		if rej := checkOuterHeaderRemoval(u.ID, u.OuterHeaderRemoval); rej != nil {
+			return rej
+		}
+		v := *u.OuterHeaderRemoval
+		st.spec.OuterHeaderRemoval = &v
+	}
+	if u.FARID != nil {
+		if *u.FARID == 0 {
+			return missingIE(pfcp.CauseMandatoryIEIncorrect, pfcp.IEFARID, "PDR %d: FAR ID 0", u.ID)
+		}
+		st.spec.FARID = *u.FARID
+	}
+	// A QER/URR ID list replaces the PDR's list (nil: unchanged).
+	if u.QERIDs != nil {
+		st.spec.QERIDs = slices.Clone(u.QERIDs)
+	}
+	if u.URRIDs != nil {
+		st.spec.URRIDs = slices.Clone(u.URRIDs)
+	}
+	tx.s.pdrs[u.ID] = st
+	return nil
+}
+
+// setPDI validates a PDI, parses its SDF filters and resolves its local
+// F-TEID into st. prevTEID is the PDR's TEID before an update (0: none).
+func (tx *txn) setPDI(st *pdrState, pdi *pfcp.PDI, prevTEID uint32) *reject {
+	id := st.spec.ID
+	if pdi.SourceInterface > pfcp.InterfaceCPFunction {
+		return missingIE(pfcp.CauseMandatoryIEIncorrect, pfcp.IESourceInterface, "PDR %d: source interface %d", id, pdi.SourceInterface)
+	}
+	for _, q := range pdi.QFIs {
+		if q > 63 {
+			return missingIE(pfcp.CauseMandatoryIEIncorrect, ieQFI, "PDR %d: QFI %d", id, q)
+		}
+	}
+	if pdi.UEIP != nil && !pdi.UEIP.IPv4.Is4() {
+		return missingIE(pfcp.CauseMandatoryIEIncorrect, ieUEIPAddress, "PDR %d: UE IP address %v", id, pdi.UEIP.IPv4)
+	}
+	st.filters = make([]*FlowDescription, 0, len(pdi.SDFFilters))
+	for _, f := range pdi.SDFFilters {
+		fd, err := ParseFlowDescription(f.FlowDescription)
+		if err != nil {
+			rej := ruleFailure(pfcp.RuleTypePDR, uint32(id), "SDF filter: %v", err)
+			rej.offendingIE = ieSDFFilter
+			return rej
+		}
+		st.filters = append(st.filters, fd)
+	}
+	teid, rej := tx.localTEID(id, pdi.FTEID, prevTEID)
+	if rej != nil {
+		return rej
+	}
+	st.teid = teid
+	return nil
+}
+
+// localTEID resolves a PDI's Local F-TEID (§5.5.3). With CHOOSE the UPF
+// allocates a TEID on its N3 address, the same one for PDRs of this message
+// with the same CHOOSE ID; an update that asks to CHOOSE again keeps the
+// PDR's TEID, since the modification response has no Updated PDR IE in our
+// codec to announce a new one. A TEID set by the CP must not belong to
+// another session.
+func (tx *txn) localTEID(pdrID uint16, f *pfcp.FTEID, prevTEID uint32) (uint32, *reject) {
+	if f == nil {
+		return 0, nil
+	}
+	c := tx.c
+	if !f.Choose {
+		if f.TEID == 0 || !f.IPv4.Is4() {
+			return 0, missingIE(pfcp.CauseMandatoryIEIncorrect, pfcp.IEFTEID, "PDR %d: F-TEID %#x %v", pdrID, f.TEID, f.IPv4)
+		}
+		if c.cfg.N3Addr.IsValid() && f.IPv4 != c.cfg.N3Addr {
+			return 0, ruleFailure(pfcp.RuleTypePDR, uint32(pdrID), "F-TEID address %v is not N3 %v", f.IPv4, c.cfg.N3Addr)
+		}
+		if owner, used := c.teids[f.TEID]; used && owner != tx.s.seid {
+			return 0, ruleFailure(pfcp.RuleTypePDR, uint32(pdrID), "TEID %#x belongs to another session", f.TEID)
+		}
+		if _, mine := tx.pending[f.TEID]; mine {
+			return 0, ruleFailure(pfcp.RuleTypePDR, uint32(pdrID), "TEID %#x was just allocated by CHOOSE", f.TEID)
+		}
+		return f.TEID, nil
+	}
+	if !c.cfg.N3Addr.Is4() {
+		return 0, missingIE(pfcp.CauseInvalidFTEIDAllocationOption, pfcp.IEFTEID, "PDR %d: CHOOSE without an N3 address", pdrID)
+	}
+	if f.ChooseID != 0 {
+		if teid, ok := tx.chooseIDs[f.ChooseID]; ok {
+			tx.announce(pdrID, teid)
+			return teid, nil
+		}
+	}
+	teid := prevTEID
+	if teid == 0 {
+		var ok bool
+		if teid, ok = tx.allocTEID(); !ok {
+			return 0, &reject{cause: pfcp.CauseNoResourcesAvailable, detail: "no free TEID"}
+		}
+	}
+	if f.ChooseID != 0 {
+		if tx.chooseIDs == nil {
+			tx.chooseIDs = make(map[uint8]uint32)
+		}
+		tx.chooseIDs[f.ChooseID] = teid
+	}
+	tx.announce(pdrID, teid)
+	return teid, nil
+}
+
+// announce adds a Created PDR with the UPF-allocated F-TEID (§7.5.3.2).
+func (tx *txn) announce(pdrID uint16, teid uint32) {
+	tx.created = slices.DeleteFunc(tx.created, func(p pfcp.CreatedPDR) bool { return p.ID == pdrID })
+	tx.created = append(tx.created, pfcp.CreatedPDR{ID: pdrID, LocalFTEID: &pfcp.FTEID{TEID: teid, IPv4: tx.c.cfg.N3Addr}})
+}
+
+// allocTEID finds a TEID free UPF-wide. TEIDs count up and wrap (skipping
+// 0, which GTP-U reserves for signalling), so a freed TEID is not reused
+// soon and stale G-PDUs for it do not reach a new session.
+func (tx *txn) allocTEID() (uint32, bool) {
+	c := tx.c
+	for range len(c.teids) + len(tx.pending) + 2 {
+		teid := c.nextTEID
+		c.nextTEID++
+		if teid == 0 {
+			continue
+		}
+		if _, used := c.teids[teid]; used {
+			continue
+		}
+		if _, used := tx.pending[teid]; used {
+			continue
+		}
+		if tx.pending == nil {
+			tx.pending = make(map[uint32]struct{})
+		}
+		tx.pending[teid] = struct{}{}
+		return teid, true
+	}
+	return 0, false
+}
+
+func checkOuterHeaderRemoval(pdrID uint16, ohr *uint8) *reject {
+	if ohr == nil {
+		return nil
+	}
+	switch *ohr {
+	case pfcp.OuterHeaderRemovalGTPUUDPIPv4, pfcp.OuterHeaderRemovalGTPUUDPIP:
+		return nil
+	}
+	return ruleFailure(pfcp.RuleTypePDR, uint32(pdrID), "outer header removal %d not supported", *ohr)
+}
+
+// --- FAR (§7.5.2.3, §7.5.4.3) ---
+
+func (tx *txn) createFAR(f *pfcp.CreateFAR) *reject {
+	if f.ID == 0 {
+		return missingIE(pfcp.CauseMandatoryIEIncorrect, pfcp.IEFARID, "FAR ID 0")
+	}
+	if tx.s.fars[f.ID] != nil {
+		return ruleFailure(pfcp.RuleTypeFAR, f.ID, "duplicate FAR ID")
+	}
+	spec := cloneFAR(f)
+	if rej := tx.checkFAR(&spec, pfcp.IEForwardingParameters); rej != nil {
+		return rej
+	}
+	tx.s.fars[f.ID] = &farState{spec: spec}
+	return nil
+}
+
+func (tx *txn) updateFAR(u *pfcp.UpdateFAR) *reject {
+	old := tx.s.fars[u.ID]
+	if old == nil {
+		return ruleFailure(pfcp.RuleTypeFAR, u.ID, "update unknown FAR")
+	}
+	spec := old.spec
+	if u.ApplyAction != nil {
+		spec.ApplyAction = *u.ApplyAction
+	}
+	if u.Forwarding != nil {
+		// Update Forwarding Parameters (§7.5.4.3-2) carry only what
+		// changes; our codec always has a Destination Interface.
+		fw := pfcp.ForwardingParameters{Destination: u.Forwarding.Destination}
+		if spec.Forwarding != nil {
+			fw = *spec.Forwarding
+			fw.Destination = u.Forwarding.Destination
+		}
+		if u.Forwarding.NetworkInstance != "" {
+			fw.NetworkInstance = u.Forwarding.NetworkInstance
+		}
+		if u.Forwarding.OuterHeaderCreation != nil {
+			ohc := *u.Forwarding.OuterHeaderCreation
+			fw.OuterHeaderCreation = &ohc
+		}
+		spec.Forwarding = &fw
+	}
+	if u.BARID != nil {
+		v := *u.BARID
+		spec.BARID = &v
+	}
+	if rej := tx.checkFAR(&spec, pfcp.IEUpdateFAR); rej != nil {
+		return rej
+	}
+	tx.s.fars[u.ID] = &farState{spec: spec}
+	return nil
+}
+
+// validActions are the Apply Action flags tern executes.
+const validActions = pfcp.ActionDrop | pfcp.ActionForward | pfcp.ActionBuffer | pfcp.ActionNotifyCP | pfcp.ActionDuplicate
+
+// checkFAR validates a FAR as it will be after the change. fwIE is the
+// Offending IE for missing forwarding parameters.
+func (tx *txn) checkFAR(f *pfcp.CreateFAR, fwIE uint16) *reject {
+	a := f.ApplyAction
+	// §8.2.26: exactly one of DROP, FORW, BUFF; NOCP only with BUFF.
+	n := 0
+	for _, bit := range []pfcp.ApplyAction{pfcp.ActionDrop, pfcp.ActionForward, pfcp.ActionBuffer} {
+		if a&bit != 0 {
+			n++
+		}
+	}
+	if n != 1 || a&^validActions != 0 || (a&pfcp.ActionNotifyCP != 0 && a&pfcp.ActionBuffer == 0) {
+		return missingIE(pfcp.CauseMandatoryIEIncorrect, pfcp.IEApplyAction, "FAR %d: apply action %#x", f.ID, a)
+	}
+	if a&pfcp.ActionDuplicate != 0 {
+		// Duplicating Parameters are not in tern's codec and UPF-U does not
+		// duplicate: refuse rather than silently not do it.
+		return ruleFailure(pfcp.RuleTypeFAR, f.ID, "duplication not supported")
+	}
+	if a&pfcp.ActionForward != 0 && f.Forwarding == nil {
+		return missingIE(pfcp.CauseConditionalIEMissing, fwIE, "FAR %d forwards without forwarding parameters", f.ID)
+	}
+	if fw := f.Forwarding; fw != nil {
+		if fw.Destination > pfcp.InterfaceCPFunction {
+			return missingIE(pfcp.CauseMandatoryIEIncorrect, pfcp.IEDestinationInterface, "FAR %d: destination %d", f.ID, fw.Destination)
+		}
+		if ohc := fw.OuterHeaderCreation; ohc != nil {
+			if ohc.Description != pfcp.OuterHeaderCreationGTPUUDPIPv4 {
+				return ruleFailure(pfcp.RuleTypeFAR, f.ID, "outer header creation %#x not supported", ohc.Description)
+			}
+			if !ohc.IPv4.Is4() || ohc.IPv4.IsUnspecified() {
+				return missingIE(pfcp.CauseMandatoryIEIncorrect, ieOuterHeaderCreation, "FAR %d: outer header address %v", f.ID, ohc.IPv4)
+			}
+		} else if fw.Destination == pfcp.InterfaceCore && fw.NetworkInstance != "" &&
+			len(tx.c.cfg.NetworkInstances) > 0 && !slices.Contains(tx.c.cfg.NetworkInstances, fw.NetworkInstance) {
+			return ruleFailure(pfcp.RuleTypeFAR, f.ID, "no N6 for network instance %q", fw.NetworkInstance)
+		}
+	}
+	return nil
+}
+
+// --- QER (§7.5.2.5, §7.5.4.5) ---
+
+func (tx *txn) createQER(q *pfcp.CreateQER) *reject {
+	if q.ID == 0 {
+		return missingIE(pfcp.CauseMandatoryIEIncorrect, pfcp.IEQERID, "QER ID 0")
+	}
+	if tx.s.qers[q.ID] != nil {
+		return ruleFailure(pfcp.RuleTypeQER, q.ID, "duplicate QER ID")
+	}
+	if q.QFI > 63 {
+		return missingIE(pfcp.CauseMandatoryIEIncorrect, ieQFI, "QER %d: QFI %d", q.ID, q.QFI)
+	}
+	st := &qerState{spec: cloneQER(q)}
+	st.mbrUL, st.mbrDL = tx.buckets(st.spec.MBR, nil, nil)
+	tx.s.qers[q.ID] = st
+	return nil
+}
+
+func (tx *txn) updateQER(u *pfcp.UpdateQER) *reject {
+	old := tx.s.qers[u.ID]
+	if old == nil {
+		return ruleFailure(pfcp.RuleTypeQER, u.ID, "update unknown QER")
+	}
+	st := &qerState{spec: old.spec, mbrUL: old.mbrUL, mbrDL: old.mbrDL}
+	if u.Gate != nil {
+		st.spec.Gate = *u.Gate
+	}
+	if u.QFI != nil {
+		if *u.QFI > 63 {
+			return missingIE(pfcp.CauseMandatoryIEIncorrect, ieQFI, "QER %d: QFI %d", u.ID, *u.QFI)
+		}
+		st.spec.QFI = *u.QFI
+	}
+	if u.GBR != nil {
+		g := *u.GBR
+		st.spec.GBR = &g
+	}
+	if u.MBR != nil {
+		m := *u.MBR
+		st.spec.MBR = &m
+		st.mbrUL, st.mbrDL = tx.buckets(&m, old.mbrUL, old.mbrDL)
+	}
+	tx.s.qers[u.ID] = st
+	return nil
+}
+
+// buckets returns the MBR token buckets, reusing the old ones whose rate
+// is unchanged so that their state carries over. A rate of 0 kbit/s means
+// no limit (the gate, not the MBR, closes a flow).
+func (tx *txn) buckets(mbr *pfcp.BitRate, oldUL, oldDL *rules.TokenBucket) (ul, dl *rules.TokenBucket) {
+	if mbr == nil {
+		return nil, nil
+	}
+	return bucket(mbr.UL, oldUL), bucket(mbr.DL, oldDL)
+}
+
+func bucket(kbps uint64, old *rules.TokenBucket) *rules.TokenBucket {
+	if kbps == 0 {
+		return nil
+	}
+	rate := kbps * 1000 / 8 // kbit/s on the wire (§8.2.8) -> bytes/s
+	if old != nil && old.Rate() == rate {
+		return old
+	}
+	// Burst: 100 ms at the rate, at least a few full-size packets, so that
+	// a low MBR still passes whole packets.
+	return rules.NewTokenBucket(rate, max(rate/10, 3*1500))
+}
+
+// --- URR (§7.5.2.4, §7.5.4.4) ---
+
+func (tx *txn) createURR(u *pfcp.CreateURR) *reject {
+	if u.ID == 0 {
+		return missingIE(pfcp.CauseMandatoryIEIncorrect, pfcp.IEURRID, "URR ID 0")
+	}
+	if tx.s.urrs[u.ID] != nil {
+		return ruleFailure(pfcp.RuleTypeURR, u.ID, "duplicate URR ID")
+	}
+	spec := cloneURR(u)
+	if rej := checkURR(&spec); rej != nil {
+		return rej
+	}
+	tx.s.urrs[u.ID] = &urrState{spec: spec, counters: &rules.Counters{}, track: &urrTrack{start: tx.now}}
+	return nil
+}
+
+func (tx *txn) updateURR(u *pfcp.UpdateURR) *reject {
+	old := tx.s.urrs[u.ID]
+	if old == nil {
+		return ruleFailure(pfcp.RuleTypeURR, u.ID, "update unknown URR")
+	}
+	spec := old.spec
+	if u.Method != nil {
+		spec.Method = *u.Method
+	}
+	if u.Triggers != nil {
+		spec.Triggers = *u.Triggers
+	}
+	if u.VolumeThreshold != nil {
+		v := *u.VolumeThreshold
+		spec.VolumeThreshold = &v
+	}
+	if u.VolumeQuota != nil {
+		v := *u.VolumeQuota
+		spec.VolumeQuota = &v
+	}
+	if u.MeasurementPeriod != nil {
+		spec.MeasurementPeriod = *u.MeasurementPeriod
+	}
+	if rej := checkURR(&spec); rej != nil {
+		return rej
+	}
+	tx.s.urrs[u.ID] = &urrState{spec: spec, counters: old.counters, track: old.track}
+	return nil
+}
+
+func checkURR(u *pfcp.CreateURR) *reject {
+	if u.Method == 0 || u.Method&^(pfcp.MethodDuration|pfcp.MethodVolume|pfcp.MethodEvent) != 0 {
+		return missingIE(pfcp.CauseMandatoryIEIncorrect, pfcp.IEMeasurementMethod, "URR %d: measurement method %#x", u.ID, u.Method)
+	}
+	if u.Triggers&pfcp.TriggerVolumeThreshold != 0 && u.VolumeThreshold == nil {
+		// §7.5.2.4: Volume Threshold is present when VOLTH is set.
+		return missingIE(pfcp.CauseConditionalIEMissing, ieVolumeThreshold, "URR %d: VOLTH without volume threshold", u.ID)
+	}
+	return nil
+}
+
+// --- references and compilation ---
+
+// finish checks that every rule reference resolves in the session as it
+// will be, then compiles it.
+func (tx *txn) finish() *reject {
+	s := tx.s
+	for _, id := range sortedKeys(s.pdrs) {
+		p := &s.pdrs[id].spec
+		if s.fars[p.FARID] == nil {
+			return ruleFailure(pfcp.RuleTypePDR, uint32(id), "unknown FAR %d", p.FARID)
+		}
+		for _, q := range p.QERIDs {
+			if s.qers[q] == nil {
+				return ruleFailure(pfcp.RuleTypePDR, uint32(id), "unknown QER %d", q)
+			}
+		}
+		for _, u := range p.URRIDs {
+			if s.urrs[u] == nil {
+				return ruleFailure(pfcp.RuleTypePDR, uint32(id), "unknown URR %d", u)
+			}
+		}
+	}
+	for _, id := range sortedKeys(s.fars) {
+		f := &s.fars[id].spec
+		if f.BARID != nil && (s.bar == nil || s.bar.ID != *f.BARID) {
+			return ruleFailure(pfcp.RuleTypeFAR, id, "unknown BAR %d", *f.BARID)
+		}
+	}
+	snap, rej := tx.c.compile(s)
+	if rej != nil {
+		return rej
+	}
+	s.snapshot = snap
+	return nil
+}
+
+// --- copies: the session never aliases the caller's slices ---
+
+func clonePDI(p *pfcp.PDI) pfcp.PDI {
+	n := *p
+	if p.FTEID != nil {
+		f := *p.FTEID
+		n.FTEID = &f
+	}
+	if p.UEIP != nil {
+		u := *p.UEIP
+		n.UEIP = &u
+	}
+	n.SDFFilters = slices.Clone(p.SDFFilters)
+	n.QFIs = slices.Clone(p.QFIs)
+	return n
+}
+
+func clonePDR(p *pfcp.CreatePDR) pfcp.CreatePDR {
+	n := *p
+	n.PDI = clonePDI(&p.PDI)
+	if p.OuterHeaderRemoval != nil {
+		v := *p.OuterHeaderRemoval
+		n.OuterHeaderRemoval = &v
+	}
+	n.QERIDs = slices.Clone(p.QERIDs)
+	n.URRIDs = slices.Clone(p.URRIDs)
+	return n
+}
+
+func cloneFAR(f *pfcp.CreateFAR) pfcp.CreateFAR {
+	n := *f
+	if f.Forwarding != nil {
+		fw := *f.Forwarding
+		if fw.OuterHeaderCreation != nil {
+			o := *fw.OuterHeaderCreation
+			fw.OuterHeaderCreation = &o
+		}
+		n.Forwarding = &fw
+	}
+	if f.BARID != nil {
+		v := *f.BARID
+		n.BARID = &v
+	}
+	return n
+}
+
+func cloneQER(q *pfcp.CreateQER) pfcp.CreateQER {
+	n := *q
+	if q.MBR != nil {
+		m := *q.MBR
+		n.MBR = &m
+	}
+	if q.GBR != nil {
+		g := *q.GBR
+		n.GBR = &g
+	}
+	return n
+}
+
+func cloneURR(u *pfcp.CreateURR) pfcp.CreateURR {
+	n := *u
+	if u.VolumeThreshold != nil {
+		v := *u.VolumeThreshold
+		n.VolumeThreshold = &v
+	}
+	if u.VolumeQuota != nil {
+		v := *u.VolumeQuota
+		n.VolumeQuota = &v
+	}
+	return n
+}
+
+func sortedKeys[K uint8 | uint16 | uint32 | uint64, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,220 @@
+// Package upfc is the UPF's control part (UPF-C): it terminates the PFCP
+// procedures of TS 29.244 towards the SMF (association, session
+// establishment, modification, deletion and reporting), keeps each session's
+// PDRs, FARs, QERs, URRs and BAR, and compiles every accepted change into an
+// immutable rules.Session that the user-plane pipeline (UPF-U) executes.
+package upfc
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/tern5g/tern/classify"
+	"github.com/tern5g/tern/pfcp"
+	"github.com/tern5g/tern/upf/rules"
+)
+
+// DataPath is the user plane UPF-C programs (upf/upfu implements it).
+// Install publishes a new snapshot of a session (replacing one with the
+// same SEID); Remove withdraws it. Both are called in commit order.
+type DataPath interface {
+	Install(s *rules.Session)
+	Remove(seid uint64)
+}
+
+// UP Function Features (TS 29.244 §8.2.25), packed like
+// pfcp.AssociationSetupRequest.UPFunctionFeatures (octet 5 in bits 0-7).
+const (
+	FeatureBUCP uint64 = 1 << 0 // buffering of downlink data in the UP function
+	FeatureFTUP uint64 = 1 << 4 // F-TEID allocation / release in the UP function
+)
+
+// Config configures UPF-C.
+type Config struct {
+	// NodeID is this UPF's Node ID (§8.2.38), sent in every response.
+	NodeID pfcp.NodeID
+	// N4Addr is the IPv4 address put in the UP F-SEID; when invalid, the
+	// Node ID's address is used.
+	N4Addr netip.Addr
+	// N3Addr is the IPv4 address of the N3 interface, returned in F-TEIDs
+	// the UPF allocates (CHOOSE, §5.5.3). Invalid = no UP allocation.
+	N3Addr netip.Addr
+	// NetworkInstances are the DNNs that have an N6 device. When set, a
+	// FAR forwarding to the core must name one of them (or none).
+	NetworkInstances []string
+	// Classifier selects the per-session classifier; "" = classify.ForTable.
+	Classifier classify.Kind
+	// ReportTimeout bounds one Session Report Request (default 10s; the
+	// PFCP binding retransmits within it).
+	ReportTimeout time.Duration
+	// ReportQueue bounds the reports waiting to be sent (default 4096);
+	// beyond it reports are dropped and counted rather than block UPF-U.
+	ReportQueue int
+}
+
+// Stats counts what UPF-C holds.
+type Stats struct {
+	Associations int
+	Sessions     int
+	PDRs         int
+	FARs         int
+	QERs         int
+	URRs         int
+	BARs         int
+	TEIDs        int // allocated local F-TEIDs
+	// Session Report Requests: answered with acceptance, failed (error or
+	// rejection), dropped (queue full, or the session/rule was gone).
+	ReportsSent, ReportsFailed, ReportsDropped uint64
+}
+
+// association is one PFCP association with a CP function (§6.2.6).
+type association struct {
+	nodeID   pfcp.NodeID
+	cp       pfcp.ControlPlane
+	recovery time.Time // the CP's Recovery Time Stamp
+	features uint64    // CP Function Features
+}
+
+// UPFC implements pfcp.UPHandler. All methods are safe for concurrent use.
+type UPFC struct {
+	cfg      Config
+	dp       DataPath
+	log      *slog.Logger
+	recovery time.Time
+	features uint64
+
+	mu       sync.Mutex
+	assocs   map[string]*association // by Node ID string
+	sessions map[uint64]*session     // by local (UP) SEID
+	teids    map[uint32]uint64       // allocated local TEID -> owning SEID
+	nextSEID uint64
+	nextTEID uint32
+
+	reports reportQueue
+}
+
+var _ pfcp.UPHandler = (*UPFC)(nil)
+
+// New creates UPF-C programming dp. logger nil discards.
+func New(cfg Config, dp DataPath, logger *slog.Logger) *UPFC {
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.ReportTimeout <= 0 {
+		cfg.ReportTimeout = 10 * time.Second
+	}
+	if cfg.ReportQueue <= 0 {
+		cfg.ReportQueue = 4096
+	}
+	if !cfg.N4Addr.IsValid() && cfg.NodeID.IP.Is4() {
+		cfg.N4Addr = cfg.NodeID.IP
+	}
+	features := FeatureBUCP
+	if cfg.N3Addr.Is4() {
+		features |= FeatureFTUP
+	}
+	return &UPFC{
+		cfg: cfg, dp: dp, log: logger,
+		// The Recovery Time Stamp has one-second resolution (§8.2.65).
+		recovery: time.Now().Truncate(time.Second),
+		features: features,
+		assocs:   make(map[string]*association),
+		sessions: make(map[uint64]*session),
+		teids:    make(map[uint32]uint64),
+		nextSEID: 1,
+		nextTEID: 1,
+	}
+}
+
+// RecoveryTime is this UPF-C's Recovery Time Stamp.
+func (c *UPFC) RecoveryTime() time.Time { return c.recovery }
+
+// HandleAssociationSetup implements pfcp.UPHandler (TS 29.244 §6.2.6.2).
+func (c *UPFC) HandleAssociationSetup(_ context.Context, from pfcp.ControlPlane, req *pfcp.AssociationSetupRequest) *pfcp.AssociationSetupResponse {
+	resp := &pfcp.AssociationSetupResponse{NodeID: c.cfg.NodeID, RecoveryTime: c.recovery, UPFunctionFeatures: c.features}
+	if req == nil || (!req.NodeID.IP.IsValid() && req.NodeID.FQDN == "") || req.RecoveryTime.IsZero() {
+		resp.Cause = pfcp.CauseMandatoryIEMissing
+		return resp
+	}
+	key := req.NodeID.String()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.assocs[key]; old != nil {
+		// §6.2.6.2.2: a new setup from an associated Node ID replaces the
+		// association; without PFCP Session Retention Information (which
+		// tern's CP never sends) the sessions of the old one are deleted.
+		n := c.deleteSessionsOf(key)
+		c.log.Info("PFCP association replaced", "node", key, "sessions_deleted", n)
+	}
+	c.assocs[key] = &association{nodeID: req.NodeID, cp: from, recovery: req.RecoveryTime, features: req.CPFunctionFeatures}
+	c.log.Info("PFCP association set up", "node", key)
+	resp.Cause = pfcp.CauseRequestAccepted
+	return resp
+}
+
+// HandleAssociationRelease implements pfcp.UPHandler (TS 29.244 §6.2.8.2):
+// the UP function deletes the sessions of the association locally.
+func (c *UPFC) HandleAssociationRelease(_ context.Context, req *pfcp.AssociationReleaseRequest) *pfcp.AssociationReleaseResponse {
+	resp := &pfcp.AssociationReleaseResponse{NodeID: c.cfg.NodeID}
+	if req == nil || (!req.NodeID.IP.IsValid() && req.NodeID.FQDN == "") {
+		resp.Cause = pfcp.CauseMandatoryIEMissing
+		return resp
+	}
+	key := req.NodeID.String()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.assocs[key] == nil {
+		resp.Cause = pfcp.CauseNoEstablishedPFCPAssociation
+		return resp
+	}
+	n := c.deleteSessionsOf(key)
+	delete(c.assocs, key)
+	c.log.Info("PFCP association released", "node", key, "sessions_deleted", n)
+	resp.Cause = pfcp.CauseRequestAccepted
+	return resp
+}
+
+// deleteSessionsOf removes every session of an association. c.mu held.
+func (c *UPFC) deleteSessionsOf(key string) int {
+	n := 0
+	for seid, s := range c.sessions {
+		if s.assoc == key {
+			c.dropSession(seid, s)
+			n++
+		}
+	}
+	return n
+}
+
+// dropSession forgets s and withdraws it from the data path. c.mu held.
+func (c *UPFC) dropSession(seid uint64, s *session) {
+	delete(c.sessions, seid)
+	for teid := range s.teidSet() {
+		if c.teids[teid] == seid {
+			delete(c.teids, teid)
+		}
+	}
+	c.dp.Remove(seid)
+}
+
+// Stats returns current counts.
+func (c *UPFC) Stats() Stats {
+	c.mu.Lock()
+	st := Stats{Associations: len(c.assocs), Sessions: len(c.sessions), TEIDs: len(c.teids)}
+	for _, s := range c.sessions {
+		st.PDRs += len(s.pdrs)
+		st.FARs += len(s.fars)
+		st.QERs += len(s.qers)
+		st.URRs += len(s.urrs)
+		if s.bar != nil {
+			st.BARs++
+		}
+	}
+	c.mu.Unlock()
+	st.ReportsSent, st.ReportsFailed, st.ReportsDropped = c.reports.counts()
+	return st
+}

@@ -1,0 +1,173 @@
+package upfu_test
+
+import (
+	"context"
+	"encoding/binary"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tern5g/tern/classify"
+	"github.com/tern5g/tern/gtpu"
+	"github.com/tern5g/tern/upf/rules"
+	"github.com/tern5g/tern/upf/upfu"
+)
+
+var (
+	ueIP    = netip.MustParseAddr("10.60.0.1")
+	dnIP    = netip.MustParseAddr("10.100.6.2")
+	n3Addr  = netip.MustParseAddr("10.100.3.2")
+	gnb     = netip.MustParseAddrPort("10.100.3.1:2152")
+	ulTEID  = uint32(0x100)
+	dlTEID  = uint32(0x200)
+	qfi     = uint8(9)
+	seid    = uint64(42)
+	netInst = []string{"internet", "ims"}
+)
+
+// ipv4UDP builds an IPv4/UDP packet of total length size (>= 28).
+func ipv4UDP(src, dst netip.Addr, sport, dport uint16, size int) []byte {
+	b := make([]byte, size)
+	b[0] = 0x45
+	binary.BigEndian.PutUint16(b[2:4], uint16(size))
+	b[8] = 64
+	b[9] = 17
+	s, d := src.As4(), dst.As4()
+	copy(b[12:16], s[:])
+	copy(b[16:20], d[:])
+	binary.BigEndian.PutUint16(b[20:22], sport)
+	binary.BigEndian.PutUint16(b[22:24], dport)
+	binary.BigEndian.PutUint16(b[24:26], uint16(size-20))
+	for i := 28; i < size; i++ {
+		b[i] = byte(i)
+	}
+	return b
+}
+
+// withHeadroom returns an input packet holding data after upfu.Headroom bytes.
+func withHeadroom(data []byte, peer netip.AddrPort) upfu.Packet {
+	buf := make([]byte, upfu.Headroom+len(data))
+	copy(buf[upfu.Headroom:], data)
+	return upfu.Packet{Buf: buf, Off: upfu.Headroom, Len: len(data), Peer: peer}
+}
+
+func ulPacket(teid uint32, inner []byte) upfu.Packet {
+	return withHeadroom(gtpu.AppendGPDU(nil, teid, qfi, false, inner), gnb)
+}
+
+type sessionOpts struct {
+	ulFAR, dlFAR rules.Action
+	encapTEID    uint32
+	qers         []*rules.QER
+	urrs         []*rules.URR
+	buffer       *rules.Buffer
+	netInst      string
+}
+
+// session builds a two-PDR session: uplink by TEID, downlink by UE IP.
+func session(t testing.TB, o sessionOpts) *rules.Session {
+	t.Helper()
+	if o.ulFAR == 0 {
+		o.ulFAR = rules.ActionForward
+	}
+	if o.dlFAR == 0 {
+		o.dlFAR = rules.ActionForward
+	}
+	if o.encapTEID == 0 {
+		o.encapTEID = dlTEID
+	}
+	if o.netInst == "" {
+		o.netInst = "internet"
+	}
+	ul := &rules.PDR{ID: 1, Precedence: 100, Source: rules.InterfaceAccess, RemoveOuterHeader: true,
+		FAR:  &rules.FAR{ID: 1, Action: o.ulFAR, Dest: rules.InterfaceCore, NetworkInstance: o.netInst},
+		QERs: o.qers, URRs: o.urrs}
+	dl := &rules.PDR{ID: 2, Precedence: 100, Source: rules.InterfaceCore,
+		FAR: &rules.FAR{ID: 2, Action: o.dlFAR, Dest: rules.InterfaceAccess,
+			Encap: &rules.Encap{TEID: o.encapTEID, Peer: gnb, QFI: qfi}},
+		QERs: o.qers, URRs: o.urrs}
+	ulc, err := classify.NewLinear([]classify.Rule{{ID: 0, Precedence: 100,
+		Has: classify.FieldSourceInterface | classify.FieldTEID, SourceInterface: 0, TEID: ulTEID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dlc, err := classify.NewLinear([]classify.Rule{{ID: 1, Precedence: 100,
+		Has: classify.FieldSourceInterface, SourceInterface: 1, UEIP: classify.PrefixFromNetip(netip.PrefixFrom(ueIP, 32))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rules.Session{SEID: seid, CPSEID: 7, UEIPv4: ueIP, TEIDs: []uint32{ulTEID},
+		PDRs: []*rules.PDR{ul, dl}, Uplink: ulc, Downlink: dlc, Buffer: o.buffer}
+}
+
+func newPipeline(t testing.TB, cfg upfu.Config) *upfu.Pipeline {
+	t.Helper()
+	cfg.N3Addr = n3Addr
+	cfg.NetworkInstances = netInst
+	p, err := upfu.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// reports collects what the pipeline reports.
+type reports struct {
+	mu  sync.Mutex
+	got []rules.Report
+	ch  chan struct{}
+}
+
+func (r *reports) Report(seid uint64, rep rules.Report) {
+	r.mu.Lock()
+	r.got = append(r.got, rep)
+	r.mu.Unlock()
+	r.ch <- struct{}{}
+}
+
+func runReports(t *testing.T, p *upfu.Pipeline) *reports {
+	r := &reports{ch: make(chan struct{}, 100)}
+	p.SetReporter(r)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return r
+}
+
+func (r *reports) wait(t *testing.T, n int) []rules.Report {
+	t.Helper()
+	for {
+		r.mu.Lock()
+		got := append([]rules.Report(nil), r.got...)
+		r.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		select {
+		case <-r.ch:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("got %d reports, want %d", len(got), n)
+		}
+	}
+}
+
+// sink collects drained packets (copies).
+type sink struct {
+	mu   sync.Mutex
+	pkts []upfu.Packet
+}
+
+func (s *sink) Send(pkts []upfu.Packet) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range pkts {
+		d := append([]byte(nil), p.Data()...)
+		s.pkts = append(s.pkts, upfu.Packet{Buf: d, Len: len(d), Peer: p.Peer, Port: p.Port})
+	}
+}
+
+var netipZero netip.AddrPort
+
+func mustAddrPort(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }

@@ -1,0 +1,408 @@
+// Package upfu is the UPF user-plane pipeline (UPF-U): it executes the
+// sessions UPF-C installs (package upf/rules) on batches of packets.
+//
+// Uplink: GTP-U from N3 -> session by TEID -> PDR classification within the
+// session -> FAR (forward: decap to the N6 port of the FAR's network
+// instance, or re-encap; drop; buffer) -> QER gate and MBR -> URR counters.
+// Downlink: IP from N6 -> session by UE IP -> PDR -> FAR (forward: encap
+// GTP-U with the PDU Session Container to the gNB; buffer; drop) -> QER ->
+// URR. Path management (Echo) and Error Indications for unknown TEIDs are
+// answered in the same pass.
+//
+// Lookups read immutable tables published with atomic.Pointer, so workers
+// take no locks; Install and Remove copy the affected table shard and
+// swap it. Each Worker owns its scratch state and processes a batch with
+// no allocation per packet.
+package upfu
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tern5g/tern/upf/rules"
+)
+
+// Reporter receives the reports UPF-U raises (UPF-C turns them into PFCP
+// Session Report Requests).
+type Reporter interface {
+	Report(seid uint64, r rules.Report)
+}
+
+// Sink sends packets produced outside a worker's batch (buffer drains).
+// Send must be done with the packets when it returns.
+type Sink interface {
+	Send(pkts []Packet)
+}
+
+// Config configures the pipeline.
+type Config struct {
+	// N3Addr is the UPF's N3 IPv4 address: the GTP-U Peer Address of the
+	// Error Indications it sends (TS 29.281 §7.3.1).
+	N3Addr netip.Addr
+	// NetworkInstances names the N6 ports: a FAR whose network instance is
+	// NetworkInstances[i] forwards decapsulated packets to Port(i).
+	NetworkInstances []string
+	// BufferPackets and BufferBytes bound each session's DL buffer
+	// (defaults 1024 packets, 2 MiB: about the per-UE gNB buffer the
+	// L25GC paper estimates).
+	BufferPackets, BufferBytes int
+	// ReportQueue is the capacity of the report queue (default 1024).
+	ReportQueue int
+	// ErrorIndicationRate limits Error Indications per second, so unknown
+	// TEIDs cannot turn the UPF into a reflector (default 1000).
+	ErrorIndicationRate int
+}
+
+const shards = 64
+
+type entry struct {
+	sess     *rules.Session
+	buf      *rules.Buffer
+	n6       []Port // per PDR index: the N6 port of its FAR (-1: none)
+	replaced atomic.Bool
+}
+
+type teidMap = map[uint32]*entry
+type ueMap = map[uint32]*entry
+
+// Pipeline holds the published session tables; workers process packets
+// against them. Install and Remove implement upfc.DataPath.
+type Pipeline struct {
+	cfg   Config
+	log   *slog.Logger
+	epoch time.Time
+	n6    map[string]Port
+
+	byTEID [shards]atomic.Pointer[teidMap]
+	byUE   [shards]atomic.Pointer[ueMap]
+
+	mu      sync.Mutex // serializes Install/Remove/drains
+	bySEID  map[uint64]*entry
+	ctl     *Worker // runs buffer drains, under mu
+	ctlOut  []Packet
+	workers []*Worker
+
+	reporter atomic.Pointer[reporterBox]
+	sink     atomic.Pointer[sinkBox]
+	reports  chan pendingReport
+	kicks    chan uint64
+
+	eiLimit *rules.TokenBucket
+
+	reportsDropped, drainDropped atomic.Uint64
+}
+
+type reporterBox struct{ r Reporter }
+type sinkBox struct{ s Sink }
+
+type pendingReport struct {
+	seid uint64
+	r    rules.Report
+}
+
+// New creates a pipeline.
+func New(cfg Config, logger *slog.Logger) (*Pipeline, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.BufferPackets <= 0 {
+		cfg.BufferPackets = 1024
+	}
+	if cfg.BufferBytes <= 0 {
+		cfg.BufferBytes = 2 << 20
+	}
+	if cfg.ReportQueue <= 0 {
+		cfg.ReportQueue = 1024
+	}
+	if cfg.ErrorIndicationRate <= 0 {
+		cfg.ErrorIndicationRate = 1000
+	}
+	if cfg.N3Addr.IsValid() && !cfg.N3Addr.Is4() {
+		return nil, fmt.Errorf("upfu: N3 address %s is not IPv4", cfg.N3Addr)
+	}
+	p := &Pipeline{
+		cfg:     cfg,
+		log:     logger,
+		epoch:   time.Now(),
+		n6:      make(map[string]Port, len(cfg.NetworkInstances)),
+		bySEID:  make(map[uint64]*entry),
+		reports: make(chan pendingReport, cfg.ReportQueue),
+		kicks:   make(chan uint64, 256),
+		eiLimit: rules.NewTokenBucket(uint64(cfg.ErrorIndicationRate), uint64(max(cfg.ErrorIndicationRate/10, 1))),
+	}
+	for i, name := range cfg.NetworkInstances {
+		if _, dup := p.n6[name]; dup {
+			return nil, fmt.Errorf("upfu: network instance %q listed twice", name)
+		}
+		p.n6[name] = Port(i)
+	}
+	for i := range shards {
+		p.byTEID[i].Store(&teidMap{})
+		p.byUE[i].Store(&ueMap{})
+	}
+	p.ctl = p.NewWorker()
+	p.ctlOut = make([]Packet, 0, ctlBatch)
+	return p, nil
+}
+
+const ctlBatch = 64
+
+// SetReporter sets where reports go (UPF-C). Until it is set, reports are
+// counted as dropped.
+func (p *Pipeline) SetReporter(r Reporter) { p.reporter.Store(&reporterBox{r}) }
+
+// SetSink sets where drained buffer packets go (the driver). Until it is
+// set, drained packets are dropped.
+func (p *Pipeline) SetSink(s Sink) { p.sink.Store(&sinkBox{s}) }
+
+// now is the pipeline's monotonic clock in nanoseconds.
+func (p *Pipeline) now() int64 { return int64(time.Since(p.epoch)) }
+
+func (p *Pipeline) lookupTEID(teid uint32) *entry {
+	return (*p.byTEID[teid%shards].Load())[teid]
+}
+
+func (p *Pipeline) lookupUE(ip uint32) *entry {
+	return (*p.byUE[ip%shards].Load())[ip]
+}
+
+// Install publishes a session snapshot (new, or replacing the one with the
+// same SEID). If the old snapshot buffered downlink packets and the new one
+// no longer buffers, the buffer is drained in order through the new rules
+// (TS 23.502 §4.2.3.3 step 12: buffered data goes to the new tunnel).
+func (p *Pipeline) Install(s *rules.Session) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := p.bySEID[s.SEID]
+	e := &entry{sess: s, buf: s.Buffer, n6: make([]Port, len(s.PDRs))}
+	if e.buf == nil {
+		if old != nil {
+			e.buf = old.buf
+		} else {
+			e.buf = rules.NewBuffer(p.cfg.BufferPackets, p.cfg.BufferBytes)
+		}
+	}
+	for i, pdr := range s.PDRs {
+		e.n6[i] = PortN3
+		if pdr == nil || pdr.FAR == nil {
+			p.log.Error("upfu: PDR without FAR: its packets are dropped", "seid", s.SEID, "index", i)
+			continue
+		}
+		if pdr.FAR.Encap == nil && pdr.FAR.Action&rules.ActionForward != 0 {
+			port, ok := p.n6[pdr.FAR.NetworkInstance]
+			if !ok && len(p.cfg.NetworkInstances) == 1 && pdr.FAR.NetworkInstance == "" {
+				port, ok = 0, true // one N6: an unnamed network instance means it
+			}
+			if !ok {
+				p.log.Warn("upfu: FAR names an unknown network instance: its packets are dropped",
+					"seid", s.SEID, "far", pdr.FAR.ID, "networkInstance", pdr.FAR.NetworkInstance)
+				continue
+			}
+			e.n6[i] = port
+		}
+	}
+
+	var oldTEIDs []uint32
+	var oldUE netip.Addr
+	if old != nil {
+		oldTEIDs, oldUE = old.sess.TEIDs, old.sess.UEIPv4
+	}
+	for _, t := range oldTEIDs {
+		p.setTEID(t, nil)
+	}
+	for _, t := range s.TEIDs {
+		p.setTEID(t, e)
+	}
+	if oldUE.Is4() && oldUE != s.UEIPv4 {
+		p.setUE(oldUE, nil)
+	}
+	if s.UEIPv4.Is4() {
+		p.setUE(s.UEIPv4, e)
+	}
+	p.bySEID[s.SEID] = e
+	if old != nil {
+		old.replaced.Store(true) // before the drain: see kick in downlink
+	}
+	if e.buf.Holding() && !buffers(s) {
+		p.drainLocked(e)
+	}
+}
+
+// buffers reports whether any downlink FAR of s buffers.
+func buffers(s *rules.Session) bool {
+	for _, pdr := range s.PDRs {
+		if pdr != nil && pdr.Source == rules.InterfaceCore && pdr.FAR != nil && pdr.FAR.Action&rules.ActionBuffer != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Remove deletes a session; its buffered packets are dropped.
+func (p *Pipeline) Remove(seid uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.bySEID[seid]
+	if e == nil {
+		return
+	}
+	delete(p.bySEID, seid)
+	for _, t := range e.sess.TEIDs {
+		if p.lookupTEID(t) == e {
+			p.setTEID(t, nil)
+		}
+	}
+	if ue := e.sess.UEIPv4; ue.Is4() && p.lookupUE(v4(ue)) == e {
+		p.setUE(ue, nil)
+	}
+	e.replaced.Store(true)
+	e.buf.Drop()
+}
+
+// Sessions is the number of installed sessions.
+func (p *Pipeline) Sessions() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.bySEID)
+}
+
+func v4(a netip.Addr) uint32 {
+	b := a.As4()
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
+// setTEID copies the TEID's shard with teid set to e (nil: deleted).
+func (p *Pipeline) setTEID(teid uint32, e *entry) {
+	sh := &p.byTEID[teid%shards]
+	cur := *sh.Load()
+	next := make(teidMap, len(cur)+1)
+	for k, v := range cur {
+		next[k] = v
+	}
+	if e == nil {
+		delete(next, teid)
+	} else {
+		next[teid] = e
+	}
+	sh.Store(&next)
+}
+
+func (p *Pipeline) setUE(a netip.Addr, e *entry) {
+	ip := v4(a)
+	sh := &p.byUE[ip%shards]
+	cur := *sh.Load()
+	next := make(ueMap, len(cur)+1)
+	for k, v := range cur {
+		next[k] = v
+	}
+	if e == nil {
+		delete(next, ip)
+	} else {
+		next[ip] = e
+	}
+	sh.Store(&next)
+}
+
+// drainLocked sends e's buffered packets through the current rules, in
+// order, to the sink. p.mu is held.
+func (p *Pipeline) drainLocked(e *entry) {
+	w := p.ctl
+	var in [1]Packet
+	scratch := make([]byte, Headroom+65536)
+	e.buf.Release(func(pkt []byte) {
+		n := copy(scratch[Headroom:], pkt)
+		in[0] = Packet{Buf: scratch, Off: Headroom, Len: n}
+		before := len(p.ctlOut)
+		p.ctlOut = w.downlinkOne(&in[0], e, p.ctlOut, true)
+		if len(p.ctlOut) > before {
+			// The worker encapsulated in place in scratch: keep a copy.
+			o := &p.ctlOut[len(p.ctlOut)-1]
+			o.Buf = append([]byte(nil), o.Data()...)
+			o.Off, o.Len = 0, len(o.Buf)
+		}
+		if len(p.ctlOut) == cap(p.ctlOut) {
+			p.flushCtl()
+		}
+	})
+	p.flushCtl()
+	w.flushStats()
+}
+
+func (p *Pipeline) flushCtl() {
+	if len(p.ctlOut) == 0 {
+		return
+	}
+	if b := p.sink.Load(); b != nil {
+		b.s.Send(p.ctlOut)
+	} else {
+		p.drainDropped.Add(uint64(len(p.ctlOut)))
+	}
+	clear(p.ctlOut)
+	p.ctlOut = p.ctlOut[:0]
+}
+
+// kick asks Run to re-check a session's buffer: a worker buffered a packet
+// into a snapshot that Install or Remove had already replaced.
+func (p *Pipeline) kick(seid uint64) {
+	select {
+	case p.kicks <- seid:
+	default:
+	}
+}
+
+func (p *Pipeline) report(seid uint64, r rules.Report) {
+	select {
+	case p.reports <- pendingReport{seid, r}:
+	default:
+		p.reportsDropped.Add(1)
+	}
+}
+
+// Run delivers reports and serves late buffer drains until ctx ends.
+func (p *Pipeline) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case seid := <-p.kicks:
+				p.recheck(seid)
+			}
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return
+		case pr := <-p.reports:
+			if b := p.reporter.Load(); b != nil {
+				b.r.Report(pr.seid, pr.r)
+			} else {
+				p.reportsDropped.Add(1)
+			}
+		}
+	}
+}
+
+func (p *Pipeline) recheck(seid uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.bySEID[seid]
+	if e == nil {
+		// Removed: a late push may have refilled the dropped buffer. The
+		// buffer object is unreachable now; nothing to do.
+		return
+	}
+	if e.buf.Holding() && !buffers(e.sess) {
+		p.drainLocked(e)
+	}
+}

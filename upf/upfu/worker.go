@@ -1,0 +1,453 @@
+package upfu
+
+import (
+	"net/netip"
+	"sync/atomic"
+
+	"github.com/tern5g/tern/classify"
+	"github.com/tern5g/tern/gtpu"
+	"github.com/tern5g/tern/upf/rules"
+)
+
+// DropReason says why a packet was dropped.
+type DropReason uint8
+
+// Drop reasons.
+const (
+	DropMalformed    DropReason = iota // not parseable GTP-U / IP
+	DropUnsupported                    // GTP-U message type or extension the UPF does not handle
+	DropUnknownTEID                    // no session for the TEID (Error Indication sent, §7.3.1)
+	DropNoSession                      // no session for the downlink destination address
+	DropNoPDR                          // no PDR of the session matches
+	DropFAR                            // the FAR says drop (or has no usable action)
+	DropGate                           // QER gate closed
+	DropMBR                            // QER maximum bit rate exceeded
+	DropBufferFull                     // session buffer full
+	DropNoN6                           // FAR's network instance has no N6 port
+	DropNoHeadroom                     // no room to prepend the GTP-U header
+	DropUplinkBuffer                   // uplink FAR says buffer: not supported, dropped
+	NumDropReasons
+)
+
+var dropNames = [NumDropReasons]string{
+	"malformed", "unsupported", "unknown-teid", "no-session", "no-pdr", "far-drop",
+	"gate-closed", "mbr", "buffer-full", "no-n6", "no-headroom", "uplink-buffer",
+}
+
+func (r DropReason) String() string {
+	if r < NumDropReasons {
+		return dropNames[r]
+	}
+	return "unknown"
+}
+
+// workerStats are a worker's counters, read by Pipeline.Stats. Each batch
+// accumulates into local fields and publishes with one atomic add each.
+type workerStats struct {
+	ulPackets, ulBytes, dlPackets, dlBytes atomic.Uint64
+	drops                                  [NumDropReasons]atomic.Uint64
+	echoReplies, errorIndicationsSent      atomic.Uint64
+	errorIndicationsRecv, endMarkers       atomic.Uint64
+	buffered                               atomic.Uint64
+}
+
+type localStats struct {
+	ulPackets, ulBytes, dlPackets, dlBytes uint64
+	drops                                  [NumDropReasons]uint64
+	echoReplies, errorIndicationsSent      uint64
+	errorIndicationsRecv, endMarkers       uint64
+	buffered                               uint64
+}
+
+// Worker processes batches. A Worker is not safe for concurrent use: give
+// each goroutine its own (Pipeline.NewWorker).
+type Worker struct {
+	p       *Pipeline
+	gh      gtpu.Header
+	ch      classify.Header
+	scratch []byte // responses built during one batch
+	eiSeq   uint16
+	now     int64
+	local   localStats
+	stats   workerStats
+}
+
+// NewWorker creates a worker with its own scratch state.
+func (p *Pipeline) NewWorker() *Worker {
+	w := &Worker{p: p, scratch: make([]byte, 0, 64*64)}
+	p.mu.Lock()
+	p.workers = append(p.workers, w)
+	p.mu.Unlock()
+	return w
+}
+
+func (w *Worker) drop(r DropReason) { w.local.drops[r]++ }
+
+// Uplink processes a batch of datagrams received on N3 and appends the
+// packets to send to out, which it returns. Outputs point into the input
+// buffers or into the worker's scratch space, valid until the next call.
+// No allocation happens when out has room for the outputs.
+func (w *Worker) Uplink(in []Packet, out []Packet) []Packet {
+	w.scratch = w.scratch[:0]
+	w.now = w.p.now()
+	for i := range in {
+		out = w.uplinkOne(&in[i], out)
+	}
+	w.flushStats()
+	return out
+}
+
+// Downlink processes a batch of IP packets received from N6 and appends
+// the packets to send to out (see Uplink).
+func (w *Worker) Downlink(in []Packet, out []Packet) []Packet {
+	w.scratch = w.scratch[:0]
+	w.now = w.p.now()
+	for i := range in {
+		pk := &in[i]
+		_, _, dst, ok := innerIP(pk.Data(), &w.ch)
+		if !ok {
+			w.drop(DropMalformed)
+			continue
+		}
+		e := w.p.lookupUE(dst)
+		if e == nil {
+			w.drop(DropNoSession)
+			continue
+		}
+		out = w.downlinkOne(pk, e, out, false)
+	}
+	w.flushStats()
+	return out
+}
+
+func (w *Worker) uplinkOne(pk *Packet, out []Packet) []Packet {
+	data := pk.Data()
+	h := &w.gh
+	if err := gtpu.Parse(data, h); err != nil {
+		if err == gtpu.ErrUnsupportedExtension {
+			w.drop(DropUnsupported)
+		} else {
+			w.drop(DropMalformed)
+		}
+		return out
+	}
+	switch h.Type {
+	case gtpu.TypeGPDU:
+	case gtpu.TypeEchoRequest:
+		// §7.2.2: answer to the request's source address and port.
+		w.local.echoReplies++
+		return w.respond(out, pk.Peer, func(b []byte) []byte { return gtpu.AppendEchoResponse(b, h.Seq) })
+	case gtpu.TypeErrorIndication:
+		// The gNB lost the DL tunnel. Reported to the operator by the
+		// counter; PFCP Error Indication Report (§5.10) is not raised yet.
+		w.local.errorIndicationsRecv++
+		return out
+	case gtpu.TypeEndMarker:
+		w.local.endMarkers++
+		return out
+	default:
+		w.drop(DropUnsupported)
+		return out
+	}
+	if h.TEID == 0 {
+		w.drop(DropUnknownTEID) // §7.3.1: no Error Indication for TEID 0
+		return out
+	}
+	e := w.p.lookupTEID(h.TEID)
+	if e == nil {
+		w.drop(DropUnknownTEID)
+		return w.errorIndication(out, pk.Peer, h.TEID)
+	}
+	innerOff := pk.Off + h.PayloadOffset
+	inner := pk.Buf[innerOff : pk.Off+h.Length]
+	ch := &w.ch
+	n, _, _, ok := innerIP(inner, ch)
+	if !ok {
+		w.drop(DropMalformed)
+		return out
+	}
+	ch.UEIP = ch.SrcIP
+	ch.TEID = h.TEID
+	ch.QFI = h.QFI
+	ch.SourceInterface = uint8(rules.InterfaceAccess)
+	s := e.sess
+	if s.Uplink == nil {
+		w.drop(DropNoPDR)
+		return out
+	}
+	idx, ok := s.Uplink.Lookup(ch)
+	if !ok || int(idx) >= len(s.PDRs) {
+		w.drop(DropNoPDR)
+		return out
+	}
+	pdr := s.PDRs[idx]
+	far := pdr.FAR
+	switch {
+	case far == nil || far.Action&rules.ActionForward == 0:
+		if far != nil && far.Action&rules.ActionBuffer != 0 {
+			w.drop(DropUplinkBuffer)
+		} else {
+			w.drop(DropFAR)
+		}
+		return out
+	case !w.qos(pdr, rules.Uplink, n):
+		return out
+	}
+	w.count(e, pdr, rules.Uplink, n)
+	w.local.ulPackets++
+	w.local.ulBytes += uint64(n)
+	if far.Encap != nil {
+		// N9 / indirect forwarding: re-encapsulate in place.
+		if innerOff < gtpu.GPDUHeaderLen {
+			w.drop(DropNoHeadroom)
+			return out
+		}
+		start := innerOff - gtpu.GPDUHeaderLen
+		gtpu.PutGPDUHeader(pk.Buf[start:], far.Encap.TEID, qfiFor(pdr, h.QFI), false, n)
+		return append(out, Packet{Buf: pk.Buf, Off: start, Len: gtpu.GPDUHeaderLen + n, Peer: far.Encap.Peer, Port: PortN3})
+	}
+	port := e.n6[idx]
+	if port == PortN3 {
+		w.drop(DropNoN6)
+		return out
+	}
+	return append(out, Packet{Buf: pk.Buf, Off: innerOff, Len: n, Port: port})
+}
+
+// downlinkOne runs a downlink packet whose session is e; w.ch holds its
+// parsed IP fields unless fromBuffer (a drained packet: parse again).
+func (w *Worker) downlinkOne(pk *Packet, e *entry, out []Packet, fromBuffer bool) []Packet {
+	ch := &w.ch
+	n, _, _, ok := innerIP(pk.Data(), ch)
+	if !ok {
+		w.drop(DropMalformed)
+		return out
+	}
+	if fromBuffer {
+		w.now = w.p.now()
+	}
+	ch.UEIP = ch.DstIP
+	ch.TEID = 0
+	ch.QFI = 0
+	ch.SourceInterface = uint8(rules.InterfaceCore)
+	s := e.sess
+	if s.Downlink == nil {
+		w.drop(DropNoPDR)
+		return out
+	}
+	idx, ok := s.Downlink.Lookup(ch)
+	if !ok || int(idx) >= len(s.PDRs) {
+		w.drop(DropNoPDR)
+		return out
+	}
+	pdr := s.PDRs[idx]
+	far := pdr.FAR
+	if far == nil {
+		w.drop(DropFAR)
+		return out
+	}
+	data := pk.Buf[pk.Off : pk.Off+n]
+	switch {
+	case far.Action&rules.ActionBuffer != 0 && !fromBuffer:
+		// TS 29.244 §5.2.4: buffer; with NOCP, the first packet of the
+		// episode raises a Downlink Data Report (§5.2.4.1).
+		res, first := e.buf.Push(data, far.Action&rules.ActionNotifyCP != 0)
+		if res == rules.BufferFull {
+			w.drop(DropBufferFull)
+			return out
+		}
+		w.local.buffered++
+		if first {
+			var def uint8
+			if far.Encap != nil {
+				def = far.Encap.QFI
+			}
+			w.p.report(s.SEID, rules.Report{Kind: rules.ReportDownlinkData, PDRID: pdr.ID, QFI: qfiFor(pdr, def)})
+		}
+		if e.replaced.Load() {
+			w.p.kick(s.SEID) // the snapshot changed under us: let Run drain
+		}
+		return out
+	case far.Action&rules.ActionForward == 0:
+		w.drop(DropFAR)
+		return out
+	}
+	if !fromBuffer {
+		// Keep order behind packets buffered earlier and being drained.
+		switch e.buf.PushIfHolding(data) {
+		case rules.Buffered:
+			w.local.buffered++
+			if e.replaced.Load() {
+				w.p.kick(s.SEID)
+			}
+			return out
+		case rules.BufferFull:
+			w.drop(DropBufferFull)
+			return out
+		}
+	}
+	if !w.qos(pdr, rules.Downlink, n) {
+		return out
+	}
+	if far.Encap == nil {
+		// DL forwarding without a tunnel (e.g. to another N6): not a UE path.
+		w.drop(DropFAR)
+		return out
+	}
+	if pk.Off < gtpu.GPDUHeaderLen {
+		w.drop(DropNoHeadroom)
+		return out
+	}
+	w.count(e, pdr, rules.Downlink, n)
+	w.local.dlPackets++
+	w.local.dlBytes += uint64(n)
+	start := pk.Off - gtpu.GPDUHeaderLen
+	gtpu.PutGPDUHeader(pk.Buf[start:], far.Encap.TEID, qfiFor(pdr, far.Encap.QFI), true, n)
+	return append(out, Packet{Buf: pk.Buf, Off: start, Len: gtpu.GPDUHeaderLen + n, Peer: far.Encap.Peer, Port: PortN3})
+}
+
+// qfiFor is the QFI to mark: the first QER's QFI (TS 29.244 §5.2.1A
+// "QFI" of the QER), else def.
+func qfiFor(pdr *rules.PDR, def uint8) uint8 {
+	for _, q := range pdr.QERs {
+		if q.QFI != 0 {
+			return q.QFI
+		}
+	}
+	return def
+}
+
+// qos applies the PDR's QERs: gate, then MBR (TS 29.244 §5.2.1, §5.4.2).
+func (w *Worker) qos(pdr *rules.PDR, d rules.Direction, n int) bool {
+	for _, q := range pdr.QERs {
+		open, tb := q.ULOpen, q.MBRUL
+		if d == rules.Downlink {
+			open, tb = q.DLOpen, q.MBRDL
+		}
+		if !open {
+			w.drop(DropGate)
+			return false
+		}
+		if tb != nil && !tb.Allow(w.now, n) {
+			w.drop(DropMBR)
+			return false
+		}
+	}
+	return true
+}
+
+// count adds the packet to the PDR's URRs and raises a usage report when a
+// volume threshold is crossed (TS 29.244 §5.2.2.3.1).
+func (w *Worker) count(e *entry, pdr *rules.PDR, d rules.Direction, n int) {
+	for _, u := range pdr.URRs {
+		dirBytes, total := u.Counters.Add(d, n)
+		th := &u.Threshold
+		dirTh := th.UL
+		if d == rules.Downlink {
+			dirTh = th.DL
+		}
+		if rules.Crossed(th.Total, total, n) || rules.Crossed(dirTh, dirBytes, n) {
+			usage := u.Counters.Load()
+			w.p.report(e.sess.SEID, rules.Report{
+				Kind: rules.ReportUsage, PDRID: pdr.ID, URRID: u.ID,
+				Volume: usage.Volume, ULPackets: usage.ULPackets, DLPackets: usage.DLPackets,
+			})
+		}
+	}
+}
+
+// respond builds a message in scratch space and queues it to peer.
+func (w *Worker) respond(out []Packet, peer netip.AddrPort, build func([]byte) []byte) []Packet {
+	start := len(w.scratch)
+	w.scratch = build(w.scratch)
+	msg := w.scratch[start:len(w.scratch):len(w.scratch)]
+	return append(out, Packet{Buf: msg, Off: 0, Len: len(msg), Peer: peer, Port: PortN3})
+}
+
+// errorIndication answers a G-PDU for an unknown TEID (TS 29.281 §7.3.1)
+// to the sender's address on the GTP-U port (§4.4.2.4), carrying the
+// sender's UDP source port in a UDP Port extension header (§5.2.2.1).
+func (w *Worker) errorIndication(out []Packet, peer netip.AddrPort, teid uint32) []Packet {
+	if !w.p.eiLimit.Allow(w.now, 1) {
+		return out
+	}
+	w.local.errorIndicationsSent++
+	w.eiSeq++
+	var addr [4]byte
+	if w.p.cfg.N3Addr.Is4() {
+		addr = w.p.cfg.N3Addr.As4()
+	}
+	ei := gtpu.ErrorIndication{Seq: w.eiSeq, TEID: teid, PeerAddr: addr[:], UDPPort: peer.Port()}
+	dst := netip.AddrPortFrom(peer.Addr(), gtpu.Port)
+	return w.respond(out, dst, func(b []byte) []byte { return gtpu.AppendErrorIndication(b, &ei) })
+}
+
+func (w *Worker) flushStats() {
+	l, s := &w.local, &w.stats
+	add := func(a *atomic.Uint64, v *uint64) {
+		if *v != 0 {
+			a.Add(*v)
+			*v = 0
+		}
+	}
+	add(&s.ulPackets, &l.ulPackets)
+	add(&s.ulBytes, &l.ulBytes)
+	add(&s.dlPackets, &l.dlPackets)
+	add(&s.dlBytes, &l.dlBytes)
+	for i := range l.drops {
+		add(&s.drops[i], &l.drops[i])
+	}
+	add(&s.echoReplies, &l.echoReplies)
+	add(&s.errorIndicationsSent, &l.errorIndicationsSent)
+	add(&s.errorIndicationsRecv, &l.errorIndicationsRecv)
+	add(&s.endMarkers, &l.endMarkers)
+	add(&s.buffered, &l.buffered)
+}
+
+// Stats are the pipeline's counters.
+type Stats struct {
+	ULPackets, ULBytes, DLPackets, DLBytes uint64 // forwarded
+	Drops                                  map[string]uint64
+	EchoReplies                            uint64
+	ErrorIndicationsSent                   uint64
+	ErrorIndicationsReceived               uint64
+	EndMarkers                             uint64
+	BufferedTotal                          uint64 // packets ever buffered
+	Buffered                               int    // packets in buffers now
+	BufferedBytes                          int
+	Sessions                               int
+	ReportsDropped                         uint64
+}
+
+// Stats sums the workers' counters.
+func (p *Pipeline) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := Stats{Drops: make(map[string]uint64), Sessions: len(p.bySEID), ReportsDropped: p.reportsDropped.Load()}
+	for _, w := range p.workers {
+		s := &w.stats
+		st.ULPackets += s.ulPackets.Load()
+		st.ULBytes += s.ulBytes.Load()
+		st.DLPackets += s.dlPackets.Load()
+		st.DLBytes += s.dlBytes.Load()
+		for i := range s.drops {
+			if v := s.drops[i].Load(); v != 0 {
+				st.Drops[DropReason(i).String()] += v
+			}
+		}
+		st.EchoReplies += s.echoReplies.Load()
+		st.ErrorIndicationsSent += s.errorIndicationsSent.Load()
+		st.ErrorIndicationsReceived += s.errorIndicationsRecv.Load()
+		st.EndMarkers += s.endMarkers.Load()
+		st.BufferedTotal += s.buffered.Load()
+	}
+	if v := p.drainDropped.Load(); v != 0 {
+		st.Drops["drain-no-sink"] += v
+	}
+	for _, e := range p.bySEID {
+		n, b := e.buf.Len()
+		st.Buffered += n
+		st.BufferedBytes += b
+	}
+	return st
+}
