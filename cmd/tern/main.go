@@ -22,7 +22,8 @@ func commands() map[string]command {
 		"up":         {"start the core (all NFs in one process) with embedded defaults or --config", runUp},
 		"demo":       {"start the core and a simulated RAN, run real procedures, print a report", runDemo},
 		"sim":        {"run simulated gNBs and UEs against an AMF", runSim},
-		"bench":      {"run a benchmark: register, classify", runBench},
+		"bench":      {"run a benchmark: register, classify, pfcp", runBench},
+		"lab":        {"build (up) or remove (down) the network-namespace test bed: ran | core | one DN per DNN", runLab},
 		"subscriber": {"manage the subscriber store: add, list, delete", runSubscriber},
 		"config":     {"print the effective configuration (defaults, or --config merged over them)", runConfig},
 		"version":    {"print the version", func([]string) error { fmt.Println(version()); return nil }},
@@ -72,9 +73,10 @@ func runBench(args []string) error {
 	benches := map[string]func([]string) error{
 		"register": benchRegister,
 		"classify": benchClassify,
+		"pfcp":     benchPFCP,
 	}
 	if len(args) == 0 {
-		return errors.New("usage: tern bench register|classify [flags]")
+		return errors.New("usage: tern bench register|classify|pfcp [flags]")
 	}
 	b, ok := benches[args[0]]
 	if !ok {
