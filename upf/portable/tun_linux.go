@@ -32,8 +32,11 @@ func openTUN(name string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), "/dev/net/tun:"+name), nil
 }
 
-// setupLink sets the MTU, brings the device up and routes the UE pool into
-// it, so the kernel hands downlink packets for UEs to the UPF.
+// setupLink sets the MTU, brings the device up, gives it the pool's first
+// host address (the UE's N6 gateway, which the SMF never hands out: a UE can
+// reach the data network's edge at a known address, as with Open5GS's
+// ogstun) and routes the UE pool into it, so the kernel hands downlink
+// packets for UEs to the UPF.
 func setupLink(name string, mtu int, pool netip.Prefix) error {
 	link, err := netlink.LinkByName(name)
 	if err != nil {
@@ -49,6 +52,13 @@ func setupLink(name string, mtu int, pool netip.Prefix) error {
 	_ = os.WriteFile("/proc/sys/net/ipv6/conf/"+name+"/disable_ipv6", []byte("1"), 0o644)
 	if err := netlink.LinkSetUp(link); err != nil {
 		return fmt.Errorf("link %s up: %w", name, err)
+	}
+	if pool.IsValid() && pool.Bits() <= 30 {
+		gw := pool.Masked().Addr().Next()
+		a := &netlink.Addr{IPNet: &net.IPNet{IP: gw.AsSlice(), Mask: net.CIDRMask(32, 32)}}
+		if err := netlink.AddrReplace(link, a); err != nil {
+			return fmt.Errorf("link %s: address %s: %w", name, gw, err)
+		}
 	}
 	if pool.IsValid() {
 		dst := &net.IPNet{IP: pool.Masked().Addr().AsSlice(), Mask: net.CIDRMask(pool.Bits(), pool.Addr().BitLen())}
