@@ -1,0 +1,245 @@
+package smf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tern5g/tern/ngap"
+	"github.com/tern5g/tern/pfcp"
+)
+
+// suggestedBufferingPackets is what the BAR asks the UPF to buffer for a UE
+// without a downlink tunnel (TS 29.244 §8.2.101).
+const suggestedBufferingPackets = 64
+
+// selectUPF picks the associated UPF serving d with the fewest sessions
+// (TS 23.501 §6.3.3 UPF selection, by DNN and load).
+func selectUPF(d *dnnConf) *upfNode {
+	var best *upfNode
+	for _, u := range d.upfs {
+		if !u.associated.Load() {
+			continue
+		}
+		if best == nil || u.sessions.Load() < best.sessions.Load() {
+			best = u
+		}
+	}
+	return best
+}
+
+// establishmentRequest is the PFCP Session Establishment Request of a new
+// PDU session (TS 23.502 §4.3.2.2.1 step 10a; TS 29.244 §7.5.2):
+//   - UL PDR: from access, F-TEID chosen by the UPF, outer GTP-U removed,
+//     QFI of the default flow -> FAR forward to core on the DNN's network
+//     instance (N6).
+//   - DL PDR: from core (the DNN's network instance), destination = UE IP
+//     -> FAR buffering until the gNB tunnel is known (step 16a turns it to
+//     forward).
+//   - one QER with the session AMBR as MBR (TS 23.501 §5.7.2.6: the UPF
+//     enforces the session AMBR), one volume-measuring URR on both PDRs.
+func (s *SMF) establishmentRequest(c *smContext) *pfcp.SessionEstablishmentRequest {
+	ohr := pfcp.OuterHeaderRemovalGTPUUDPIPv4
+	bar := uint8(barSession)
+	return &pfcp.SessionEstablishmentRequest{
+		NodeID:  s.nodeID(),
+		CPFSEID: pfcp.FSEID{SEID: c.cpSEID, IPv4: s.cfg.n4Addr},
+		CreatePDRs: []pfcp.CreatePDR{
+			{
+				ID:         pdrUplink,
+				Precedence: defaultPrecedence,
+				PDI: pfcp.PDI{
+					SourceInterface: pfcp.InterfaceAccess,
+					FTEID:           &pfcp.FTEID{Choose: true, ChooseID: 1},
+					UEIP:            &pfcp.UEIPAddress{IPv4: c.ueIP},
+					QFIs:            []uint8{defaultQFI},
+				},
+				OuterHeaderRemoval: &ohr,
+				FARID:              farUplink,
+				QERIDs:             []uint32{qerSession},
+				URRIDs:             []uint32{urrSession},
+			},
+			{
+				ID:         pdrDownlink,
+				Precedence: defaultPrecedence,
+				PDI: pfcp.PDI{
+					SourceInterface: pfcp.InterfaceCore,
+					NetworkInstance: c.dnn.name,
+					UEIP:            &pfcp.UEIPAddress{IPv4: c.ueIP, Destination: true},
+				},
+				FARID:  farDownlink,
+				QERIDs: []uint32{qerSession},
+				URRIDs: []uint32{urrSession},
+			},
+		},
+		CreateFARs: []pfcp.CreateFAR{
+			{
+				ID:          farUplink,
+				ApplyAction: pfcp.ActionForward,
+				Forwarding:  &pfcp.ForwardingParameters{Destination: pfcp.InterfaceCore, NetworkInstance: c.dnn.name},
+			},
+			{ID: farDownlink, ApplyAction: pfcp.ActionBuffer, BARID: &bar},
+		},
+		CreateQERs: []pfcp.CreateQER{{ID: qerSession, MBR: mbr(c.qos), QFI: defaultQFI}},
+		CreateURRs: []pfcp.CreateURR{{ID: urrSession, Method: pfcp.MethodVolume}},
+		CreateBAR:  &pfcp.CreateBAR{ID: barSession, SuggestedBufferingPackets: suggestedBufferingPackets},
+		PDNType:    pfcp.PDNTypeIPv4,
+	}
+}
+
+func mbr(q qos) *pfcp.BitRate { return &pfcp.BitRate{UL: kbps(q.ambr.UL), DL: kbps(q.ambr.DL)} }
+
+// errN4 wraps PFCP failures so callers can tell them from others.
+var errN4 = errors.New("n4")
+
+// establishN4 runs the PFCP Session Establishment for c and records the UPF
+// SEID and uplink tunnel. Runs with c.ue.mu held.
+func (s *SMF) establishN4(c *smContext) error {
+	u := c.upf
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.timers.PFCPTimeout)
+	defer cancel()
+	resp, err := u.up.EstablishSession(ctx, s.establishmentRequest(c))
+	if err != nil {
+		s.stats.n4Failures.Add(1)
+		return fmt.Errorf("%w: upf %s: session establishment: %w", errN4, u.name, err)
+	}
+	if !resp.Cause.Accepted() {
+		s.stats.n4Failures.Add(1)
+		return fmt.Errorf("%w: upf %s: session establishment rejected: %s (offending IE %d)", errN4, u.name, resp.Cause, resp.OffendingIE)
+	}
+	if resp.UPFSEID == nil {
+		// The session exists at the UPF but cannot be addressed: nothing to delete.
+		s.stats.n4Failures.Add(1)
+		return fmt.Errorf("%w: upf %s: establishment response without UP F-SEID", errN4, u.name)
+	}
+	c.upSEID = resp.UPFSEID.SEID
+	u.sessions.Add(1)
+	s.stats.n4Sessions.Add(1)
+	for _, p := range resp.CreatedPDRs {
+		if p.ID == pdrUplink && p.LocalFTEID != nil {
+			c.ulTunnel = ngap.GTPTunnel{Addr: p.LocalFTEID.IPv4, TEID: p.LocalFTEID.TEID}
+		}
+	}
+	if c.ulTunnel.TEID == 0 && !c.ulTunnel.Addr.IsValid() {
+		s.deleteN4(c)
+		return fmt.Errorf("%w: upf %s: no Created PDR with the uplink F-TEID", errN4, u.name)
+	}
+	if !c.ulTunnel.Addr.IsValid() {
+		c.ulTunnel.Addr = u.n3
+	}
+	return nil
+}
+
+// modifyN4 sends a PFCP Session Modification Request for c. Runs with
+// c.ue.mu held.
+func (s *SMF) modifyN4(c *smContext, req *pfcp.SessionModificationRequest) error {
+	if c.upSEID == 0 {
+		return fmt.Errorf("%w: no PFCP session", errN4)
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.timers.PFCPTimeout)
+	defer cancel()
+	resp, err := c.upf.up.ModifySession(ctx, c.upSEID, req)
+	if err != nil {
+		s.stats.n4Failures.Add(1)
+		return fmt.Errorf("%w: upf %s: session modification: %w", errN4, c.upf.name, err)
+	}
+	if !resp.Cause.Accepted() {
+		s.stats.n4Failures.Add(1)
+		return fmt.Errorf("%w: upf %s: session modification rejected: %s", errN4, c.upf.name, resp.Cause)
+	}
+	s.countUsage(c, resp.UsageReports)
+	return nil
+}
+
+// forwardDownlink points the downlink FAR at the gNB tunnel (TS 23.502
+// §4.3.2.2.1 step 16a, §4.2.3.2 step 12).
+func (s *SMF) forwardDownlink(c *smContext, dl ngap.GTPTunnel) error {
+	act := pfcp.ActionForward
+	return s.modifyN4(c, &pfcp.SessionModificationRequest{
+		UpdateFARs: []pfcp.UpdateFAR{{
+			ID:          farDownlink,
+			ApplyAction: &act,
+			Forwarding: &pfcp.ForwardingParameters{
+				Destination: pfcp.InterfaceAccess,
+				OuterHeaderCreation: &pfcp.OuterHeaderCreation{
+					Description: pfcp.OuterHeaderCreationGTPUUDPIPv4,
+					TEID:        dl.TEID,
+					IPv4:        dl.Addr,
+				},
+			},
+		}},
+	})
+}
+
+// bufferDownlink makes the UPF buffer downlink data and notify the SMF
+// (AN release, TS 23.502 §4.2.6 step 6: the SMF asks the UPF to buffer or
+// drop, and to report the first downlink packet for paging).
+func (s *SMF) bufferDownlink(c *smContext) error {
+	act := pfcp.ActionBuffer | pfcp.ActionNotifyCP
+	bar := uint8(barSession)
+	return s.modifyN4(c, &pfcp.SessionModificationRequest{
+		UpdateFARs: []pfcp.UpdateFAR{{ID: farDownlink, ApplyAction: &act, BARID: &bar}},
+	})
+}
+
+// updateMBR applies a new session AMBR (TS 23.502 §4.3.3.2 step 4).
+func (s *SMF) updateMBR(c *smContext, q qos) error {
+	return s.modifyN4(c, &pfcp.SessionModificationRequest{
+		UpdateQERs: []pfcp.UpdateQER{{ID: qerSession, MBR: mbr(q)}},
+	})
+}
+
+// deleteN4 deletes c's PFCP session, if any (TS 23.502 §4.3.4.2 step 2).
+// A UPF that does not answer loses the session anyway (its own cleanup);
+// the SMF forgets it. Runs with c.ue.mu held.
+func (s *SMF) deleteN4(c *smContext) {
+	if c.upSEID == 0 {
+		return
+	}
+	seid := c.upSEID
+	c.upSEID = 0
+	c.upf.sessions.Add(-1)
+	s.stats.n4Sessions.Add(-1)
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.timers.PFCPTimeout)
+	defer cancel()
+	resp, err := c.upf.up.DeleteSession(ctx, seid)
+	switch {
+	case err != nil:
+		s.stats.n4Failures.Add(1)
+		s.log.Warn("PFCP session deletion failed", "supi", c.supi, "psi", c.psi, "upf", c.upf.name, "err", err)
+	case !resp.Cause.Accepted():
+		s.stats.n4Failures.Add(1)
+		s.log.Warn("PFCP session deletion rejected", "supi", c.supi, "psi", c.psi, "upf", c.upf.name, "cause", resp.Cause)
+	default:
+		s.countUsage(c, resp.UsageReports)
+	}
+}
+
+func (s *SMF) countUsage(c *smContext, reports []pfcp.UsageReport) {
+	for _, r := range reports {
+		s.stats.usageReports.Add(1)
+		s.log.Debug("usage report", "supi", c.supi, "psi", c.psi, "urr", r.URRID, "seq", r.URSEQN,
+			"ul", r.Volume.UL, "dl", r.Volume.DL, "total", r.Volume.Total)
+	}
+}
+
+// HandleSessionReport implements pfcp.CPHandler (TS 29.244 §7.5.8,
+// TS 23.502 §4.2.3.3 step 2). Usage reports are counted and logged. A
+// downlink data report is acknowledged and counted; paging the UE
+// (Namf_Communication_N1N2MessageTransfer toward an idle UE) is not done yet,
+// so the UPF keeps buffering until the UE comes back or the session ends.
+func (s *SMF) HandleSessionReport(ctx context.Context, seid uint64, req *pfcp.SessionReportRequest) *pfcp.SessionReportResponse {
+	c, ok := s.seids.get(seid)
+	if !ok || req == nil {
+		return &pfcp.SessionReportResponse{Cause: pfcp.CauseSessionContextNotFound}
+	}
+	if req.ReportType&pfcp.ReportDLDR != 0 {
+		s.stats.dlDataReports.Add(1)
+		s.log.Info("downlink data for a UE without an active user plane (paging not implemented)",
+			"supi", c.supi, "psi", c.psi)
+	}
+	if req.ReportType&pfcp.ReportUSAR != 0 {
+		s.countUsage(c, req.UsageReports)
+	}
+	return &pfcp.SessionReportResponse{Cause: pfcp.CauseRequestAccepted}
+}

@@ -1,0 +1,339 @@
+// Package smf is tern's Session Management Function: Nsmf_PDUSession for SM
+// contexts (TS 29.502), the 5GSM procedures of TS 24.501 §6.3-§6.4 (PDU
+// session establishment, modification and release, UE- and
+// network-requested), UE IPv4 pools per DNN, UPF selection and PFCP session
+// management over N4 (TS 29.244), with policy from the PCF
+// (Npcf_SMPolicyControl, TS 29.512).
+//
+// # Calling the SMF from the AMF (reentrancy)
+//
+// The SMF never calls the AMF (N1N2MessageTransfer, SMContextStatusNotify)
+// while it holds any lock and never from inside a call the AMF made:
+// CreateSMContext, UpdateSMContext and ReleaseSMContext return without
+// waiting for anything the AMF does. Everything the SMF sends to the AMF on
+// its own initiative (the establishment Accept/Reject after PFCP, network-
+// requested modification and release, retransmissions, status
+// notifications) goes out from a per-UE sender goroutine, in order. So the
+// AMF may serve N1N2MessageTransfer synchronously or by queuing it to the
+// UE's executor, and may call the SMF from its UE executor, but it must not
+// block CreateSMContext/UpdateSMContext on an N1N2MessageTransfer of the
+// same UE (there is none inside those calls).
+//
+// Because CreateSMContext returns before the N1N2MessageTransfer carrying
+// the PDU Session Establishment Accept arrives, the AMF must record the SM
+// context (ref and PDU session ID) before it can process that transfer:
+// either record it before its UE executor handles anything else (the
+// transfer is queued behind), or look the session up by SUPI and
+// Data.PduSessionId when the transfer comes.
+//
+// Concurrency: per-UE state is guarded by the UE's mutex, so procedures of
+// one UE are serialised and different UEs run in parallel; the lookup tables
+// are sharded. PFCP requests are made with the UE's mutex held (they never
+// call back into the SMF for that UE).
+package smf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tern5g/tern/pfcp"
+	"github.com/tern5g/tern/sbi"
+)
+
+// Deps are the services the SMF consumes.
+type Deps struct {
+	AMF       sbi.Communication            // Namf_Communication (N1N2MessageTransfer)
+	AMFStatus sbi.SMContextStatusNotifier  // SM context status notifications to the AMF
+	SDM       sbi.SubscriberDataManagement // Nudm_SDM (sm-data)
+	PCF       sbi.SMPolicyControl          // Npcf_SMPolicyControl
+	UPFs      map[string]pfcp.UserPlane    // N4 to each UPF by UPFConfig.Name; may also be set with SetUserPlane
+}
+
+func (d Deps) validate() error {
+	switch {
+	case d.AMF == nil:
+		return errors.New("smf deps: AMF (sbi.Communication) is nil")
+	case d.AMFStatus == nil:
+		return errors.New("smf deps: AMFStatus (sbi.SMContextStatusNotifier) is nil")
+	case d.SDM == nil:
+		return errors.New("smf deps: SDM (sbi.SubscriberDataManagement) is nil")
+	case d.PCF == nil:
+		return errors.New("smf deps: PCF (sbi.SMPolicyControl) is nil")
+	}
+	return nil
+}
+
+// upfNode is one configured UPF.
+type upfNode struct {
+	name       string
+	n3         netip.Addr
+	up         pfcp.UserPlane
+	associated atomic.Bool
+	sessions   atomic.Int64 // PFCP sessions established and not deleted
+}
+
+// SMF is one SMF instance. It implements sbi.PDUSession,
+// sbi.SMPolicyNotifier and pfcp.CPHandler.
+type SMF struct {
+	cfg  *servedConfig
+	deps Deps
+	log  *slog.Logger
+
+	ctx    context.Context // cancelled by Close; outbound calls use it
+	cancel context.CancelFunc
+	start  time.Time // PFCP recovery time stamp
+
+	ues      *shardedMap[string, *ueState]   // by SUPI
+	contexts *shardedMap[string, *smContext] // by SM context ref
+	policies *shardedMap[string, *smContext] // by SM policy association ID
+	seids    *shardedMap[uint64, *smContext] // by CP F-SEID
+
+	nextRef  atomic.Uint64
+	nextSEID atomic.Uint64
+
+	life    sync.RWMutex
+	closed  bool
+	started bool
+	workers sync.WaitGroup
+
+	stats counters
+}
+
+var (
+	_ sbi.PDUSession       = (*SMF)(nil)
+	_ sbi.SMPolicyNotifier = (*SMF)(nil)
+	_ pfcp.CPHandler       = (*SMF)(nil)
+)
+
+// New validates cfg (after applying defaults) and builds an SMF. Call Start
+// to associate with the UPFs before serving requests.
+func New(cfg Config, deps Deps, logger *slog.Logger) (*SMF, error) {
+	cfg = cfg.WithDefaults()
+	served, err := cfg.compile()
+	if err != nil {
+		return nil, err
+	}
+	if err := deps.validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &SMF{
+		cfg:      served,
+		deps:     deps,
+		log:      logger.With("nf", "smf"),
+		ctx:      ctx,
+		cancel:   cancel,
+		start:    time.Now(),
+		ues:      newShardedMap[string, *ueState](hashString),
+		contexts: newShardedMap[string, *smContext](hashString),
+		policies: newShardedMap[string, *smContext](hashString),
+		seids:    newShardedMap[uint64, *smContext](hashUint64),
+	}
+	for _, u := range served.upfs {
+		if up, ok := deps.UPFs[u.name]; ok {
+			u.up = up
+		}
+	}
+	return s, nil
+}
+
+// SetUserPlane sets the N4 client of the UPF named name. It exists because
+// the direct binding needs the SMF (as pfcp.CPHandler) to be built first;
+// call it before Start.
+func (s *SMF) SetUserPlane(name string, up pfcp.UserPlane) error {
+	s.life.Lock()
+	defer s.life.Unlock()
+	if s.started {
+		return errors.New("smf: SetUserPlane after Start")
+	}
+	for _, u := range s.cfg.upfs {
+		if u.name == name {
+			u.up = up
+			return nil
+		}
+	}
+	return fmt.Errorf("smf: no UPF %q in smf.upfs", name)
+}
+
+// Start sets up the PFCP association with every UPF (TS 29.244 §6.2.6) and
+// keeps them alive in the background (heartbeats, retries of failed
+// associations). It fails when a UPF has no N4 client or none associates.
+func (s *SMF) Start(ctx context.Context) error {
+	s.life.Lock()
+	if s.closed || s.started {
+		s.life.Unlock()
+		return errors.New("smf: already started or closed")
+	}
+	for _, u := range s.cfg.upfs {
+		if u.up == nil {
+			s.life.Unlock()
+			return fmt.Errorf("smf: UPF %q has no N4 client (Deps.UPFs or SetUserPlane)", u.name)
+		}
+	}
+	s.started = true
+	s.life.Unlock()
+
+	var errs []error
+	ok := 0
+	for _, u := range s.cfg.upfs {
+		if err := s.associate(ctx, u); err != nil {
+			errs = append(errs, err)
+			s.log.Warn("PFCP association failed; will retry", "upf", u.name, "err", err)
+			continue
+		}
+		ok++
+	}
+	if ok == 0 {
+		return fmt.Errorf("smf: no UPF associated: %w", errors.Join(errs...))
+	}
+	if s.acquireWorker() {
+		go s.keepAlive()
+	}
+	return nil
+}
+
+func (s *SMF) associate(ctx context.Context, u *upfNode) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.timers.PFCPTimeout)
+	defer cancel()
+	resp, err := u.up.SetupAssociation(ctx, &pfcp.AssociationSetupRequest{
+		NodeID:       s.nodeID(),
+		RecoveryTime: s.start,
+	})
+	if err != nil {
+		return fmt.Errorf("upf %s: association setup: %w", u.name, err)
+	}
+	if !resp.Cause.Accepted() {
+		return fmt.Errorf("upf %s: association setup rejected: %s", u.name, resp.Cause)
+	}
+	u.associated.Store(true)
+	s.log.Info("PFCP association set up", "upf", u.name, "peer", resp.NodeID.String())
+	return nil
+}
+
+// keepAlive sends heartbeats (TS 29.244 §6.2.2) to associated UPFs and
+// retries the association of the others.
+func (s *SMF) keepAlive() {
+	defer s.releaseWorker()
+	t := time.NewTicker(s.cfg.timers.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, u := range s.cfg.upfs {
+			if !u.associated.Load() {
+				if err := s.associate(s.ctx, u); err != nil {
+					s.log.Debug("PFCP association retry failed", "upf", u.name, "err", err)
+				}
+				continue
+			}
+			ctx, cancel := context.WithTimeout(s.ctx, s.cfg.timers.PFCPTimeout)
+			err := u.up.Heartbeat(ctx)
+			cancel()
+			if err != nil && s.ctx.Err() == nil {
+				u.associated.Store(false)
+				s.log.Warn("UPF not answering heartbeats; no new sessions until it is back", "upf", u.name, "err", err)
+			}
+		}
+	}
+}
+
+// Close stops timers and background work and waits for the SMF's
+// goroutines. Contexts are dropped without signalling.
+func (s *SMF) Close() error {
+	s.life.Lock()
+	if s.closed {
+		s.life.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.life.Unlock()
+	s.cancel()
+	s.workers.Wait()
+	return nil
+}
+
+func (s *SMF) acquireWorker() bool {
+	s.life.RLock()
+	defer s.life.RUnlock()
+	if s.closed {
+		return false
+	}
+	s.workers.Add(1)
+	return true
+}
+
+func (s *SMF) releaseWorker() { s.workers.Done() }
+
+func (s *SMF) nodeID() pfcp.NodeID {
+	if a, err := netip.ParseAddr(s.cfg.nodeID); err == nil {
+		return pfcp.NodeID{IP: a}
+	}
+	return pfcp.NodeID{FQDN: s.cfg.nodeID}
+}
+
+// counters are the SMF's statistics (atomics: read without locks).
+type counters struct {
+	contexts      atomic.Int64
+	n4Sessions    atomic.Int64
+	policies      atomic.Int64
+	established   atomic.Uint64
+	rejected      atomic.Uint64
+	released      atomic.Uint64
+	modified      atomic.Uint64
+	usageReports  atomic.Uint64
+	dlDataReports atomic.Uint64
+	n4Failures    atomic.Uint64
+	amfFailures   atomic.Uint64
+}
+
+// Stats is a snapshot of the SMF's state and counters.
+type Stats struct {
+	Contexts   int            // live SM contexts
+	IPs        map[string]int // allocated UE addresses per DNN
+	N4Sessions int            // PFCP sessions established and not deleted
+	Policies   int            // SM policy associations held at the PCF
+
+	Established   uint64 // PDU sessions whose establishment completed (N2 setup answered)
+	Rejected      uint64 // PDU Session Establishment Rejects sent
+	Released      uint64 // SM contexts removed, for any reason
+	Modified      uint64 // modifications completed
+	UsageReports  uint64 // PFCP usage reports received
+	DLDataReports uint64 // PFCP downlink data reports received
+	N4Failures    uint64 // PFCP requests that failed or were rejected
+	AMFFailures   uint64 // N1N2MessageTransfer / status notifications that failed
+}
+
+// Stats returns a snapshot.
+func (s *SMF) Stats() Stats {
+	st := Stats{
+		Contexts:      int(s.stats.contexts.Load()),
+		IPs:           make(map[string]int, len(s.cfg.order)),
+		N4Sessions:    int(s.stats.n4Sessions.Load()),
+		Policies:      int(s.stats.policies.Load()),
+		Established:   s.stats.established.Load(),
+		Rejected:      s.stats.rejected.Load(),
+		Released:      s.stats.released.Load(),
+		Modified:      s.stats.modified.Load(),
+		UsageReports:  s.stats.usageReports.Load(),
+		DLDataReports: s.stats.dlDataReports.Load(),
+		N4Failures:    s.stats.n4Failures.Load(),
+		AMFFailures:   s.stats.amfFailures.Load(),
+	}
+	for _, d := range s.cfg.order {
+		st.IPs[d.name] = d.pool.allocated()
+	}
+	return st
+}
