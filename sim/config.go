@@ -4,13 +4,17 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/tern5g/tern/gtpu"
 	"github.com/tern5g/tern/identity"
 	"github.com/tern5g/tern/sctp"
 	"github.com/tern5g/tern/security/suci"
+	"github.com/tern5g/tern/sim/gnb"
 )
 
 // Config describes one simulator run. Zero fields take the defaults of
@@ -47,6 +51,49 @@ type Config struct {
 	// Timeout bounds one procedure of one UE.
 	Timeout time.Duration
 
+	// PDU sessions and user plane (steps session, ping, transfer, release).
+
+	// DNNs: the "session" step establishes one PDU session per DNN, with
+	// S-NSSAI Slices[0] (default ["internet"]).
+	DNNs []string
+	// N3Addrs are the gNBs' GTP-U addresses, "IP:port"; gNB i uses
+	// N3Addrs[i % len]. An address with port 0 can be shared; one with a
+	// fixed port (a real UPF sends downlink to port 2152 of the address in
+	// the DL tunnel) needs one entry per gNB. Default ["127.0.0.1:0"]; the
+	// lab uses ["10.100.3.1:2152"].
+	N3Addrs []string
+	// N3PeerPort is the UPFs' GTP-U port (default 2152).
+	N3PeerPort uint16
+	// DataTarget is the data network host the ping and transfer steps send
+	// to (default 10.100.6.2, the lab's DN).
+	DataTarget netip.Addr
+	// TUN gives every PDU session a TUN device (TUNPrefix + a number, e.g.
+	// "uesimtun0") with policy routing from the session address, so that
+	// ping/curl/iperf3 bound to that address use the session. Needs root.
+	// Without it the ping and transfer steps use packets built in memory;
+	// they do in TUN mode too (the TUN takes the other downlink).
+	TUN       bool
+	TUNPrefix string // default "uesimtun"
+	TUNTable  int    // routing table of the first TUN; +1 per TUN (default 1000)
+
+	PingCount    int           // echo requests per session (default 5)
+	PingInterval time.Duration // between requests (default 20 ms)
+	PingTimeout  time.Duration // wait for replies after the last request (default 1 s)
+
+	TransferBytes int   // UDP payload bytes per session (default 1 MiB)
+	TransferSize  int   // payload bytes per datagram (default 1200)
+	TransferRate  int64 // offered load in bit/s per session; 0 = as fast as possible
+	TransferPort  uint16
+	// TransferEcho says the target echoes UDP (port 7): received and lost
+	// datagrams are then counted. Default port: 7 with TransferEcho, else 9
+	// (discard), where only the offered uplink can be measured.
+	TransferEcho bool
+
+	// AfterStep, when set, is called after each step, once every UE is
+	// done with it (e.g. to run external tools over the TUNs between
+	// "session" and "release"; for tests and demos).
+	AfterStep func(StepResult)
+
 	Logger *slog.Logger
 }
 
@@ -56,6 +103,8 @@ const (
 	DefaultK         = "8baf473f2f8fd09487cccbd7097c6862"
 	DefaultOPc       = "8e27b6af0e692e750f32667a3b14605d"
 	DefaultAMFAddr   = "127.0.0.1:38412"
+	// DefaultDataTarget is the lab's data network host (tern-dn).
+	DefaultDataTarget = "10.100.6.2"
 
 	// The home network public keys matching the UDM's demo private keys
 	// (free5GC's and UERANSIM's demo keys: profile A key 1, profile B key 2).
@@ -90,6 +139,18 @@ func DefaultConfig() Config {
 		IA:       0xF0,
 		Scenario: Scenario{StepRegister, StepDeregister},
 		Timeout:  5 * time.Second,
+
+		DNNs:          []string{"internet"},
+		N3Addrs:       []string{gnb.DefaultN3Addr},
+		N3PeerPort:    gtpu.Port,
+		DataTarget:    netip.MustParseAddr(DefaultDataTarget),
+		TUNPrefix:     "uesimtun",
+		TUNTable:      1000,
+		PingCount:     5,
+		PingInterval:  20 * time.Millisecond,
+		PingTimeout:   time.Second,
+		TransferBytes: 1 << 20,
+		TransferSize:  1200,
 	}
 }
 
@@ -161,6 +222,45 @@ func (c Config) withDefaults() Config {
 	if c.Timeout == 0 {
 		c.Timeout = d.Timeout
 	}
+	if c.DNNs == nil {
+		c.DNNs = d.DNNs
+	}
+	if c.N3Addrs == nil {
+		c.N3Addrs = d.N3Addrs
+	}
+	if c.N3PeerPort == 0 {
+		c.N3PeerPort = d.N3PeerPort
+	}
+	if !c.DataTarget.IsValid() {
+		c.DataTarget = d.DataTarget
+	}
+	if c.TUNPrefix == "" {
+		c.TUNPrefix = d.TUNPrefix
+	}
+	if c.TUNTable == 0 {
+		c.TUNTable = d.TUNTable
+	}
+	if c.PingCount == 0 {
+		c.PingCount = d.PingCount
+	}
+	if c.PingInterval == 0 {
+		c.PingInterval = d.PingInterval
+	}
+	if c.PingTimeout == 0 {
+		c.PingTimeout = d.PingTimeout
+	}
+	if c.TransferBytes == 0 {
+		c.TransferBytes = d.TransferBytes
+	}
+	if c.TransferSize == 0 {
+		c.TransferSize = d.TransferSize
+	}
+	if c.TransferPort == 0 {
+		c.TransferPort = 9
+		if c.TransferEcho {
+			c.TransferPort = 7
+		}
+	}
 	return c
 }
 
@@ -205,6 +305,35 @@ func (c Config) validate() error {
 	}
 	if len(c.Scenario) == 0 {
 		return fmt.Errorf("sim: empty scenario")
+	}
+	if len(c.DNNs) == 0 || len(c.DNNs) > 15 {
+		return fmt.Errorf("sim: %d dnns: want 1 to 15 (one PDU session each)", len(c.DNNs))
+	}
+	if len(c.N3Addrs) == 0 {
+		return fmt.Errorf("sim: no n3 address")
+	}
+	for _, a := range c.N3Addrs {
+		ap, err := netip.ParseAddrPort(a)
+		if err != nil || !ap.Addr().Is4() || ap.Addr().IsUnspecified() {
+			return fmt.Errorf("sim: n3 address %q: want a specific IPv4 address and a port", a)
+		}
+		if ap.Port() != 0 && len(c.N3Addrs) < c.GNBs {
+			return fmt.Errorf("sim: n3 address %q has a fixed port but %d gnbs share %d addresses: give one per gnb", a, c.GNBs, len(c.N3Addrs))
+		}
+	}
+	if !c.DataTarget.Is4() {
+		return fmt.Errorf("sim: data target %s: want IPv4", c.DataTarget)
+	}
+	if c.PingCount < 0 || c.PingCount > 1<<16 || c.TransferBytes < 0 || c.TransferSize < 0 || c.TransferSize > 65000 || c.TransferRate < 0 {
+		return fmt.Errorf("sim: bad ping/transfer parameters")
+	}
+	if c.TUN {
+		if os.Geteuid() != 0 {
+			return fmt.Errorf("sim: tun mode needs root (CAP_NET_ADMIN)")
+		}
+		if len(c.TUNPrefix)+4 > 15 {
+			return fmt.Errorf("sim: tun prefix %q: too long for interface names", c.TUNPrefix)
+		}
 	}
 	return nil
 }

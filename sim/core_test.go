@@ -38,6 +38,7 @@ type testCore struct {
 	nextTMSI uint32
 	nextAMF  int64
 	ues      map[int64]*coreUE // AMF UE NGAP ID -> UE
+	upf      *testUPF          // PDU sessions (session_test.go); nil = none
 	wg       sync.WaitGroup
 	errs     []error
 }
@@ -165,6 +166,8 @@ func (c *testCore) serve(conn sctp.Conn) {
 			send(msg.Stream, &ngap.UEContextReleaseCommand{AMFUENGAPID: m.AMFUENGAPID, RANUENGAPID: m.RANUENGAPID,
 				Cause: ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkUserInactivity}})
 		case *ngap.InitialContextSetupResponse, *ngap.UEContextReleaseComplete:
+		case *ngap.PDUSessionResourceSetupResponse, *ngap.PDUSessionResourceReleaseResponse:
+			c.n2Response(m)
 		default:
 			c.fail(errors.New("unexpected NGAP message"))
 		}
@@ -332,6 +335,8 @@ func (c *testCore) uplink(u *coreUE, pdu []byte, send sendFunc) {
 		send(u.stream, &ngap.UEContextReleaseCommand{AMFUENGAPID: u.amfID, RANUENGAPID: u.ranID,
 			Cause: ngap.Cause{Group: ngap.CauseNAS, Value: ngap.NASDeregister}})
 		delete(c.ues, u.amfID)
+	case *nas.ULNASTransport:
+		c.smUplink(u, m, send)
 	default:
 		c.fail(errors.New("unexpected uplink " + m.MessageType().String()))
 	}

@@ -18,6 +18,15 @@ const (
 	StepReregister Step = "reregister"
 	StepDeregister Step = "deregister" // UE-originating deregistration, normal
 	StepSwitchOff  Step = "switchoff"  // UE-originating deregistration, switch off
+	// StepSession establishes a PDU session on each of Config.DNNs.
+	StepSession Step = "session"
+	// StepPing sends Config.PingCount ICMP echo requests through each
+	// session to Config.DataTarget and matches the replies.
+	StepPing Step = "ping"
+	// StepTransfer sends Config.TransferBytes of UDP through each session.
+	StepTransfer Step = "transfer"
+	// StepRelease releases every PDU session (UE-requested).
+	StepRelease Step = "release"
 )
 
 // Scenario is the sequence of steps. All UEs finish a step (with the
@@ -33,11 +42,15 @@ var namedScenarios = map[string]Scenario{
 	"register+switchoff":            {StepRegister, StepSwitchOff},
 	"register+reregister":           {StepRegister, StepReregister, StepDeregister},
 	"register+reregister+switchoff": {StepRegister, StepReregister, StepSwitchOff},
+	"session":                       {StepRegister, StepSession, StepRelease, StepDeregister},
+	"session+ping":                  {StepRegister, StepSession, StepPing, StepRelease, StepDeregister},
+	"session+data":                  {StepRegister, StepSession, StepPing, StepTransfer, StepRelease, StepDeregister},
 }
 
 // ParseScenario reads a named scenario ("register", "register+deregister",
-// "register+switchoff", "register+reregister") or a comma-separated list of
-// steps ("register,deregister,reregister,switchoff").
+// "register+switchoff", "register+reregister", "session", "session+ping",
+// "session+data") or a comma-separated list of steps
+// ("register,session,ping,transfer,release,deregister").
 func ParseScenario(s string) (Scenario, error) {
 	if sc, ok := namedScenarios[s]; ok {
 		return append(Scenario(nil), sc...), nil
@@ -46,17 +59,19 @@ func ParseScenario(s string) (Scenario, error) {
 	for _, p := range strings.Split(s, ",") {
 		st := Step(strings.TrimSpace(p))
 		switch st {
-		case StepRegister, StepReregister, StepDeregister, StepSwitchOff:
+		case StepRegister, StepReregister, StepDeregister, StepSwitchOff,
+			StepSession, StepPing, StepTransfer, StepRelease:
 			sc = append(sc, st)
 		default:
-			return nil, fmt.Errorf("scenario %q: unknown step %q (want register, reregister, deregister, switchoff or one of %s)", s, st, scenarioNames())
+			return nil, fmt.Errorf("scenario %q: unknown step %q (want register, reregister, deregister, switchoff, session, ping, transfer, release or one of %s)", s, st, scenarioNames())
 		}
 	}
 	return sc, nil
 }
 
 func scenarioNames() string {
-	return "register, register+deregister, register+switchoff, register+reregister, register+reregister+switchoff"
+	return "register, register+deregister, register+switchoff, register+reregister, register+reregister+switchoff, " +
+		"session (register,session,release,deregister), session+ping, session+data (session+ping with transfer)"
 }
 
 // String returns the comma-separated steps.

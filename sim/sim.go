@@ -11,9 +11,16 @@
 //     (5G-GUTI, integrity protected with the stored context), Deregister
 //     (normal or switch-off); answers Authentication (MAC failure #20, synch
 //     failure #21 with AUTS), Security Mode, Identity Requests and AMF
-//     retransmissions.
+//     retransmissions. 5GSM: EstablishSession (DNN, S-NSSAI, IPv4, SSC 1,
+//     T3580), ReleaseSession (T3582), network-requested modification and
+//     release; SendData/HandleData carry the sessions' IP packets.
 //   - sim/gnb: one gNB: SCTP association, NG Setup, RAN UE NGAP ID
-//     allocation, routing, Initial Context Setup and UE Context Release.
+//     allocation, routing, Initial Context Setup and UE Context Release;
+//     PDU Session Resource Setup/Modify/Release, and GTP-U on N3 (a UDP
+//     socket: UL G-PDUs with a PDU Session Container, DL by TEID, Echo).
+//   - sim/userplane: packets built in memory (ICMP echo prober, UDP bulk
+//     transfer, both counting every loss) and, with root, a TUN device per
+//     session with policy routing so that ping/curl/iperf3 use it.
 //   - sim (this package): Run, which builds gNBs and UEs from a Config and
 //     runs a Scenario with bounded concurrency, returning per-procedure
 //     summaries (report.Summary) and per-UE outcomes.
@@ -54,8 +61,27 @@
 // "deregistration" and "deregistration-switchoff" from sending the
 // Deregistration Request to sending UE Context Release Complete;
 // "an-release" from UE Context Release Request to UE Context Release
-// Complete (the CM-IDLE transition before a re-registration). The instants are taken just before
-// the SCTP send of the encoded NGAP message.
+// Complete (the CM-IDLE transition before a re-registration);
+// "pdu-session" from sending the PDU Session Establishment Request (in UL
+// NAS Transport) to sending PDU Session Resource Setup Response;
+// "pdu-release" from sending the PDU Session Release Request to the later
+// of PDU Session Release Complete and PDU Session Resource Release
+// Response. The instants are taken just before the SCTP send of the
+// encoded NGAP message. Data steps: "ping" holds one sample per echo reply
+// (the RTT) and one failure per lost request; "transfer" one sample per
+// session (the sending time; throughput and echoed/lost counts are in
+// Result.Data).
+//
+// PDU sessions and data (steps session, ping, transfer, release): the
+// "session" step establishes one session per Config.DNNs entry; "ping" and
+// "transfer" send in-memory packets through every session to
+// Config.DataTarget (the gNB's GTP-U goes to the UPF of the session's UL
+// tunnel), so replies exist only where a real data network host answers
+// (ICMP echo; UDP echo on port 7 for TransferEcho). With Config.TUN (root)
+// every session also gets a TUN device ("uesimtun0", ...) and a rule "from
+// <session address> lookup <table>", so that e.g.
+// `ping -I 10.60.0.1 10.100.6.2` or `iperf3 -B 10.60.0.1 ...` runs over
+// the session; Config.AfterStep is the place to run such tools mid-scenario.
 //
 // The simulator shares the machine with the core, so it is kept cheap: one
 // reader goroutine per gNB handles all downlink and answers in place, UEs own
@@ -74,6 +100,7 @@ import (
 	"github.com/tern5g/tern/report"
 	"github.com/tern5g/tern/sim/gnb"
 	"github.com/tern5g/tern/sim/ue"
+	"github.com/tern5g/tern/sim/userplane"
 	"github.com/tern5g/tern/sim/usim"
 )
 
@@ -83,6 +110,7 @@ type Result struct {
 	Recorder  *report.Recorder // the raw samples (Recorder.Samples)
 	Steps     []StepResult
 	UEs       []UEOutcome
+	Data      DataResult // what the ping and transfer steps sent and got back
 }
 
 // StepResult is one scenario step over all UEs.
@@ -103,6 +131,17 @@ type UEOutcome struct {
 	Registered bool
 	FailedStep Step   // "" if every step succeeded
 	Err        string // the failure, "" if none
+	// Sessions are the PDU sessions the UE established during the run.
+	Sessions []SessionOutcome
+}
+
+// SessionOutcome is one PDU session a UE established.
+type SessionOutcome struct {
+	ID      uint8
+	DNN     string
+	Address string
+	QFI     uint8
+	TUN     string // the TUN device, "" without TUN mode
 }
 
 // Failures returns the number of failed procedure runs.
@@ -130,20 +169,24 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	gnbs := make([]*gnb.GNB, 0, cfg.GNBs)
+	r := &runner{cfg: cfg, log: log, rec: report.NewRecorder()}
 	defer func() {
+		r.closeTUNs()
 		for _, g := range gnbs {
 			g.Close()
 		}
 	}()
 	for i := 0; i < cfg.GNBs; i++ {
 		g, err := gnb.Dial(ctx, gnb.Config{
-			AMFAddr:   cfg.AMFAddr,
-			Transport: cfg.Transport,
-			GNBID:     cfg.GNBID + uint32(i),
-			PLMN:      cfg.PLMN,
-			TAC:       cfg.TAC,
-			Slices:    cfg.Slices,
-			Logger:    log,
+			AMFAddr:    cfg.AMFAddr,
+			Transport:  cfg.Transport,
+			GNBID:      cfg.GNBID + uint32(i),
+			PLMN:       cfg.PLMN,
+			TAC:        cfg.TAC,
+			Slices:     cfg.Slices,
+			N3Addr:     cfg.N3Addrs[i%len(cfg.N3Addrs)],
+			N3PeerPort: cfg.N3PeerPort,
+			Logger:     log,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("sim: %w", err)
@@ -151,9 +194,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		gnbs = append(gnbs, g)
 	}
 
-	rec := report.NewRecorder()
-	ues := make([]*ue.UE, cfg.UEs)
-	ueGNB := make([]uint32, cfg.UEs)
+	ues := make([]*simUE, cfg.UEs)
 	plmnDigits := len(cfg.PLMN.MCC) + len(cfg.PLMN.MNC)
 	for i := range ues {
 		card, err := usim.New(usim.Subscriber{
@@ -178,7 +219,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			EA:             cfg.EA,
 			IA:             cfg.IA,
 			Timeout:        cfg.Timeout,
-			Observer:       rec,
+			Observer:       r.rec,
 			Logger:         log,
 		})
 		if err != nil {
@@ -186,55 +227,87 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		g := gnbs[i%len(gnbs)]
 		u.Attach(g.NewPort(u))
-		ues[i], ueGNB[i] = u, g.ID()
+		ues[i] = &simUE{u: u, index: i, gnb: g.ID()}
 	}
+	r.ues = ues
 
-	res := &Result{Recorder: rec}
-	failed := make([]error, len(ues))
-	failedStep := make([]Step, len(ues))
+	res := &Result{Recorder: r.rec}
 	for _, step := range cfg.Scenario {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("sim: %w", err)
 		}
-		sr := runStep(ctx, ues, failed, failedStep, step, cfg.Concurrency)
+		sr := r.runStep(ctx, step)
 		log.Info("step done", "step", step, "ok", sr.OK, "failed", sr.Failed, "skipped", sr.Skipped, "wall", sr.Wall)
 		res.Steps = append(res.Steps, sr)
+		if cfg.AfterStep != nil {
+			cfg.AfterStep(sr)
+		}
 	}
-	res.Summaries = rec.Summaries()
+	res.Summaries = r.rec.Summaries()
+	res.Data = r.data
 	res.UEs = make([]UEOutcome, len(ues))
-	for i, u := range ues {
-		o := UEOutcome{SUPI: u.SUPI(), GNB: ueGNB[i], Registered: u.Registered(), FailedStep: failedStep[i]}
+	for i, su := range ues {
+		u := su.u
+		o := UEOutcome{SUPI: u.SUPI(), GNB: su.gnb, Registered: u.Registered(), FailedStep: su.failedStep, Sessions: su.established}
 		if g, ok := u.GUTI(); ok {
 			o.GUTI = g.String()
 		}
-		if failed[i] != nil {
-			o.Err = failed[i].Error()
+		if su.err != nil {
+			o.Err = su.err.Error()
 		}
 		res.UEs[i] = o
 	}
 	return res, nil
 }
 
-// runStep runs step for every UE that has not failed yet, with conc workers.
-func runStep(ctx context.Context, ues []*ue.UE, failed []error, failedStep []Step, step Step, conc int) StepResult {
+// simUE is one UE and what the run keeps about it.
+type simUE struct {
+	u     *ue.UE
+	index int
+	gnb   uint32
+
+	err        error // the step failure that stopped it
+	failedStep Step
+
+	sessions    []ue.Session // established and not yet released
+	established []SessionOutcome
+	tuns        map[uint8]*userplane.TUN
+}
+
+// runner holds one run's shared state.
+type runner struct {
+	cfg    Config
+	log    *slog.Logger
+	rec    *report.Recorder
+	ues    []*simUE
+	tunSeq atomic.Int64
+
+	mu   sync.Mutex // guards data
+	data DataResult
+}
+
+// runStep runs step for every UE that has not failed yet, with
+// cfg.Concurrency workers.
+func (r *runner) runStep(ctx context.Context, step Step) StepResult {
 	sr := StepResult{Step: step, Procedure: stepProcedure(step)}
 	var next atomic.Int64
 	var ok, bad, skipped atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
-	for w := 0; w < min(conc, len(ues)); w++ {
+	for w := 0; w < min(r.cfg.Concurrency, len(r.ues)); w++ {
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				i := int(next.Add(1) - 1)
-				if i >= len(ues) {
+				if i >= len(r.ues) {
 					return
 				}
-				if failed[i] != nil {
+				su := r.ues[i]
+				if su.err != nil {
 					skipped.Add(1)
 					continue
 				}
-				if err := doStep(ctx, ues[i], step); err != nil {
-					failed[i], failedStep[i] = err, step
+				if err := r.doStep(ctx, su, step); err != nil {
+					su.err, su.failedStep = err, step
 					bad.Add(1)
 					continue
 				}
@@ -248,16 +321,29 @@ func runStep(ctx context.Context, ues []*ue.UE, failed []error, failedStep []Ste
 	return sr
 }
 
-func doStep(ctx context.Context, u *ue.UE, step Step) error {
+func (r *runner) doStep(ctx context.Context, su *simUE, step Step) error {
+	u := su.u
 	switch step {
 	case StepRegister:
 		return u.Register(ctx)
 	case StepReregister:
 		return u.Reregister(ctx)
 	case StepDeregister:
-		return u.Deregister(ctx, false)
+		err := u.Deregister(ctx, false)
+		r.dropSessions(su) // released locally either way
+		return err
 	case StepSwitchOff:
-		return u.Deregister(ctx, true)
+		err := u.Deregister(ctx, true)
+		r.dropSessions(su)
+		return err
+	case StepSession:
+		return r.establish(ctx, su)
+	case StepPing:
+		return r.ping(ctx, su)
+	case StepTransfer:
+		return r.transfer(ctx, su)
+	case StepRelease:
+		return r.release(ctx, su)
 	}
 	return errors.New("sim: unknown step " + string(step))
 }
@@ -272,6 +358,14 @@ func stepProcedure(s Step) string {
 		return ue.ProcDeregistration
 	case StepSwitchOff:
 		return ue.ProcSwitchOff
+	case StepSession:
+		return ue.ProcPDUSession
+	case StepRelease:
+		return ue.ProcPDURelease
+	case StepPing:
+		return ProcPing
+	case StepTransfer:
+		return ProcTransfer
 	}
 	return string(s)
 }

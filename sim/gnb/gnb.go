@@ -1,7 +1,9 @@
 // Package gnb is the simulator's gNB: one SCTP association to an AMF, NG
 // Setup (TS 38.413 §8.7.1), and the UE-associated NGAP the UEs need: Initial
 // UE Message, Uplink/Downlink NAS Transport, Initial Context Setup and UE
-// Context Release (TS 38.413 §8.2, §8.6).
+// Context Release (TS 38.413 §8.2, §8.6), PDU Session Resource Setup,
+// Modify and Release (§8.2.1-§8.2.3), and the GTP-U end of N3 (TS 29.281)
+// for its UEs' PDU sessions (n3.go, session.go).
 //
 // One reader goroutine per gNB receives every downlink message, routes it by
 // RAN UE NGAP ID to the UE's Port and calls the UE synchronously; no
@@ -15,10 +17,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/tern5g/tern/gtpu"
 	"github.com/tern5g/tern/identity"
 	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/sctp"
@@ -37,6 +41,16 @@ type Config struct {
 	CellID uint64
 	// SetupTimeout bounds NG Setup when the context has no deadline (default 5 s).
 	SetupTimeout time.Duration
+	// N3Addr is the local GTP-U address (TS 29.281) for the user plane,
+	// "IP:port" with a specific IPv4 address: it is the DL tunnel address
+	// given to the core (default DefaultN3Addr). A UPF sends downlink to
+	// port 2152 of that address, so with a real UPF use port 2152 (e.g.
+	// "10.100.3.1:2152" in the lab, "127.0.0.2:2152" beside a UPF on
+	// 127.0.0.1).
+	N3Addr string
+	// N3PeerPort is the UDP port of the UPFs' N3 (default 2152); tests
+	// point it at a fake UPF.
+	N3PeerPort uint16
 	// OnMessage, when set, sees every NGAP message the gNB receives, after
 	// the gNB has handled it (called on the reader goroutine). For tests.
 	OnMessage func(ngap.Message)
@@ -50,6 +64,17 @@ type UE interface {
 	// HandleRelease reports that the UE context was released; sentAt is
 	// when UE Context Release Complete went out.
 	HandleRelease(sentAt time.Time)
+	// HandleSessionSetup reports the gNB's answer to the setup of PDU
+	// session psi's resources: sentAt is when the PDU Session Resource
+	// Setup Response (or Initial Context Setup Response) went out; err is
+	// non-nil when the session was listed as failed (*SetupError).
+	HandleSessionSetup(psi uint8, sentAt time.Time, err error)
+	// HandleSessionReleased reports that session psi's resources were
+	// released (PDU Session Resource Release Response sent at sentAt).
+	HandleSessionReleased(psi uint8, sentAt time.Time)
+	// HandleData delivers a downlink packet of session psi; called on the
+	// gNB's N3 goroutine. The UE must not keep pkt.
+	HandleData(psi uint8, pkt []byte)
 }
 
 // SetupFailureError is an NG Setup Failure from the AMF.
@@ -66,6 +91,7 @@ func (e *SetupFailureError) Error() string {
 type GNB struct {
 	cfg     Config
 	conn    sctp.Conn
+	n3      *n3
 	log     *slog.Logger
 	debug   bool // log every NGAP message (checked first: logging allocates)
 	uli     ngap.UserLocationNR
@@ -103,6 +129,9 @@ func Dial(ctx context.Context, cfg Config) (*GNB, error) {
 	if cfg.SetupTimeout <= 0 {
 		cfg.SetupTimeout = 5 * time.Second
 	}
+	if cfg.N3PeerPort == 0 {
+		cfg.N3PeerPort = gtpu.Port
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -111,13 +140,19 @@ func Dial(ctx context.Context, cfg Config) (*GNB, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.SetupTimeout)
 	defer cancel()
 
+	up, err := listenN3(cfg.N3Addr)
+	if err != nil {
+		return nil, fmt.Errorf("gnb %d: %w", cfg.GNBID, err)
+	}
 	conn, err := sctp.Dial(ctx, cfg.Transport, cfg.AMFAddr)
 	if err != nil {
+		up.conn.Close()
 		return nil, fmt.Errorf("gnb %d: dial %s: %w", cfg.GNBID, cfg.AMFAddr, err)
 	}
 	g := &GNB{
 		cfg:     cfg,
 		conn:    conn,
+		n3:      up,
 		log:     log,
 		debug:   log.Enabled(context.Background(), slog.LevelDebug),
 		streams: conn.OutboundStreams(),
@@ -131,9 +166,11 @@ func Dial(ctx context.Context, cfg Config) (*GNB, error) {
 		nextRAN: 1,
 	}
 	go g.read()
+	go up.serve(g)
 	if err := g.setup(ctx); err != nil {
 		conn.Close()
 		<-g.done
+		up.close()
 		return nil, fmt.Errorf("gnb %d: %w", cfg.GNBID, err)
 	}
 	log.Info("NG Setup complete", "amf", g.amf.AMFName)
@@ -190,11 +227,27 @@ func (g *GNB) Err() error {
 	}
 }
 
-// Close ends the association and waits for the reader to stop.
+// Close ends the association and the N3 endpoint and waits for their
+// readers to stop.
 func (g *GNB) Close() error {
 	err := g.conn.Close()
 	<-g.done
+	g.n3.close()
 	return err
+}
+
+// N3Addr returns the bound N3 (GTP-U) address.
+func (g *GNB) N3Addr() netip.AddrPort { return g.n3.Addr() }
+
+// N3Counters returns the user-plane counters.
+func (g *GNB) N3Counters() N3Counters {
+	n := g.n3
+	return N3Counters{
+		Uplink: n.uplink.Load(), Downlink: n.downlink.Load(),
+		UnknownTEID: n.unknownTEID.Load(), Malformed: n.malformed.Load(),
+		EchoRequests: n.echoes.Load(), ErrorIndications: n.errorIndications.Load(),
+		SendErrors: n.sendErrors.Load(),
+	}
 }
 
 // Counters are what the gNB saw that was not routine; for tests.
@@ -259,6 +312,9 @@ type Port struct {
 	ue    UE
 	ranID atomic.Int64 // 0 = no signalling connection
 	amfID atomic.Int64 // -1 = not yet known
+	// sessions: AN resources by PDU session ID (index 0 unused); written
+	// on the NGAP reader, read by SendData.
+	sessions [16]atomic.Pointer[session]
 }
 
 // NewPort attaches u to the gNB; pass the Port to the UE (ue.UE.Attach).
@@ -291,6 +347,7 @@ func (p *Port) SendInitial(nasPDU []byte, stmsi *identity.STMSI) (time.Time, err
 	g.mu.Unlock()
 	p.ranID.Store(id)
 	p.amfID.Store(-1)
+	p.releaseSessions() // a new connection starts without AN resources
 
 	m := &ngap.InitialUEMessage{
 		RANUENGAPID:           id,
@@ -369,7 +426,9 @@ func (p *Port) forget(id int64) {
 		delete(g.byRAN, id)
 	}
 	g.mu.Unlock()
-	p.ranID.CompareAndSwap(id, 0)
+	if p.ranID.CompareAndSwap(id, 0) {
+		p.releaseSessions()
+	}
 }
 
 func (g *GNB) port(ranID int64) *Port {
@@ -451,11 +510,25 @@ func (g *GNB) dispatch(m ngap.Message, stream uint16) {
 			return
 		}
 		p.amfID.Store(m.AMFUENGAPID)
-		// TS 38.413 §8.3.1.2: no PDU sessions to set up, so the context is
-		// established at once; the NAS PDU then goes to the UE.
-		resp := &ngap.InitialContextSetupResponse{AMFUENGAPID: m.AMFUENGAPID, RANUENGAPID: m.RANUENGAPID}
-		if err := g.send(g.ueStream(m.RANUENGAPID), resp); err != nil {
+		// TS 38.413 §8.3.1.2: set up the PDU sessions (if any), pass the
+		// NAS-PDUs and answer; without sessions the context is established
+		// at once, and the NAS PDU then goes to the UE.
+		ok, failed, results := g.setupItems(p, m.PDUSessionResourceSetupItems)
+		resp := &ngap.InitialContextSetupResponse{
+			AMFUENGAPID: m.AMFUENGAPID, RANUENGAPID: m.RANUENGAPID,
+			PDUSessionResourceSetupItems: ok, PDUSessionResourceFailedItems: failed,
+		}
+		for _, it := range m.PDUSessionResourceSetupItems {
+			if it.NASPDU != nil && results[it.ID] == nil {
+				p.ue.HandleNAS(it.NASPDU)
+			}
+		}
+		t, err := g.sendTimed(g.ueStream(m.RANUENGAPID), resp)
+		if err != nil {
 			g.log.Warn("initial context setup response", "err", err)
+		}
+		if len(results) > 0 {
+			g.reportSetup(p, results, t, err)
 		}
 		if m.NASPDU != nil {
 			p.ue.HandleNAS(m.NASPDU)
@@ -468,12 +541,15 @@ func (g *GNB) dispatch(m ngap.Message, stream uint16) {
 			p = g.port(m.RANUENGAPID)
 		}
 		ran := m.RANUENGAPID
+		var released []uint8
 		if p != nil {
 			ran = p.ranID.Load()
+			released = p.releaseSessions()
 			p.forget(ran)
 		}
-		// TS 38.413 §8.3.3.2: always confirm, even for a UE we no longer know.
-		resp := &ngap.UEContextReleaseComplete{AMFUENGAPID: m.AMFUENGAPID, RANUENGAPID: ran}
+		// TS 38.413 §8.3.3.2: always confirm, even for a UE we no longer
+		// know, listing the PDU sessions whose resources went with it.
+		resp := &ngap.UEContextReleaseComplete{AMFUENGAPID: m.AMFUENGAPID, RANUENGAPID: ran, PDUSessionIDs: released}
 		t, err := g.sendTimed(g.ueStream(ran), resp)
 		if err != nil {
 			g.log.Warn("UE context release complete", "err", err)
@@ -482,6 +558,12 @@ func (g *GNB) dispatch(m ngap.Message, stream uint16) {
 			p.amfID.Store(-1)
 			p.ue.HandleRelease(t)
 		}
+	case *ngap.PDUSessionResourceSetupRequest:
+		g.onSetupRequest(m, stream)
+	case *ngap.PDUSessionResourceModifyRequest:
+		g.onModifyRequest(m, stream)
+	case *ngap.PDUSessionResourceReleaseCommand:
+		g.onReleaseCommand(m, stream)
 	case *ngap.ErrorIndication:
 		g.errorIndications.Add(1)
 		attrs := make([]any, 0, 6)
@@ -529,6 +611,18 @@ func ueIDs(m ngap.Message) string {
 	case *ngap.UEContextReleaseCommand:
 		return fmt.Sprintf("%d/%d", v.AMFUENGAPID, v.RANUENGAPID)
 	case *ngap.UEContextReleaseComplete:
+		return fmt.Sprintf("%d/%d", v.AMFUENGAPID, v.RANUENGAPID)
+	case *ngap.PDUSessionResourceSetupRequest:
+		return fmt.Sprintf("%d/%d", v.AMFUENGAPID, v.RANUENGAPID)
+	case *ngap.PDUSessionResourceSetupResponse:
+		return fmt.Sprintf("%d/%d", v.AMFUENGAPID, v.RANUENGAPID)
+	case *ngap.PDUSessionResourceModifyRequest:
+		return fmt.Sprintf("%d/%d", v.AMFUENGAPID, v.RANUENGAPID)
+	case *ngap.PDUSessionResourceModifyResponse:
+		return fmt.Sprintf("%d/%d", v.AMFUENGAPID, v.RANUENGAPID)
+	case *ngap.PDUSessionResourceReleaseCommand:
+		return fmt.Sprintf("%d/%d", v.AMFUENGAPID, v.RANUENGAPID)
+	case *ngap.PDUSessionResourceReleaseResponse:
 		return fmt.Sprintf("%d/%d", v.AMFUENGAPID, v.RANUENGAPID)
 	}
 	return ""

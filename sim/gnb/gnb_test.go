@@ -18,9 +18,9 @@ import (
 // goroutine reads what the gNB sends and answers by hand.
 
 var (
-	plmn   = identity.PLMN{MCC: "208", MNC: "93"}
-	slices = []identity.SNSSAI{{SST: 1, SD: 0x010203}}
-	guami  = identity.GUAMI{PLMN: plmn, AMFID: identity.AMFID{RegionID: 0xCA, SetID: 0x3F8}}
+	plmn       = identity.PLMN{MCC: "208", MNC: "93"}
+	testSlices = []identity.SNSSAI{{SST: 1, SD: 0x010203}}
+	guami      = identity.GUAMI{PLMN: plmn, AMFID: identity.AMFID{RegionID: 0xCA, SetID: 0x3F8}}
 )
 
 func freeUDPPort(t *testing.T) int {
@@ -131,12 +131,12 @@ func (a *fakeAMF) setup(cfg Config) *GNB {
 	}
 	if req.GlobalRANNodeID.GNBID != cfg.GNBID || req.GlobalRANNodeID.PLMN != plmn ||
 		len(req.SupportedTAs) != 1 || req.SupportedTAs[0].TAC != 1 ||
-		len(req.SupportedTAs[0].BroadcastPLMNs) != 1 || req.SupportedTAs[0].BroadcastPLMNs[0].Slices[0] != slices[0] {
+		len(req.SupportedTAs[0].BroadcastPLMNs) != 1 || req.SupportedTAs[0].BroadcastPLMNs[0].Slices[0] != testSlices[0] {
 		a.t.Fatalf("NG Setup Request %+v", req)
 	}
 	a.send(0, &ngap.NGSetupResponse{
 		AMFName: "fake-amf", ServedGUAMIs: []identity.GUAMI{guami}, RelativeAMFCapacity: 255,
-		PLMNSupport: []ngap.PLMNSupport{{PLMN: plmn, Slices: slices}},
+		PLMNSupport: []ngap.PLMNSupport{{PLMN: plmn, Slices: testSlices}},
 	})
 	res := <-ch
 	if res.err != nil {
@@ -152,9 +152,13 @@ type ue struct {
 	nas      [][]byte
 	releases int
 	got      chan struct{}
+	// PDU sessions (session_test.go)
+	setups   []sessionEvent
+	released []sessionEvent
+	data     chan dataEvent
 }
 
-func newUE() *ue { return &ue{got: make(chan struct{}, 16)} }
+func newUE() *ue { return &ue{got: make(chan struct{}, 16), data: make(chan dataEvent, 64)} }
 
 func (u *ue) HandleNAS(pdu []byte) {
 	u.mu.Lock()
@@ -180,7 +184,7 @@ func (u *ue) wait(t *testing.T) {
 }
 
 func gnbConfig() Config {
-	return Config{GNBID: 7, PLMN: plmn, TAC: 1, Slices: slices}
+	return Config{GNBID: 7, PLMN: plmn, TAC: 1, Slices: testSlices}
 }
 
 func TestNGSetup(t *testing.T) {
@@ -245,7 +249,7 @@ func TestUEAssociatedSignalling(t *testing.T) {
 	}
 
 	a.send(ueStream, &ngap.InitialContextSetupRequest{
-		AMFUENGAPID: 42, RANUENGAPID: ran, GUAMI: guami, AllowedNSSAI: slices,
+		AMFUENGAPID: 42, RANUENGAPID: ran, GUAMI: guami, AllowedNSSAI: testSlices,
 		UESecurityCapabilities: ngap.UESecurityCapabilitiesFromNAS(0xF0, 0xF0, 0, 0),
 		NASPDU:                 []byte{0x7e, 0x02, 1, 2, 3, 4, 5, 0x7e, 0x00, 0x42},
 	})

@@ -3,6 +3,7 @@ package ue
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/tern5g/tern/nas"
@@ -83,7 +84,11 @@ func (u *UE) HandleNAS(pdu []byte) {
 	case *nas.Status5GMM:
 		u.log.Info("5GMM STATUS from network", "cause", m.Cause)
 	case *nas.DLNASTransport:
-		// No session management in this simulator: nothing to deliver to.
+		if m.PayloadContainerType == nas.PayloadN1SMInformation {
+			u.handleSMLocked(m)
+		} else {
+			u.discardLocked(fmt.Sprintf("DL NAS transport with payload container type %d", m.PayloadContainerType), nil)
+		}
 	default:
 		u.discardLocked("unexpected "+msg.MessageType().String(), nil)
 	}
@@ -132,6 +137,12 @@ func (u *UE) HandleRelease(sentAt time.Time) {
 	case procRelease:
 		// AN release: the UE stays registered, now in CM-IDLE.
 		u.finishLocked(sentAt, nil)
+	}
+	if u.mm == mmDeregistered {
+		u.releaseAllSessionsLocked(ErrReleased)
+	} else {
+		// CM-IDLE: the sessions stay, their user plane is gone (TS 23.502 §4.2.6).
+		u.userPlaneLostLocked()
 	}
 }
 
@@ -217,6 +228,7 @@ func (u *UE) onAuthenticationRejectLocked() {
 	u.guti, u.taiList, u.sec, u.kamf, u.ksi = nil, nil, nil, nil, nas.KSINoKey
 	u.pendingKAMF, u.lastRAND, u.lastRES = nil, nil, nil
 	u.mm = mmDeregistered
+	u.releaseAllSessionsLocked(ErrAuthenticationReject)
 	u.finishLocked(time.Now(), ErrAuthenticationReject)
 }
 
@@ -401,6 +413,7 @@ func (u *UE) onRegistrationRejectLocked(m *nas.RegistrationReject) {
 		u.guti, u.sec, u.kamf, u.ksi = nil, nil, nil, nas.KSINoKey
 	}
 	u.mm = mmDeregistered
+	u.releaseAllSessionsLocked(&RejectError{Cause: m.Cause})
 	u.finishLocked(time.Now(), &RejectError{Cause: m.Cause})
 }
 

@@ -12,6 +12,13 @@
 // The radio side is a Link (a gNB port): the UE hands it NAS PDUs and the
 // gNB hands back downlink NAS (HandleNAS) and the release of the signalling
 // connection (HandleRelease).
+//
+// PDU sessions (5GSM, TS 24.501 §6; session.go): EstablishSession and
+// ReleaseSession run UE-requested procedures, each session with its own
+// state machine and PTI; the network's Modification and Release Commands
+// are answered as they come. The gNB reports its part of each session
+// (HandleSessionSetup, HandleSessionReleased) and delivers downlink packets
+// (HandleData); SendData sends uplink ones.
 package ue
 
 import (
@@ -20,6 +27,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tern5g/tern/identity"
@@ -40,6 +48,9 @@ type Link interface {
 	// RequestRelease asks the AMF to release the connection (UE Context
 	// Release Request, cause user inactivity); HandleRelease follows.
 	RequestRelease() (time.Time, error)
+	// SendData sends one uplink user-plane packet of PDU session psi
+	// through the gNB's tunnel for it. The callee does not keep pkt.
+	SendData(psi uint8, pkt []byte) error
 	// Drop gives up the signalling connection after a failed procedure: the
 	// gNB asks the AMF to release it (UE Context Release Request) and
 	// forgets it without waiting.
@@ -78,9 +89,12 @@ type Config struct {
 	IMEISV string // 16 digits, sent when the AMF asks; a default is derived from the IMSI
 	// Timeout bounds each procedure (default 5 s) when the caller's context
 	// has no earlier deadline.
-	Timeout  time.Duration
-	Observer Observer // optional
-	Logger   *slog.Logger
+	Timeout time.Duration
+	// T3580 and T3582 are the 5GSM retransmission timers for PDU session
+	// establishment and release (default 16 s, TS 24.501 §10.3).
+	T3580, T3582 time.Duration
+	Observer     Observer // optional
+	Logger       *slog.Logger
 }
 
 type mmState uint8
@@ -146,6 +160,13 @@ type Stats struct {
 	DiscardedOther    int // dropped: undecodable, unexpected or unprotected when protection is required
 	AuthFailures      int // Authentication Failure messages sent
 	RepeatedResponses int // answers to retransmitted requests (same RAND, repeated Registration Accept, ...)
+
+	// 5GSM
+	SMRetransmissions int // T3580/T3582 expiries that resent the request
+	SMTimeouts        int // procedures aborted after the last retransmission
+	SMRejects         int // establishment/release rejects, 5GSM STATUS, not-forwarded returns
+	Modifications     int // network-requested modifications completed
+	NetworkReleases   int // network-requested releases completed
 }
 
 // UE is one simulated UE.
@@ -191,6 +212,12 @@ type UE struct {
 	initialProt  bool   // the initial message went integrity protected
 	lastWindow   time.Duration
 	stats        Stats
+
+	// 5GSM: sessions by PDU session identity (index 0 unused); data is
+	// each session's user plane, read without mu on the data path.
+	sessions [16]*pduSession
+	data     [16]atomic.Pointer[dataPath]
+	nextPTI  uint8
 }
 
 // New returns a deregistered UE without a radio link; see Attach.
@@ -214,6 +241,12 @@ func New(cfg Config) (*UE, error) {
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second
+	}
+	if cfg.T3580 <= 0 {
+		cfg.T3580 = DefaultT3580
+	}
+	if cfg.T3582 <= 0 {
+		cfg.T3582 = DefaultT3582
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -530,6 +563,9 @@ func (u *UE) startLocked(k procKind) error {
 		}
 		u.beginLocked(k)
 		u.mm = mmDeregisteredInitiated
+		// TS 24.501 §5.5.2.2.1: deregistration releases the PDU sessions
+		// locally, without 5GSM signalling.
+		u.releaseAllSessionsLocked(errors.New("ue: deregistering"))
 		var t time.Time
 		if u.connected {
 			t, err = u.link.SendUplink(pdu)
@@ -570,6 +606,7 @@ func (u *UE) beginLocked(k procKind) {
 func (u *UE) abortLocked() {
 	if u.proc != procRelease {
 		u.mm = mmDeregistered
+		u.releaseAllSessionsLocked(ErrReleased)
 	}
 	u.proc = procNone
 	u.initialPlain = nil
@@ -627,6 +664,7 @@ func (u *UE) registrationRequestLocked(k procKind) ([]byte, *identity.STMSI, err
 		// A fresh start: like a newly inserted USIM.
 		u.guti, u.sec, u.kamf, u.ksi = nil, nil, nil, nas.KSINoKey
 		u.mm = mmDeregistered
+		u.releaseAllSessionsLocked(errors.New("ue: new registration"))
 		s, err := u.usim.SUCI()
 		if err != nil {
 			return nil, nil, err

@@ -21,12 +21,12 @@ import (
 // and each uplink message the UE sends is checked.
 
 var (
-	plmn   = identity.PLMN{MCC: "208", MNC: "93"}
-	testK  = mustHex("8baf473f2f8fd09487cccbd7097c6862")
-	testOP = mustHex("8e27b6af0e692e750f32667a3b14605d")
-	slices = []identity.SNSSAI{{SST: 1, SD: 0x010203}}
-	guti1  = identity.GUTI{GUAMI: identity.GUAMI{PLMN: plmn, AMFID: identity.AMFID{RegionID: 0xCA, SetID: 0x3F8, Pointer: 0}}, TMSI: 0x1234}
-	guti2  = identity.GUTI{GUAMI: guti1.GUAMI, TMSI: 0x5678}
+	plmn       = identity.PLMN{MCC: "208", MNC: "93"}
+	testK      = mustHex("8baf473f2f8fd09487cccbd7097c6862")
+	testOP     = mustHex("8e27b6af0e692e750f32667a3b14605d")
+	testSlices = []identity.SNSSAI{{SST: 1, SD: 0x010203}}
+	guti1      = identity.GUTI{GUAMI: identity.GUAMI{PLMN: plmn, AMFID: identity.AMFID{RegionID: 0xCA, SetID: 0x3F8, Pointer: 0}}, TMSI: 0x1234}
+	guti2      = identity.GUTI{GUAMI: guti1.GUAMI, TMSI: 0x5678}
 )
 
 func mustHex(s string) []byte {
@@ -43,6 +43,12 @@ type link struct {
 	mu              sync.Mutex
 	dropped         int
 	releaseRequests int
+	data            chan dataPDU // nil: SendData fails
+}
+
+type dataPDU struct {
+	psi uint8
+	pkt []byte
 }
 
 type upPDU struct {
@@ -70,6 +76,16 @@ func (l *link) RequestRelease() (time.Time, error) {
 	return time.Now(), nil
 }
 
+func (l *link) SendData(psi uint8, pkt []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.data == nil {
+		return errors.New("test link: no user plane")
+	}
+	l.data <- dataPDU{psi: psi, pkt: append([]byte(nil), pkt...)}
+	return nil
+}
+
 func (l *link) Drop() {
 	l.mu.Lock()
 	l.dropped++
@@ -94,7 +110,7 @@ func newUE(t *testing.T, k []byte, sqn uint64) (*UE, *amf) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := New(Config{USIM: card, ServingPLMN: plmn, RequestedNSSAI: slices, EA: 0xF0, IA: 0xF0, Timeout: 2 * time.Second})
+	u, err := New(Config{USIM: card, ServingPLMN: plmn, RequestedNSSAI: testSlices, EA: 0xF0, IA: 0xF0, Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +275,7 @@ func (a *amf) accept(g identity.GUTI) {
 	a.sendProtected(&nas.RegistrationAccept{
 		Result: nas.Registered3GPP, GUTI: &gg,
 		TAIList:      []identity.TAI{{PLMN: plmn, TAC: 1}},
-		AllowedNSSAI: slices,
+		AllowedNSSAI: testSlices,
 	}, nas.IntegrityProtectedAndCiphered)
 	m, hdr := a.recv()
 	if _, ok := m.(*nas.RegistrationComplete); !ok || hdr != nas.IntegrityProtectedAndCiphered {
@@ -287,7 +303,7 @@ func (a *amf) register() {
 	}
 	a.authenticate()
 	full := a.securityMode(false)
-	if full == nil || len(full.RequestedNSSAI) != 1 || full.RequestedNSSAI[0] != slices[0] {
+	if full == nil || len(full.RequestedNSSAI) != 1 || full.RequestedNSSAI[0] != testSlices[0] {
 		a.t.Fatalf("security mode complete container %+v, want the full request with NSSAI", full)
 	}
 	a.accept(guti1)

@@ -1,0 +1,169 @@
+package gnb
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tern5g/tern/gtpu"
+)
+
+// The gNB's N3 side: one UDP socket terminating GTP-U (TS 29.281) for all
+// of its UEs' PDU sessions. Uplink packets from a UE get a G-PDU header with
+// a PDU Session Container (UL PDU SESSION INFORMATION with the session's
+// QFI, TS 38.415 §5.5.2.2) and go to the UPF's UL tunnel; downlink G-PDUs
+// are routed by TEID to the UE session. One reader goroutine per gNB.
+
+// DefaultN3Addr is where the gNB binds N3 when Config.N3Addr is empty.
+const DefaultN3Addr = "127.0.0.1:0"
+
+// n3 is the GTP-U endpoint.
+type n3 struct {
+	conn *net.UDPConn
+	ip   netip.Addr // advertised in DL tunnels
+	done chan struct{}
+
+	// sessions by local (DL) TEID; read lock-free by the reader.
+	byTEID  sync.Map // uint32 -> *session
+	teidMu  sync.Mutex
+	nextTEI uint32
+
+	bufs sync.Pool // *[]byte for uplink encapsulation
+
+	uplink, downlink, unknownTEID, malformed, echoes, errorIndications, sendErrors atomic.Int64
+}
+
+func listenN3(addr string) (*n3, error) {
+	if addr == "" {
+		addr = DefaultN3Addr
+	}
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("n3 address %q: %w", addr, err)
+	}
+	if !ap.Addr().Is4() || ap.Addr().IsUnspecified() {
+		// The address goes into DL tunnel information: it must be the
+		// one the UPF can reach.
+		return nil, fmt.Errorf("n3 address %q: want a specific IPv4 address", addr)
+	}
+	conn, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(ap))
+	if err != nil {
+		return nil, fmt.Errorf("n3 listen %s: %w", addr, err)
+	}
+	n := &n3{conn: conn, ip: ap.Addr(), done: make(chan struct{}), nextTEI: 1}
+	n.bufs.New = func() any {
+		b := make([]byte, 0, 2048)
+		return &b
+	}
+	return n, nil
+}
+
+// Addr returns the bound N3 address.
+func (n *n3) Addr() netip.AddrPort {
+	return n.conn.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+// allocTEID registers s under a fresh non-zero local TEID.
+func (n *n3) allocTEID(s *session) uint32 {
+	n.teidMu.Lock()
+	defer n.teidMu.Unlock()
+	for {
+		t := n.nextTEI
+		n.nextTEI++
+		if n.nextTEI == 0 {
+			n.nextTEI = 1
+		}
+		if _, busy := n.byTEID.Load(t); !busy {
+			s.dlTEID = t
+			n.byTEID.Store(t, s)
+			return t
+		}
+	}
+}
+
+func (n *n3) freeTEID(s *session) {
+	n.byTEID.CompareAndDelete(s.dlTEID, s)
+}
+
+// send encapsulates pkt for s's UL tunnel.
+func (n *n3) send(s *session, pkt []byte) error {
+	bp := n.bufs.Get().(*[]byte)
+	b := gtpu.AppendGPDU((*bp)[:0], s.ul.TEID, uint8(s.qfi.Load()), false, pkt)
+	_, err := n.conn.WriteToUDPAddrPort(b, s.ulPeer)
+	*bp = b
+	n.bufs.Put(bp)
+	if err != nil {
+		n.sendErrors.Add(1)
+		return fmt.Errorf("n3 send to %s: %w", s.ulPeer, err)
+	}
+	n.uplink.Add(1)
+	return nil
+}
+
+// serve reads N3 until the socket is closed.
+func (n *n3) serve(g *GNB) {
+	defer close(n.done)
+	buf := make([]byte, 65536)
+	out := make([]byte, 0, 256)
+	var h gtpu.Header
+	for {
+		size, from, err := n.conn.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				g.log.Warn("n3 read", "err", err)
+			}
+			return
+		}
+		b := buf[:size]
+		if err := gtpu.Parse(b, &h); err != nil {
+			n.malformed.Add(1)
+			continue
+		}
+		switch h.Type {
+		case gtpu.TypeGPDU:
+			v, ok := n.byTEID.Load(h.TEID)
+			if !ok {
+				// TS 29.281 §7.3.1: a G-PDU for no tunnel context gets an
+				// Error Indication back to its sender.
+				n.unknownTEID.Add(1)
+				ip := n.ip.As4()
+				out = gtpu.AppendErrorIndication(out[:0], &gtpu.ErrorIndication{TEID: h.TEID, PeerAddr: ip[:]})
+				n.conn.WriteToUDPAddrPort(out, from)
+				continue
+			}
+			s := v.(*session)
+			n.downlink.Add(1)
+			s.port.ue.HandleData(s.id, h.Payload(b))
+		case gtpu.TypeEchoRequest:
+			// TS 29.281 §7.2.1: answer on the path the request came from.
+			n.echoes.Add(1)
+			out = gtpu.AppendEchoResponse(out[:0], h.Seq)
+			n.conn.WriteToUDPAddrPort(out, from)
+		case gtpu.TypeErrorIndication:
+			n.errorIndications.Add(1)
+			if e, err := gtpu.ParseErrorIndication(b); err == nil {
+				g.log.Warn("GTP-U error indication", "from", from, "teid", e.TEID)
+			}
+		default:
+			// Echo Response, End Marker, ...: nothing to do.
+		}
+	}
+}
+
+func (n *n3) close() {
+	n.conn.Close()
+	<-n.done
+}
+
+// N3Counters are the gNB's user-plane counters.
+type N3Counters struct {
+	Uplink, Downlink int64 // G-PDUs sent and delivered
+	UnknownTEID      int64 // downlink G-PDUs for no session (answered with Error Indication)
+	Malformed        int64 // datagrams that were not GTP-U
+	EchoRequests     int64 // answered
+	ErrorIndications int64 // received
+	SendErrors       int64
+}

@@ -1,0 +1,334 @@
+package gnb
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/tern5g/tern/ngap"
+)
+
+// PDU session resource management (TS 38.413 §8.2): the gNB keeps, per UE
+// and PDU session, the UPF's UL tunnel, its own DL tunnel (a TEID on the
+// N3 socket) and the QoS flows. It has no radio to configure, so a session
+// fails to set up only for protocol reasons (undecodable transfer,
+// duplicate ID, a non-IPv4 tunnel or session type, no QoS flow).
+
+// session is one PDU session's AN resources.
+type session struct {
+	id     uint8
+	port   *Port
+	ul     ngap.GTPTunnel
+	ulPeer netip.AddrPort
+	dlTEID uint32
+	// qfi marks uplink G-PDUs: the first QoS flow set up (the default
+	// flow). The simulated UE does no per-packet QoS rule matching.
+	qfi atomic.Uint32
+	// Guarded by being touched only on the NGAP reader goroutine.
+	qfis []uint8
+	ambr *ngap.AMBR
+}
+
+// ErrNoSession is returned by SendData for a PDU session the gNB has no
+// resources for.
+var ErrNoSession = errors.New("gnb: no AN resources for the PDU session")
+
+// SessionInfo describes one PDU session's AN resources; for tests.
+type SessionInfo struct {
+	ID       uint8
+	UL       ngap.GTPTunnel // the UPF's tunnel end
+	DL       ngap.GTPTunnel // ours
+	QoSFlows []uint8
+}
+
+// SendData encapsulates one uplink IP packet of PDU session psi in GTP-U
+// and sends it to the UPF (the ue.Link method).
+func (p *Port) SendData(psi uint8, pkt []byte) error {
+	if psi == 0 || psi > 15 {
+		return ErrNoSession
+	}
+	s := p.sessions[psi].Load()
+	if s == nil {
+		return ErrNoSession
+	}
+	return p.g.n3.send(s, pkt)
+}
+
+// Sessions returns the UE's PDU sessions with AN resources.
+func (p *Port) Sessions() []SessionInfo {
+	var out []SessionInfo
+	for i := range p.sessions {
+		if s := p.sessions[i].Load(); s != nil {
+			out = append(out, SessionInfo{
+				ID: s.id, UL: s.ul,
+				DL:       ngap.GTPTunnel{Addr: p.g.n3.ip, TEID: s.dlTEID},
+				QoSFlows: []uint8{uint8(s.qfi.Load())},
+			})
+		}
+	}
+	return out
+}
+
+// releaseSessions frees every session of the port and returns their IDs.
+func (p *Port) releaseSessions() []uint8 {
+	var ids []uint8
+	for i := range p.sessions {
+		if s := p.sessions[i].Swap(nil); s != nil {
+			p.g.n3.freeTEID(s)
+			ids = append(ids, s.id)
+		}
+	}
+	return ids
+}
+
+// setupSession creates the AN resources of one session from its PDU
+// Session Resource Setup Request Transfer (TS 38.413 §8.2.1.2) and returns
+// the encoded Setup Response Transfer, or the cause of failure.
+func (g *GNB) setupSession(p *Port, id uint8, transfer []byte) ([]byte, *ngap.Cause) {
+	fail := func(group ngap.CauseGroup, v uint8) ([]byte, *ngap.Cause) {
+		return nil, &ngap.Cause{Group: group, Value: v}
+	}
+	if id == 0 || id > 15 {
+		return fail(ngap.CauseRadioNetwork, ngap.RadioNetworkUnknownPDUSessionID)
+	}
+	if p.sessions[id].Load() != nil {
+		return fail(ngap.CauseRadioNetwork, ngap.RadioNetworkMultiplePDUSessionIDInstances)
+	}
+	t, err := ngap.DecodeSetupRequestTransfer(transfer)
+	if err != nil {
+		g.log.Warn("PDU session resource setup request transfer", "psi", id, "err", err)
+		return fail(ngap.CauseProtocol, ngap.ProtocolAbstractSyntaxErrorFalselyConstructedMessage)
+	}
+	if t.PDUSessionType != ngap.PDUSessionTypeIPv4 && t.PDUSessionType != ngap.PDUSessionTypeIPv4v6 {
+		return fail(ngap.CauseRadioNetwork, ngap.RadioNetworkUnspecified)
+	}
+	if !t.ULTunnel.Addr.Is4() {
+		// The simulator's N3 is IPv4 only.
+		return fail(ngap.CauseRadioNetwork, ngap.RadioNetworkUnspecified)
+	}
+	if len(t.QoSFlows) == 0 {
+		return fail(ngap.CauseRadioNetwork, ngap.RadioNetworkInvalidQoSCombination)
+	}
+	s := &session{
+		id:     id,
+		port:   p,
+		ul:     t.ULTunnel,
+		ulPeer: netip.AddrPortFrom(t.ULTunnel.Addr, g.cfg.N3PeerPort),
+		ambr:   t.SessionAMBR,
+	}
+	for _, f := range t.QoSFlows {
+		if slices.Contains(s.qfis, f.QFI) {
+			return fail(ngap.CauseRadioNetwork, ngap.RadioNetworkMultipleQoSFlowIDInstances)
+		}
+		s.qfis = append(s.qfis, f.QFI)
+	}
+	s.qfi.Store(uint32(s.qfis[0]))
+	teid := g.n3.allocTEID(s)
+	resp, err := ngap.EncodeSetupResponseTransfer(&ngap.PDUSessionResourceSetupResponseTransfer{
+		DLTunnel: ngap.GTPTunnel{Addr: g.n3.ip, TEID: teid},
+		QoSFlows: slices.Clone(s.qfis),
+	})
+	if err != nil {
+		g.n3.freeTEID(s)
+		g.log.Error("encode setup response transfer", "err", err)
+		return fail(ngap.CauseMisc, ngap.MiscUnspecified)
+	}
+	p.sessions[id].Store(s)
+	return resp, nil
+}
+
+// setupItems sets up every item and fills the successful and failed lists.
+func (g *GNB) setupItems(p *Port, items []ngap.PDUSessionResourceSetupItemSUReq) (ok, failed []ngap.PDUSessionResourceItem, results map[uint8]error) {
+	results = make(map[uint8]error, len(items))
+	for _, it := range items {
+		tr, cause := g.setupSession(p, it.ID, it.Transfer)
+		if cause == nil {
+			ok = append(ok, ngap.PDUSessionResourceItem{ID: it.ID, Transfer: tr})
+			results[it.ID] = nil
+			continue
+		}
+		ut, err := ngap.EncodeSetupUnsuccessfulTransfer(&ngap.PDUSessionResourceSetupUnsuccessfulTransfer{Cause: *cause})
+		if err != nil {
+			g.log.Error("encode setup unsuccessful transfer", "err", err)
+		}
+		failed = append(failed, ngap.PDUSessionResourceItem{ID: it.ID, Transfer: ut})
+		if _, dup := results[it.ID]; !dup {
+			results[it.ID] = &SetupError{ID: it.ID, Cause: *cause}
+		}
+	}
+	return ok, failed, results
+}
+
+// SetupError is a PDU session the gNB could not set up.
+type SetupError struct {
+	ID    uint8
+	Cause ngap.Cause
+}
+
+func (e *SetupError) Error() string {
+	return fmt.Sprintf("gnb: PDU session %d resource setup failed, cause %s", e.ID, e.Cause)
+}
+
+// onSetupRequest handles PDU Session Resource Setup Request (TS 38.413
+// §8.2.1.2): set up each session, pass the NAS-PDUs to the UE, answer.
+func (g *GNB) onSetupRequest(m *ngap.PDUSessionResourceSetupRequest, stream uint16) {
+	p := g.port(m.RANUENGAPID)
+	if p == nil {
+		g.unknownUEMessage(m.AMFUENGAPID, m.RANUENGAPID, stream)
+		return
+	}
+	p.amfID.Store(m.AMFUENGAPID)
+	ok, failed, results := g.setupItems(p, m.Items)
+	if m.NASPDU != nil {
+		p.ue.HandleNAS(m.NASPDU)
+	}
+	for _, it := range m.Items {
+		// A failed session's NAS-PDU is not delivered: the UE learns of
+		// the failure from the network instead.
+		if it.NASPDU != nil && results[it.ID] == nil {
+			p.ue.HandleNAS(it.NASPDU)
+		}
+	}
+	resp := &ngap.PDUSessionResourceSetupResponse{
+		AMFUENGAPID: m.AMFUENGAPID, RANUENGAPID: m.RANUENGAPID,
+		Setup: ok, Failed: failed,
+	}
+	t, err := g.sendTimed(g.ueStream(m.RANUENGAPID), resp)
+	if err != nil {
+		g.log.Warn("PDU session resource setup response", "err", err)
+	}
+	g.reportSetup(p, results, t, err)
+}
+
+func (g *GNB) reportSetup(p *Port, results map[uint8]error, t time.Time, sendErr error) {
+	ids := make([]uint8, 0, len(results))
+	for id := range results {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		err := results[id]
+		if err == nil && sendErr != nil {
+			err = fmt.Errorf("gnb: PDU session resource setup response: %w", sendErr)
+		}
+		p.ue.HandleSessionSetup(id, t, err)
+	}
+}
+
+// onModifyRequest handles PDU Session Resource Modify Request (TS 38.413
+// §8.2.3.2): apply the QoS flow changes, pass the NAS-PDUs, answer.
+func (g *GNB) onModifyRequest(m *ngap.PDUSessionResourceModifyRequest, stream uint16) {
+	p := g.port(m.RANUENGAPID)
+	if p == nil {
+		g.unknownUEMessage(m.AMFUENGAPID, m.RANUENGAPID, stream)
+		return
+	}
+	p.amfID.Store(m.AMFUENGAPID)
+	resp := &ngap.PDUSessionResourceModifyResponse{AMFUENGAPID: m.AMFUENGAPID, RANUENGAPID: m.RANUENGAPID}
+	for _, it := range m.Items {
+		tr, cause := g.modifySession(p, it.ID, it.Transfer)
+		if cause != nil {
+			ut, err := ngap.EncodeModifyUnsuccessfulTransfer(&ngap.PDUSessionResourceModifyUnsuccessfulTransfer{Cause: *cause})
+			if err != nil {
+				g.log.Error("encode modify unsuccessful transfer", "err", err)
+			}
+			resp.Failed = append(resp.Failed, ngap.PDUSessionResourceItem{ID: it.ID, Transfer: ut})
+			continue
+		}
+		resp.Modified = append(resp.Modified, ngap.PDUSessionResourceItem{ID: it.ID, Transfer: tr})
+		if it.NASPDU != nil {
+			p.ue.HandleNAS(it.NASPDU)
+		}
+	}
+	if err := g.send(g.ueStream(m.RANUENGAPID), resp); err != nil {
+		g.log.Warn("PDU session resource modify response", "err", err)
+	}
+}
+
+func (g *GNB) modifySession(p *Port, id uint8, transfer []byte) ([]byte, *ngap.Cause) {
+	var s *session
+	if id >= 1 && id <= 15 {
+		s = p.sessions[id].Load()
+	}
+	if s == nil {
+		return nil, &ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkUnknownPDUSessionID}
+	}
+	t, err := ngap.DecodeModifyRequestTransfer(transfer)
+	if err != nil {
+		g.log.Warn("PDU session resource modify request transfer", "psi", id, "err", err)
+		return nil, &ngap.Cause{Group: ngap.CauseProtocol, Value: ngap.ProtocolAbstractSyntaxErrorFalselyConstructedMessage}
+	}
+	qfis := slices.Clone(s.qfis)
+	for _, f := range t.QoSFlowsToRelease {
+		qfis = slices.DeleteFunc(qfis, func(q uint8) bool { return q == f.QFI })
+	}
+	var added []uint8
+	for _, f := range t.QoSFlowsAddOrModify {
+		if !slices.Contains(qfis, f.QFI) {
+			qfis = append(qfis, f.QFI)
+		}
+		added = append(added, f.QFI)
+	}
+	if len(qfis) == 0 {
+		return nil, &ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkInvalidQoSCombination}
+	}
+	resp, err := ngap.EncodeModifyResponseTransfer(&ngap.PDUSessionResourceModifyResponseTransfer{QoSFlows: added})
+	if err != nil {
+		g.log.Error("encode modify response transfer", "err", err)
+		return nil, &ngap.Cause{Group: ngap.CauseMisc, Value: ngap.MiscUnspecified}
+	}
+	s.qfis = qfis
+	if !slices.Contains(qfis, uint8(s.qfi.Load())) {
+		s.qfi.Store(uint32(qfis[0]))
+	}
+	if t.SessionAMBR != nil {
+		a := *t.SessionAMBR
+		s.ambr = &a
+	}
+	return resp, nil
+}
+
+// onReleaseCommand handles PDU Session Resource Release Command (TS 38.413
+// §8.2.2.2): pass the NAS-PDU, release the sessions, answer.
+func (g *GNB) onReleaseCommand(m *ngap.PDUSessionResourceReleaseCommand, stream uint16) {
+	p := g.port(m.RANUENGAPID)
+	if p == nil {
+		g.unknownUEMessage(m.AMFUENGAPID, m.RANUENGAPID, stream)
+		return
+	}
+	p.amfID.Store(m.AMFUENGAPID)
+	if m.NASPDU != nil {
+		p.ue.HandleNAS(m.NASPDU)
+	}
+	rt, err := ngap.EncodeReleaseResponseTransfer(&ngap.PDUSessionResourceReleaseResponseTransfer{})
+	if err != nil {
+		g.log.Error("encode release response transfer", "err", err)
+	}
+	resp := &ngap.PDUSessionResourceReleaseResponse{AMFUENGAPID: m.AMFUENGAPID, RANUENGAPID: m.RANUENGAPID}
+	var ids []uint8
+	for _, it := range m.Items {
+		if _, err := ngap.DecodeReleaseCommandTransfer(it.Transfer); err != nil {
+			// The cause is informative only; release all the same.
+			g.log.Debug("PDU session resource release command transfer", "psi", it.ID, "err", err)
+		}
+		if it.ID >= 1 && it.ID <= 15 {
+			if s := p.sessions[it.ID].Swap(nil); s != nil {
+				g.n3.freeTEID(s)
+			}
+		}
+		// §8.2.2.2: every session in the command is reported released,
+		// also one the gNB did not know.
+		resp.Released = append(resp.Released, ngap.PDUSessionResourceItem{ID: it.ID, Transfer: rt})
+		ids = append(ids, it.ID)
+	}
+	t, err := g.sendTimed(g.ueStream(m.RANUENGAPID), resp)
+	if err != nil {
+		g.log.Warn("PDU session resource release response", "err", err)
+	}
+	for _, id := range ids {
+		p.ue.HandleSessionReleased(id, t)
+	}
+}
