@@ -19,8 +19,11 @@ import (
 	"github.com/tern5g/tern/nf/ausf"
 	"github.com/tern5g/tern/nf/nrf"
 	"github.com/tern5g/tern/nf/nssf"
+	"github.com/tern5g/tern/nf/pcf"
+	"github.com/tern5g/tern/nf/smf"
 	"github.com/tern5g/tern/nf/udm"
 	"github.com/tern5g/tern/nf/udr"
+	"github.com/tern5g/tern/upf"
 )
 
 // Config is the whole core unit's configuration.
@@ -37,6 +40,19 @@ type Config struct {
 	UDR  udr.Config  `yaml:"udr"`
 	NSSF nssf.Config `yaml:"nssf"`
 	NRF  nrf.Config  `yaml:"nrf"`
+	SMF  smf.Config  `yaml:"smf"`
+	PCF  pcf.Config  `yaml:"pcf"`
+	UPF  UPF         `yaml:"upf"`
+}
+
+// UPF configures the UPF that runs inside the unit. With Embedded false the
+// SMF's UPFs are all remote (smf.upfs[].n4 is a PFCP address).
+type UPF struct {
+	Embedded bool `yaml:"embedded"`
+	// Name is the smf.upfs entry the embedded UPF serves (its N4 is
+	// "direct", or this UPF's pfcpAddr).
+	Name       string `yaml:"name"`
+	upf.Config `yaml:",inline"`
 }
 
 // Log configures structured logging.
@@ -77,6 +93,9 @@ func Default() Config {
 		AUSF:  ausf.Config{ServingPLMNs: []string{"20893"}},
 		UDM:   udm.DefaultConfig(),
 		NSSF:  nssf.DefaultConfig(),
+		SMF:   smf.DefaultConfig(),
+		PCF:   pcf.DefaultConfig(),
+		UPF:   UPF{Embedded: true, Name: "upf", Config: upf.DefaultConfig()},
 	}
 }
 
@@ -151,6 +170,8 @@ func (c *Config) Validate() error {
 		{"udr", c.UDR.Validate},
 		{"nssf", c.NSSF.Validate},
 		{"nrf", c.NRF.Validate},
+		{"smf", c.SMF.Validate},
+		{"pcf", c.PCF.Validate},
 	} {
 		if err := v.check(); err != nil {
 			return fmt.Errorf("config: %s: %w", v.section, err)
@@ -174,6 +195,18 @@ func (c *Config) crossCheck() error {
 	}
 	if len(amfCfg.GUAMIs) > 0 && normPLMN(c.NSSF.PLMN) != normPLMN(amfCfg.GUAMIs[0].PLMN) {
 		return fmt.Errorf("config: nssf.plmn: %s differs from amf.guamis[0].plmn %s", c.NSSF.PLMN, amfCfg.GUAMIs[0].PLMN)
+	}
+	if c.UPF.Embedded {
+		i := slices.IndexFunc(c.SMF.UPFs, func(u smf.UPFConfig) bool { return u.Name == c.UPF.Name })
+		if i < 0 {
+			return fmt.Errorf("config: upf.name: %q is not one of smf.upfs", c.UPF.Name)
+		}
+		// Every DNN the SMF sends to the embedded UPF needs an N6 device.
+		for _, d := range c.SMF.UPFs[i].DNNs {
+			if !slices.ContainsFunc(c.UPF.N6, func(n upf.N6Config) bool { return n.DNN == d }) {
+				return fmt.Errorf("config: upf.n6: no device for DNN %q that smf.upfs[%d] serves", d, i)
+			}
+		}
 	}
 	return nil
 }

@@ -8,6 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
 	"sync"
 
 	"github.com/free5gc/openapi/models"
@@ -17,12 +21,16 @@ import (
 	"github.com/tern5g/tern/nf/ausf"
 	"github.com/tern5g/tern/nf/nrf"
 	"github.com/tern5g/tern/nf/nssf"
+	"github.com/tern5g/tern/nf/pcf"
+	"github.com/tern5g/tern/nf/smf"
 	"github.com/tern5g/tern/nf/udm"
 	"github.com/tern5g/tern/nf/udr"
 	"github.com/tern5g/tern/pcap"
+	"github.com/tern5g/tern/pfcp"
 	"github.com/tern5g/tern/report"
 	"github.com/tern5g/tern/sbi"
 	"github.com/tern5g/tern/store"
+	"github.com/tern5g/tern/upf"
 )
 
 // Core is a running core unit.
@@ -38,6 +46,11 @@ type Core struct {
 	AUSF *ausf.AUSF
 	NSSF *nssf.NSSF
 	AMF  *amf.AMF
+	PCF  *pcf.PCF
+	SMF  *smf.SMF
+	UPF  *upf.UPF // nil when the unit has no embedded UPF
+
+	n4 *pfcp.Endpoint // the SMF's PFCP endpoint, when some UPF is remote
 
 	closeOnce sync.Once
 	closeErr  error
@@ -105,8 +118,83 @@ func New(cfg config.Config, logger *slog.Logger) (*Core, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.PCF, err = pcf.New(cfg.PCF, logger); err != nil {
+		return nil, err
+	}
+	// The AMF and the SMF consume each other (Nsmf_PDUSession one way,
+	// Namf_Communication the other): the SMF is built with the AMF and then
+	// handed to it.
+	c.SMF, err = smf.New(cfg.SMF, smf.Deps{AMF: c.AMF, AMFStatus: c.AMF, SDM: c.UDM, PCF: c.PCF}, logger)
+	if err != nil {
+		return nil, err
+	}
+	c.AMF.SetSMF(c.SMF)
+	c.PCF.SetNotifier(c.SMF)
+	if err := c.wireN4(); err != nil {
+		return nil, err
+	}
 	ok = true
 	return c, nil
+}
+
+// wireN4 gives the SMF a PFCP client per UPF: the direct binding for the
+// embedded UPF when its N4 is "direct", PFCP over UDP (TS 29.244) for the
+// others, through one SMF endpoint.
+func (c *Core) wireN4() error {
+	var err error
+	if c.cfg.UPF.Embedded {
+		ucfg := c.cfg.UPF.Config
+		if !ucfg.NoN6 && os.Geteuid() != 0 {
+			c.log.Warn("not root: the UPF runs without N6 TUN devices; sessions establish but DN traffic is dropped (run as root for the user plane)")
+			ucfg.NoN6 = true
+		}
+		if c.UPF, err = upf.New(ucfg, c.log); err != nil {
+			return fmt.Errorf("core: %w", err)
+		}
+	}
+	for _, u := range c.cfg.SMF.UPFs {
+		if u.N4 == "direct" {
+			if c.UPF == nil || u.Name != c.cfg.UPF.Name {
+				return fmt.Errorf("core: smf.upfs %q: n4 direct needs the embedded UPF (upf.embedded, upf.name)", u.Name)
+			}
+			if err := c.SMF.SetUserPlane(u.Name, pfcp.Direct(c.UPF.Handler(), c.SMF)); err != nil {
+				return err
+			}
+			continue
+		}
+		peer, err := netip.ParseAddrPort(u.N4)
+		if err != nil {
+			return fmt.Errorf("core: smf.upfs %q: n4 %q: want \"direct\" or IPv4:port", u.Name, u.N4)
+		}
+		if c.n4 == nil {
+			smfCfg := c.cfg.SMF.WithDefaults()
+			addr := net.JoinHostPort(smfCfg.N4Address, strconv.Itoa(pfcp.Port))
+			c.n4, err = pfcp.Listen(pfcp.EndpointConfig{Addr: addr, NodeID: nodeID(smfCfg.NodeID), CP: c.SMF,
+				Tap: c.pfcpTap(), Logger: c.log.With("nf", "smf", "if", "n4")})
+			if err != nil {
+				return fmt.Errorf("core: smf n4 endpoint: %w", err)
+			}
+		}
+		if err := c.SMF.SetUserPlane(u.Name, c.n4.UserPlane(peer)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func nodeID(s string) pfcp.NodeID {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return pfcp.NodeID{IP: a}
+	}
+	return pfcp.NodeID{FQDN: s}
+}
+
+// pfcpTap is the capture for N4 datagrams (nil without a capture file).
+func (c *Core) pfcpTap() pfcp.PacketTap {
+	if c.capture == nil {
+		return nil
+	}
+	return c.capture
 }
 
 // Start registers the NFs with the NRF and opens N2.
@@ -115,6 +203,14 @@ func (c *Core) Start(ctx context.Context) error {
 		if _, err := c.NRF.Register(ctx, p); err != nil {
 			return fmt.Errorf("core: nrf register %s: %w", p.NfType, err)
 		}
+	}
+	if c.UPF != nil {
+		if err := c.UPF.Start(ctx); err != nil {
+			return fmt.Errorf("core: %w", err)
+		}
+	}
+	if err := c.SMF.Start(ctx); err != nil {
+		return err
 	}
 	if err := c.AMF.Start(ctx); err != nil {
 		return err
@@ -147,6 +243,8 @@ func (c *Core) profiles() []*models.Nrf_NFMgmt_NFProfile {
 		mk("tern-udm", sbi.NFTypeUDM, models.Nrf_NFMgmt_ServiceName_NUDM_UEAU, models.Nrf_NFMgmt_ServiceName_NUDM_SDM, models.Nrf_NFMgmt_ServiceName_NUDM_UECM),
 		mk("tern-udr", sbi.NFTypeUDR, models.Nrf_NFMgmt_ServiceName_NUDR_DR),
 		mk("tern-nssf", sbi.NFTypeNSSF, models.Nrf_NFMgmt_ServiceName_NNSSF_NSSELECTION),
+		mk("tern-smf", sbi.NFTypeSMF, models.Nrf_NFMgmt_ServiceName_NSMF_PDUSESSION),
+		mk("tern-pcf", sbi.NFTypePCF, models.Nrf_NFMgmt_ServiceName_NPCF_SMPOLICYCONTROL),
 	}
 }
 
@@ -159,21 +257,37 @@ func (c *Core) N2Addr() string { return c.AMF.Addr() }
 // Stats is a snapshot of the unit for reports.
 type Stats struct {
 	AMF          amf.Stats
+	SMF          smf.Stats
+	UPF          upf.Stats // zero without an embedded UPF
 	Subscribers  int
 	ResidentSize uint64 // bytes (VmRSS), 0 where unknown
 }
 
 // Stats reads the NF counters and the process's resident memory.
 func (c *Core) Stats() Stats {
-	return Stats{AMF: c.AMF.Stats(), Subscribers: c.store.Len(), ResidentSize: report.ResidentBytes(0)}
+	st := Stats{AMF: c.AMF.Stats(), SMF: c.SMF.Stats(), Subscribers: c.store.Len(), ResidentSize: report.ResidentBytes(0)}
+	if c.UPF != nil {
+		st.UPF = c.UPF.Stats()
+	}
+	return st
 }
 
-// Close stops N2, then the NFs, then the store and the capture.
+// Close stops N2, then the NFs, N4 and the UPF, then the store and the
+// capture.
 func (c *Core) Close() error {
 	c.closeOnce.Do(func() {
 		var errs []error
 		if c.AMF != nil {
 			errs = append(errs, c.AMF.Close())
+		}
+		if c.SMF != nil {
+			errs = append(errs, c.SMF.Close())
+		}
+		if c.n4 != nil {
+			errs = append(errs, c.n4.Close())
+		}
+		if c.UPF != nil {
+			errs = append(errs, c.UPF.Close())
 		}
 		if c.store != nil {
 			errs = append(errs, c.store.Close())

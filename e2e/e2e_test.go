@@ -60,6 +60,11 @@ func startCore(t *testing.T, subscribers int, mutate func(*config.Config)) *test
 	cfg.Store.DemoSubscribers = subscribers
 	cfg.AMF.SCTP.Transport = sctp.TransportUDP
 	cfg.AMF.SCTP.UDPPort = freeUDPPort(t)
+	// Tests run in parallel with other packages' cores: an ephemeral N3
+	// port, and no TUN (host-wide names and routes). User-plane tests use
+	// their own namespaces (lab_test.go).
+	cfg.UPF.N3Addr = "127.0.0.1:0"
+	cfg.UPF.NoN6 = true
 	if mutate != nil {
 		mutate(&cfg)
 	}

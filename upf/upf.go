@@ -38,6 +38,11 @@ type Config struct {
 	BufferPackets int `yaml:"bufferPackets"`
 	// BufferBytes bounds each session's downlink buffer (default 2 MiB).
 	BufferBytes int `yaml:"bufferBytes"`
+	// NoN6 runs without N6 devices: the DNNs stay network instances for
+	// PFCP, but packets for the data network are dropped and counted. For
+	// control-plane work and hosts where TUN is not allowed (no
+	// CAP_NET_ADMIN).
+	NoN6 bool `yaml:"noN6,omitempty"`
 }
 
 // N6Config is one N6 device.
@@ -163,7 +168,11 @@ func (u *UPF) Start(ctx context.Context) error {
 	if u.started {
 		return errors.New("upf: already started")
 	}
-	drv, err := portable.Open(portable.Config{N3: u.n3.String(), N6: u.n6, Readers: u.cfg.Workers}, u.pipe, u.log.With("part", "driver"))
+	n6 := u.n6
+	if u.cfg.NoN6 {
+		n6 = nil
+	}
+	drv, err := portable.Open(portable.Config{N3: u.n3.String(), N6: n6, Readers: u.cfg.Workers}, u.pipe, u.log.With("part", "driver"))
 	if err != nil {
 		return fmt.Errorf("upf: %w", err)
 	}
