@@ -248,6 +248,10 @@ func (c *Core) profiles() []*models.Nrf_NFMgmt_NFProfile {
 	}
 }
 
+// Capture is the pcap writer of cfg.Capture (nil without one); the
+// simulator adds its N3 side to it.
+func (c *Core) Capture() *pcap.Writer { return c.capture }
+
 // Store is the subscriber store behind the UDR.
 func (c *Core) Store() *store.Store { return c.store }
 

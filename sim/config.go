@@ -64,6 +64,8 @@ type Config struct {
 	N3Addrs []string
 	// N3PeerPort is the UPFs' GTP-U port (default 2152).
 	N3PeerPort uint16
+	// N3Tap, when set, sees every GTP-U datagram of the gNBs (for pcap).
+	N3Tap sctp.PacketTap
 	// DataTarget is the data network host the ping and transfer steps send
 	// to (default 10.100.6.2, the lab's DN).
 	DataTarget netip.Addr

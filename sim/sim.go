@@ -186,6 +186,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			Slices:     cfg.Slices,
 			N3Addr:     cfg.N3Addrs[i%len(cfg.N3Addrs)],
 			N3PeerPort: cfg.N3PeerPort,
+			N3Tap:      cfg.N3Tap,
 			Logger:     log,
 		})
 		if err != nil {

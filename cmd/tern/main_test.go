@@ -27,16 +27,17 @@ func TestDemo(t *testing.T) {
 	if err != nil {
 		t.Skip("tshark not installed (make tools installs it); capture not decoded")
 	}
-	// The demo picks its UDP port; SCTP's heuristic is not enabled by
-	// default, so decode every UDP port of the capture as SCTP.
-	ports, err := exec.Command(tshark, "-n", "-r", capture, "-T", "fields", "-e", "udp.dstport").Output()
+	// The demo picks its N2 UDP port; SCTP's heuristic is not enabled by
+	// default, so decode every outer UDP port of the capture as SCTP except
+	// PFCP's (8805) and GTP-U's (2152), which tshark knows.
+	ports, err := exec.Command(tshark, "-n", "-r", capture, "-T", "fields", "-E", "occurrence=f", "-e", "udp.dstport").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
 	args := []string{"-n", "-r", capture, "-o", "nas-5gs.null_decipher:TRUE"}
 	seen := map[string]bool{}
 	for _, p := range strings.Fields(string(ports)) {
-		if !seen[p] {
+		if !seen[p] && p != "2152" && p != "8805" {
 			seen[p] = true
 			args = append(args, "-d", "udp.port=="+p+",sctp")
 		}
@@ -53,6 +54,26 @@ func TestDemo(t *testing.T) {
 	}
 	if count("ngap") == 0 || count("nas_5gs.mm.message_type == 0x43") == 0 {
 		t.Errorf("demo capture does not decode as NGAP carrying readable NAS-5GS (Registration Complete under NEA0)")
+	}
+	// N4: PFCP association, session establishment, modification, deletion
+	// (TS 29.244 message types 5, 50, 52, 54) and their responses.
+	for _, mt := range []string{"5", "6", "50", "51", "52", "53", "54", "55"} {
+		if count("pfcp.msg_type == "+mt) == 0 {
+			t.Errorf("demo capture has no PFCP message type %s", mt)
+		}
+	}
+	// N3: G-PDUs with the PDU session container (TS 38.415) in both
+	// directions, carrying the pings (ICMP) and the transfer (UDP echo).
+	if os.Geteuid() == 0 {
+		for _, f := range []string{
+			"gtp.message == 0xff && gtp.ext_hdr.pdu_ses_con.pdu_type == 1 && icmp", // UL PDU SESSION INFORMATION
+			"gtp.message == 0xff && gtp.ext_hdr.pdu_ses_con.pdu_type == 0 && icmp", // DL PDU SESSION INFORMATION
+			"gtp.ext_hdr.pdu_ses_con.qos_flow_id == 1 && udp.port == 7",
+		} {
+			if count(f) == 0 {
+				t.Errorf("demo capture has no packet matching %s", f)
+			}
+		}
 	}
 }
 

@@ -51,6 +51,8 @@ type Config struct {
 	// N3PeerPort is the UDP port of the UPFs' N3 (default 2152); tests
 	// point it at a fake UPF.
 	N3PeerPort uint16
+	// N3Tap, when set, sees every GTP-U datagram of this gNB (for pcap).
+	N3Tap sctp.PacketTap
 	// OnMessage, when set, sees every NGAP message the gNB receives, after
 	// the gNB has handled it (called on the reader goroutine). For tests.
 	OnMessage func(ngap.Message)
@@ -140,7 +142,7 @@ func Dial(ctx context.Context, cfg Config) (*GNB, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.SetupTimeout)
 	defer cancel()
 
-	up, err := listenN3(cfg.N3Addr)
+	up, err := listenN3(cfg.N3Addr, cfg.N3Tap)
 	if err != nil {
 		return nil, fmt.Errorf("gnb %d: %w", cfg.GNBID, err)
 	}

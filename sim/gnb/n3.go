@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tern5g/tern/gtpu"
+	"github.com/tern5g/tern/sctp"
 )
 
 // The gNB's N3 side: one UDP socket terminating GTP-U (TS 29.281) for all
@@ -32,11 +33,12 @@ type n3 struct {
 	nextTEI uint32
 
 	bufs sync.Pool // *[]byte for uplink encapsulation
+	tap  sctp.PacketTap
 
 	uplink, downlink, unknownTEID, malformed, echoes, errorIndications, sendErrors atomic.Int64
 }
 
-func listenN3(addr string) (*n3, error) {
+func listenN3(addr string, tap sctp.PacketTap) (*n3, error) {
 	if addr == "" {
 		addr = DefaultN3Addr
 	}
@@ -53,7 +55,7 @@ func listenN3(addr string) (*n3, error) {
 	if err != nil {
 		return nil, fmt.Errorf("n3 listen %s: %w", addr, err)
 	}
-	n := &n3{conn: conn, ip: ap.Addr(), done: make(chan struct{}), nextTEI: 1}
+	n := &n3{conn: conn, ip: ap.Addr(), done: make(chan struct{}), nextTEI: 1, tap: tap}
 	n.bufs.New = func() any {
 		b := make([]byte, 0, 2048)
 		return &b
@@ -93,6 +95,9 @@ func (n *n3) send(s *session, pkt []byte) error {
 	bp := n.bufs.Get().(*[]byte)
 	b := gtpu.AppendGPDU((*bp)[:0], s.ul.TEID, uint8(s.qfi.Load()), false, pkt)
 	_, err := n.conn.WriteToUDPAddrPort(b, s.ulPeer)
+	if err == nil && n.tap != nil {
+		n.tap.Packet(true, n.Addr(), s.ulPeer, b)
+	}
 	*bp = b
 	n.bufs.Put(bp)
 	if err != nil {
@@ -118,6 +123,9 @@ func (n *n3) serve(g *GNB) {
 			return
 		}
 		b := buf[:size]
+		if n.tap != nil {
+			n.tap.Packet(false, n.Addr(), from, b)
+		}
 		if err := gtpu.Parse(b, &h); err != nil {
 			n.malformed.Add(1)
 			continue
@@ -131,7 +139,7 @@ func (n *n3) serve(g *GNB) {
 				n.unknownTEID.Add(1)
 				ip := n.ip.As4()
 				out = gtpu.AppendErrorIndication(out[:0], &gtpu.ErrorIndication{TEID: h.TEID, PeerAddr: ip[:]})
-				n.conn.WriteToUDPAddrPort(out, from)
+				n.reply(out, from)
 				continue
 			}
 			s := v.(*session)
@@ -141,7 +149,7 @@ func (n *n3) serve(g *GNB) {
 			// TS 29.281 §7.2.1: answer on the path the request came from.
 			n.echoes.Add(1)
 			out = gtpu.AppendEchoResponse(out[:0], h.Seq)
-			n.conn.WriteToUDPAddrPort(out, from)
+			n.reply(out, from)
 		case gtpu.TypeErrorIndication:
 			n.errorIndications.Add(1)
 			if e, err := gtpu.ParseErrorIndication(b); err == nil {
@@ -150,6 +158,13 @@ func (n *n3) serve(g *GNB) {
 		default:
 			// Echo Response, End Marker, ...: nothing to do.
 		}
+	}
+}
+
+// reply sends a GTP-U message the gNB itself builds (echo, error indication).
+func (n *n3) reply(b []byte, to netip.AddrPort) {
+	if _, err := n.conn.WriteToUDPAddrPort(b, to); err == nil && n.tap != nil {
+		n.tap.Packet(true, n.Addr(), to, b)
 	}
 }
 

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"net"
+	"net/netip"
+)
+
+// udpEcho answers every datagram with itself (RFC 862): the far end of the
+// demo's transfer step, so both directions of the session are counted.
+type udpEcho struct {
+	conn *net.UDPConn
+	done chan struct{}
+}
+
+func startUDPEcho(addr netip.AddrPort) (*udpEcho, error) {
+	conn, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(addr))
+	if err != nil {
+		return nil, err
+	}
+	e := &udpEcho{conn: conn, done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		buf := make([]byte, 65536)
+		for {
+			n, from, err := conn.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			conn.WriteToUDPAddrPort(buf[:n], from)
+		}
+	}()
+	return e, nil
+}
+
+func (e *udpEcho) Close() error {
+	err := e.conn.Close()
+	<-e.done
+	return err
+}
