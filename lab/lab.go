@@ -274,3 +274,21 @@ func (l *Lab) run(ctx context.Context, ns, name string, args ...string) error {
 	}
 	return nil
 }
+
+// GNBN3 is the N3 address of simulated gNB i in the ran namespace: gNB 0
+// has RANN3 (made by Up), gNB i > 0 has 10.100.3.(10+i), which the simulator
+// adds to ran's n3 link itself (a UPF sends downlink to port 2152 of the
+// address in the DL tunnel, so gNBs cannot share one address). ok is false
+// past the /24.
+func GNBN3(i int) (addr netip.Addr, ok bool) {
+	if i == 0 {
+		return RANN3, true
+	}
+	if i < 0 || 10+i > 254 {
+		return netip.Addr{}, false
+	}
+	return netip.AddrFrom4([4]byte{10, 100, 3, byte(10 + i)}), true
+}
+
+// N3Link is the name of the N3 veth in the ran and core namespaces.
+const N3Link = "n3"

@@ -53,8 +53,8 @@ func runLab(args []string) error {
 		fmt.Printf("  N6  %s %s (%s) <-> %s (%s); server %s: HTTP :%d (answers %q), iperf3 :%d\n",
 			l.Core(), lab.N6Link(d), lab.CoreN6(i), l.DN(d), lab.DNN6(i), lab.DNServer, lab.HTTPPort, d, lab.IperfPort)
 	}
-	fmt.Printf("Run the core with: ip netns exec %s tern up --lab\n", l.Core())
-	fmt.Printf("and the RAN with:  ip netns exec %s tern sim --lab --hold\n", l.RAN())
+	fmt.Printf("Run the core with: ip netns exec %s tern up --lab --prefix %s\n", l.Core(), *prefix)
+	fmt.Printf("and the RAN with:  ip netns exec %s tern sim --lab --prefix %s --hold --tun --ues 2 --dnns %s\n", l.RAN(), *prefix, strings.Join(l.DNNs(), ","))
 	fmt.Println("Ctrl-C tears the lab down.")
 	<-ctx.Done()
 	return nil

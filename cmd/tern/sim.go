@@ -7,15 +7,24 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/vishvananda/netlink"
+
+	"github.com/tern5g/tern/gtpu"
 	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/lab"
 	"github.com/tern5g/tern/report"
 	"github.com/tern5g/tern/sctp"
 	"github.com/tern5g/tern/security/suci"
@@ -28,7 +37,25 @@ func runSim(args []string) error {
 	d := sim.DefaultConfig()
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: tern sim [flags]\n\nSimulated gNBs and UEs register/deregister against an AMF and report latency.\n\n")
+		fmt.Fprintf(fs.Output(), `usage: tern sim [flags]
+
+Simulated gNBs and UEs run a scenario (registration, PDU sessions, data)
+against an AMF and report latency.
+
+In the namespace lab (tern lab up), with the core started by
+"ip netns exec tern-core tern up --lab":
+
+  ip netns exec tern-ran tern sim --lab --hold --tun --ues 2 --dnns internet,ims
+
+registers the UEs, gives each session a TUN device and prints
+  tern sim ready: 4 PDU sessions held (...): SUPI DNN IP TUN, ...
+then waits for SIGINT/SIGTERM before releasing and deregistering; meanwhile
+  ip netns exec tern-ran ping -I uesimtun0 192.0.2.1
+  ip netns exec tern-ran curl --interface uesimtun1 http://192.0.2.1:8080/
+  ip netns exec tern-ran iperf3 -c 192.0.2.1 --bind-dev uesimtun0 -B <IP>
+run over the sessions.
+
+`)
 		fs.PrintDefaults()
 	}
 	var (
@@ -57,6 +84,18 @@ func runSim(args []string) error {
 		timeout     = fs.Duration("timeout", d.Timeout, "time limit of one procedure of one UE")
 		verbose     = fs.Bool("v", false, "log protocol events (debug level)")
 		cpuProfile  = fs.String("cpuprofile", "", "write a CPU profile of the simulator to this file")
+
+		labMode      = fs.Bool("lab", false, "run in the ran namespace of 'tern lab up': AMF "+lab.CoreN3.String()+":38412 over SCTP over UDP, gNB N3 "+lab.RANN3.String()+":2152 (gNB i>0: 10.100.3.(10+i), added to n3), data target "+lab.DNServer.String())
+		labPrefix    = fs.String("prefix", "tern", "with --lab: the lab's namespace prefix; tern sim must run in <prefix>-ran")
+		hold         = fs.Bool("hold", false, "after the scenario (default then: register,session), print the sessions on one ready line, wait for SIGINT/SIGTERM, then release and deregister")
+		dnns         = fs.String("dnns", strings.Join(d.DNNs, ","), "comma-separated DNNs: the session step establishes one PDU session on each")
+		n3           = fs.String("n3", strings.Join(d.N3Addrs, ","), "the gNBs' GTP-U addresses (IP:port, gNB i uses entry i mod n; a fixed port needs one per gNB)")
+		dataTarget   = fs.String("data-target", d.DataTarget.String(), "data network host of the ping and transfer steps")
+		tun          = fs.Bool("tun", false, "give each PDU session a TUN device with policy routing from its address (needs root)")
+		tunPrefix    = fs.String("tun-prefix", d.TUNPrefix, "TUN device names: prefix + a number")
+		pingCount    = fs.Int("ping-count", d.PingCount, "ICMP echo requests per session in the ping step")
+		xferBytes    = fs.Int("transfer-bytes", d.TransferBytes, "UDP payload bytes per session in the transfer step")
+		transferEcho = fs.Bool("transfer-echo", false, "the data target echoes UDP on port 7 (count received and lost datagrams)")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -74,7 +113,18 @@ func runSim(args []string) error {
 	cfg.GNBs, cfg.UEs, cfg.Concurrency = *gnbs, *ues, *concurrency
 	cfg.TAC, cfg.GNBID, cfg.FirstIMSI, cfg.SQN = uint32(*tac), uint32(*gnbID), *imsi, *sqn
 	cfg.RoutingIndicator, cfg.HNKeyID, cfg.Timeout = *routing, uint8(*hnKeyID), *timeout
+	cfg.DNNs = splitList(*dnns)
+	cfg.N3Addrs = splitList(*n3)
+	cfg.TUN, cfg.TUNPrefix, cfg.PingCount, cfg.TransferBytes, cfg.TransferEcho = *tun, *tunPrefix, *pingCount, *xferBytes, *transferEcho
 	var err error
+	if cfg.DataTarget, err = netip.ParseAddr(*dataTarget); err != nil {
+		return fmt.Errorf("sim: --data-target: %w", err)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *hold && !set["scenario"] {
+		*scenario = "register,session"
+	}
 	if cfg.PLMN, err = identity.ParsePLMN(*plmn); err != nil {
 		return fmt.Errorf("sim: --plmn: %w", err)
 	}
@@ -108,10 +158,64 @@ func runSim(args []string) error {
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	held := &sessionTap{inner: slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}), list: &heldSessions{}}
+	cfg.Logger = slog.New(held)
+	if *labMode {
+		if err := checkNamespace(*labPrefix + "-ran"); err != nil {
+			return err
+		}
+		cleanup, err := labSimConfig(&cfg, set)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// SIGINT/SIGTERM ends a hold (the sessions are then released and the
+	// UEs deregistered); otherwise, or the second time, it stops the run.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	var holding atomic.Bool
+	release := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-sigs:
+				if holding.CompareAndSwap(true, false) {
+					close(release)
+					continue
+				}
+				cancel()
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	if *hold {
+		// The hold ends with release and deregistration: the scenario
+		// before it must leave the UEs registered.
+		if last := cfg.Scenario[len(cfg.Scenario)-1]; last == sim.StepDeregister || last == sim.StepSwitchOff {
+			return fmt.Errorf("sim: --hold: scenario %s ends with %s; the hold releases and deregisters after it", cfg.Scenario, last)
+		}
+		before := len(cfg.Scenario)
+		cfg.Scenario = append(cfg.Scenario, sim.StepRelease, sim.StepDeregister)
+		done := 0
+		cfg.AfterStep = func(sr sim.StepResult) {
+			if done++; done != before {
+				return
+			}
+			holding.Store(true)
+			fmt.Println(held.list.readyLine(cfg.DNNs, cfg.TUN))
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -178,6 +282,157 @@ func runSim(args []string) error {
 		return fmt.Errorf("sim: %d procedure runs failed", n)
 	}
 	return nil
+}
+
+// labSimConfig points cfg at the lab (package lab) from the ran namespace,
+// leaving alone what the command line set explicitly. gNBs after the first
+// get addresses of their own on ran's N3 link; cleanup removes them.
+func labSimConfig(cfg *sim.Config, set map[string]bool) (cleanup func(), err error) {
+	cleanup = func() {}
+	if !set["amf"] {
+		cfg.AMFAddr = net.JoinHostPort(lab.CoreN3.String(), strconv.Itoa(ngapPort))
+	}
+	if !set["transport"] {
+		cfg.Transport.Transport = sctp.TransportUDP
+	}
+	if !set["data-target"] {
+		cfg.DataTarget = lab.DNServer
+	}
+	if set["n3"] {
+		return cleanup, nil
+	}
+	link, err := netlink.LinkByName(lab.N3Link)
+	if err != nil {
+		return cleanup, fmt.Errorf("sim --lab: N3 link %s: %w", lab.N3Link, err)
+	}
+	var added []*netlink.Addr
+	cleanup = func() {
+		for _, a := range added {
+			netlink.AddrDel(link, a)
+		}
+	}
+	cfg.N3Addrs = cfg.N3Addrs[:0:0]
+	for i := 0; i < cfg.GNBs; i++ {
+		ip, ok := lab.GNBN3(i)
+		if !ok {
+			cleanup()
+			return func() {}, fmt.Errorf("sim --lab: %d gNBs: the lab's N3 /24 has addresses for %d", cfg.GNBs, i)
+		}
+		cfg.N3Addrs = append(cfg.N3Addrs, netip.AddrPortFrom(ip, gtpu.Port).String())
+		if i == 0 {
+			continue // lab.Up made it
+		}
+		a := &netlink.Addr{IPNet: &net.IPNet{IP: ip.AsSlice(), Mask: net.CIDRMask(24, 32)}}
+		if err := netlink.AddrAdd(link, a); err != nil && !errors.Is(err, syscall.EEXIST) {
+			cleanup()
+			return func() {}, fmt.Errorf("sim --lab: add %s to %s: %w", ip, lab.N3Link, err)
+		} else if err == nil {
+			added = append(added, a)
+		}
+	}
+	return cleanup, nil
+}
+
+// heldSessions collects the PDU sessions the simulator gives TUN devices.
+type heldSessions struct {
+	mu  sync.Mutex
+	ues []string               // SUPIs in order of first session
+	by  map[string][][2]string // SUPI -> [TUN, address] in establishment order
+	n   int
+}
+
+// sessionTap is a slog.Handler that passes records on to inner and keeps
+// the simulator's "session tun up" records (supi, dev, addr): sim.Result
+// lists the sessions only once Run returns, and a hold needs them while
+// the run waits between steps. A UE establishes its sessions in the order
+// of Config.DNNs, which gives each TUN its DNN.
+type sessionTap struct {
+	inner slog.Handler
+	attrs []slog.Attr
+	list  *heldSessions
+}
+
+func (h *sessionTap) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelInfo || h.inner.Enabled(ctx, l)
+}
+
+func (h *sessionTap) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "session tun up" {
+		var supi, dev, addr string
+		take := func(a slog.Attr) bool {
+			switch a.Key {
+			case "supi":
+				supi = a.Value.String()
+			case "dev":
+				dev = a.Value.String()
+			case "addr":
+				addr = a.Value.String()
+			}
+			return true
+		}
+		for _, a := range h.attrs {
+			take(a)
+		}
+		r.Attrs(take)
+		h.list.add(supi, dev, addr)
+	}
+	if h.inner.Enabled(ctx, r.Level) {
+		return h.inner.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (h *sessionTap) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &sessionTap{inner: h.inner.WithAttrs(attrs), attrs: append(slices.Clip(h.attrs), attrs...), list: h.list}
+}
+
+func (h *sessionTap) WithGroup(name string) slog.Handler {
+	return &sessionTap{inner: h.inner.WithGroup(name), attrs: h.attrs, list: h.list}
+}
+
+func (l *heldSessions) add(supi, dev, addr string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.by == nil {
+		l.by = map[string][][2]string{}
+	}
+	if _, ok := l.by[supi]; !ok {
+		l.ues = append(l.ues, supi)
+	}
+	l.by[supi] = append(l.by[supi], [2]string{dev, addr})
+	l.n++
+}
+
+// readyLine is the hold's ready line: "tern sim ready: N PDU sessions held
+// (...): SUPI DNN IP TUN, SUPI DNN IP TUN, ...". Without TUN mode the
+// sessions have no device and are only counted.
+func (l *heldSessions) readyLine(dnns []string, tun bool) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !tun {
+		return "tern sim ready: PDU sessions held without TUN devices (--tun lists them); SIGINT or SIGTERM releases them"
+	}
+	var parts []string
+	for _, supi := range l.ues {
+		for i, s := range l.by[supi] {
+			dnn := "?"
+			if i < len(dnns) {
+				dnn = dnns[i]
+			}
+			parts = append(parts, fmt.Sprintf("%s %s %s %s", supi, dnn, s[1], s[0]))
+		}
+	}
+	return fmt.Sprintf("tern sim ready: %d PDU sessions held (SIGINT or SIGTERM releases them): %s", l.n, strings.Join(parts, ", "))
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func parseSlices(s string) ([]identity.SNSSAI, error) {

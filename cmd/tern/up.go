@@ -5,13 +5,23 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
+
+	"github.com/vishvananda/netns"
 
 	"github.com/tern5g/tern/config"
 	"github.com/tern5g/tern/core"
+	"github.com/tern5g/tern/gtpu"
+	"github.com/tern5g/tern/lab"
+	"github.com/tern5g/tern/nf/smf"
+	"github.com/tern5g/tern/sctp"
 )
 
 // runUp starts the core and runs it until SIGINT or SIGTERM.
@@ -25,6 +35,8 @@ func runUp(args []string) error {
 	udpPort := fs.Int("udp-port", 0, "SCTP-over-UDP encapsulation port (overrides amf.sctp; default 9899)")
 	demoSubs := fs.Int("demo-subscribers", -1, "provision this many demo subscribers (overrides store.demoSubscribers)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the core to this file until it stops")
+	labMode := fs.Bool("lab", false, "configure for the core namespace of 'tern lab up': N2 "+lab.CoreN3.String()+":38412 (SCTP over UDP 9899), N3 "+lab.CoreN3.String()+":2152, N6 TUNs tern-<dnn>")
+	labPrefix := fs.String("prefix", "tern", "with --lab: the lab's namespace prefix; tern up must run in <prefix>-core")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -41,6 +53,14 @@ func runUp(args []string) error {
 	cfg, err := loadConfig(*cfgPath)
 	if err != nil {
 		return err
+	}
+	if *labMode {
+		if err := checkNamespace(*labPrefix + "-core"); err != nil {
+			return err
+		}
+		if err := labConfig(&cfg); err != nil {
+			return err
+		}
 	}
 	if *storePath != "" {
 		cfg.Store.Path = *storePath
@@ -77,10 +97,69 @@ func runUp(args []string) error {
 	}
 	st := c.Stats()
 	// The "ready" line is what `tern bench register` waits for.
-	fmt.Printf("tern core ready: N2 on %s, %d subscribers in %s\n", c.N2Addr(), st.Subscribers, cfg.Store.Path)
+	fmt.Printf("tern core ready: N2 on %s, %d subscribers in %s%s\n", c.N2Addr(), st.Subscribers, cfg.Store.Path, userPlaneSummary(c))
 	<-ctx.Done()
 	log.Info("shutting down")
 	return c.Close()
+}
+
+// ngapPort is the SCTP port of NGAP (TS 38.412 §7).
+const ngapPort = 38412
+
+// labConfig points cfg at the lab's core namespace (package lab): N2 and
+// N3 on the core's N3 address, N2 over SCTP over UDP (the kernel here has no
+// SCTP, and the simulator in the ran namespace must use the same transport),
+// and the embedded UPF's N6 TUNs named as the lab's policy routing expects
+// (lab.TUN), with the SMF told where the UPF's N3 is.
+func labConfig(cfg *config.Config) error {
+	core := lab.CoreN3.String()
+	cfg.AMF.N2Address = net.JoinHostPort(core, strconv.Itoa(ngapPort))
+	cfg.AMF.SCTP.Transport = sctp.TransportUDP
+	cfg.UPF.Embedded = true
+	cfg.UPF.NoN6 = false
+	cfg.UPF.N3Addr = net.JoinHostPort(core, strconv.Itoa(gtpu.Port))
+	i := slices.IndexFunc(cfg.SMF.UPFs, func(u smf.UPFConfig) bool { return u.Name == cfg.UPF.Name })
+	if i < 0 {
+		return fmt.Errorf("up --lab: upf.name %q is not one of smf.upfs", cfg.UPF.Name)
+	}
+	upfs := slices.Clone(cfg.SMF.UPFs)
+	upfs[i].N3 = core
+	cfg.SMF.UPFs = upfs
+	n6 := slices.Clone(cfg.UPF.N6)
+	for j := range n6 {
+		if n6[j].TUN == "" {
+			n6[j].TUN = lab.TUN(n6[j].DNN)
+		}
+	}
+	cfg.UPF.N6 = n6
+	return nil
+}
+
+// checkNamespace fails unless this process runs in network namespace name:
+// the lab's addresses exist only there.
+func checkNamespace(name string) error {
+	want, err := netns.GetFromName(name)
+	if err != nil {
+		return fmt.Errorf("namespace %s: %w (tern lab up --prefix %s first)", name, err, strings.TrimSuffix(strings.TrimSuffix(name, "-core"), "-ran"))
+	}
+	defer want.Close()
+	cur, err := netns.Get()
+	if err != nil {
+		return fmt.Errorf("current network namespace: %w", err)
+	}
+	defer cur.Close()
+	if !cur.Equal(want) {
+		return fmt.Errorf("not inside namespace %s: run ip netns exec %s tern %s", name, name, strings.Join(os.Args[1:], " "))
+	}
+	return nil
+}
+
+// userPlaneSummary describes the embedded UPF for the ready line.
+func userPlaneSummary(c *core.Core) string {
+	if c.UPF == nil {
+		return ""
+	}
+	return fmt.Sprintf(", N3 on %s", c.UPF.N3Addr())
 }
 
 func loadConfig(path string) (config.Config, error) {

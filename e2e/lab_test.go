@@ -1,0 +1,398 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tern5g/tern/gtpu"
+	"github.com/tern5g/tern/lab"
+)
+
+// The tern binary the lab tests run, built once per test binary.
+var ternBuild struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if ternBuild.dir != "" {
+		os.RemoveAll(ternBuild.dir)
+	}
+	os.Exit(code)
+}
+
+// ternBinary builds cmd/tern (once) and returns its path.
+func ternBinary(t *testing.T) string {
+	t.Helper()
+	b := &ternBuild
+	b.once.Do(func() {
+		goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
+		if _, err := os.Stat(goCmd); err != nil {
+			if goCmd, err = exec.LookPath("go"); err != nil {
+				b.err = fmt.Errorf("no go command to build tern: %w", err)
+				return
+			}
+		}
+		if b.dir, b.err = os.MkdirTemp("", "tern-e2e-"); b.err != nil {
+			return
+		}
+		b.path = filepath.Join(b.dir, "tern")
+		out, err := exec.Command(goCmd, "build", "-o", b.path, "github.com/tern5g/tern/cmd/tern").CombinedOutput()
+		if err != nil {
+			b.err = fmt.Errorf("go build cmd/tern: %v\n%s", err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
+
+// proc is a tern process running in a lab namespace.
+type proc struct {
+	name   string
+	cmd    *exec.Cmd
+	lines  chan string // stdout, line by line
+	stdout bytes.Buffer
+	stderr lockedBuffer
+	mu     sync.Mutex // guards stdout
+	done   chan struct{}
+	err    error // Wait's, once done is closed
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startTern runs tern with args inside namespace ns and waits (30 s at
+// most) for a stdout line starting with ready, which it returns. The
+// process is stopped (SIGTERM, then SIGKILL) when the test ends.
+func startTern(t *testing.T, l *lab.Lab, ns, ready string, args ...string) (*proc, string) {
+	t.Helper()
+	p := &proc{name: args[0], lines: make(chan string, 256), done: make(chan struct{})}
+	p.cmd = l.Command(context.Background(), ns, ternBinary(t), args...)
+	p.cmd.Stderr = &p.stderr
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start tern %s: %v", strings.Join(args, " "), err)
+	}
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.stdout.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+			select {
+			case p.lines <- sc.Text():
+			default:
+			}
+		}
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() { p.stop(t, syscall.SIGTERM) })
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case line := <-p.lines:
+			if strings.HasPrefix(line, ready) {
+				t.Logf("tern %s: %s", p.name, line)
+				return p, line
+			}
+		case <-p.done:
+			t.Fatalf("tern %s exited before %q: %v\nstdout:\n%s\nstderr:\n%s", p.name, ready, p.err, p.output(), p.stderr.String())
+		case <-timeout:
+			t.Fatalf("tern %s: no %q within 30 s\nstdout:\n%s\nstderr:\n%s", p.name, ready, p.output(), p.stderr.String())
+		}
+	}
+}
+
+func (p *proc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stdout.String()
+}
+
+// stop sends sig and waits for the exit (10 s, then SIGKILL); it returns
+// Wait's error.
+func (p *proc) stop(t *testing.T, sig os.Signal) error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+	}
+	p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		t.Errorf("tern %s ignored %v for 10 s; killed\nstderr:\n%s", p.name, sig, p.stderr.String())
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+	return p.err
+}
+
+// heldSession is one entry of `tern sim --hold`'s ready line.
+type heldSession struct{ SUPI, DNN, IP, TUN string }
+
+// parseHeld reads "tern sim ready: N PDU sessions held (...): SUPI DNN IP
+// TUN, SUPI DNN IP TUN, ...".
+func parseHeld(line string) ([]heldSession, error) {
+	_, list, ok := strings.Cut(line, "): ")
+	if !ok {
+		return nil, fmt.Errorf("no session list in %q", line)
+	}
+	var out []heldSession
+	for _, e := range strings.Split(list, ", ") {
+		f := strings.Fields(e)
+		if len(f) != 4 {
+			return nil, fmt.Errorf("session %q: want SUPI DNN IP TUN", e)
+		}
+		out = append(out, heldSession{f[0], f[1], f[2], f[3]})
+	}
+	return out, nil
+}
+
+// TestLabUserPlane is the user plane end to end in the namespace lab:
+// `tern up --lab` in the core namespace (embedded UPF, N6 TUNs routed into
+// one DN namespace per DNN) and `tern sim --lab --hold --tun` in the ran
+// namespace with two UEs on two gNBs, each with a session on internet and
+// one on ims. Real tools then run over the UEs' TUNs: UE TUN -> gNB GTP-U
+// -> N3 -> UPF -> N6 TUN -> DN server -> back.
+func TestLabUserPlane(t *testing.T) {
+	if err := lab.Check(); err != nil {
+		t.Skip(err)
+	}
+	if testing.Short() {
+		t.Skip("-short: the lab test runs iperf3 for 10 s")
+	}
+	ternBinary(t) // build before the lab exists
+	prefix := fmt.Sprintf("te%d", os.Getpid()%100000)
+	l, err := lab.New(lab.Config{Prefix: prefix, DNNs: []string{"internet", "ims"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second)
+	defer cancel()
+	if err := l.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Cleanups run last-registered first: the tern processes stop before
+	// the servers and the lab go.
+	t.Cleanup(func() {
+		if err := l.Down(); err != nil {
+			t.Errorf("lab down: %v", err)
+		}
+	})
+	srv, err := l.StartServers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+
+	core, _ := startTern(t, l, l.Core(), "tern core ready", "up", "--lab", "--prefix", prefix,
+		"--store", filepath.Join(t.TempDir(), "subscribers.db"), "--demo-subscribers", "4", "--log-level", "warn")
+	sim, ready := startTern(t, l, l.RAN(), "tern sim ready", "sim", "--lab", "--prefix", prefix,
+		"--hold", "--tun", "--ues", "2", "--gnbs", "2", "--dnns", "internet,ims")
+	held, err := parseHeld(ready)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(held) != 4 {
+		t.Fatalf("held sessions %+v; want 2 UEs x (internet, ims)", held)
+	}
+
+	run := func(t *testing.T, timeout time.Duration, name string, args ...string) (string, error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		cmd := l.Command(ctx, l.RAN(), name, args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return string(out), fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args, " "), err, stderr.String())
+		}
+		return string(out), nil
+	}
+	need := func(t *testing.T, tool string) {
+		t.Helper()
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed (make tools installs it)", tool)
+		}
+	}
+
+	t.Run("ping", func(t *testing.T) {
+		need(t, "ping")
+		// Five echoes per session. The first may find no neighbour entry
+		// yet on N3 or N6 (ARP), which the kernel resolves while queueing
+		// the packet, so a loss is unlikely but tolerated: at least 4 of
+		// 5 replies.
+		rtt := regexp.MustCompile(`(\d+) received.*\n.*= ([\d.]+)/([\d.]+)/([\d.]+)/`)
+		for _, s := range held {
+			out, err := run(t, 20*time.Second, "ping", "-n", "-I", s.TUN, "-c", "5", "-i", "0.2", "-W", "5", lab.DNServer.String())
+			m := rtt.FindStringSubmatch(out)
+			if m == nil {
+				t.Errorf("ping via %s (%s %s): %v\n%s", s.TUN, s.SUPI, s.DNN, err, out)
+				continue
+			}
+			if n, _ := strconv.Atoi(m[1]); n < 4 {
+				t.Errorf("ping via %s (%s %s): %s of 5 replies\n%s", s.TUN, s.SUPI, s.DNN, m[1], out)
+			}
+			t.Logf("ping via %s (%s, %s %s): %s/5 replies, rtt min/avg/max %s/%s/%s ms", s.TUN, s.DNN, s.SUPI, s.IP, m[1], m[2], m[3], m[4])
+		}
+	})
+
+	// iperf3 runs one test at a time against a DN's server: the runs are
+	// sequential.
+	iperf := func(t *testing.T, s heldSession, seconds int, reverse bool) (bytes, bps float64) {
+		t.Helper()
+		args := []string{"-c", lab.DNServer.String(), "-p", strconv.Itoa(lab.IperfPort), "-t", strconv.Itoa(seconds),
+			"--bind-dev", s.TUN, "-B", s.IP, "--connect-timeout", "5000", "-J"}
+		if reverse {
+			args = append(args, "-R")
+		}
+		out, err := run(t, time.Duration(seconds+20)*time.Second, "iperf3", args...)
+		var res struct {
+			Error string `json:"error"`
+			End   struct {
+				SumReceived struct {
+					Bytes         float64 `json:"bytes"`
+					BitsPerSecond float64 `json:"bits_per_second"`
+				} `json:"sum_received"`
+			} `json:"end"`
+		}
+		if jerr := json.Unmarshal([]byte(out), &res); jerr != nil {
+			t.Fatalf("iperf3 via %s: %v; output %q (%v)", s.TUN, err, out, jerr)
+		}
+		if err != nil || res.Error != "" || res.End.SumReceived.Bytes <= 0 {
+			t.Fatalf("iperf3 via %s: %v, error %q, %v bytes received", s.TUN, err, res.Error, res.End.SumReceived.Bytes)
+		}
+		return res.End.SumReceived.Bytes, res.End.SumReceived.BitsPerSecond
+	}
+
+	t.Run("iperf3", func(t *testing.T) {
+		need(t, "iperf3")
+		// TCP upload through UE 1's internet session, download (-R)
+		// through UE 2's: the demo subscription gives internet a 1 Gbps
+		// session AMBR, so these measure the path, not the policer.
+		for _, c := range []struct {
+			name    string
+			s       heldSession
+			reverse bool
+		}{{"upload", held[0], false}, {"download", held[2], true}} {
+			b, bps := iperf(t, c.s, 5, c.reverse)
+			t.Logf("iperf3 TCP %s via %s (%s %s): %.1f MB received in 5 s, %.0f Mbit/s", c.name, c.s.TUN, c.s.DNN, c.s.IP, b/1e6, bps/1e6)
+		}
+	})
+
+	t.Run("ims-session-ambr", func(t *testing.T) {
+		need(t, "iperf3")
+		// The demo subscription's ims session AMBR is 10 Mbps each way
+		// (store.DefaultSubscribers); the UPF polices downlink with the
+		// session's QER MBR. A slower machine only lowers the rate, so the
+		// upper bound (with 20% for the token bucket's burst and TCP's
+		// ramp) is no wall-clock assertion.
+		s := held[3]
+		b, bps := iperf(t, s, 3, true)
+		t.Logf("iperf3 TCP download via %s (%s %s, 10 Mbps AMBR): %.1f MB in 3 s, %.1f Mbit/s", s.TUN, s.DNN, s.IP, b/1e6, bps/1e6)
+		if bps > 12e6 {
+			t.Errorf("ims session carried %.1f Mbit/s downlink; its session AMBR is 10 Mbps", bps/1e6)
+		}
+	})
+
+	t.Run("dnn-selection", func(t *testing.T) {
+		need(t, "curl")
+		// Every DN's server has the same address and answers its own
+		// name: the reply proves which DN a session's traffic reached.
+		url := fmt.Sprintf("http://%s:%d/", lab.DNServer, lab.HTTPPort)
+		for _, s := range held {
+			out, err := run(t, 15*time.Second, "curl", "-sS", "-m", "10", "--interface", s.TUN, url)
+			if got := strings.TrimSpace(out); err != nil || got != s.DNN {
+				t.Errorf("curl via %s (%s session of %s): %q, %v; want %q", s.TUN, s.DNN, s.SUPI, got, err, s.DNN)
+			}
+		}
+	})
+
+	t.Run("malformed-n3", func(t *testing.T) {
+		// Garbage, truncated GTP-U and a G-PDU for an unknown TEID from a
+		// second address in ran (the Error Indication goes to port 2152 of
+		// the sender, which the simulated gNBs hold on theirs); then the
+		// sessions still carry traffic.
+		fake := "10.100.3.200"
+		if _, err := run(t, 5*time.Second, "ip", "addr", "add", fake+"/24", "dev", lab.N3Link); err != nil {
+			t.Fatal(err)
+		}
+		defer run(t, 5*time.Second, "ip", "addr", "del", fake+"/24", "dev", lab.N3Link)
+		conn, err := lab.ListenUDP(l.RAN(), net.JoinHostPort(fake, strconv.Itoa(gtpu.Port)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		checkMalformedGTPU(t, conn, netip.AddrPortFrom(lab.CoreN3, gtpu.Port))
+		if out, err := run(t, 20*time.Second, "ping", "-n", "-I", held[0].TUN, "-c", "3", "-i", "0.2", "-W", "5", lab.DNServer.String()); err != nil {
+			t.Errorf("ping via %s after the garbage: %v\n%s", held[0].TUN, err, out)
+		}
+	})
+
+	t.Run("release-on-signal", func(t *testing.T) {
+		// SIGINT ends the hold: the simulator releases the sessions,
+		// deregisters, prints its report and exits 0, leaving no TUN or
+		// extra N3 address behind.
+		if err := sim.stop(t, syscall.SIGINT); err != nil {
+			t.Fatalf("tern sim after SIGINT: %v\nstdout:\n%s\nstderr:\n%s", err, sim.output(), sim.stderr.String())
+		}
+		out := sim.output()
+		for _, want := range []string{"step release    ok 2 failed 0", "step deregister ok 2 failed 0"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("sim report lacks %q:\n%s", want, out)
+			}
+		}
+		links, err := run(t, 5*time.Second, "ip", "-o", "addr", "show")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(links, "uesimtun") || strings.Contains(links, "10.100.3.11/") {
+			t.Errorf("left in %s after the simulator exited:\n%s", l.RAN(), links)
+		}
+		if err := core.stop(t, syscall.SIGTERM); err != nil {
+			t.Errorf("tern up after SIGTERM: %v\nstderr:\n%s", err, core.stderr.String())
+		}
+	})
+}
