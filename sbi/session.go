@@ -141,8 +141,12 @@ type Communication interface {
 // (TS 29.502 §5.2.2.10): the SMF tells the AMF that an SM context is gone
 // (network-requested release completed), so the AMF forgets the PDU session.
 // The AMF serves it (it is the callback URI it gave at creation).
+// smContextRef names the released context: it stands for the per-context
+// callback URI (smContextStatusUri) the AMF gives at creation, so that a
+// late notification for an old context never removes a newer session that
+// reuses its PDU session ID.
 type SMContextStatusNotifier interface {
-	SMContextStatusNotify(ctx context.Context, supi string, pduSessionID int32, n *models.Smf_PDUSess_SmContextStatusNotification) error
+	SMContextStatusNotify(ctx context.Context, supi string, pduSessionID int32, smContextRef string, n *models.Smf_PDUSess_SmContextStatusNotification) error
 }
 
 // SMPolicyControl is Npcf_SMPolicyControl (TS 29.512 §4.2), served by the PCF

@@ -102,7 +102,7 @@ func smDeliveryOf(req *sbi.N1N2Message) (smDelivery, error) {
 // SMContextStatusNotify implements sbi.SMContextStatusNotifier (TS 29.502
 // §5.2.2.10): a released SM context ends the AMF's PDU session. Like
 // N1N2MessageTransfer it only queues the work for the UE.
-func (a *AMF) SMContextStatusNotify(ctx context.Context, supi string, pduSessionID int32, n *models.Smf_PDUSess_SmContextStatusNotification) error {
+func (a *AMF) SMContextStatusNotify(ctx context.Context, supi string, pduSessionID int32, smContextRef string, n *models.Smf_PDUSess_SmContextStatusNotification) error {
 	if n == nil || n.StatusInfo == nil {
 		return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "statusInfo")
 	}
@@ -119,6 +119,6 @@ func (a *AMF) SMContextStatusNotify(ctx context.Context, supi string, pduSession
 		return nil
 	}
 	id := uint8(pduSessionID)
-	u.post(func() { u.onSMContextReleased(id) })
+	u.post(func() { u.onSMContextReleased(id, smContextRef) })
 	return nil
 }

@@ -456,8 +456,12 @@ func (u *ue) onPDUSessionResourceReleaseResponse(r *ranUE, m *ngap.PDUSessionRes
 
 // onSMContextReleased forgets a PDU session whose SM context the SMF
 // released (TS 29.502 §5.2.2.10, TS 23.502 §4.3.4.2 step 11).
-func (u *ue) onSMContextReleased(id uint8) {
-	if s := u.sessions[id]; s != nil {
+//
+// Only the named context is forgotten: after a UE-requested release the UE
+// may ask for the same PDU session ID again before this notification
+// arrives, and the new session must survive it.
+func (u *ue) onSMContextReleased(id uint8, ref string) {
+	if s := u.sessions[id]; s != nil && s.ref == ref {
 		u.log.Debug("SM context released by the SMF", "pdu_session_id", id)
 		u.forgetSession(s)
 	}

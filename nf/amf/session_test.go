@@ -251,7 +251,7 @@ func (f *fakeSMF) UpdateSMContext(ctx context.Context, ref string, req *sbi.SMCo
 		f.mu.Unlock()
 		supi, id := c.supi, int32(c.id)
 		f.callback(true, func() error {
-			return f.amf.SMContextStatusNotify(context.Background(), supi, id, &models.Smf_PDUSess_SmContextStatusNotification{
+			return f.amf.SMContextStatusNotify(context.Background(), supi, id, ref, &models.Smf_PDUSess_SmContextStatusNotification{
 				StatusInfo: &models.Smf_PDUSess_StatusInfo{ResourceStatus: models.Smf_PDUSess_ResourceStatus_RELEASED},
 			})
 		})
@@ -562,7 +562,7 @@ func TestN1N2MessageTransferErrors(t *testing.T) {
 	if _, err := a.N1N2MessageTransfer(ctx, "imsi-1", bad); sbi.StatusOf(err) != http.StatusBadRequest {
 		t.Errorf("N2 without smInfo: %v", err)
 	}
-	if err := a.SMContextStatusNotify(ctx, "imsi-1", 1, &models.Smf_PDUSess_SmContextStatusNotification{
+	if err := a.SMContextStatusNotify(ctx, "imsi-1", 1, "sm-1", &models.Smf_PDUSess_SmContextStatusNotification{
 		StatusInfo: &models.Smf_PDUSess_StatusInfo{ResourceStatus: models.Smf_PDUSess_ResourceStatus_RELEASED},
 	}); sbi.CauseOf(err) != sbi.CauseContextNotFound {
 		t.Errorf("notify for unknown UE: %v", err)
@@ -730,5 +730,32 @@ func TestPDUSessionDuplicateID(t *testing.T) {
 	}
 	if s := a.Stats(); s.PDUSessions != 1 || s.SMContextsCreated != 2 || s.SMContextsReleased != 1 {
 		t.Errorf("stats %+v", s)
+	}
+}
+
+// A notification for a context the AMF already replaced (the UE asked for
+// the same PDU session ID again first) must not remove the new session.
+func TestStaleSMContextStatusNotifyKeepsNewSession(t *testing.T) {
+	smf := newFakeSMF()
+	a, hn := newTestAMFWithSMF(t, smf)
+	u := registeredUE(t, a, hn)
+	u.establish(5, "internet")
+	waitFor(t, "session active", func() bool { return len(smf.callsOf("update")) == 1 })
+	released := models.Smf_PDUSess_SmContextStatusNotification{
+		StatusInfo: &models.Smf_PDUSess_StatusInfo{ResourceStatus: models.Smf_PDUSess_ResourceStatus_RELEASED}}
+	ref := smf.callsOf("update")[0].ref
+	if err := a.SMContextStatusNotify(context.Background(), u.supi, 5, ref+"-old", &released); err != nil {
+		t.Fatal(err)
+	}
+	// Queued after the notification: still forwarded, so the session lives.
+	u.sendSM(5, 0, "", nil, smMsg(5, 3, nas.MsgPDUSessionModificationRequest))
+	waitFor(t, "5GSM forwarded to the SMF", func() bool { return len(smf.callsOf("update")) == 2 })
+	if err := a.SMContextStatusNotify(context.Background(), u.supi, 5, ref, &released); err != nil {
+		t.Fatal(err)
+	}
+	// The stale one was ignored; the right one removed the session.
+	waitFor(t, "session forgotten", func() bool { return a.Stats().PDUSessions == 0 })
+	if n := a.Stats().SMContextsReleased; n != 1 {
+		t.Errorf("%d contexts released, want 1", n)
 	}
 }

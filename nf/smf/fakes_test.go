@@ -277,7 +277,7 @@ func (a *fakeAMF) play(ctx context.Context, tr transfer) {
 	}
 }
 
-func (a *fakeAMF) SMContextStatusNotify(ctx context.Context, supi string, psi int32, n *models.Smf_PDUSess_SmContextStatusNotification) error {
+func (a *fakeAMF) SMContextStatusNotify(ctx context.Context, supi string, psi int32, ref string, n *models.Smf_PDUSess_SmContextStatusNotification) error {
 	if n == nil || n.StatusInfo == nil || n.StatusInfo.ResourceStatus != models.Smf_PDUSess_ResourceStatus_RELEASED {
 		a.t.Errorf("SMContextStatusNotify: %+v", n)
 	}
