@@ -22,7 +22,7 @@ func commands() map[string]command {
 		"up":         {"start the core (all NFs in one process) with embedded defaults or --config", runUp},
 		"demo":       {"start the core and a simulated RAN, run real procedures, print a report", runDemo},
 		"sim":        {"run simulated gNBs and UEs against an AMF", runSim},
-		"bench":      {"run a benchmark: register, classify, pfcp", runBench},
+		"bench":      {"run a benchmark: register, session, pfcp, upf, classify", runBench},
 		"lab":        {"build (up) or remove (down) the network-namespace test bed: ran | core | one DN per DNN", runLab},
 		"subscriber": {"manage the subscriber store: add, list, delete", runSubscriber},
 		"config":     {"print the effective configuration (defaults, or --config merged over them)", runConfig},
@@ -74,9 +74,11 @@ func runBench(args []string) error {
 		"register": benchRegister,
 		"classify": benchClassify,
 		"pfcp":     benchPFCP,
+		"session":  benchSession,
+		"upf":      benchUPF,
 	}
 	if len(args) == 0 {
-		return errors.New("usage: tern bench register|classify|pfcp [flags]")
+		return errors.New("usage: tern bench register|session|pfcp|upf|classify [flags]")
 	}
 	b, ok := benches[args[0]]
 	if !ok {
