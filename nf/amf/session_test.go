@@ -702,9 +702,9 @@ func TestParseBitRate(t *testing.T) {
 		{"64 bps", 64, true}, {"4 Tbps", 4e12, true},
 		{"1Gbps", 0, false}, {"1 gbps", 0, false}, {" Gbps", 0, false}, {"-1 Mbps", 0, false}, {"1e3 bps", 0, false}, {"", 0, false},
 	} {
-		got, err := parseBitRate(c.in)
+		got, err := sbi.ParseBitRate(c.in)
 		if (err == nil) != c.ok || got != c.want {
-			t.Errorf("parseBitRate(%q) = %d, %v", c.in, got, err)
+			t.Errorf("ParseBitRate(%q) = %d, %v", c.in, got, err)
 		}
 	}
 	if _, err := ambrFromModel("1 Gbps", "fast"); err == nil {

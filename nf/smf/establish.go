@@ -325,11 +325,11 @@ func applyDecision(cur qos, d *models.Pcf_SMPolCtrl_SmPolicyDecision) (qos, erro
 			continue
 		}
 		if a := r.AuthSessAmbr; a != nil {
-			ul, err := parseBitRate(a.Uplink)
+			ul, err := sbi.ParseBitRate(a.Uplink)
 			if err != nil {
 				return cur, err
 			}
-			dl, err := parseBitRate(a.Downlink)
+			dl, err := sbi.ParseBitRate(a.Downlink)
 			if err != nil {
 				return cur, err
 			}

@@ -3,6 +3,8 @@ package smf
 import (
 	"net/netip"
 	"testing"
+
+	"github.com/tern5g/tern/sbi"
 )
 
 func FuzzParsePCORequest(f *testing.F) {
@@ -24,7 +26,7 @@ func FuzzParseBitRate(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		v, err := parseBitRate(s)
+		v, err := sbi.ParseBitRate(s)
 		if err == nil && v > 0 && kbps(v) == 0 {
 			t.Fatalf("%q: %d bit/s became 0 kbit/s", s, v)
 		}
