@@ -251,10 +251,10 @@ func (a *AMF) Close() error {
 	// No executor runs any more (post refuses work after closed), so the
 	// timers can be read safely; stopping them releases the runtime timers
 	// now instead of letting them fire into a closed AMF.
-	for _, r := range a.ranUEs.all() {
+	for _, r := range a.ranUEs.All() {
 		r.ue.stopAllTimers()
 	}
-	for _, u := range a.supis.all() {
+	for _, u := range a.supis.All() {
 		u.stopAllTimers()
 	}
 	return errors.Join(errs...)

@@ -158,7 +158,7 @@ func TestRegistrationAndDeregistration(t *testing.T) {
 	if hn.deregCalls.Load() != 1 {
 		t.Errorf("Nudm_UECM deregistration calls %d", hn.deregCalls.Load())
 	}
-	if a.gutis.lookup(u.guti.TMSI) != nil || a.supis.get(u.supi) != nil || a.ranUEs.get(u.amfID) != nil {
+	if a.gutis.lookup(u.guti.TMSI) != nil || a.supis.Get(u.supi) != nil || a.ranUEs.Get(u.amfID) != nil {
 		t.Error("tables still hold the UE")
 	}
 }
@@ -621,7 +621,7 @@ func TestAssociationLossDropsUnregisteredUEs(t *testing.T) {
 	expect[*nas.AuthenticationRequest](t, u.recvNAS())
 	g.conn.Close()
 	waitFor(t, "context dropped", func() bool { s := a.Stats(); return s.UEContexts == 0 && s.GNBs == 0 })
-	if a.ranUEs.get(u.amfID) != nil {
+	if a.ranUEs.Get(u.amfID) != nil {
 		t.Error("connection still in the table")
 	}
 }

@@ -231,11 +231,11 @@ func (u *ue) setSUPI(supi string) {
 		return
 	}
 	if u.supi != "" {
-		u.amf.supis.delete(u.supi, u)
+		u.amf.supis.CompareAndDelete(u.supi, u)
 	}
 	u.supi = supi
 	u.log = u.amf.log.With("supi", supi)
-	if old := u.amf.supis.swap(supi, u); old != nil && old != u {
+	if old := u.amf.supis.Swap(supi, u); old != nil && old != u {
 		old.post(old.superseded)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/internal/shardmap"
 	"github.com/tern5g/tern/nas"
 	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/sbi"
@@ -243,24 +244,24 @@ func (u *ue) drain() {
 }
 
 // ranUETable maps AMF UE NGAP IDs to N2 connections.
-type ranUETable struct{ shardedMap[int64, *ranUE] }
+type ranUETable struct{ shardmap.Map[int64, *ranUE] }
 
 func newRANUETable() *ranUETable {
 	t := &ranUETable{}
-	t.init(func(id int64) uint32 { return uint32(id) })
+	t.Init(func(id int64) uint32 { return uint32(id) })
 	return t
 }
 
-func (t *ranUETable) put(r *ranUE)    { t.swap(r.amfID, r) }
-func (t *ranUETable) delete(r *ranUE) { t.shardedMap.delete(r.amfID, r) }
+func (t *ranUETable) put(r *ranUE)    { t.Put(r.amfID, r) }
+func (t *ranUETable) delete(r *ranUE) { t.CompareAndDelete(r.amfID, r) }
 
 // supiTable maps SUPIs to UE contexts, so that a second registration of the
 // same subscriber replaces the first context (TS 23.502 §4.2.2.2.2 step 5).
-type supiTable struct{ shardedMap[string, *ue] }
+type supiTable struct{ shardmap.Map[string, *ue] }
 
 func newSUPITable() *supiTable {
 	t := &supiTable{}
-	t.init(supiHash)
+	t.Init(supiHash)
 	return t
 }
 

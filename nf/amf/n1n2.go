@@ -30,7 +30,7 @@ func (a *AMF) N1N2MessageTransfer(ctx context.Context, ueContextID string, req *
 	if err != nil {
 		return nil, err
 	}
-	u := a.supis.get(ueContextID)
+	u := a.supis.Get(ueContextID)
 	if u == nil {
 		return nil, sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "no UE context for %s", ueContextID)
 	}
@@ -109,7 +109,7 @@ func (a *AMF) SMContextStatusNotify(ctx context.Context, supi string, pduSession
 	if pduSessionID < 1 || pduSessionID > 15 {
 		return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "PDU session ID %d", pduSessionID)
 	}
-	u := a.supis.get(supi)
+	u := a.supis.Get(supi)
 	if u == nil {
 		return sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "no UE context for %s", supi)
 	}

@@ -167,7 +167,7 @@ func ueIDsOf(m ngap.Message) (amfID, ranID *int64) {
 // lookupRANUE finds the UE-associated connection of a message, answering
 // unknown or inconsistent IDs with an Error Indication (TS 38.413 §10.6).
 func (a *AMF) lookupRANUE(g *gnb, amfID, ranID int64) *ranUE {
-	r := a.ranUEs.get(amfID)
+	r := a.ranUEs.Get(amfID)
 	if r == nil {
 		g.log.Info("unknown AMF UE NGAP ID", "amf_ue_ngap_id", amfID, "ran_ue_ngap_id", ranID)
 		g.errorIndication(causeUnknownLocalID, &amfID, &ranID)

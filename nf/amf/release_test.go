@@ -61,7 +61,7 @@ func TestReleaseCommandOncePerConnection(t *testing.T) {
 	if s.UEContextReleases != 1 || s.ErrorIndications != 0 || s.RegisteredUEs != 1 || s.UEContexts != 1 {
 		t.Errorf("stats %+v", s)
 	}
-	if r := a.ranUEs.get(cmd.AMFUENGAPID); r != nil {
+	if r := a.ranUEs.Get(cmd.AMFUENGAPID); r != nil {
 		t.Error("released connection still in the table")
 	}
 }

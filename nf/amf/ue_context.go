@@ -143,7 +143,7 @@ func (u *ue) removeContext() {
 		u.hasOldGUTI = false
 	}
 	if u.supi != "" {
-		a.supis.delete(u.supi, u)
+		a.supis.CompareAndDelete(u.supi, u)
 	}
 	u.sec = nil
 	u.kamf = nil

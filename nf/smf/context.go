@@ -140,7 +140,7 @@ type ueState struct {
 // lockUE returns supi's state, created if needed, with its mutex held.
 func (s *SMF) lockUE(supi string) *ueState {
 	for {
-		u := s.ues.getOrCreate(supi, func() *ueState {
+		u := s.ues.GetOrCreate(supi, func() *ueState {
 			return &ueState{supi: supi, sessions: make(map[uint8]*smContext, 2)}
 		})
 		u.mu.Lock()
@@ -160,7 +160,7 @@ func (s *SMF) unlockUE(u *ueState) {
 		u.qmu.Unlock()
 		if idle {
 			u.dead = true
-			s.ues.deleteIf(u.supi, func(v *ueState) bool { return v == u })
+			s.ues.DeleteIf(u.supi, func(v *ueState) bool { return v == u })
 		}
 	}
 	u.mu.Unlock()
@@ -168,8 +168,8 @@ func (s *SMF) unlockUE(u *ueState) {
 
 // lockContext finds a live context by ref and locks its UE.
 func (s *SMF) lockContext(ref string) (*smContext, error) {
-	c, ok := s.contexts.get(ref)
-	if !ok {
+	c := s.contexts.Get(ref)
+	if c == nil {
 		return nil, sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "sm context %q", ref)
 	}
 	c.ue.mu.Lock()
@@ -237,8 +237,8 @@ func (s *SMF) newContext(u *ueState, psi uint8, d *dnnConf, slice identity.SNSSA
 		upCnx:  models.Smf_PDUSess_UpCnxState_DEACTIVATED,
 	}
 	u.sessions[psi] = c
-	s.contexts.put(c.ref, c)
-	s.seids.put(c.cpSEID, c)
+	s.contexts.Put(c.ref, c)
+	s.seids.Put(c.cpSEID, c)
 	s.stats.contexts.Add(1)
 	return c
 }
@@ -254,8 +254,8 @@ func (s *SMF) forget(c *smContext) {
 	if c.ue.sessions[c.psi] == c {
 		delete(c.ue.sessions, c.psi)
 	}
-	s.contexts.delete(c.ref)
-	s.seids.delete(c.cpSEID)
+	s.contexts.Delete(c.ref)
+	s.seids.Delete(c.cpSEID)
 	s.stats.contexts.Add(-1)
 	s.stats.released.Add(1)
 }

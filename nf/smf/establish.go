@@ -181,7 +181,7 @@ func (s *SMF) CreateSMContext(ctx context.Context, req *sbi.SMContextCreate) (*s
 	c.typeCause = typeCause
 	c.pco = buildPCOResponse(parsePCORequest(er.ExtendedPCO), dc.dns, dc.mtu)
 	c.policyID = polID
-	s.policies.put(polID, c)
+	s.policies.Put(polID, c)
 	s.stats.policies.Add(1)
 	c.qos = q
 	c.upf = upf

@@ -115,8 +115,8 @@ func (s *SMF) SMPolicyUpdateNotify(ctx context.Context, policyID string, n *mode
 	if n == nil || n.SmPolicyDecision == nil {
 		return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "smPolicyDecision")
 	}
-	c, ok := s.policies.get(policyID)
-	if !ok {
+	c := s.policies.Get(policyID)
+	if c == nil {
 		return sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "sm policy %q", policyID)
 	}
 	u := c.ue

@@ -229,8 +229,8 @@ func (s *SMF) countUsage(c *smContext, reports []pfcp.UsageReport) {
 // (Namf_Communication_N1N2MessageTransfer toward an idle UE) is not done yet,
 // so the UPF keeps buffering until the UE comes back or the session ends.
 func (s *SMF) HandleSessionReport(ctx context.Context, seid uint64, req *pfcp.SessionReportRequest) *pfcp.SessionReportResponse {
-	c, ok := s.seids.get(seid)
-	if !ok || req == nil {
+	c := s.seids.Get(seid)
+	if c == nil || req == nil {
 		return &pfcp.SessionReportResponse{Cause: pfcp.CauseSessionContextNotFound}
 	}
 	if req.ReportType&pfcp.ReportDLDR != 0 {

@@ -117,8 +117,8 @@ func (s *SMF) networkRelease(c *smContext, cause nas.Cause5GSM) {
 // once the release has started; completion is signalled to the AMF with
 // SMContextStatusNotify.
 func (s *SMF) Release(ctx context.Context, supi string, pduSessionID uint8) error {
-	u, ok := s.ues.get(supi)
-	if !ok {
+	u := s.ues.Get(supi)
+	if u == nil {
 		return sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "no PDU session for %s", supi)
 	}
 	u.mu.Lock()
@@ -135,8 +135,8 @@ func (s *SMF) Release(ctx context.Context, supi string, pduSessionID uint8) erro
 // PCF terminates (TS 29.512 §4.2.3.3, TS 23.502 §4.3.4.2 step 1c). The PCF
 // package calls it when its notifier implements it.
 func (s *SMF) SMPolicyTerminateNotify(ctx context.Context, policyID string, n *models.Pcf_SMPolCtrl_TerminationNotification) error {
-	c, ok := s.policies.get(policyID)
-	if !ok {
+	c := s.policies.Get(policyID)
+	if c == nil {
 		return sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "sm policy %q", policyID)
 	}
 	u := c.ue

@@ -69,7 +69,7 @@ func (s *SMF) deletePolicy(c *smContext) {
 	}
 	id := c.policyID
 	c.policyID = ""
-	s.policies.delete(id)
+	s.policies.Delete(id)
 	s.stats.policies.Add(-1)
 	ctx, cancel := context.WithTimeout(s.ctx, sbiTimeout)
 	defer cancel()

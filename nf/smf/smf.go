@@ -43,6 +43,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tern5g/tern/internal/shardmap"
 	"github.com/tern5g/tern/pfcp"
 	"github.com/tern5g/tern/sbi"
 )
@@ -90,10 +91,10 @@ type SMF struct {
 	cancel context.CancelFunc
 	start  time.Time // PFCP recovery time stamp
 
-	ues      *shardedMap[string, *ueState]   // by SUPI
-	contexts *shardedMap[string, *smContext] // by SM context ref
-	policies *shardedMap[string, *smContext] // by SM policy association ID
-	seids    *shardedMap[uint64, *smContext] // by CP F-SEID
+	ues      *shardmap.Map[string, *ueState]   // by SUPI
+	contexts *shardmap.Map[string, *smContext] // by SM context ref
+	policies *shardmap.Map[string, *smContext] // by SM policy association ID
+	seids    *shardmap.Map[uint64, *smContext] // by CP F-SEID
 
 	nextRef  atomic.Uint64
 	nextSEID atomic.Uint64
@@ -134,10 +135,10 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*SMF, error) {
 		ctx:      ctx,
 		cancel:   cancel,
 		start:    time.Now(),
-		ues:      newShardedMap[string, *ueState](hashString),
-		contexts: newShardedMap[string, *smContext](hashString),
-		policies: newShardedMap[string, *smContext](hashString),
-		seids:    newShardedMap[uint64, *smContext](hashUint64),
+		ues:      shardmap.New[string, *ueState](shardmap.HashString),
+		contexts: shardmap.New[string, *smContext](shardmap.HashString),
+		policies: shardmap.New[string, *smContext](shardmap.HashString),
+		seids:    shardmap.New[uint64, *smContext](shardmap.HashUint64),
 	}
 	for _, u := range served.upfs {
 		if up, ok := deps.UPFs[u.name]; ok {
