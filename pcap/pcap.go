@@ -14,6 +14,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/tern5g/tern/internal/ipv4pkt"
 )
 
 const (
@@ -99,7 +101,7 @@ func (w *Writer) WriteUDP(ts time.Time, src, dst netip.AddrPort, payload []byte)
 		s, d := src.Addr().Unmap().As4(), dst.Addr().Unmap().As4()
 		pkt = append(pkt, s[:]...)
 		pkt = append(pkt, d[:]...)
-		binary.BigEndian.PutUint16(pkt[10:], ipv4Checksum(pkt[:20]))
+		binary.BigEndian.PutUint16(pkt[10:], ipv4pkt.Checksum(pkt[:20], 0))
 	}
 	pkt = binary.BigEndian.AppendUint16(pkt, src.Port())
 	pkt = binary.BigEndian.AppendUint16(pkt, dst.Port())
@@ -142,15 +144,4 @@ func (w *Writer) Close() error {
 		}
 	}
 	return err
-}
-
-func ipv4Checksum(h []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(h); i += 2 {
-		sum += uint32(h[i])<<8 | uint32(h[i+1])
-	}
-	for sum > 0xffff {
-		sum = sum>>16 + sum&0xffff
-	}
-	return ^uint16(sum)
 }

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/tern5g/tern/internal/ipv4pkt"
 )
 
 func TestWriteUDP(t *testing.T) {
@@ -32,7 +34,7 @@ func TestWriteUDP(t *testing.T) {
 		t.Fatalf("caplen %d", capLen)
 	}
 	ip := rec[16 : 16+capLen]
-	if ip[0] != 0x45 || ip[9] != 17 || ipv4Checksum(ip[:20]) != 0 {
+	if ip[0] != 0x45 || ip[9] != 17 || !ipv4pkt.ValidChecksum(ip) {
 		t.Fatalf("bad ipv4 header % x", ip[:20])
 	}
 	if got := netip.AddrFrom4([4]byte(ip[12:16])); got != src.Addr() {

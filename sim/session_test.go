@@ -12,10 +12,10 @@ import (
 
 	"github.com/tern5g/tern/gtpu"
 	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/internal/ipv4pkt"
 	"github.com/tern5g/tern/nas"
 	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/sim/ue"
-	"github.com/tern5g/tern/sim/userplane"
 )
 
 // The test core's session management (an SMF in miniature) and a fake UPF
@@ -108,19 +108,19 @@ func (u *testUPF) serve() {
 		if s == nil || drop {
 			continue
 		}
-		ip, err := userplane.ParseIPv4(h.Payload(buf[:n]))
+		ip, err := ipv4pkt.ParseIPv4(h.Payload(buf[:n]))
 		if err != nil || ip.Src != s.ueIP {
 			continue
 		}
 		var reply []byte
 		switch ip.Protocol {
-		case userplane.ProtoICMP:
-			if e, ok := userplane.ParseICMPEcho(ip.Payload); ok && e.Type == userplane.ICMPEchoRequest {
-				reply = userplane.AppendICMPEchoReply(nil, ip.Dst, ip.Src, e.ID, e.Seq, e.Payload)
+		case ipv4pkt.ProtoICMP:
+			if e, ok := ipv4pkt.ParseICMPEcho(ip.Payload); ok && e.Type == ipv4pkt.ICMPEchoRequest {
+				reply = ipv4pkt.AppendICMPEchoReply(nil, ip.Dst, ip.Src, e.ID, e.Seq, e.Payload)
 			}
-		case userplane.ProtoUDP:
-			if d, ok := userplane.ParseUDP(ip.Payload); ok && d.DstPort == 7 {
-				reply = userplane.AppendUDP(nil, ip.Dst, ip.Src, d.DstPort, d.SrcPort, d.Payload)
+		case ipv4pkt.ProtoUDP:
+			if d, ok := ipv4pkt.ParseUDP(ip.Payload); ok && d.DstPort == 7 {
+				reply = ipv4pkt.AppendUDP(nil, ip.Dst, ip.Src, d.DstPort, d.SrcPort, d.Payload)
 			}
 		}
 		if reply != nil {

@@ -6,7 +6,6 @@ package upfbench
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tern5g/tern/gtpu"
+	"github.com/tern5g/tern/internal/ipv4pkt"
 	"github.com/tern5g/tern/internal/traffic"
 	"github.com/tern5g/tern/pfcp"
 )
@@ -46,8 +46,7 @@ func Payload(size int) []byte {
 }
 
 // IPv4UDP builds an IPv4/UDP packet of exactly size bytes (IPv4 total
-// length) from src to dst, with a valid header checksum and no UDP
-// checksum (zero is allowed over IPv4, RFC 768).
+// length) from src to dst, with valid checksums.
 func IPv4UDP(src, dst netip.AddrPort, size int) ([]byte, error) {
 	if !src.Addr().Is4() || !dst.Addr().Is4() {
 		return nil, fmt.Errorf("upfbench: %v -> %v: IPv4 only", src, dst)
@@ -55,35 +54,7 @@ func IPv4UDP(src, dst netip.AddrPort, size int) ([]byte, error) {
 	if size < IPv4UDPHeaders || size > 0xFFFF {
 		return nil, fmt.Errorf("upfbench: size %d: want %d..65535", size, IPv4UDPHeaders)
 	}
-	b := make([]byte, size)
-	b[0] = 0x45 // version 4, IHL 5
-	binary.BigEndian.PutUint16(b[2:4], uint16(size))
-	b[6] = 0x40 // DF: never fragmented on the way
-	b[8] = 64   // TTL
-	b[9] = 17   // UDP
-	s, d := src.Addr().As4(), dst.Addr().As4()
-	copy(b[12:16], s[:])
-	copy(b[16:20], d[:])
-	binary.BigEndian.PutUint16(b[10:12], Checksum(b[:20]))
-	binary.BigEndian.PutUint16(b[20:22], src.Port())
-	binary.BigEndian.PutUint16(b[22:24], dst.Port())
-	binary.BigEndian.PutUint16(b[24:26], uint16(size-20))
-	return b, nil
-}
-
-// Checksum is the Internet checksum (RFC 1071) of b.
-func Checksum(b []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		sum += uint32(b[i])<<8 | uint32(b[i+1])
-	}
-	if len(b)%2 == 1 {
-		sum += uint32(b[len(b)-1]) << 8
-	}
-	for sum>>16 != 0 {
-		sum = sum&0xFFFF + sum>>16
-	}
-	return ^uint16(sum)
+	return ipv4pkt.AppendUDP(make([]byte, 0, size), src.Addr(), dst.Addr(), src.Port(), dst.Port(), make([]byte, size-IPv4UDPHeaders)), nil
 }
 
 // UplinkGPDU wraps inner in a G-PDU for teid with an UL PDU Session

@@ -1,3 +1,14 @@
+// Package userplane is the simulated UEs' data: traffic generators built
+// on in-memory IPv4 packets (package ipv4pkt) with the matching receive side
+// (an echo prober that measures round trips and counts losses, a bulk UDP
+// sender that counts what it sent and what came back), and, with root, one
+// TUN device per PDU session with policy routing so that ordinary tools
+// (ping, curl, iperf3) run over the session (the way UERANSIM's uesimtun
+// devices work).
+//
+// The package knows nothing of GTP-U or NAS: a session is reached through a
+// Sender (the UE's uplink) and gives downlink packets to whatever Receiver
+// is attached.
 package userplane
 
 import (
@@ -8,6 +19,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/tern5g/tern/internal/ipv4pkt"
 )
 
 // SendFunc sends one uplink IP packet through a session. The callee does
@@ -90,12 +103,12 @@ func NewPinger(cfg PingConfig) (*Pinger, error) {
 
 // Receive consumes the echo replies of this run.
 func (p *Pinger) Receive(pkt []byte) bool {
-	ip, err := ParseIPv4(pkt)
-	if err != nil || ip.Protocol != ProtoICMP || ip.Src != p.cfg.Dst || ip.Dst != p.cfg.Src {
+	ip, err := ipv4pkt.ParseIPv4(pkt)
+	if err != nil || ip.Protocol != ipv4pkt.ProtoICMP || ip.Src != p.cfg.Dst || ip.Dst != p.cfg.Src {
 		return false
 	}
-	e, ok := ParseICMPEcho(ip.Payload)
-	if !ok || e.Type != ICMPEchoReply || e.ID != p.cfg.ID {
+	e, ok := ipv4pkt.ParseICMPEcho(ip.Payload)
+	if !ok || e.Type != ipv4pkt.ICMPEchoReply || e.ID != p.cfg.ID {
 		return false
 	}
 	now := time.Now()
@@ -131,7 +144,7 @@ func (p *Pinger) Run(ctx context.Context, send SendFunc) (PingResult, error) {
 	for i := range payload[8:] {
 		payload[8+i] = byte(i)
 	}
-	buf := make([]byte, 0, ipv4HeaderLen+8+p.cfg.Size)
+	buf := make([]byte, 0, ipv4pkt.HeaderLen+8+p.cfg.Size)
 	p.mu.Lock()
 	p.sending = true
 	p.mu.Unlock()
@@ -154,7 +167,7 @@ func (p *Pinger) Run(ctx context.Context, send SendFunc) (PingResult, error) {
 		}
 		now := time.Now()
 		binary.BigEndian.PutUint64(payload, uint64(now.UnixNano()))
-		buf = AppendICMPEcho(buf[:0], p.cfg.Src, p.cfg.Dst, p.cfg.ID, uint16(seq), payload)
+		buf = ipv4pkt.AppendICMPEcho(buf[:0], p.cfg.Src, p.cfg.Dst, p.cfg.ID, uint16(seq), payload)
 		p.mu.Lock()
 		p.sentAt[seq] = now
 		p.res.Sent++
@@ -267,11 +280,11 @@ func NewTransfer(cfg TransferConfig) (*Transfer, error) {
 
 // Receive counts the datagrams coming back from the far end.
 func (t *Transfer) Receive(pkt []byte) bool {
-	ip, err := ParseIPv4(pkt)
-	if err != nil || ip.Protocol != ProtoUDP || ip.Src != t.cfg.Dst || ip.Dst != t.cfg.Src {
+	ip, err := ipv4pkt.ParseIPv4(pkt)
+	if err != nil || ip.Protocol != ipv4pkt.ProtoUDP || ip.Src != t.cfg.Dst || ip.Dst != t.cfg.Src {
 		return false
 	}
-	u, ok := ParseUDP(ip.Payload)
+	u, ok := ipv4pkt.ParseUDP(ip.Payload)
 	if !ok || u.SrcPort != t.cfg.DstPort || u.DstPort != t.cfg.SrcPort {
 		return false
 	}
@@ -294,7 +307,7 @@ func (t *Transfer) checkDoneLocked() {
 // returning traffic. It returns an error only if ctx ends.
 func (t *Transfer) Run(ctx context.Context, send SendFunc) (TransferResult, error) {
 	payload := make([]byte, t.cfg.Size)
-	buf := make([]byte, 0, ipv4HeaderLen+8+t.cfg.Size)
+	buf := make([]byte, 0, ipv4pkt.HeaderLen+8+t.cfg.Size)
 	t.mu.Lock()
 	t.sending = true
 	t.mu.Unlock()
@@ -322,7 +335,7 @@ func (t *Transfer) Run(ctx context.Context, send SendFunc) (TransferResult, erro
 			break
 		}
 		binary.BigEndian.PutUint64(payload, uint64(sent))
-		buf = AppendUDP(buf[:0], t.cfg.Src, t.cfg.Dst, t.cfg.SrcPort, t.cfg.DstPort, payload[:n])
+		buf = ipv4pkt.AppendUDP(buf[:0], t.cfg.Src, t.cfg.Dst, t.cfg.SrcPort, t.cfg.DstPort, payload[:n])
 		err := send(buf)
 		t.mu.Lock()
 		if err != nil {

@@ -1,7 +1,6 @@
 package userplane
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -13,92 +12,14 @@ import (
 	"time"
 
 	"github.com/vishvananda/netns"
+
+	"github.com/tern5g/tern/internal/ipv4pkt"
 )
 
 var (
 	ueAddr = netip.MustParseAddr("10.60.0.7")
 	dnAddr = netip.MustParseAddr("10.100.6.2")
 )
-
-func TestICMPEchoBuildParse(t *testing.T) {
-	pkt := AppendICMPEcho(nil, ueAddr, dnAddr, 0x1234, 7, []byte("hello, dn"))
-	if !ValidChecksum(pkt) {
-		t.Fatal("bad IPv4 header checksum")
-	}
-	ip, err := ParseIPv4(pkt)
-	if err != nil || ip.Src != ueAddr || ip.Dst != dnAddr || ip.Protocol != ProtoICMP || ip.TTL != 64 {
-		t.Fatalf("%+v %v", ip, err)
-	}
-	if checksum(ip.Payload, 0) != 0 {
-		t.Fatal("bad ICMP checksum")
-	}
-	e, ok := ParseICMPEcho(ip.Payload)
-	if !ok || e.Type != ICMPEchoRequest || e.ID != 0x1234 || e.Seq != 7 || string(e.Payload) != "hello, dn" {
-		t.Fatalf("%+v", e)
-	}
-	// Odd-length payloads checksum too.
-	odd := AppendICMPEchoReply(nil, dnAddr, ueAddr, 1, 2, []byte{1, 2, 3})
-	if ip, _ := ParseIPv4(odd); checksum(ip.Payload, 0) != 0 {
-		t.Fatal("bad ICMP checksum for an odd payload")
-	}
-}
-
-func TestUDPBuildParse(t *testing.T) {
-	pkt := AppendUDP(nil, ueAddr, dnAddr, 40000, 9, []byte{1, 2, 3, 4, 5})
-	ip, err := ParseIPv4(pkt)
-	if err != nil || ip.Protocol != ProtoUDP || !ValidChecksum(pkt) {
-		t.Fatalf("%+v %v", ip, err)
-	}
-	u, ok := ParseUDP(ip.Payload)
-	if !ok || u.SrcPort != 40000 || u.DstPort != 9 || !bytes.Equal(u.Payload, []byte{1, 2, 3, 4, 5}) {
-		t.Fatalf("%+v", u)
-	}
-	// The UDP checksum verifies over the pseudo-header (RFC 768).
-	s, d := ueAddr.As4(), dnAddr.As4()
-	pseudo := uint32(s[0])<<8 | uint32(s[1])
-	pseudo += uint32(s[2])<<8 | uint32(s[3])
-	pseudo += uint32(d[0])<<8 | uint32(d[1])
-	pseudo += uint32(d[2])<<8 | uint32(d[3])
-	pseudo += ProtoUDP + uint32(len(ip.Payload))
-	if checksum(ip.Payload, pseudo) != 0 {
-		t.Fatal("bad UDP checksum")
-	}
-}
-
-func TestParseRejectsMalformed(t *testing.T) {
-	good := AppendUDP(nil, ueAddr, dnAddr, 1, 2, []byte{9})
-	for name, b := range map[string][]byte{
-		"empty":     nil,
-		"short":     good[:10],
-		"ipv6":      append([]byte{0x60}, good[1:]...),
-		"truncated": good[:len(good)-1],
-		"ihl":       append([]byte{0x41}, good[1:]...),
-	} {
-		if _, err := ParseIPv4(b); !errors.Is(err, ErrNotIPv4) {
-			t.Errorf("%s: %v", name, err)
-		}
-	}
-	if _, ok := ParseUDP([]byte{0, 1, 0, 2, 0, 99, 0, 0}); ok {
-		t.Error("UDP length beyond the datagram accepted")
-	}
-	if _, ok := ParseICMPEcho([]byte{3, 0, 0, 0, 0, 0, 0, 0}); ok {
-		t.Error("destination unreachable parsed as echo")
-	}
-}
-
-func FuzzParseIPv4(f *testing.F) {
-	f.Add(AppendICMPEcho(nil, ueAddr, dnAddr, 1, 1, []byte("x")))
-	f.Add(AppendUDP(nil, ueAddr, dnAddr, 1, 2, nil))
-	f.Add([]byte{0x45, 0, 0, 0})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		ip, err := ParseIPv4(b)
-		if err != nil {
-			return
-		}
-		ParseICMPEcho(ip.Payload)
-		ParseUDP(ip.Payload)
-	})
-}
 
 // echoDN is a data network host in memory: it answers echo requests and
 // (with udpEcho) echoes UDP, delivering the answers to r, dropping every
@@ -119,24 +40,24 @@ func (d *echoDN) send(pkt []byte) error {
 	if drop {
 		return nil
 	}
-	ip, err := ParseIPv4(pkt)
+	ip, err := ipv4pkt.ParseIPv4(pkt)
 	if err != nil {
 		return err
 	}
 	var reply []byte
 	switch ip.Protocol {
-	case ProtoICMP:
-		e, ok := ParseICMPEcho(ip.Payload)
-		if !ok || e.Type != ICMPEchoRequest {
+	case ipv4pkt.ProtoICMP:
+		e, ok := ipv4pkt.ParseICMPEcho(ip.Payload)
+		if !ok || e.Type != ipv4pkt.ICMPEchoRequest {
 			return nil
 		}
-		reply = AppendICMPEchoReply(nil, ip.Dst, ip.Src, e.ID, e.Seq, e.Payload)
-	case ProtoUDP:
-		u, ok := ParseUDP(ip.Payload)
+		reply = ipv4pkt.AppendICMPEchoReply(nil, ip.Dst, ip.Src, e.ID, e.Seq, e.Payload)
+	case ipv4pkt.ProtoUDP:
+		u, ok := ipv4pkt.ParseUDP(ip.Payload)
 		if !ok || !d.udpEcho {
 			return nil
 		}
-		reply = AppendUDP(nil, ip.Dst, ip.Src, u.DstPort, u.SrcPort, u.Payload)
+		reply = ipv4pkt.AppendUDP(nil, ip.Dst, ip.Src, u.DstPort, u.SrcPort, u.Payload)
 	}
 	// Answer asynchronously, as a network would.
 	go d.r.Receive(reply)
@@ -157,13 +78,13 @@ func TestPingCountsRepliesAndLosses(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 	// Foreign packets are not claimed.
-	if p.Receive(AppendICMPEchoReply(nil, dnAddr, ueAddr, 98, 0, nil)) ||
-		p.Receive(AppendICMPEchoReply(nil, netip.MustParseAddr("1.1.1.1"), ueAddr, 99, 0, nil)) ||
-		p.Receive(AppendUDP(nil, dnAddr, ueAddr, 1, 2, nil)) {
+	if p.Receive(ipv4pkt.AppendICMPEchoReply(nil, dnAddr, ueAddr, 98, 0, nil)) ||
+		p.Receive(ipv4pkt.AppendICMPEchoReply(nil, netip.MustParseAddr("1.1.1.1"), ueAddr, 99, 0, nil)) ||
+		p.Receive(ipv4pkt.AppendUDP(nil, dnAddr, ueAddr, 1, 2, nil)) {
 		t.Fatal("foreign packet claimed")
 	}
 	// A second reply for an answered sequence is a duplicate.
-	if !p.Receive(AppendICMPEchoReply(nil, dnAddr, ueAddr, 99, 0, nil)) {
+	if !p.Receive(ipv4pkt.AppendICMPEchoReply(nil, dnAddr, ueAddr, 99, 0, nil)) {
 		t.Fatal("duplicate not claimed")
 	}
 }
@@ -274,11 +195,11 @@ func TestTUN(t *testing.T) {
 		for {
 			select {
 			case p := <-uplink:
-				ip, err := ParseIPv4(p)
+				ip, err := ipv4pkt.ParseIPv4(p)
 				if err != nil {
 					continue // not ours (the kernel may still send IPv6 chatter)
 				}
-				u, ok := ParseUDP(ip.Payload)
+				u, ok := ipv4pkt.ParseUDP(ip.Payload)
 				if ip.Src != ueAddr || ip.Dst != dnAddr || !ok || string(u.Payload) != "up" {
 					t.Fatalf("uplink %x", p)
 				}
@@ -289,7 +210,7 @@ func TestTUN(t *testing.T) {
 		}
 
 		// Downlink written to the TUN reaches the socket.
-		if !tun.Receive(AppendUDP(nil, dnAddr, ueAddr, 9, 40001, []byte("down"))) {
+		if !tun.Receive(ipv4pkt.AppendUDP(nil, dnAddr, ueAddr, 9, 40001, []byte("down"))) {
 			t.Fatal("TUN refused a packet")
 		}
 		c.SetReadDeadline(time.Now().Add(3 * time.Second))

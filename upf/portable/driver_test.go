@@ -3,7 +3,6 @@ package portable_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"net"
 	"net/netip"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/tern5g/tern/classify"
 	"github.com/tern5g/tern/gtpu"
+	"github.com/tern5g/tern/internal/ipv4pkt"
 	"github.com/tern5g/tern/upf/portable"
 	"github.com/tern5g/tern/upf/rules"
 	"github.com/tern5g/tern/upf/upfu"
@@ -88,27 +88,7 @@ func TestN3Echo(t *testing.T) {
 }
 
 func ipv4UDP(src, dst netip.AddrPort, payload []byte) []byte {
-	b := make([]byte, 28+len(payload))
-	b[0] = 0x45
-	binary.BigEndian.PutUint16(b[2:4], uint16(len(b)))
-	b[8] = 64
-	b[9] = 17
-	s, d := src.Addr().As4(), dst.Addr().As4()
-	copy(b[12:16], s[:])
-	copy(b[16:20], d[:])
-	var sum uint32
-	for i := 0; i < 20; i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(b[i:]))
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	binary.BigEndian.PutUint16(b[10:12], ^uint16(sum))
-	binary.BigEndian.PutUint16(b[20:22], src.Port())
-	binary.BigEndian.PutUint16(b[22:24], dst.Port())
-	binary.BigEndian.PutUint16(b[24:26], uint16(8+len(payload))) // checksum 0: none (IPv4)
-	copy(b[28:], payload)
-	return b
+	return ipv4pkt.AppendUDP(nil, src.Addr(), dst.Addr(), src.Port(), dst.Port(), payload)
 }
 
 // Both directions through a real TUN and a real N3 socket: a gNB socket

@@ -2,7 +2,6 @@ package upfu_test
 
 import (
 	"context"
-	"encoding/binary"
 	"net/netip"
 	"sync"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/tern5g/tern/classify"
 	"github.com/tern5g/tern/gtpu"
+	"github.com/tern5g/tern/internal/ipv4pkt"
 	"github.com/tern5g/tern/upf/rules"
 	"github.com/tern5g/tern/upf/upfu"
 )
@@ -28,21 +28,11 @@ var (
 
 // ipv4UDP builds an IPv4/UDP packet of total length size (>= 28).
 func ipv4UDP(src, dst netip.Addr, sport, dport uint16, size int) []byte {
-	b := make([]byte, size)
-	b[0] = 0x45
-	binary.BigEndian.PutUint16(b[2:4], uint16(size))
-	b[8] = 64
-	b[9] = 17
-	s, d := src.As4(), dst.As4()
-	copy(b[12:16], s[:])
-	copy(b[16:20], d[:])
-	binary.BigEndian.PutUint16(b[20:22], sport)
-	binary.BigEndian.PutUint16(b[22:24], dport)
-	binary.BigEndian.PutUint16(b[24:26], uint16(size-20))
-	for i := 28; i < size; i++ {
-		b[i] = byte(i)
+	payload := make([]byte, size-ipv4pkt.HeaderLen-8)
+	for i := range payload {
+		payload[i] = byte(i)
 	}
-	return b
+	return ipv4pkt.AppendUDP(nil, src, dst, sport, dport, payload)
 }
 
 // withHeadroom returns an input packet holding data after upfu.Headroom bytes.

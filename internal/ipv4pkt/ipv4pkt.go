@@ -1,14 +1,8 @@
-// Package userplane is the simulated UEs' data: IPv4 packets built in
-// memory (ICMP echo, UDP) with the matching receive side (an echo prober
-// that measures round trips and counts losses, a bulk UDP sender that counts
-// what it sent and what came back), and, with root, one TUN device per PDU
-// session with policy routing so that ordinary tools (ping, curl, iperf3)
-// run over the session (the way UERANSIM's uesimtun devices work).
-//
-// The package knows nothing of GTP-U or NAS: a session is reached through a
-// Sender (the UE's uplink) and gives downlink packets to whatever Receiver
-// is attached.
-package userplane
+// Package ipv4pkt builds and parses IPv4 packets in memory: ICMP echo and
+// UDP with correct header, ICMP and UDP checksums (RFC 791, 792, 768, 1071).
+// The simulator's traffic generators, the user-plane benchmark and the UPF's
+// tests build their packets with it.
+package ipv4pkt
 
 import (
 	"encoding/binary"
@@ -29,10 +23,11 @@ const (
 	ICMPEchoRequest = 8
 )
 
-const ipv4HeaderLen = 20
+// HeaderLen is the length of an IPv4 header without options.
+const HeaderLen = 20
 
 // ErrNotIPv4 is returned for packets that are not well-formed IPv4.
-var ErrNotIPv4 = errors.New("userplane: not an IPv4 packet")
+var ErrNotIPv4 = errors.New("ipv4pkt: not an IPv4 packet")
 
 // IPv4 is the part of an IPv4 header the simulator looks at.
 type IPv4 struct {
@@ -45,12 +40,12 @@ type IPv4 struct {
 
 // ParseIPv4 reads the header of b without copying: Payload aliases b.
 func ParseIPv4(b []byte) (IPv4, error) {
-	if len(b) < ipv4HeaderLen || b[0]>>4 != 4 {
+	if len(b) < HeaderLen || b[0]>>4 != 4 {
 		return IPv4{}, ErrNotIPv4
 	}
 	ihl := int(b[0]&0x0F) * 4
 	total := int(binary.BigEndian.Uint16(b[2:4]))
-	if ihl < ipv4HeaderLen || total < ihl || total > len(b) {
+	if ihl < HeaderLen || total < ihl || total > len(b) {
 		return IPv4{}, fmt.Errorf("%w: header length %d, total length %d, have %d bytes", ErrNotIPv4, ihl, total, len(b))
 	}
 	return IPv4{
@@ -68,12 +63,12 @@ func appendIPv4Header(dst []byte, src, to netip.Addr, proto uint8, id uint16, n 
 	start := len(dst)
 	s, d := src.As4(), to.As4()
 	dst = append(dst,
-		0x45, 0, byte((ipv4HeaderLen+n)>>8), byte(ipv4HeaderLen+n),
+		0x45, 0, byte((HeaderLen+n)>>8), byte(HeaderLen+n),
 		byte(id>>8), byte(id), 0x40, 0, // DF
 		64, proto, 0, 0,
 		s[0], s[1], s[2], s[3],
 		d[0], d[1], d[2], d[3])
-	binary.BigEndian.PutUint16(dst[start+10:], checksum(dst[start:start+ipv4HeaderLen], 0))
+	binary.BigEndian.PutUint16(dst[start+10:], Checksum(dst[start:start+HeaderLen], 0))
 	return dst
 }
 
@@ -95,7 +90,7 @@ func appendICMPEcho(dst []byte, typ uint8, src, to netip.Addr, id, seq uint16, p
 	start := len(dst)
 	dst = append(dst, typ, 0, 0, 0, byte(id>>8), byte(id), byte(seq>>8), byte(seq))
 	dst = append(dst, payload...)
-	binary.BigEndian.PutUint16(dst[start+2:], checksum(dst[start:], 0))
+	binary.BigEndian.PutUint16(dst[start+2:], Checksum(dst[start:], 0))
 	return dst
 }
 
@@ -135,7 +130,7 @@ func AppendUDP(dst []byte, src, to netip.Addr, sport, dport uint16, payload []by
 	pseudo += uint32(d[0])<<8 | uint32(d[1])
 	pseudo += uint32(d[2])<<8 | uint32(d[3])
 	pseudo += ProtoUDP + uint32(n)
-	c := checksum(dst[start:], pseudo)
+	c := Checksum(dst[start:], pseudo)
 	if c == 0 {
 		c = 0xFFFF // RFC 768: a computed zero is sent as all ones
 	}
@@ -166,7 +161,7 @@ func ParseUDP(b []byte) (UDP, bool) {
 }
 
 // checksum is the Internet checksum (RFC 1071) of b plus an initial sum.
-func checksum(b []byte, sum uint32) uint16 {
+func Checksum(b []byte, sum uint32) uint16 {
 	for len(b) >= 2 {
 		sum += uint32(b[0])<<8 | uint32(b[1])
 		b = b[2:]
@@ -182,12 +177,12 @@ func checksum(b []byte, sum uint32) uint16 {
 
 // ValidChecksum reports whether the IPv4 header checksum of pkt is right.
 func ValidChecksum(pkt []byte) bool {
-	if len(pkt) < ipv4HeaderLen {
+	if len(pkt) < HeaderLen {
 		return false
 	}
 	ihl := int(pkt[0]&0x0F) * 4
-	if ihl < ipv4HeaderLen || ihl > len(pkt) {
+	if ihl < HeaderLen || ihl > len(pkt) {
 		return false
 	}
-	return checksum(pkt[:ihl], 0) == 0
+	return Checksum(pkt[:ihl], 0) == 0
 }
