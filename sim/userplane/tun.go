@@ -11,6 +11,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/tern5g/tern/internal/tundev"
 )
 
 // TUNConfig is one UE session's TUN device.
@@ -57,22 +59,11 @@ func OpenTUN(cfg TUNConfig) (*TUN, error) {
 	if cfg.MTU == 0 {
 		cfg.MTU = 1400
 	}
-	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	f, err := tundev.Open(cfg.Name)
 	if err != nil {
-		return nil, fmt.Errorf("userplane: open /dev/net/tun: %w", err)
+		return nil, fmt.Errorf("userplane: %w", err)
 	}
-	ifr, err := unix.NewIfreq(cfg.Name)
-	if err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("userplane: tun %s: %w", cfg.Name, err)
-	}
-	ifr.SetUint16(unix.IFF_TUN | unix.IFF_NO_PI)
-	if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("userplane: create tun %s: %w", cfg.Name, err)
-	}
-	// Non-blocking, so the runtime poller serves Read and Close wakes it.
-	t := &TUN{cfg: cfg, file: os.NewFile(uintptr(fd), "/dev/net/tun"), done: make(chan struct{})}
+	t := &TUN{cfg: cfg, file: f, done: make(chan struct{})}
 	if err := t.configure(); err != nil {
 		t.Close()
 		return nil, err

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 
+	"github.com/tern5g/tern/internal/tundev"
 	"github.com/tern5g/tern/upf/upfu"
 )
 
@@ -92,7 +93,7 @@ func Open(cfg Config, p *upfu.Pipeline, logger *slog.Logger) (*Driver, error) {
 	}
 	d := &Driver{cfg: cfg, p: p, log: logger, conn: conn, pc: ipv4.NewPacketConn(conn)}
 	for _, n6 := range cfg.N6 {
-		f, err := openTUN(n6.TUN)
+		f, err := tundev.Open(n6.TUN)
 		if err != nil {
 			d.closeAll()
 			return nil, fmt.Errorf("portable: N6 %s: %w", n6.TUN, err)

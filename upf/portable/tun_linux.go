@@ -9,28 +9,7 @@ import (
 	"os"
 
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 )
-
-// openTUN creates (or attaches to) the IPv4 TUN device name without packet
-// information headers, non-blocking so reads go through the runtime poller.
-func openTUN(name string) (*os.File, error) {
-	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("open /dev/net/tun: %w", err)
-	}
-	ifr, err := unix.NewIfreq(name)
-	if err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("TUN name %q: %w", name, err)
-	}
-	ifr.SetUint16(unix.IFF_TUN | unix.IFF_NO_PI)
-	if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("TUNSETIFF %s: %w", name, err)
-	}
-	return os.NewFile(uintptr(fd), "/dev/net/tun:"+name), nil
-}
 
 // setupLink sets the MTU, brings the device up, gives it the pool's first
 // host address (the UE's N6 gateway, which the SMF never hands out: a UE can
