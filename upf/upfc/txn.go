@@ -111,8 +111,7 @@ func (tx *txn) updatePDR(u *pfcp.UpdatePDR) *reject {
 		if rej := checkOuterHeaderRemoval(u.ID, u.OuterHeaderRemoval); rej != nil {
 			return rej
 		}
-		v := *u.OuterHeaderRemoval
-		st.spec.OuterHeaderRemoval = &v
+		st.spec.OuterHeaderRemoval = clonePtr(u.OuterHeaderRemoval)
 	}
 	if u.FARID != nil {
 		if *u.FARID == 0 {
@@ -297,14 +296,12 @@ func (tx *txn) updateFAR(u *pfcp.UpdateFAR) *reject {
 			fw.NetworkInstance = u.Forwarding.NetworkInstance
 		}
 		if u.Forwarding.OuterHeaderCreation != nil {
-			ohc := *u.Forwarding.OuterHeaderCreation
-			fw.OuterHeaderCreation = &ohc
+			fw.OuterHeaderCreation = clonePtr(u.Forwarding.OuterHeaderCreation)
 		}
 		spec.Forwarding = &fw
 	}
 	if u.BARID != nil {
-		v := *u.BARID
-		spec.BARID = &v
+		spec.BARID = clonePtr(u.BARID)
 	}
 	if rej := tx.checkFAR(&spec, pfcp.IEUpdateFAR); rej != nil {
 		return rej
@@ -391,8 +388,7 @@ func (tx *txn) updateQER(u *pfcp.UpdateQER) *reject {
 		st.spec.QFI = *u.QFI
 	}
 	if u.GBR != nil {
-		g := *u.GBR
-		st.spec.GBR = &g
+		st.spec.GBR = clonePtr(u.GBR)
 	}
 	if u.MBR != nil {
 		m := *u.MBR
@@ -456,12 +452,10 @@ func (tx *txn) updateURR(u *pfcp.UpdateURR) *reject {
 		spec.Triggers = *u.Triggers
 	}
 	if u.VolumeThreshold != nil {
-		v := *u.VolumeThreshold
-		spec.VolumeThreshold = &v
+		spec.VolumeThreshold = clonePtr(u.VolumeThreshold)
 	}
 	if u.VolumeQuota != nil {
-		v := *u.VolumeQuota
-		spec.VolumeQuota = &v
+		spec.VolumeQuota = clonePtr(u.VolumeQuota)
 	}
 	if u.MeasurementPeriod != nil {
 		spec.MeasurementPeriod = *u.MeasurementPeriod
@@ -522,16 +516,20 @@ func (tx *txn) finish() *reject {
 
 // --- copies: the session never aliases the caller's slices ---
 
+// clonePtr returns a copy of *p in new memory (nil for nil), so that a
+// session's stored rules never alias a request's.
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
 func clonePDI(p *pfcp.PDI) pfcp.PDI {
 	n := *p
-	if p.FTEID != nil {
-		f := *p.FTEID
-		n.FTEID = &f
-	}
-	if p.UEIP != nil {
-		u := *p.UEIP
-		n.UEIP = &u
-	}
+	n.FTEID = clonePtr(p.FTEID)
+	n.UEIP = clonePtr(p.UEIP)
 	n.SDFFilters = slices.Clone(p.SDFFilters)
 	n.QFIs = slices.Clone(p.QFIs)
 	return n
@@ -540,10 +538,7 @@ func clonePDI(p *pfcp.PDI) pfcp.PDI {
 func clonePDR(p *pfcp.CreatePDR) pfcp.CreatePDR {
 	n := *p
 	n.PDI = clonePDI(&p.PDI)
-	if p.OuterHeaderRemoval != nil {
-		v := *p.OuterHeaderRemoval
-		n.OuterHeaderRemoval = &v
-	}
+	n.OuterHeaderRemoval = clonePtr(p.OuterHeaderRemoval)
 	n.QERIDs = slices.Clone(p.QERIDs)
 	n.URRIDs = slices.Clone(p.URRIDs)
 	return n
@@ -553,42 +548,24 @@ func cloneFAR(f *pfcp.CreateFAR) pfcp.CreateFAR {
 	n := *f
 	if f.Forwarding != nil {
 		fw := *f.Forwarding
-		if fw.OuterHeaderCreation != nil {
-			o := *fw.OuterHeaderCreation
-			fw.OuterHeaderCreation = &o
-		}
+		fw.OuterHeaderCreation = clonePtr(fw.OuterHeaderCreation)
 		n.Forwarding = &fw
 	}
-	if f.BARID != nil {
-		v := *f.BARID
-		n.BARID = &v
-	}
+	n.BARID = clonePtr(f.BARID)
 	return n
 }
 
 func cloneQER(q *pfcp.CreateQER) pfcp.CreateQER {
 	n := *q
-	if q.MBR != nil {
-		m := *q.MBR
-		n.MBR = &m
-	}
-	if q.GBR != nil {
-		g := *q.GBR
-		n.GBR = &g
-	}
+	n.MBR = clonePtr(q.MBR)
+	n.GBR = clonePtr(q.GBR)
 	return n
 }
 
 func cloneURR(u *pfcp.CreateURR) pfcp.CreateURR {
 	n := *u
-	if u.VolumeThreshold != nil {
-		v := *u.VolumeThreshold
-		n.VolumeThreshold = &v
-	}
-	if u.VolumeQuota != nil {
-		v := *u.VolumeQuota
-		n.VolumeQuota = &v
-	}
+	n.VolumeThreshold = clonePtr(u.VolumeThreshold)
+	n.VolumeQuota = clonePtr(u.VolumeQuota)
 	return n
 }
 
