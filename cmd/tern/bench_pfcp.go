@@ -67,11 +67,18 @@ func benchPFCP(args []string) error {
 
 	doc := report.NewDoc("pfcp", map[string]any{"sessions": *n, "udp": "loopback, one socket per side", "upf": "tern UPF-C + UPF-U rule install"})
 	fmt.Printf("\n%-14s %-7s %10s %10s %10s %8s %14s %14s\n", "message", "binding", "median µs", "p90 µs", "p99 µs", "failed", "vs L25GC", "vs free5GC")
+	sums := map[string]map[string]report.Summary{} // binding -> message -> summary
+	for _, b := range bindings {
+		sums[b.name] = map[string]report.Summary{}
+		for _, s := range rec[b.name].Summaries() {
+			sums[b.name][s.Procedure] = s
+		}
+	}
 	for _, msg := range []string{"establishment", "modification", "report"} {
 		for _, b := range bindings {
-			r := rec[b.name]
-			s := report.Summarize(msg, r.Samples(msg), failuresOf(r, msg))
-			res := report.LatencyResult(s, b.name, nil)
+			s := sums[b.name][msg]
+			s.Procedure = msg
+			res := report.LatencyResult(s, b.name, rec[b.name].Samples(msg))
 			res.Extra = map[string]any{"l25gc_us": pfcpPublished[msg][0].Microseconds(), "free5gc_us": pfcpPublished[msg][1].Microseconds()}
 			doc.Add(res)
 			fmt.Printf("%-14s %-7s %10.1f %10.1f %10.1f %8d %13.0fx %13.0fx\n", msg, b.name,
@@ -87,15 +94,6 @@ func benchPFCP(args []string) error {
 		fmt.Printf("results: %s\n", *jsonPath)
 	}
 	return nil
-}
-
-func failuresOf(r *report.Recorder, proc string) int {
-	for _, s := range r.Summaries() {
-		if s.Procedure == proc {
-			return s.Failures
-		}
-	}
-	return 0
 }
 
 func us64(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }

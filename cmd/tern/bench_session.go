@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -116,7 +117,8 @@ func benchSession(args []string) error {
 		}
 		res2.Extra = extra
 		if pub, ok := l25gcPlusSessionBurst[r.UEs]; ok && r.Concurrency == r.UEs {
-			res2.Extra = withKey(extra, "l25gc_plus_ms", ms64(pub))
+			res2.Extra = maps.Clone(extra)
+			res2.Extra["l25gc_plus_ms"] = ms64(pub)
 		}
 		doc.Add(res2)
 		fmt.Printf("  all %d sessions established in %v (median of %d round(s): %v)\n", r.UEs, total.Median.Round(time.Microsecond), len(walls), roundAll(walls))
@@ -251,15 +253,5 @@ func roundAll(ds []time.Duration) []time.Duration {
 	for i := range out {
 		out[i] = out[i].Round(time.Microsecond)
 	}
-	return out
-}
-
-// withKey returns a copy of m with k set to v.
-func withKey(m map[string]any, k string, v any) map[string]any {
-	out := make(map[string]any, len(m)+1)
-	for kk, vv := range m {
-		out[kk] = vv
-	}
-	out[k] = v
 	return out
 }
