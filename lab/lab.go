@@ -96,7 +96,8 @@ func DNN6(i int) netip.Addr   { return netip.AddrFrom4([4]byte{10, 100, byte(n6B
 // routed into it with "ip rule iif <tun> lookup <table>".
 func N6Link(dnn string) string { return coreN6Link + dnn }
 
-// TUN is the name the UPF gives its N6 device for dnn (upf.DefaultTUN).
+// TUN is the name the UPF gives its N6 device for dnn by default
+// (upf.TUNName; lab_test.go keeps the two in step).
 func TUN(dnn string) string { return "tern-" + dnn }
 
 // Table returns the core's routing table for DNN i.

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/tern5g/tern/upf"
 )
 
 // testLab builds a lab with a per-process prefix and removes it when the
@@ -75,6 +77,16 @@ func TestNewRejectsUnusableDNN(t *testing.T) {
 	for _, d := range []string{"", "a-very-long-dnn-name", "in ternet"} {
 		if _, err := New(Config{DNNs: []string{d}}); err == nil {
 			t.Errorf("DNN %q accepted", d)
+		}
+	}
+}
+
+// The lab routes each DN's TUN by name before the UPF creates it, so the
+// names must be the UPF's defaults.
+func TestTUNNamesAreTheUPFs(t *testing.T) {
+	for _, d := range []string{"internet", "ims"} {
+		if TUN(d) != upf.TUNName(d) {
+			t.Errorf("lab.TUN(%q) = %q, upf.TUNName = %q", d, TUN(d), upf.TUNName(d))
 		}
 	}
 }

@@ -48,18 +48,21 @@ type Config struct {
 // N6Config is one N6 device.
 type N6Config struct {
 	DNN  string `yaml:"dnn"`  // network instance name in FARs
-	TUN  string `yaml:"tun"`  // device name (default "tern-" + DNN)
+	TUN  string `yaml:"tun"`  // device name (default TUNName(DNN))
 	Pool string `yaml:"pool"` // UE pool routed into the device, "10.60.0.0/16"
 	MTU  int    `yaml:"mtu"`  // default 1400 (leaves room for GTP-U on a 1500-byte N3)
 }
+
+// TUNName is the default name of the N6 device for dnn.
+func TUNName(dnn string) string { return "tern-" + dnn }
 
 // DefaultConfig is the topology every part of tern uses by default.
 func DefaultConfig() Config {
 	return Config{
 		N3Addr: "127.0.0.1:2152",
 		N6: []N6Config{
-			{DNN: "internet", TUN: "tern-internet", Pool: "10.60.0.0/16"},
-			{DNN: "ims", TUN: "tern-ims", Pool: "10.61.0.0/16"},
+			{DNN: "internet", TUN: TUNName("internet"), Pool: "10.60.0.0/16"},
+			{DNN: "ims", TUN: TUNName("ims"), Pool: "10.61.0.0/16"},
 		},
 		Workers: 1,
 	}
@@ -121,7 +124,7 @@ func New(cfg Config, logger *slog.Logger) (*UPF, error) {
 		}
 		seen[c.DNN] = true
 		if c.TUN == "" {
-			c.TUN = "tern-" + c.DNN
+			c.TUN = TUNName(c.DNN)
 		}
 		if len(c.TUN) > 15 {
 			return nil, fmt.Errorf("%s.tun: %q longer than 15 bytes", field, c.TUN)
