@@ -18,7 +18,7 @@
 //     allocation, routing, Initial Context Setup and UE Context Release;
 //     PDU Session Resource Setup/Modify/Release, and GTP-U on N3 (a UDP
 //     socket: UL G-PDUs with a PDU Session Container, DL by TEID, Echo).
-//   - sim/userplane: packets built in memory (ICMP echo prober, UDP bulk
+//   - sim/userplane: traffic on in-memory packets (ICMP echo prober, UDP bulk
 //     transfer, both counting every loss) and, with root, a TUN device per
 //     session with policy routing so that ping/curl/iperf3 use it.
 //   - sim (this package): Run, which builds gNBs and UEs from a Config and
