@@ -95,6 +95,9 @@ type Config struct {
 	// done with it (e.g. to run external tools over the TUNs between
 	// "session" and "release"; for tests and demos).
 	AfterStep func(StepResult)
+	// OnSession, when set, is told of every PDU session a UE establishes
+	// (with its TUN up in TUN mode), from that UE's worker goroutine.
+	OnSession func(supi string, s SessionOutcome)
 
 	Logger *slog.Logger
 }

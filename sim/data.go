@@ -68,6 +68,9 @@ func (r *runner) establish(ctx context.Context, su *simUE) error {
 		r.mu.Lock()
 		r.data.Sessions++
 		r.mu.Unlock()
+		if r.cfg.OnSession != nil {
+			r.cfg.OnSession(su.u.SUPI(), out)
+		}
 	}
 	return nil
 }

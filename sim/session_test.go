@@ -280,7 +280,19 @@ func TestRunSessionsAndData(t *testing.T) {
 	cfg.UEs, cfg.GNBs, cfg.Concurrency = 6, 2, 3
 	cfg.DNNs = []string{"internet", "ims"}
 	cfg.Scenario, _ = ParseScenario("session+data")
+	var mu sync.Mutex
+	reported := 0
+	cfg.OnSession = func(supi string, s SessionOutcome) {
+		mu.Lock()
+		defer mu.Unlock()
+		if supi != "" && s.Address != "" && s.DNN != "" {
+			reported++
+		}
+	}
 	res := run(t, cfg)
+	if reported != 12 {
+		t.Errorf("OnSession told of %d sessions, want 12", reported)
+	}
 	for p, want := range map[string]int{ue.ProcRegistration: 6, ue.ProcPDUSession: 12, ProcPing: 12 * 6,
 		ProcTransfer: 12, ue.ProcPDURelease: 12, ue.ProcDeregistration: 6} {
 		if n, f := summary(t, res, p); n != want || f != 0 {

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -158,8 +157,9 @@ run over the sessions.
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	held := &sessionTap{inner: slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}), list: &heldSessions{}}
-	cfg.Logger = slog.New(held)
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	held := &heldSessions{}
+	cfg.OnSession = held.add
 	if *labMode {
 		if err := checkNamespace(*labPrefix + "-ran"); err != nil {
 			return err
@@ -209,7 +209,7 @@ run over the sessions.
 				return
 			}
 			holding.Store(true)
-			fmt.Println(held.list.readyLine(cfg.DNNs, cfg.TUN))
+			fmt.Println(held.readyLine(cfg.TUN))
 			select {
 			case <-release:
 			case <-ctx.Done():
@@ -333,80 +333,33 @@ func labSimConfig(cfg *sim.Config, set map[string]bool) (cleanup func(), err err
 	return cleanup, nil
 }
 
-// heldSessions collects the PDU sessions the simulator gives TUN devices.
+// heldSessions collects the PDU sessions the simulator reports through
+// sim.Config.OnSession: sim.Result lists them only once Run returns, and a
+// hold needs them while the run waits between steps.
 type heldSessions struct {
 	mu  sync.Mutex
-	ues []string               // SUPIs in order of first session
-	by  map[string][][2]string // SUPI -> [TUN, address] in establishment order
+	ues []string                        // SUPIs in order of first session
+	by  map[string][]sim.SessionOutcome // in establishment order
 	n   int
 }
 
-// sessionTap is a slog.Handler that passes records on to inner and keeps
-// the simulator's "session tun up" records (supi, dev, addr): sim.Result
-// lists the sessions only once Run returns, and a hold needs them while
-// the run waits between steps. A UE establishes its sessions in the order
-// of Config.DNNs, which gives each TUN its DNN.
-type sessionTap struct {
-	inner slog.Handler
-	attrs []slog.Attr
-	list  *heldSessions
-}
-
-func (h *sessionTap) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= slog.LevelInfo || h.inner.Enabled(ctx, l)
-}
-
-func (h *sessionTap) Handle(ctx context.Context, r slog.Record) error {
-	if r.Message == "session tun up" {
-		var supi, dev, addr string
-		take := func(a slog.Attr) bool {
-			switch a.Key {
-			case "supi":
-				supi = a.Value.String()
-			case "dev":
-				dev = a.Value.String()
-			case "addr":
-				addr = a.Value.String()
-			}
-			return true
-		}
-		for _, a := range h.attrs {
-			take(a)
-		}
-		r.Attrs(take)
-		h.list.add(supi, dev, addr)
-	}
-	if h.inner.Enabled(ctx, r.Level) {
-		return h.inner.Handle(ctx, r)
-	}
-	return nil
-}
-
-func (h *sessionTap) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &sessionTap{inner: h.inner.WithAttrs(attrs), attrs: append(slices.Clip(h.attrs), attrs...), list: h.list}
-}
-
-func (h *sessionTap) WithGroup(name string) slog.Handler {
-	return &sessionTap{inner: h.inner.WithGroup(name), attrs: h.attrs, list: h.list}
-}
-
-func (l *heldSessions) add(supi, dev, addr string) {
+func (l *heldSessions) add(supi string, s sim.SessionOutcome) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.by == nil {
-		l.by = map[string][][2]string{}
+		l.by = map[string][]sim.SessionOutcome{}
 	}
 	if _, ok := l.by[supi]; !ok {
 		l.ues = append(l.ues, supi)
 	}
-	l.by[supi] = append(l.by[supi], [2]string{dev, addr})
+	l.by[supi] = append(l.by[supi], s)
 	l.n++
 }
 
 // readyLine is the hold's ready line: "tern sim ready: N PDU sessions held
 // (...): SUPI DNN IP TUN, SUPI DNN IP TUN, ...". Without TUN mode the
 // sessions have no device and are only counted.
-func (l *heldSessions) readyLine(dnns []string, tun bool) string {
+func (l *heldSessions) readyLine(tun bool) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !tun {
@@ -414,12 +367,8 @@ func (l *heldSessions) readyLine(dnns []string, tun bool) string {
 	}
 	var parts []string
 	for _, supi := range l.ues {
-		for i, s := range l.by[supi] {
-			dnn := "?"
-			if i < len(dnns) {
-				dnn = dnns[i]
-			}
-			parts = append(parts, fmt.Sprintf("%s %s %s %s", supi, dnn, s[1], s[0]))
+		for _, s := range l.by[supi] {
+			parts = append(parts, fmt.Sprintf("%s %s %s %s", supi, s.DNN, s.Address, s.TUN))
 		}
 	}
 	return fmt.Sprintf("tern sim ready: %d PDU sessions held (SIGINT or SIGTERM releases them): %s", l.n, strings.Join(parts, ", "))
