@@ -1,5 +1,5 @@
 // Package portable is the UPF's portable data-path driver: N3 over one UDP
-// socket with batched I/O (recvmmsg/sendmmsg through ipv4.PacketConn) and
+// socket with batched I/O (recvmmsg/sendmmsg on preallocated headers) and
 // N6 over one TUN device per DNN. It moves packets between the kernel and
 // the upf/upfu pipeline: N3 reader goroutines run uplink batches, one
 // reader per TUN runs downlink batches, each with its own pipeline worker.
@@ -15,8 +15,8 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
-	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 
 	"github.com/tern5g/tern/internal/tundev"
@@ -53,12 +53,13 @@ type Stats struct {
 
 // Driver owns the sockets and devices.
 type Driver struct {
-	cfg  Config
-	p    *upfu.Pipeline
-	log  *slog.Logger
-	conn *net.UDPConn
-	pc   *ipv4.PacketConn
-	tuns []*os.File
+	cfg   Config
+	p     *upfu.Pipeline
+	log   *slog.Logger
+	conn  *net.UDPConn
+	n3    syscall.RawConn
+	tuns  []*os.File
+	tunRC []syscall.RawConn
 
 	sinkMu sync.Mutex
 	sinkW  *writer
@@ -91,7 +92,16 @@ func Open(cfg Config, p *upfu.Pipeline, logger *slog.Logger) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("portable: N3 listen: %w", err)
 	}
-	d := &Driver{cfg: cfg, p: p, log: logger, conn: conn, pc: ipv4.NewPacketConn(conn)}
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("portable: N3 raw conn: %w", err)
+	}
+	// Room for bursts while the reader is busy with a batch (the kernel
+	// caps it at net.core.rmem_max/wmem_max).
+	_ = conn.SetReadBuffer(4 << 20)
+	_ = conn.SetWriteBuffer(4 << 20)
+	d := &Driver{cfg: cfg, p: p, log: logger, conn: conn, n3: rc}
 	for _, n6 := range cfg.N6 {
 		f, err := tundev.Open(n6.TUN)
 		if err != nil {
@@ -99,6 +109,12 @@ func Open(cfg Config, p *upfu.Pipeline, logger *slog.Logger) (*Driver, error) {
 			return nil, fmt.Errorf("portable: N6 %s: %w", n6.TUN, err)
 		}
 		d.tuns = append(d.tuns, f)
+		trc, err := f.SyscallConn()
+		if err != nil {
+			d.closeAll()
+			return nil, fmt.Errorf("portable: N6 %s raw conn: %w", n6.TUN, err)
+		}
+		d.tunRC = append(d.tunRC, trc)
 		if err := setupLink(n6.TUN, n6.MTU, n6.Pool); err != nil {
 			d.closeAll()
 			return nil, fmt.Errorf("portable: N6 %s: %w", n6.TUN, err)
@@ -161,26 +177,27 @@ func (d *Driver) Send(pkts []upfu.Packet) {
 
 // writer holds one goroutine's preallocated send state.
 type writer struct {
-	d     *Driver
-	msgs  []ipv4.Message
-	addrs []net.UDPAddr
-	ips   [][4]byte
+	d  *Driver
+	n3 *udpBatch
+	// The N6 packets of the batch being sent, and the device whose turn
+	// it is: writeTUN writes them in one visit to the device's descriptor.
+	pend    []upfu.Packet
+	port    upfu.Port
+	written int
+	werr    error
+	writeFn func(fd uintptr) bool
 }
 
 func (d *Driver) newWriter() *writer {
-	w := &writer{d: d, msgs: make([]ipv4.Message, d.cfg.Batch), addrs: make([]net.UDPAddr, d.cfg.Batch), ips: make([][4]byte, d.cfg.Batch)}
-	for i := range w.msgs {
-		w.msgs[i].Buffers = make([][]byte, 1)
-		w.addrs[i].IP = w.ips[i][:]
-		w.msgs[i].Addr = &w.addrs[i]
-	}
+	w := &writer{d: d, n3: newUDPBatch(d.cfg.Batch)}
+	w.writeFn = w.writeTUN
 	return w
 }
 
 // send writes N3 packets with sendmmsg and N6 packets to their TUN.
 func (w *writer) send(pkts []upfu.Packet) {
 	d := w.d
-	n := 0
+	var toTUN uint64 // bit i: some packet goes to device i (first 64)
 	for i := range pkts {
 		pk := &pkts[i]
 		if pk.Port != upfu.PortN3 {
@@ -188,45 +205,74 @@ func (w *writer) send(pkts []upfu.Packet) {
 				d.txErr.Add(1)
 				continue
 			}
-			if _, err := d.tuns[pk.Port].Write(pk.Data()); err != nil {
-				d.txErr.Add(1)
-				continue
-			}
-			d.n6tx.Add(1)
+			toTUN |= 1 << (uint(pk.Port) & 63)
 			continue
 		}
-		if !pk.Peer.Addr().Is4() {
-			d.txErr.Add(1)
-			continue
+		if w.n3.full() {
+			w.flush()
 		}
-		w.ips[n] = pk.Peer.Addr().As4()
-		w.addrs[n].Port = int(pk.Peer.Port())
-		w.msgs[n].Buffers[0] = pk.Data()
-		n++
-		if n == len(w.msgs) {
-			w.flush(n)
-			n = 0
+		if !w.n3.queue(pk.Data(), pk.Peer) {
+			d.txErr.Add(1) // not an IPv4 peer: N3 is IPv4 here
 		}
 	}
-	w.flush(n)
+	w.flush()
+	if toTUN == 0 {
+		return
+	}
+	// A TUN write injects one packet: no batching syscall exists for it,
+	// but one descriptor visit per batch saves the per-write locking.
+	w.pend = pkts
+	for port := range d.tuns {
+		if port < 64 && toTUN&(1<<port) == 0 {
+			continue
+		}
+		w.port, w.written, w.werr = upfu.Port(port), 0, nil
+		if err := d.tunRC[port].Write(w.writeFn); err != nil && w.werr == nil {
+			w.werr = err
+		}
+		d.n6tx.Add(uint64(w.written))
+		if w.werr != nil && !d.closed.Load() {
+			d.log.Debug("portable: N6 send", "tun", d.cfg.N6[port].TUN, "err", w.werr)
+		}
+	}
+	w.pend = nil
 }
 
-func (w *writer) flush(n int) {
-	d := w.d
-	for sent := 0; sent < n; {
-		k, err := d.pc.WriteBatch(w.msgs[sent:n], 0)
-		if err != nil {
-			if !d.closed.Load() {
-				d.log.Debug("portable: N3 send", "err", err)
+// writeTUN writes the pending packets for w.port to descriptor fd.
+func (w *writer) writeTUN(fd uintptr) bool {
+	for i := range w.pend {
+		pk := &w.pend[i]
+		if pk.Port != w.port {
+			continue
+		}
+		for {
+			_, err := unix.Write(int(fd), pk.Data())
+			if err == unix.EINTR {
+				continue
 			}
-			d.txErr.Add(uint64(n - sent))
+			if err != nil {
+				// A TUN device never makes a writer wait; EAGAIN or
+				// any other error drops the packet.
+				w.werr = err
+				w.d.txErr.Add(1)
+			} else {
+				w.written++
+			}
 			break
 		}
-		sent += k
-		d.n3tx.Add(uint64(k))
 	}
-	for i := range n {
-		w.msgs[i].Buffers[0] = nil
+	return true
+}
+
+func (w *writer) flush() {
+	d := w.d
+	sent, failed, err := w.n3.flush(d.n3)
+	d.n3tx.Add(uint64(sent))
+	if failed > 0 {
+		d.txErr.Add(uint64(failed))
+		if !d.closed.Load() {
+			d.log.Debug("portable: N3 send", "err", err)
+		}
 	}
 }
 
@@ -235,16 +281,15 @@ func (d *Driver) readN3() {
 	batch := d.cfg.Batch
 	w := d.p.NewWorker()
 	wr := d.newWriter()
-	msgs := make([]ipv4.Message, batch)
+	rb := newUDPBatch(batch)
 	in := make([]upfu.Packet, batch)
 	out := make([]upfu.Packet, 0, batch)
-	for i := range msgs {
-		buf := make([]byte, bufSize)
-		in[i].Buf = buf
-		msgs[i].Buffers = [][]byte{buf[upfu.Headroom:]}
+	for i := range in {
+		in[i].Buf = make([]byte, bufSize)
+		rb.setRecvBuffer(i, in[i].Buf[upfu.Headroom:])
 	}
 	for {
-		n, err := d.pc.ReadBatch(msgs, 0)
+		n, err := rb.recv(d.n3)
 		if err != nil {
 			if d.closed.Load() {
 				return
@@ -254,15 +299,23 @@ func (d *Driver) readN3() {
 			continue
 		}
 		d.n3rx.Add(uint64(n))
+		k := 0
 		for i := range n {
-			in[i].Off, in[i].Len = upfu.Headroom, msgs[i].N
-			if ua, ok := msgs[i].Addr.(*net.UDPAddr); ok {
-				in[i].Peer = ua.AddrPort()
-			} else {
-				in[i].Peer = netip.AddrPort{}
+			size, from, ok := rb.received(i)
+			if !ok {
+				d.rxErr.Add(1)
+				continue
 			}
+			if k != i {
+				// Keep the batch dense: swap buffers with the dropped slot.
+				in[k].Buf, in[i].Buf = in[i].Buf, in[k].Buf
+				rb.setRecvBuffer(k, in[k].Buf[upfu.Headroom:])
+				rb.setRecvBuffer(i, in[i].Buf[upfu.Headroom:])
+			}
+			in[k].Off, in[k].Len, in[k].Peer = upfu.Headroom, size, from
+			k++
 		}
-		out = w.Uplink(in[:n], out[:0])
+		out = w.Uplink(in[:k], out[:0])
 		wr.send(out)
 	}
 }
