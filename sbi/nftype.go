@@ -36,6 +36,8 @@ const (
 	OpUDMGetAmData Operation = "Nudm_SDM_Get_AmData"
 	OpUDMGetNSSAI  Operation = "Nudm_SDM_Get_NSSAI"
 	OpUDMGetSmData Operation = "Nudm_SDM_Get_SmData"
+	// smf-select-data (TS 29.503 §5.2.2.2.7).
+	OpUDMGetSmfSelectData Operation = "Nudm_SDM_Get_SmfSelectData"
 	// Nudm_UECM, TS 29.503 §5.3.
 	OpUDMRegisterAMF3GPP   Operation = "Nudm_UECM_Registration_Amf3GppAccess"
 	OpUDMDeregisterAMF3GPP Operation = "Nudm_UECM_Deregistration_Amf3GppAccess"
@@ -51,4 +53,5 @@ const (
 	OpUDRAllocateSQN           Operation = "Nudr_DataRepository_Update_SequenceNumber"
 	OpUDRQueryAmData           Operation = "Nudr_DataRepository_Query_AmData"
 	OpUDRQuerySmData           Operation = "Nudr_DataRepository_Query_SmData"
+	OpUDRQuerySmfSelectData    Operation = "Nudr_DataRepository_Query_SmfSelectData"
 )

@@ -63,6 +63,12 @@ type SubscriberDataManagement interface {
 	// GetSmData returns the session management subscription data, one entry
 	// per subscribed S-NSSAI, each with its DNN configurations.
 	GetSmData(ctx context.Context, supi string, q SmDataQuery) ([]models.Udm_SDM_SessionManagementSubscriptionData, error)
+	// GetSmfSelectData returns the SMF selection subscription data (data
+	// set "smf-select-data"): per subscribed S-NSSAI (keyed by its TS
+	// 29.571 string form, "1" or "1-010203"), the DNNs with the default DNN
+	// indicator the AMF needs when a UE names no DNN. Errors:
+	// CauseUserNotFound, CauseDataNotFound.
+	GetSmfSelectData(ctx context.Context, supi string, plmn identity.PLMN) (*models.Udm_SDM_SmfSelectionSubscriptionData, error)
 }
 
 // UEContextManagement is Nudm_UECM for 3GPP access (TS 29.503 §5.3), served by
@@ -162,4 +168,9 @@ type DataRepository interface {
 	// QuerySmData returns subscription-data/{ueId}/{servingPlmnId}/provisioned-data/sm-data
 	// filtered by q. Errors: CauseUserNotFound.
 	QuerySmData(ctx context.Context, supi string, q SmDataQuery) (*models.Udr_DR_SmSubsData, error)
+
+	// QuerySmfSelectData returns
+	// subscription-data/{ueId}/{servingPlmnId}/provisioned-data/smf-selection-subscription-data.
+	// Errors: CauseUserNotFound.
+	QuerySmfSelectData(ctx context.Context, supi string, plmn identity.PLMN) (*models.Udr_DR_SmfSelectionSubscriptionData, error)
 }

@@ -306,6 +306,7 @@ func TestValidateNamesField(t *testing.T) {
 		{"slices[0].snssai", func(s *Subscriber) { s.Slices[0].SNSSAI = "1-0102" }},
 		{"slices[0].dnns[0].5qi", func(s *Subscriber) { s.Slices[0].DNNs[0].FiveQI = 0 }},
 		{"slices[0].dnns[0].arpPriority", func(s *Subscriber) { s.Slices[0].DNNs[0].ARPPriority = 16 }},
+		{"slices[0].dnns[1].default", func(s *Subscriber) { s.Slices[0].DNNs[1].Default = true }},
 	}
 	for _, c := range cases {
 		sub := base.Clone()

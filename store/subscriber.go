@@ -114,8 +114,13 @@ func (s *Subscriber) Validate() error {
 		}
 		seen[id] = true
 		dnns := make(map[string]bool, len(sl.DNNs))
+		dflt := ""
 		for j, d := range sl.DNNs {
 			switch {
+			case d.Default && dflt != "":
+				// One default DNN per S-NSSAI (TS 29.503 DnnInfo
+				// defaultDnnIndicator): the AMF's choice must be unique.
+				return fmt.Errorf("%s: slices[%d].dnns[%d].default: %q is already the default", s.SUPI, i, j, dflt)
 			case d.Name == "":
 				return fmt.Errorf("%s: slices[%d].dnns[%d].name: empty", s.SUPI, i, j)
 			case dnns[d.Name]:
@@ -126,6 +131,9 @@ func (s *Subscriber) Validate() error {
 				return fmt.Errorf("%s: slices[%d].dnns[%d].arpPriority: %d not in 1..15", s.SUPI, i, j, d.ARPPriority)
 			}
 			dnns[d.Name] = true
+			if d.Default {
+				dflt = d.Name
+			}
 		}
 	}
 	return nil

@@ -107,6 +107,7 @@ type fakeHN struct {
 	nextID   int
 	slices   []identity.SNSSAI
 	dnns     []string // subscribed DNNs on every slice (sm-data)
+	dflDNN   string   // the one of dnns marked default (smf-select-data)
 	uecmRegs map[string]*models.Udm_UECM_Amf3GppAccessRegistration
 
 	authCalls, resyncCalls, deregCalls atomic.Int32
@@ -217,6 +218,25 @@ func (h *fakeHN) GetNSSAI(ctx context.Context, supi string, plmn identity.PLMN) 
 		return nil, err
 	}
 	return am.Nssai, nil
+}
+
+// GetSmfSelectData lists h.dnns on every subscribed slice, h.dflDNN marked
+// as the default.
+func (h *fakeHN) GetSmfSelectData(ctx context.Context, supi string, plmn identity.PLMN) (*models.Udm_SDM_SmfSelectionSubscriptionData, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.subs[supi] == nil {
+		return nil, sbi.ErrUserNotFound
+	}
+	out := &models.Udm_SDM_SmfSelectionSubscriptionData{SubscribedSnssaiInfos: map[string]models.Udm_SDM_SnssaiInfo{}}
+	for _, s := range h.slices {
+		var info models.Udm_SDM_SnssaiInfo
+		for _, d := range h.dnns {
+			info.DnnInfos = append(info.DnnInfos, models.Udm_SDM_DnnInfo{Dnn: d, DefaultDnnIndicator: d == h.dflDNN})
+		}
+		out.SubscribedSnssaiInfos[s.String()] = info
+	}
+	return out, nil
 }
 
 // GetSmData returns the DNNs of h.dnns on every subscribed slice.

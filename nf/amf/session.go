@@ -570,39 +570,39 @@ func (u *ue) selectSNSSAI(requested *identity.SNSSAI) (identity.SNSSAI, bool) {
 }
 
 // defaultDNN selects the DNN for a request without one (TS 23.502
-// §4.3.2.2.1 step 2) from the SM subscription data of the slice.
+// §4.3.2.2.1 step 2): the DNN the SMF selection subscription data marks as
+// the slice's default (TS 29.503 smf-select-data, defaultDnnIndicator).
 //
-// Departure: the default DNN indicator lives in the SMF selection
-// subscription data (TS 29.503 smf-select-data), which sbi does not expose;
-// sm-data carries the slice's DNN configurations without it. tern takes
-// the slice's only DNN, or the first in name order when there are several.
+// Without a marked default the spec has the AMF use a locally configured
+// DNN; tern has none to configure, so it takes the slice's DNN when there
+// is exactly one and otherwise rejects with #91, rather than guess.
 func (u *ue) defaultDNN(snssai identity.SNSSAI) (string, nas.Cause5GMM) {
 	a := u.amf
-	data, err := a.deps.SDM.GetSmData(a.ctx, u.supi, sbi.SmDataQuery{PLMN: u.servingPLMN(), SNSSAI: &snssai})
+	data, err := a.deps.SDM.GetSmfSelectData(a.ctx, u.supi, u.servingPLMN())
 	if err != nil {
-		u.log.Info("Nudm_SDM_Get sm-data failed", "snssai", snssai.String(), "err", err)
+		u.log.Info("Nudm_SDM_Get smf-select-data failed", "snssai", snssai.String(), "err", err)
 		switch sbi.CauseOf(err) {
 		case sbi.CauseDataNotFound, sbi.CauseUserNotFound:
 			return "", nas.CauseDNNNotSupportedOrNotSubscribed // #91
 		}
 		return "", nas.CausePayloadNotForwarded
 	}
-	var names []string
-	for _, d := range data {
-		if d.SingleNssai != nil {
-			if s, err := sbi.SNSSAIFromModel(*d.SingleNssai); err != nil || s != snssai {
-				continue
-			}
+	info := data.SubscribedSnssaiInfos[snssai.String()]
+	n, only := 0, ""
+	for _, d := range info.DnnInfos {
+		if d.DnnBarred || d.Dnn == "" {
+			continue
 		}
-		for name := range d.DnnConfigurations {
-			names = append(names, name)
+		if d.DefaultDnnIndicator {
+			return d.Dnn, 0
 		}
+		n, only = n+1, d.Dnn
 	}
-	if len(names) == 0 {
-		return "", nas.CauseDNNNotSupportedOrNotSubscribed
+	if n == 1 {
+		return only, 0
 	}
-	slices.Sort(names)
-	return names[0], 0
+	u.log.Info("no default DNN for the slice", "snssai", snssai.String(), "subscribed", len(info.DnnInfos))
+	return "", nas.CauseDNNNotSupportedOrNotSubscribed
 }
 
 // causeForSMError is the 5GMM cause of a DL NAS Transport returning a 5GSM

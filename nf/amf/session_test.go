@@ -759,3 +759,32 @@ func TestStaleSMContextStatusNotifyKeepsNewSession(t *testing.T) {
 		t.Errorf("%d contexts released, want 1", n)
 	}
 }
+
+// TS 23.502 §4.3.2.2.1 step 2: a request without a DNN gets the slice's
+// default DNN from smf-select-data, not merely the first subscribed one;
+// with several DNNs and none marked default the AMF refuses with #91.
+func TestDefaultDNNFromSubscription(t *testing.T) {
+	smf := newFakeSMF()
+	a, hn := newTestAMFWithSMF(t, smf)
+	hn.mu.Lock()
+	hn.dnns, hn.dflDNN = []string{"ims", "internet"}, "internet"
+	hn.mu.Unlock()
+	u := registeredUE(t, a, hn)
+	u.establish(5, "")
+	if c := smf.callsOf("create"); len(c) != 1 || c[0].dnn != "internet" {
+		t.Fatalf("creates %+v, want the default DNN internet", c)
+	}
+
+	hn.mu.Lock()
+	hn.dflDNN = ""
+	hn.mu.Unlock()
+	req := smMsg(6, 2, nas.MsgPDUSessionEstablishmentRequest)
+	u.sendSM(6, requestInitial, "", nil, req)
+	dl := u.dlSM(expect[*ngap.DownlinkNASTransport](t, u.recvNGAP()).NASPDU, 6)
+	if !bytes.Equal(dl.Payload, req) || dl.Cause != nas.CauseDNNNotSupportedOrNotSubscribed {
+		t.Errorf("returned payload % x cause %d, want #91", dl.Payload, dl.Cause)
+	}
+	if c := smf.callsOf("create"); len(c) != 1 {
+		t.Errorf("creates %+v", c)
+	}
+}

@@ -162,6 +162,10 @@ func (fakeSDM) GetNSSAI(context.Context, string, identity.PLMN) (*models.Udm_SDM
 	return nil, errors.New("not used")
 }
 
+func (fakeSDM) GetSmfSelectData(context.Context, string, identity.PLMN) (*models.Udm_SDM_SmfSelectionSubscriptionData, error) {
+	return nil, errors.New("not used")
+}
+
 // ---- fake AMF (Communication + SMContextStatusNotifier) ----
 
 // transfer is one recorded N1N2MessageTransfer, decoded.

@@ -266,6 +266,24 @@ func (u *UDM) GetSmData(ctx context.Context, supi string, q sbi.SmDataQuery) ([]
 	return sm.IndividualSmSubsData, nil
 }
 
+// GetSmfSelectData implements sbi.SubscriberDataManagement (TS 29.503
+// §5.2.2.2.7).
+func (u *UDM) GetSmfSelectData(ctx context.Context, supi string, plmn identity.PLMN) (*models.Udm_SDM_SmfSelectionSubscriptionData, error) {
+	sel, err := u.udr.QuerySmfSelectData(ctx, supi, plmn)
+	if err != nil {
+		return nil, fmt.Errorf("udm: %w", err)
+	}
+	if len(sel.SubscribedSnssaiInfos) == 0 {
+		return nil, sbi.NewProblem(http.StatusNotFound, sbi.CauseDataNotFound, "%s: no SMF selection subscription data", supi)
+	}
+	return &models.Udm_SDM_SmfSelectionSubscriptionData{
+		SupportedFeatures:     sel.SupportedFeatures,
+		SubscribedSnssaiInfos: sel.SubscribedSnssaiInfos,
+		SharedSnssaiInfosId:   sel.SharedSnssaiInfosId,
+		HssGroupId:            sel.HssGroupId,
+	}, nil
+}
+
 // RegisterAMF3GPPAccess implements sbi.UEContextManagement (TS 29.503
 // §5.3.2.2.2). A registration from a different AMF replaces the old one.
 //

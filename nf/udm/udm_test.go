@@ -166,6 +166,18 @@ func TestSDM(t *testing.T) {
 	if _, err := u.GetSmData(ctx, supi, sbi.SmDataQuery{DNN: "mms"}); !errors.Is(err, sbi.ErrDataNotFound) {
 		t.Fatalf("unsubscribed dnn: %v", err)
 	}
+	sel, err := u.GetSmfSelectData(ctx, supi, plmn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := sel.SubscribedSnssaiInfos["1-010203"]
+	if len(sel.SubscribedSnssaiInfos) != 1 || len(info.DnnInfos) != 2 || info.DnnInfos[0].Dnn != store.DemoDNN ||
+		!info.DnnInfos[0].DefaultDnnIndicator || info.DnnInfos[1].DefaultDnnIndicator {
+		t.Fatalf("smf-select-data = %+v", sel)
+	}
+	if _, err := u.GetSmfSelectData(ctx, "imsi-208930000000077", plmn); !errors.Is(err, sbi.ErrUserNotFound) {
+		t.Fatalf("unknown: %v", err)
+	}
 	if _, err := u.GetAmData(ctx, "imsi-208930000000077", plmn); !errors.Is(err, sbi.ErrUserNotFound) {
 		t.Fatalf("unknown: %v", err)
 	}

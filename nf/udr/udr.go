@@ -264,6 +264,33 @@ func (u *UDR) QuerySmData(ctx context.Context, supi string, q sbi.SmDataQuery) (
 	return out, nil
 }
 
+// QuerySmfSelectData implements sbi.DataRepository: the DNNs of every
+// subscribed S-NSSAI with their default DNN indicator (TS 29.505
+// SmfSelectionSubscriptionData, TS 29.503 §6.1.6.2.8). Slices with no DNN
+// are omitted; the map key is the S-NSSAI's TS 29.571 string form.
+func (u *UDR) QuerySmfSelectData(ctx context.Context, supi string, plmn identity.PLMN) (*models.Udr_DR_SmfSelectionSubscriptionData, error) {
+	sub, err := u.get(supi)
+	if err != nil {
+		return nil, err
+	}
+	out := &models.Udr_DR_SmfSelectionSubscriptionData{SubscribedSnssaiInfos: map[string]models.Udm_SDM_SnssaiInfo{}}
+	for _, sl := range sub.Slices {
+		id, err := sl.ID()
+		if err != nil {
+			return nil, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "%s: %v", supi, err)
+		}
+		if len(sl.DNNs) == 0 {
+			continue
+		}
+		info := models.Udm_SDM_SnssaiInfo{}
+		for _, d := range sl.DNNs {
+			info.DnnInfos = append(info.DnnInfos, models.Udm_SDM_DnnInfo{Dnn: d.Name, DefaultDnnIndicator: d.Default})
+		}
+		out.SubscribedSnssaiInfos[id.String()] = info
+	}
+	return out, nil
+}
+
 // dnnConfiguration maps a stored DNN to TS 29.503 DnnConfiguration: IPv4,
 // SSC mode 1 (what tern's SMF supports), the default QoS and session AMBR.
 func dnnConfiguration(d store.DNN) models.Udm_SDM_DnnConfiguration {

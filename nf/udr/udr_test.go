@@ -304,3 +304,34 @@ func TestSQNReserveZero(t *testing.T) {
 		t.Fatalf("sqnReserve 0: %d fsyncs for 5 allocations, want 5", n)
 	}
 }
+
+// smf-select-data lists each slice's DNNs with the default DNN indicator,
+// keyed by the S-NSSAI's TS 29.571 string form.
+func TestSmfSelectData(t *testing.T) {
+	u, _ := newUDR(t, Config{})
+	ctx := context.Background()
+	sel, err := u.QuerySmfSelectData(ctx, store.DemoSUPI(2), identity.PLMN{MCC: "208", MNC: "93"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sel.SubscribedSnssaiInfos) != 2 {
+		t.Fatalf("slices %+v", sel.SubscribedSnssaiInfos)
+	}
+	defaults := map[string]map[string]bool{}
+	for key, info := range sel.SubscribedSnssaiInfos {
+		defaults[key] = map[string]bool{}
+		for _, d := range info.DnnInfos {
+			defaults[key][d.Dnn] = d.DefaultDnnIndicator
+		}
+	}
+	want := map[string]map[string]bool{
+		"1-010203": {store.DemoDNN: true, store.DemoIMSDNN: false},
+		"2":        {"ims": false, "internet": false},
+	}
+	if fmt.Sprint(defaults) != fmt.Sprint(want) {
+		t.Fatalf("DNN infos %v, want %v", defaults, want)
+	}
+	if _, err := u.QuerySmfSelectData(ctx, "imsi-001010000000001", identity.PLMN{}); !errors.Is(err, sbi.ErrUserNotFound) {
+		t.Fatalf("unknown: %v", err)
+	}
+}
