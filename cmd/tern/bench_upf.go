@@ -61,6 +61,7 @@ func benchUPF(args []string) error {
 	repeat := fs.Int("repeat", 3, "runs of each path (UPF and kernel interleaved); the median is reported")
 	workers := fs.Int("workers", 1, "UPF N3 reader goroutines (upf.workers)")
 	drain := fs.Duration("drain", 300*time.Millisecond, "wait after sending before counting what arrived")
+	dirsFlag := fs.String("directions", "uplink,downlink", "directions to measure, comma-separated")
 	jsonPath := fs.String("json", "", "write results (benchmarks.md format) here")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -78,6 +79,17 @@ func benchUPF(args []string) error {
 	for _, s := range sizes {
 		if err := upfbench.CheckSize(s, upfBenchMTU); err != nil {
 			return fmt.Errorf("--sizes: %w", err)
+		}
+	}
+	var dirs []string
+	for _, d := range strings.Split(*dirsFlag, ",") {
+		switch d = strings.TrimSpace(d); d {
+		case "uplink", "downlink":
+			if !slices.Contains(dirs, d) {
+				dirs = append(dirs, d)
+			}
+		default:
+			return fmt.Errorf("--directions: %q is not uplink or downlink", d)
 		}
 	}
 	sessCounts, err := parseInts(*sessFlag, "--sessions")
@@ -118,20 +130,20 @@ func benchUPF(args []string) error {
 
 	samples := map[upfKey][]upfbench.Sample{}
 	for _, n := range sessCounts {
-		if err := bed.measureSessions(ctx, n, sizes, *repeat, *dur, *drain, samples); err != nil {
+		if err := bed.measureSessions(ctx, n, sizes, dirs, *repeat, *dur, *drain, samples); err != nil {
 			return err
 		}
 	}
 
 	doc := report.NewDoc("upf", map[string]any{
-		"duration_s": dur.Seconds(), "sizes": sizes, "sessions": sessCounts, "repeat": *repeat, "workers": *workers,
+		"duration_s": dur.Seconds(), "sizes": sizes, "directions": dirs, "sessions": sessCounts, "repeat": *repeat, "workers": *workers,
 		"drain_s": drain.Seconds(), "lab": prefix, "upf": "portable driver: N3 UDP socket (recvmmsg/sendmmsg), N6 TUN",
 		"size":      fmt.Sprintf("IPv4 total length of the user's packet (inner on N3, which adds %d B)", upfbench.Overhead),
 		"reference": "plain kernel IPv4 forwarding through the core namespace, same links",
 		"cpus":      "generator, UPF, sinks and kernel forwarding share the machine's CPUs",
 		"pps":       "packets delivered to the sink per second of sending time; failures = runs that lost packets",
 	})
-	printUPFResults(samples, sessCounts, sizes, doc)
+	printUPFResults(samples, sessCounts, sizes, dirs, doc)
 	st := bed.u.Stats()
 	fmt.Printf("\nUPF counters over the whole run: UL %d, DL %d forwarded; drops %v; N3 rx %d tx %d, N6 rx %d tx %d, tx errors %d\n",
 		st.Pipeline.ULPackets, st.Pipeline.DLPackets, st.Pipeline.Drops,
@@ -258,7 +270,7 @@ func (b *upfBed) flow(dir, path string, size int, ss []upfbench.Session) (upfben
 // runs repeat rounds of every size and direction with the UPF and kernel
 // runs interleaved (alternating which goes first), and removes the
 // sessions.
-func (b *upfBed) measureSessions(ctx context.Context, n int, sizes []int, repeat int, d, drain time.Duration, out map[upfKey][]upfbench.Sample) error {
+func (b *upfBed) measureSessions(ctx context.Context, n int, sizes []int, dirs []string, repeat int, d, drain time.Duration, out map[upfKey][]upfbench.Sample) error {
 	pool := netip.MustParsePrefix(upfBenchPool)
 	ss, err := upfbench.Plan(n, pool)
 	if err != nil {
@@ -272,7 +284,7 @@ func (b *upfBed) measureSessions(ctx context.Context, n int, sizes []int, repeat
 
 	flows := map[upfKey]upfbench.Flow{}
 	for _, size := range sizes {
-		for _, dir := range []string{"uplink", "downlink"} {
+		for _, dir := range dirs {
 			for _, path := range []string{"upf", "kernel"} {
 				f, err := b.flow(dir, path, size, ss)
 				if err != nil {
@@ -297,7 +309,7 @@ func (b *upfBed) measureSessions(ctx context.Context, n int, sizes []int, repeat
 	for rep := range repeat {
 		i := 0
 		for _, size := range sizes {
-			for _, dir := range []string{"uplink", "downlink"} {
+			for _, dir := range dirs {
 				order := []string{"upf", "kernel"}
 				if (rep+i)%2 == 1 {
 					order = []string{"kernel", "upf"}
@@ -358,13 +370,13 @@ func quantile(xs []float64, q float64) float64 {
 	return s[min(max(i, 0), len(s)-1)]
 }
 
-func printUPFResults(samples map[upfKey][]upfbench.Sample, sessCounts, sizes []int, doc *report.Doc) {
+func printUPFResults(samples map[upfKey][]upfbench.Sample, sessCounts, sizes []int, dirs []string, doc *report.Doc) {
 	upfMedian := map[upfKey]float64{}
 	for _, n := range sessCounts {
 		fmt.Printf("\n%d session(s): median of runs, packets/s delivered (Mbit/s of user packets)\n", n)
 		fmt.Printf("  %-9s %6s %22s %7s %22s %7s %10s %7s\n", "direction", "size B", "UPF pps", "loss", "kernel pps", "loss", "UPF/kernel", "paired")
 		for _, size := range sizes {
-			for _, dir := range []string{"uplink", "downlink"} {
+			for _, dir := range dirs {
 				ku := upfKey{sessions: n, size: size, dir: dir, path: "upf"}
 				kk := ku
 				kk.path = "kernel"
@@ -416,7 +428,7 @@ func printUPFResults(samples map[upfKey][]upfbench.Sample, sessCounts, sizes []i
 		if lo != hi {
 			fmt.Printf("\nUPF with %d vs %d session(s) (ratio of median pps):\n", hi, lo)
 			for _, size := range sizes {
-				for _, dir := range []string{"uplink", "downlink"} {
+				for _, dir := range dirs {
 					a := upfMedian[upfKey{sessions: lo, size: size, dir: dir, path: "upf"}]
 					b := upfMedian[upfKey{sessions: hi, size: size, dir: dir, path: "upf"}]
 					if a > 0 {
