@@ -69,19 +69,26 @@ func (b *udpBatch) recvmmsg(fd uintptr) bool {
 		h.Namelen = unix.SizeofSockaddrInet4
 		h.Flags = 0
 	}
+	var ready bool
+	b.n, b.errno, ready = mmsg(unix.SYS_RECVMMSG, fd, b.hdrs, unix.MSG_DONTWAIT)
+	return ready
+}
+
+// mmsg runs recvmmsg or sendmmsg (trap) over hdrs on a non-blocking
+// descriptor. ready is false when the call would block: the RawConn
+// callback then returns false and the runtime poller waits.
+func mmsg(trap, fd uintptr, hdrs []unix.Mmsghdr, flags int) (n int, errno syscall.Errno, ready bool) {
 	for {
-		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.hdrs[0])), uintptr(len(b.hdrs)), unix.MSG_DONTWAIT, 0, 0)
+		r, _, e := unix.Syscall6(trap, fd, uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)), uintptr(flags), 0, 0)
 		switch e {
 		case 0:
-			b.n = int(n)
-			return true
+			return int(r), 0, true
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
-			return false
+			return 0, 0, false
 		}
-		b.errno = e
-		return true
+		return 0, e, true
 	}
 }
 
@@ -149,18 +156,7 @@ func (b *udpBatch) flush(rc syscall.RawConn) (sent, failed int, err error) {
 }
 
 func (b *udpBatch) sendmmsg(fd uintptr) bool {
-	for {
-		n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&b.hdrs[b.off])), uintptr(b.n-b.off), 0, 0, 0)
-		switch e {
-		case 0:
-			b.done = int(n)
-			return true
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return false
-		}
-		b.errno = e
-		return true
-	}
+	var ready bool
+	b.done, b.errno, ready = mmsg(unix.SYS_SENDMMSG, fd, b.hdrs[b.off:b.n], 0)
+	return ready
 }

@@ -50,17 +50,25 @@ func readUDP(t *testing.T, c *net.UDPConn) ([]byte, netip.AddrPort) {
 	return buf[:n], from
 }
 
-// N3 alone needs no privileges: Echo over a real socket, batched.
-func TestN3Echo(t *testing.T) {
-	p := newPipeline(t)
-	d, err := portable.Open(portable.Config{N3: "127.0.0.1:0"}, p, nil)
+// startN3 runs a driver with N3 only (no privileges needed) on loopback.
+func startN3(t *testing.T) *portable.Driver {
+	t.Helper()
+	d, err := portable.Open(portable.Config{N3: "127.0.0.1:0"}, newPipeline(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(func() {
+		cancel()
+		d.Close()
+	})
 	d.Start(ctx)
-	defer d.Close()
+	return d
+}
+
+// N3 alone needs no privileges: Echo over a real socket, batched.
+func TestN3Echo(t *testing.T) {
+	d := startN3(t)
 	gnb := listenUDP(t, "127.0.0.1:0")
 	to := net.UDPAddrFromAddrPort(d.N3Addr())
 	for seq := range uint16(3) {
@@ -180,15 +188,7 @@ func TestTUNBothWays(t *testing.T) {
 // headers and buffers. The test's own socket calls allocate nothing either,
 // so any allocation counted here is the driver's.
 func TestN3AllocatesNothingPerPacket(t *testing.T) {
-	p := newPipeline(t)
-	d, err := portable.Open(portable.Config{N3: "127.0.0.1:0"}, p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	d.Start(ctx)
-	defer d.Close()
+	d := startN3(t)
 	gnb := listenUDP(t, "127.0.0.1:0")
 	req := gtpu.AppendEchoRequest(nil, 7)
 	buf := make([]byte, 2048)
