@@ -1,37 +1,56 @@
 package classify
 
+import "math/bits"
+
 // LookupStats counts the work of one RankedTuple lookup: tuples probed
-// (both levels), buckets hit and rules verified.
-func (c *RankedTuple) LookupStats(h *Header) (tuples, buckets, rules, probes int) {
-	var walk func(s *space, best uint64) uint64
-	walk = func(s *space, best uint64) uint64 {
+// (both levels), slots verified, splits entered and control words read.
+func (c *RankedTuple) LookupStats(h *Header) (tuples, slots, splits, words int) {
+	p := prep(h)
+	var walk func(s *rtSpace, best uint64) uint64
+	walk = func(s *rtSpace, best uint64) uint64 {
 		for _, e := range *s.list.Load() {
 			if e.best >= best {
 				break
 			}
+			if e.kind == kindAddr4 && (p.n4s&e.ms)|(p.n4d&e.md) != 0 {
+				continue
+			}
 			tuples++
-			fp := e.t.hash(h)
-			tab := e.t.tab.Load()
-			for j := fp & tab.mask; ; j = (j + 1) & tab.mask {
-				probes++
-				if tab.slots[j].n.Load() == nil || tab.slots[j].fp == fp {
+			tab := e.tab
+			x := rtMix(e.t.hkey(h))
+			g, _ := bits.Mul64(x, tab.ng)
+			pat := rtH2(x) * ctrlLSB
+			for {
+				words++
+				cw := tab.ctrl[g]
+				v := cw ^ pat
+				for m := (v - ctrlLSB) &^ v &^ cw & ctrlMSB; m != 0; m &= m - 1 {
+					sl := &tab.slots[g*8+uint64(bits.TrailingZeros64(m)>>3)]
+					if sl.rank >= best {
+						continue
+					}
+					slots++
+					if p.miss(sl) != 0 {
+						continue
+					}
+					a := tab.auxOf(sl)
+					switch {
+					case a == nil:
+						best = sl.rank
+					case a.sub == nil:
+						if a.c.match(h) {
+							best = sl.rank
+						}
+					case (a.c == nil || a.c.match(h)) && a.sub.best.Load() < best:
+						splits++
+						best = walk(a.sub, best)
+					}
+				}
+				if cw&^(cw<<6)&ctrlMSB != 0 {
 					break
 				}
-			}
-			_, n := e.t.find(fp)
-			if n == nil || n.r.rank >= best {
-				continue
-			}
-			buckets++
-			if n.sub != nil {
-				best = walk(n.sub, best)
-				continue
-			}
-			for ; n != nil && n.r.rank < best; n = n.next {
-				rules++
-				if n.r.match(h) {
-					best = n.r.rank
-					break
+				if g++; g == tab.ng {
+					g = 0
 				}
 			}
 		}
@@ -41,14 +60,18 @@ func (c *RankedTuple) LookupStats(h *Header) (tuples, buckets, rules, probes int
 	return
 }
 
-// Shape lists tuple keys and sizes of the top level.
-func (c *RankedTuple) Shape() (keys [][8]uint8, counts []int, subs int) {
+// Shape lists the top level's tuples: kind and lengths, live slots, table
+// slots, bound, and splits.
+func (c *RankedTuple) Shape() (keys [][5]uint8, counts, sizes []int, bests []uint64, subs int) {
 	for _, e := range *c.top.list.Load() {
-		keys = append(keys, e.t.key)
+		k := e.t.key
+		keys = append(keys, [5]uint8{k.kind, k.l[0], k.l[1], k.l[2], k.l[3]})
 		counts = append(counts, e.t.count)
-		tab := e.t.tab.Load()
-		for i := range tab.slots {
-			if n := tab.slots[i].n.Load(); n != nil && n.sub != nil {
+		tab := e.tab
+		sizes = append(sizes, len(tab.slots))
+		bests = append(bests, e.best)
+		for _, a := range *tab.aux.Load() {
+			if a.sub != nil {
 				subs++
 			}
 		}

@@ -8,16 +8,16 @@ import (
 // TSS is classic tuple space search (Srinivasan et al., SIGCOMM 1999),
 // the L25GC paper's PDR-TSS: one hash table per distinct combination of
 // field prefix lengths (ports as the prefix their range shares), every
-// table probed for every packet, the best match kept. It shares the
-// lock-free bucket tables of RankedTuple; what it lacks is relaxation,
-// bucket splitting, best-first early termination and the presence filter
-// (left out on purpose so that TSS stays the classic baseline; with the
-// filter it comes within about 20% of RankedTuple at 64-256 rules).
+// table probed for every packet, the best match kept. Its engine
+// (tssCore) keeps lock-free bucket lists behind atomic slot pointers, as
+// RankedTuple did before issue 4; relaxation, splitting, best-first early
+// termination and the presence filter are left out on purpose so that
+// TSS stays the classic baseline.
 type TSS struct {
 	mu    sync.Mutex
 	sp    *space
 	locs  map[uint32]loc
-	inner RankedTuple // bookkeeping helpers (insertIn/removed) over sp
+	inner tssCore // bookkeeping helpers (insertIn/removed) over sp
 }
 
 // NewTSS builds a TSS classifier.
