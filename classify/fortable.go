@@ -14,13 +14,15 @@ type Hints struct {
 	Global bool
 }
 
-// smallTable is the size up to which ForTable scans packed rules instead
-// of indexing. Measured on the 5G per-session workloads
-// (BenchmarkSession, `taskset -c 1`, see the issue 4 report): the scan
-// wins at every session size measured, 2-100 PDRs; RankedTuple's
-// session-keyed splits cost more than the scan until tables are several
-// hundred rules. ClassBench tables that size index better; those reach
-// ForTable only as Global tables.
+// smallTable is the size up to which ForTable keeps its own small index
+// (small.go: a plain scan up to leafMax rules, hashed splits above)
+// instead of RankedTuple. Measured on the 5G per-session workloads
+// (BenchmarkSession, `taskset -c 1`, shared cores): 2/4/16/32/64/100
+// PDRs 8-9/9-10/22-24/34-36/21-22/24-25 ns. The index also beats
+// RankedTuple 2-3x on home-gateway tables of 128-1000 rules
+// (BenchmarkHomeGateway), but it is rebuilt on every update, which costs
+// milliseconds for a few hundred adversarial rules, so larger tables
+// still go to RankedTuple, whose updates are incremental.
 const smallTable = 128
 
 // ForTable returns the classifier the UPF should use for a table: a scan
@@ -51,85 +53,25 @@ func ForTable(rules []Rule, hints Hints) (Classifier, error) {
 // to the RankedTuple.
 type Auto struct {
 	mu    sync.Mutex
-	small atomic.Pointer[[]srule] // nil once indexed
+	small atomic.Pointer[smallIndex] // nil once indexed
 	idx   atomic.Pointer[RankedTuple]
 	rules []Rule // writer: the small table's rules in rank order
 }
 
-// srule is a rule packed for scanning: the exact-match fields in one
-// masked word, prefixes as masked halves, ports as low end and width.
-type srule struct {
-	w, wm        uint64 // TEID | QFI<<32 | source interface<<40 | protocol<<48 | ToS<<56
-	src, dst, ue pmask
-	sport, dport span16
-	rank         uint64
-	ext          *extMatch // network instance, application, SPI, flow label; nil if none
-}
-
-type pmask struct{ hi, lo, mhi, mlo uint64 }
-
-func pmaskOf(p Prefix) pmask {
-	mhi, mlo := mask128(p.Len)
-	return pmask{p.Addr.Hi & mhi, p.Addr.Lo & mlo, mhi, mlo}
-}
-
-func packWord(h *Header) uint64 {
-	return uint64(h.TEID) | uint64(h.QFI)<<32 | uint64(h.SourceInterface)<<40 | uint64(h.Proto)<<48 | uint64(h.ToS)<<56
-}
-
-func packRule(r *Rule) srule {
-	s := srule{src: pmaskOf(r.SrcIP), dst: pmaskOf(r.DstIP), ue: pmaskOf(r.UEIP),
-		sport: span16{0, 0xffff}, dport: span16{0, 0xffff}, rank: r.rank()}
-	has := r.Has
-	if has&FieldTEID != 0 {
-		s.w, s.wm = uint64(r.TEID), 0xffffffff
-	}
-	if has&FieldQFI != 0 {
-		s.w, s.wm = s.w|uint64(r.QFI)<<32, s.wm|0xff<<32
-	}
-	if has&FieldSourceInterface != 0 {
-		s.w, s.wm = s.w|uint64(r.SourceInterface)<<40, s.wm|0xff<<40
-	}
-	if has&FieldProto != 0 {
-		s.w, s.wm = s.w|uint64(r.Proto)<<48, s.wm|0xff<<48
-	}
-	if has&FieldToS != 0 {
-		s.w, s.wm = s.w|uint64(r.ToS&r.ToSMask)<<56, s.wm|uint64(r.ToSMask)<<56
-	}
-	if has&FieldSrcPort != 0 {
-		s.sport = spanOf(r.SrcPort)
-	}
-	if has&FieldDstPort != 0 {
-		s.dport = spanOf(r.DstPort)
-	}
-	if has&(FieldNetworkInstance|FieldAppID|FieldSPI|FieldFlowLabel) != 0 {
-		e := &extMatch{}
-		if has&FieldNetworkInstance != 0 {
-			e.netInst, e.netInstMask = r.NetworkInstance, ^uint32(0)
-		}
-		if has&FieldAppID != 0 {
-			e.app, e.appMask = r.AppID, ^uint32(0)
-		}
-		if has&FieldSPI != 0 {
-			e.spi, e.spiMask = r.SPI, ^uint32(0)
-		}
-		if has&FieldFlowLabel != 0 {
-			e.flowLabel, e.flowLblMask = r.FlowLabel, ^uint32(0)
-		}
-		s.ext = e
-	}
-	return s
-}
-
 // Lookup implements Classifier.
 func (a *Auto) Lookup(h *Header) (uint32, bool) {
-	rs := a.small.Load()
-	if rs == nil {
+	x := a.small.Load()
+	if x == nil {
 		return a.idx.Load().Lookup(h)
 	}
+	if !x.flat {
+		return x.lookup(h)
+	}
+	// A tiny table is one leaf holding every rule: scan it here, saving a
+	// call.
 	hw := packWord(h)
-	for i := range *rs {
-		r := &(*rs)[i]
+	for i := range x.rules {
+		r := &x.rules[i]
 		if (hw^r.w)&r.wm != 0 {
 			continue
 		}
@@ -149,14 +91,8 @@ func (a *Auto) Lookup(h *Header) (uint32, bool) {
 	return 0, false
 }
 
-// publish packs a.rules and makes them the small table (writer).
-func (a *Auto) publish() {
-	rs := make([]srule, len(a.rules))
-	for i := range a.rules {
-		rs[i] = packRule(&a.rules[i])
-	}
-	a.small.Store(&rs)
-}
+// publish indexes a.rules and makes them the small table (writer).
+func (a *Auto) publish() { a.small.Store(newSmallIndex(a.rules)) }
 
 // Insert implements Classifier.
 func (a *Auto) Insert(r Rule) error {
@@ -223,14 +159,7 @@ func (a *Auto) MemoryBytes() int {
 	if idx := a.idx.Load(); idx != nil {
 		return idx.MemoryBytes()
 	}
-	n := 0
-	for _, r := range *a.small.Load() {
-		n += 136
-		if r.ext != nil {
-			n += 64
-		}
-	}
-	return n
+	return a.small.Load().memoryBytes()
 }
 
 // Name implements Classifier.

@@ -14,9 +14,10 @@ import (
 //
 //   - Level 0 hashes the address fields with prefix lengths relaxed to a
 //     coarse grid, so that few tuples exist (TupleMerge's idea). Plain
-//     IPv4 5-tuple rules hash their 32-bit source and destination; rules
-//     with UE IP or TEID hash those alone (a bucket is one session's
-//     PDRs); other rules hash 128-bit addresses.
+//     IPv4 5-tuple rules hash their 32-bit source and destination; other
+//     SDF-only rules (IPv6, ToS, QFI) hash 128-bit addresses. PDRs with
+//     PDI fields (TEID, UE IP, source interface...) live in a separate
+//     engine keyed on their session (see ranked_pdr.go).
 //   - Each tuple is an open-addressing table in the Swiss-table style: a
 //     control byte per slot (7 hash bits, or empty, or deleted), eight to
 //     a word, in front of 32-byte slots that hold the rule itself. The
@@ -43,6 +44,7 @@ type RankedTuple struct {
 	locs  map[uint32]rtLoc
 	stale []*rtTuple // tuples whose best bound may be too good
 	dels  int        // deletes since the last refresh
+	pdr   tssCore    // rules with PDI fields (isPDR), levels 0 and 1
 }
 
 // rtLoc is where a rule lives, for Delete: its tuple and key hash.
@@ -58,7 +60,7 @@ const rtSplitAt = 8
 // Tuple kinds: which fields a tuple hashes.
 const (
 	kindAddr4 uint8 = iota // level 0: IPv4 source and destination prefixes
-	kindAddr               // level 0: 128-bit addresses, UE IP, TEID
+	kindAddr               // level 0: 128-bit addresses
 	kindPorts              // level 1: ports, protocol and QFI within one level-0 key
 )
 
@@ -85,9 +87,9 @@ type rtRef struct {
 	t      *rtTuple
 }
 
-// rtKey names a tuple: its kind and relaxed field lengths (kindAddr4:
-// source, destination; kindAddr: source, destination, UE IP, TEID;
-// kindPorts: source port, destination port, protocol and QFI masks).
+// rtKey names a tuple: its kind and relaxed field lengths (kindAddr4 and
+// kindAddr: source, destination; kindPorts: source port, destination
+// port, protocol and QFI masks).
 type rtKey struct {
 	kind uint8
 	l    [4]uint8
@@ -101,8 +103,7 @@ type rtTuple struct {
 	sp, dp uint16
 	pm, qm uint8
 	// masks: kindAddr
-	sHi, sLo, dHi, dLo, uHi, uLo uint64
-	teid                         uint32
+	sHi, sLo, dHi, dLo uint64
 
 	tab   *rtTable // writer; readers use the copy in the published list
 	owner *rtSpace
@@ -175,12 +176,13 @@ func prep(h *Header) hdr4 {
 }
 
 // miss is zero when the header passes the slot's fields (all of a plain
-// rule; the prefilter of others). It does not branch: Go shifts of 32
-// give 0 (a /0 mask), and a port outside its range makes width - offset
-// negative.
+// rule; the prefilter of others). It does not branch: a /0 mask shifts
+// the 32 ones out of the low word (the & 63 spares the compiler's
+// oversized-shift fixup, and keeps miss inlinable), and a port outside
+// its range makes width - offset negative.
 func (p *hdr4) miss(s *rslot) uint32 {
-	ms := ^uint32(0) << (32 - uint(s.slen))
-	md := ^uint32(0) << (32 - uint(s.dlen))
+	ms := uint32(0xffffffff << ((32 - uint64(s.slen)) & 63))
+	md := uint32(0xffffffff << ((32 - uint64(s.dlen)) & 63))
 	return ((p.src^s.src)|p.n4s)&ms | ((p.dst^s.dst)|p.n4d)&md |
 		(uint32(s.sport.n)-uint32(p.sport-s.sport.lo))>>31 |
 		(uint32(s.dport.n)-uint32(p.dport-s.dport.lo))>>31 |
@@ -219,14 +221,20 @@ func NewRankedTuple(rules []Rule) (*RankedTuple, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rankedtuple: %w", err)
 	}
-	c := &RankedTuple{top: newRtSpace(0, nil, 0), locs: make(map[uint32]rtLoc, len(sorted))}
-	slots := make([]rslot, len(sorted))
-	fulls := make([]*crule, len(sorted))
+	c := &RankedTuple{top: newRtSpace(0, nil, 0), locs: make(map[uint32]rtLoc)}
+	c.pdr.top, c.pdr.locs = newSpace(0, nil, 0), make(map[uint32]loc)
+	slots := make([]rslot, 0, len(sorted))
+	fulls := make([]*crule, 0, len(sorted))
 	count := map[rtKey]int{}
 	for i := range sorted {
 		cr := compile(&sorted[i])
-		slots[i], fulls[i] = slotOf(&cr)
-		count[rtKeyOf(0, &slots[i], fulls[i])]++
+		if isPDR(&cr) {
+			c.pdr.insertIn(c.pdr.top, cr)
+			continue
+		}
+		s, full := slotOf(&cr)
+		slots, fulls = append(slots, s), append(fulls, full)
+		count[rtKeyOf(0, &s, full)]++
 	}
 	// Tables sized for the whole set, half full, so that growth never
 	// copies during the build (fuller tables measured slower: at 2/3 and
@@ -236,7 +244,7 @@ func NewRankedTuple(rules []Rule) (*RankedTuple, error) {
 		t.tab = newRtTable(max(1, (2*n+7)/8))
 		c.top.tuples[k] = t
 	}
-	for i := range sorted {
+	for i := range slots {
 		c.insertIn(c.top, slots[i], fulls[i])
 	}
 	return c, nil
@@ -251,8 +259,14 @@ func newRtSpace(level uint8, parent *rtTuple, px uint64) *rtSpace {
 
 // Lookup implements Classifier.
 func (c *RankedTuple) Lookup(h *Header) (uint32, bool) {
-	p := prep(h)
-	best := c.top.lookup(h, &p, noRank)
+	best := noRank
+	if list := *c.pdr.top.list.Load(); len(list) > 0 {
+		best = lookupIn(list, h, best)
+	}
+	if c.top.best.Load() < best {
+		p := prep(h)
+		best = c.top.lookup(h, &p, best)
+	}
 	if best == noRank {
 		return 0, false
 	}
@@ -283,7 +297,16 @@ func (s *rtSpace) lookup(h *Header, p *hdr4, best uint64) uint64 {
 			v := cw ^ pat
 			for m := (v - ctrlLSB) &^ v &^ cw & ctrlMSB; m != 0; m &= m - 1 {
 				sl := &e.slots[g*8+uint64(bits.TrailingZeros64(m)>>3)]
-				if sl.rank < best && p.miss(sl) == 0 {
+				if sl.rank >= best {
+					continue
+				}
+				// p.miss(sl), written out: it is just too big to inline.
+				ms := uint32(0xffffffff << ((32 - uint64(sl.slen)) & 63))
+				md := uint32(0xffffffff << ((32 - uint64(sl.dlen)) & 63))
+				if ((p.src^sl.src)|p.n4s)&ms|((p.dst^sl.dst)|p.n4d)&md|
+					(uint32(sl.sport.n)-uint32(p.sport-sl.sport.lo))>>31|
+					(uint32(sl.dport.n)-uint32(p.dport-sl.dport.lo))>>31|
+					uint32(p.proto&sl.pmask^sl.proto) == 0 {
 					if sl.aux == 0 {
 						best = sl.rank
 					} else {
@@ -328,10 +351,8 @@ func (t *rtTuple) hkey(h *Header) uint64 {
 	}
 	// Halves are folded before multiplying: collisions only cost a
 	// verification, and two multiplies are cheaper than four.
-	x := (h.SrcIP.Hi&t.sHi^bits.RotateLeft64(h.SrcIP.Lo&t.sLo, 23))*k1 +
+	return (h.SrcIP.Hi&t.sHi^bits.RotateLeft64(h.SrcIP.Lo&t.sLo, 23))*k1 +
 		(h.DstIP.Hi&t.dHi^bits.RotateLeft64(h.DstIP.Lo&t.dLo, 41))*k2
-	x ^= (h.UEIP.Hi&t.uHi^bits.RotateLeft64(h.UEIP.Lo&t.uLo, 7))*k6 ^ uint64(h.TEID&t.teid)*k7
-	return x
 }
 
 // rtMix spreads a key: the high bits pick the group (by multiply-shift
@@ -344,12 +365,11 @@ func rtH2(x uint64) uint64 { return (x >> 24) & 0x7f }
 
 // exactKey is a tuple's key for a header without hashing (writer only):
 // rules with equal exact keys share a chain and may share a split.
-func (t *rtTuple) exactKey(h *Header) [7]uint64 {
+func (t *rtTuple) exactKey(h *Header) [4]uint64 {
 	if t.kind != kindAddr {
-		return [7]uint64{t.hkey(h)}
+		return [4]uint64{t.hkey(h)}
 	}
-	return [7]uint64{h.SrcIP.Hi & t.sHi, h.SrcIP.Lo & t.sLo, h.DstIP.Hi & t.dHi, h.DstIP.Lo & t.dLo,
-		h.UEIP.Hi & t.uHi, h.UEIP.Lo & t.uLo, uint64(h.TEID & t.teid)}
+	return [4]uint64{h.SrcIP.Hi & t.sHi, h.SrcIP.Lo & t.sLo, h.DstIP.Hi & t.dHi, h.DstIP.Lo & t.dLo}
 }
 
 // relax4 rounds an IPv4 prefix length down to the grid 0, 8, 16. /32
@@ -371,16 +391,6 @@ func rtKeyOf(level uint8, s *rslot, c *crule) rtKey {
 	if level == 0 {
 		if c == nil {
 			return rtKey{kind: kindAddr4, l: [4]uint8{relax4(s.slen), relax4(s.dlen)}}
-		}
-		// A PDR that names its session (TEID or UE IP) is keyed by that
-		// alone: sessions then share a handful of tuples and a key is
-		// one session's PDRs, split by ports and QFI when many.
-		if c.ext != nil && (c.ext.teidMask != 0 || c.ext.ueLen != 0) {
-			k := rtKey{kind: kindAddr, l: [4]uint8{0, 0, relaxIP(c.ext.ueLen), 0}}
-			if c.ext.teidMask != 0 {
-				k.l[3] = 32
-			}
-			return k
 		}
 		return rtKey{kind: kindAddr, l: [4]uint8{relaxIP(c.srcLen), relaxIP(c.dstLen)}}
 	}
@@ -405,10 +415,6 @@ func newRtTuple(owner *rtSpace, k rtKey) *rtTuple {
 	default:
 		t.sHi, t.sLo = mask128(k.l[0])
 		t.dHi, t.dLo = mask128(k.l[1])
-		t.uHi, t.uLo = mask128(k.l[2])
-		if k.l[3] != 0 {
-			t.teid = ^uint32(0)
-		}
 	}
 	t.tab = newRtTable(1)
 	return t
@@ -451,7 +457,7 @@ func (tab *rtTable) auxOf(s *rslot) *rtAux {
 }
 
 // keyOfSlot returns the exact key and hash of a slot in t (writer only).
-func (t *rtTuple) keyOfSlot(tab *rtTable, s *rslot) ([7]uint64, uint64) {
+func (t *rtTuple) keyOfSlot(tab *rtTable, s *rslot) ([4]uint64, uint64) {
 	h := slotHeader(s, tab.auxOf(s))
 	return t.exactKey(&h), rtMix(t.hkey(&h))
 }
@@ -560,7 +566,16 @@ func (c *RankedTuple) Insert(r Rule) error {
 	if _, dup := c.locs[r.ID]; dup {
 		return fmt.Errorf("%w: %d", ErrDuplicateID, r.ID)
 	}
+	if len(c.pdr.locs) > 0 {
+		if _, dup := c.pdr.locs[r.ID]; dup {
+			return fmt.Errorf("%w: %d", ErrDuplicateID, r.ID)
+		}
+	}
 	cr := compile(&r)
+	if isPDR(&cr) {
+		c.pdr.insertIn(c.pdr.top, cr)
+		return nil
+	}
 	s, full := slotOf(&cr)
 	c.insertIn(c.top, s, full)
 	return nil
@@ -660,12 +675,6 @@ func (c *RankedTuple) splittable(tab *rtTable, same []uint64, s *rslot, full *cr
 func (t *rtTuple) keyRule(c *crule) *crule {
 	k := &crule{src: c.src.masked(t.key.l[0]), srcLen: t.key.l[0], dst: c.dst.masked(t.key.l[1]), dstLen: t.key.l[1],
 		sport: PortRange{0, 0xffff}, dport: PortRange{0, 0xffff}}
-	if t.key.l[2] != 0 || t.key.l[3] != 0 {
-		k.ext = &extMatch{ue: c.ext.ue.masked(t.key.l[2]), ueLen: t.key.l[2]}
-		if t.key.l[3] != 0 {
-			k.ext.teid, k.ext.teidMask = c.ext.teid, ^uint32(0)
-		}
-	}
 	return k
 }
 
@@ -715,7 +724,10 @@ func (c *RankedTuple) Delete(id uint32) error {
 	defer c.mu.Unlock()
 	l, ok := c.locs[id]
 	if !ok {
-		return fmt.Errorf("%w: %d", ErrNotFound, id)
+		if err := c.pdr.deleteLocked(id); err != nil {
+			return fmt.Errorf("rankedtuple: %w", err)
+		}
+		return nil
 	}
 	delete(c.locs, id)
 	t := l.t
@@ -815,7 +827,7 @@ func (c *RankedTuple) refresh() {
 func (c *RankedTuple) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.locs)
+	return len(c.locs) + len(c.pdr.locs)
 }
 
 // MemoryBytes implements Classifier: control words, slots, full rules
@@ -824,7 +836,7 @@ func (c *RankedTuple) Len() int {
 func (c *RankedTuple) MemoryBytes() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.top.memory() + 32*len(c.locs)
+	return c.top.memory() + 32*len(c.locs) + c.pdr.top.memory() + 24*len(c.pdr.locs)
 }
 
 func (s *rtSpace) memory() int {
@@ -851,5 +863,6 @@ func (s *rtSpace) memory() int {
 // Name implements Classifier.
 func (c *RankedTuple) Name() string { return string(KindRankedTuple) }
 
-// Tuples reports the number of level-0 tuples (for diagnostics).
-func (c *RankedTuple) Tuples() int { return len(*c.top.list.Load()) }
+// Tuples reports the number of level-0 tuples of both engines (for
+// diagnostics).
+func (c *RankedTuple) Tuples() int { return len(*c.top.list.Load()) + len(*c.pdr.top.list.Load()) }

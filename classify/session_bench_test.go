@@ -45,3 +45,30 @@ func BenchmarkSession(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHomeGateway measures a session carrying a home network's
+// firewall-like SDF rules, the table size where ForTable leaves the scan.
+func BenchmarkHomeGateway(b *testing.B) {
+	for _, n := range []int{128, 256, 500, 1000} {
+		w := workload.HomeGateway(n, uint64(n))
+		tr := w.Trace[:traceLen]
+		rt, err := classify.NewRankedTuple(w.Rules)
+		if err != nil {
+			b.Fatal(err)
+		}
+		auto, err := classify.ForTable(w.Rules, classify.Hints{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range []classify.Classifier{rt, auto} {
+			b.Run(fmt.Sprintf("%d/%s", n, c.Name()), func(b *testing.B) {
+				var sink uint32
+				for i := 0; b.Loop(); i++ {
+					id, _ := c.Lookup(&tr[i&(traceLen-1)])
+					sink += id
+				}
+				_ = sink
+			})
+		}
+	}
+}

@@ -43,7 +43,8 @@ type tupleRef struct {
 }
 
 // tupleKey is a tuple's identity: the field lengths it hashes.
-// Level 0: source, destination, UE IP prefix lengths, TEID (0 or 32).
+// Level 0: source, destination, UE IP prefix lengths, TEID (0 or 32),
+// source interface (0 or 8).
 // Level 1: source port, destination port prefix lengths, protocol, QFI.
 // Level 2 (TSS): all eight, unrelaxed.
 type tupleKey [8]uint8
@@ -54,6 +55,7 @@ type tuple struct {
 	// masks, level 0
 	sHi, sLo, dHi, dLo, uHi, uLo uint64
 	teid                         uint32
+	srcIf                        uint8
 	// masks, level 1
 	sp, dp      uint16
 	proto, qfi  uint8
@@ -136,7 +138,8 @@ func (t *tuple) hash(h *Header) uint64 {
 		x = (h.SrcIP.Hi&t.sHi^bits.RotateLeft64(h.SrcIP.Lo&t.sLo, 23))*k1 +
 			(h.DstIP.Hi&t.dHi^bits.RotateLeft64(h.DstIP.Lo&t.dLo, 41))*k2
 		if t.ext {
-			x ^= (h.UEIP.Hi&t.uHi^bits.RotateLeft64(h.UEIP.Lo&t.uLo, 7))*k6 ^ uint64(h.TEID&t.teid)*k7
+			x ^= (h.UEIP.Hi&t.uHi^bits.RotateLeft64(h.UEIP.Lo&t.uLo, 7))*k6 ^
+				(uint64(h.TEID&t.teid)|uint64(h.SourceInterface&t.srcIf)<<32)*k7
 		}
 	} else {
 		x = (uint64(h.SrcPort&t.sp)<<32 | uint64(h.DstPort&t.dp)<<16 | uint64(h.Proto&t.proto)<<8 | uint64(h.QFI&t.qfi)) * k1
@@ -157,12 +160,17 @@ func keyOf(level uint8, c *crule) tupleKey {
 	if level == 0 {
 		// A PDR that names its session (TEID or UE IP) is keyed by that
 		// alone: sessions then share a handful of tuples and a bucket is
-		// one session's PDRs, split by ports and QFI when large. Other
+		// one session's PDRs, split by ports and QFI when large. The
+		// source interface joins the key so that an uplink packet never
+		// probes the session's downlink PDRs (and the reverse). Other
 		// rules key on their SDF addresses.
 		if c.ext != nil && (c.ext.teidMask != 0 || c.ext.ueLen != 0) {
 			k := tupleKey{0, 0, relaxIP(c.ext.ueLen), 0}
 			if c.ext.teidMask != 0 {
 				k[3] = 32
+			}
+			if c.ext.srcIfMask != 0 {
+				k[4] = 8
 			}
 			return k
 		}
@@ -209,6 +217,9 @@ func newTuple(owner *space, k tupleKey) *tuple {
 		}
 		t.ext = k[2] != 0 || k[3] != 0
 		ports = k[4:]
+		if owner.level == 0 && k[4] != 0 {
+			t.srcIf = 0xff
+		}
 	}
 	if owner.level != 0 {
 		t.sp = ^uint16(0) << (16 - uint(ports[0]))
@@ -224,7 +235,7 @@ func newTuple(owner *space, k tupleKey) *tuple {
 func ruleHeader(c *crule) Header {
 	h := Header{SrcIP: c.src, DstIP: c.dst, SrcPort: c.sport.Lo, DstPort: c.dport.Lo, Proto: c.proto, QFI: c.qfi}
 	if c.ext != nil {
-		h.UEIP, h.TEID = c.ext.ue, c.ext.teid
+		h.UEIP, h.TEID, h.SourceInterface = c.ext.ue, c.ext.teid, c.ext.srcIf
 	}
 	return h
 }
