@@ -62,21 +62,30 @@ func compile(r *Rule) crule {
 		if has&FieldTEID != 0 {
 			e.teid, e.teidMask = r.TEID, ^uint32(0)
 		}
-		if has&FieldNetworkInstance != 0 {
-			e.netInst, e.netInstMask = r.NetworkInstance, ^uint32(0)
-		}
-		if has&FieldAppID != 0 {
-			e.app, e.appMask = r.AppID, ^uint32(0)
-		}
-		if has&FieldSPI != 0 {
-			e.spi, e.spiMask = r.SPI, ^uint32(0)
-		}
-		if has&FieldFlowLabel != 0 {
-			e.flowLabel, e.flowLblMask = r.FlowLabel, ^uint32(0)
-		}
+		e.setOther(r)
 		c.ext = e
 	}
 	return c
+}
+
+// otherFields are the rarely used fields extMatch holds beside the
+// source interface, TEID and UE IP.
+const otherFields = FieldNetworkInstance | FieldAppID | FieldSPI | FieldFlowLabel
+
+// setOther fills in the otherFields that r constrains.
+func (e *extMatch) setOther(r *Rule) {
+	if r.Has&FieldNetworkInstance != 0 {
+		e.netInst, e.netInstMask = r.NetworkInstance, ^uint32(0)
+	}
+	if r.Has&FieldAppID != 0 {
+		e.app, e.appMask = r.AppID, ^uint32(0)
+	}
+	if r.Has&FieldSPI != 0 {
+		e.spi, e.spiMask = r.SPI, ^uint32(0)
+	}
+	if r.Has&FieldFlowLabel != 0 {
+		e.flowLabel, e.flowLblMask = r.FlowLabel, ^uint32(0)
+	}
 }
 
 // match tests every field of the compiled rule; it must agree with

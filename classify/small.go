@@ -121,20 +121,9 @@ func packRule(r *Rule) srule {
 	if has&FieldDstPort != 0 {
 		s.dport = pspan{r.DstPort.Lo, r.DstPort.Hi - r.DstPort.Lo}
 	}
-	if has&(FieldNetworkInstance|FieldAppID|FieldSPI|FieldFlowLabel) != 0 {
+	if has&otherFields != 0 {
 		e := &extMatch{}
-		if has&FieldNetworkInstance != 0 {
-			e.netInst, e.netInstMask = r.NetworkInstance, ^uint32(0)
-		}
-		if has&FieldAppID != 0 {
-			e.app, e.appMask = r.AppID, ^uint32(0)
-		}
-		if has&FieldSPI != 0 {
-			e.spi, e.spiMask = r.SPI, ^uint32(0)
-		}
-		if has&FieldFlowLabel != 0 {
-			e.flowLabel, e.flowLblMask = r.FlowLabel, ^uint32(0)
-		}
+		e.setOther(r)
 		s.ext = e
 	}
 	return s
