@@ -395,67 +395,87 @@ func TestLookupDoesNotAllocate(t *testing.T) {
 // for a whole lookup are always considered, so a lookup returns the best
 // stable rule or a churning rule that matches and beats it.
 func TestConcurrentUpdates(t *testing.T) {
-	g := gen{rand.New(rand.NewPCG(5, 5))}
-	var stable []classify.Rule
-	for i := range 300 {
-		stable = append(stable, g.rule(uint32(i)))
-	}
-	ref := &reference{rules: slices.Clone(stable)}
-	ref.sort()
-	churn := make([]classify.Rule, 200)
-	byID := map[uint32]classify.Rule{}
-	for i := range churn {
-		churn[i] = g.rule(uint32(10000 + i))
-		byID[churn[i].ID] = churn[i]
-	}
-	hs := make([]classify.Header, 256)
-	for i := range hs {
-		hs[i] = g.header(append(slices.Clone(stable), churn...))
-	}
+	cc := newConcurrentCase(gen{rand.New(rand.NewPCG(5, 5))}, 300, 200)
 	for _, k := range classify.Kinds {
-		c, err := classify.Build(k, stable)
+		c, err := classify.Build(k, cc.stable)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var stop atomic.Bool
-		var wg sync.WaitGroup
-		var bad atomic.Value
-		for w := range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := w; !stop.Load(); i++ {
-					h := &hs[i%len(hs)]
-					id, ok := c.Lookup(h)
-					wid, wok := ref.lookup(h)
-					if ok == wok && (id == wid || !ok) {
-						continue
-					}
-					r, isChurn := byID[id]
-					if !ok || !isChurn || !r.Matches(h) || wok && rankOf(r) > rankOf(ruleByID(ref, wid)) {
-						bad.Store(fmt.Sprintf("%s: got %d,%v, stable best %d,%v", k, id, ok, wid, wok))
-					}
+		cc.run(t, string(k), c, 4000)
+	}
+}
+
+// concurrentCase is a stable rule set, rules that churn beside it, and
+// headers over both.
+type concurrentCase struct {
+	stable, churn []classify.Rule
+	byID          map[uint32]classify.Rule // the churning rules
+	ref           *reference               // the stable rules
+	hs            []classify.Header
+}
+
+func newConcurrentCase(g gen, stable, churn int) *concurrentCase {
+	cc := &concurrentCase{byID: map[uint32]classify.Rule{}}
+	for i := range stable {
+		cc.stable = append(cc.stable, g.rule(uint32(i)))
+	}
+	cc.ref = &reference{rules: slices.Clone(cc.stable)}
+	cc.ref.sort()
+	cc.churn = make([]classify.Rule, churn)
+	for i := range cc.churn {
+		cc.churn[i] = g.rule(uint32(10000 + i))
+		cc.byID[cc.churn[i].ID] = cc.churn[i]
+	}
+	cc.hs = make([]classify.Header, 256)
+	for i := range cc.hs {
+		cc.hs[i] = g.header(append(slices.Clone(cc.stable), cc.churn...))
+	}
+	return cc
+}
+
+// run looks up from two goroutines while updates churning rules are
+// inserted and deleted in c (built from cc.stable), and fails on a result
+// the guarantee does not allow.
+func (cc *concurrentCase) run(t *testing.T, name string, c classify.Classifier, updates int) {
+	t.Helper()
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var bad atomic.Value
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; !stop.Load(); i++ {
+				h := &cc.hs[i%len(cc.hs)]
+				id, ok := c.Lookup(h)
+				wid, wok := cc.ref.lookup(h)
+				if ok == wok && (id == wid || !ok) {
+					continue
 				}
-			}()
-		}
-		rng := rand.New(rand.NewPCG(9, 9))
-		in := map[uint32]bool{}
-		for range 4000 {
-			r := churn[rng.IntN(len(churn))]
-			if in[r.ID] {
-				if err := c.Delete(r.ID); err != nil {
-					t.Fatal(err)
+				r, isChurn := cc.byID[id]
+				if !ok || !isChurn || !r.Matches(h) || wok && rankOf(r) > rankOf(ruleByID(cc.ref, wid)) {
+					bad.Store(fmt.Sprintf("%s: got %d,%v, stable best %d,%v", name, id, ok, wid, wok))
 				}
-			} else if err := c.Insert(r); err != nil {
+			}
+		}()
+	}
+	rng := rand.New(rand.NewPCG(9, 9))
+	in := map[uint32]bool{}
+	for range updates {
+		r := cc.churn[rng.IntN(len(cc.churn))]
+		if in[r.ID] {
+			if err := c.Delete(r.ID); err != nil {
 				t.Fatal(err)
 			}
-			in[r.ID] = !in[r.ID]
+		} else if err := c.Insert(r); err != nil {
+			t.Fatal(err)
 		}
-		stop.Store(true)
-		wg.Wait()
-		if b := bad.Load(); b != nil {
-			t.Fatal(b)
-		}
+		in[r.ID] = !in[r.ID]
+	}
+	stop.Store(true)
+	wg.Wait()
+	if b := bad.Load(); b != nil {
+		t.Fatal(b)
 	}
 }
 

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/tern5g/tern/classify"
@@ -187,66 +185,12 @@ func TestForTableLookupDoesNotAllocate(t *testing.T) {
 func TestForTableConcurrentUpdates(t *testing.T) {
 	for _, sizes := range [][2]int{{6, 8}, {40, 40}, {110, 30}} {
 		t.Run(fmt.Sprintf("%d+%d", sizes[0], sizes[1]), func(t *testing.T) {
-			g := gen{rand.New(rand.NewPCG(uint64(sizes[0]), 5))}
-			var stable []classify.Rule
-			for i := range sizes[0] {
-				stable = append(stable, g.rule(uint32(i)))
-			}
-			ref := &reference{rules: slices.Clone(stable)}
-			ref.sort()
-			churn := make([]classify.Rule, sizes[1])
-			byID := map[uint32]classify.Rule{}
-			for i := range churn {
-				churn[i] = g.rule(uint32(10000 + i))
-				byID[churn[i].ID] = churn[i]
-			}
-			hs := make([]classify.Header, 256)
-			for i := range hs {
-				hs[i] = g.header(append(slices.Clone(stable), churn...))
-			}
-			c, err := classify.ForTable(stable, classify.Hints{})
+			cc := newConcurrentCase(gen{rand.New(rand.NewPCG(uint64(sizes[0]), 5))}, sizes[0], sizes[1])
+			c, err := classify.ForTable(cc.stable, classify.Hints{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var stop atomic.Bool
-			var wg sync.WaitGroup
-			var bad atomic.Value
-			for w := range 2 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := w; !stop.Load(); i++ {
-						h := &hs[i%len(hs)]
-						id, ok := c.Lookup(h)
-						wid, wok := ref.lookup(h)
-						if ok == wok && (id == wid || !ok) {
-							continue
-						}
-						r, isChurn := byID[id]
-						if !ok || !isChurn || !r.Matches(h) || wok && rankOf(r) > rankOf(ruleByID(ref, wid)) {
-							bad.Store(fmt.Sprintf("got %d,%v, stable best %d,%v", id, ok, wid, wok))
-						}
-					}
-				}()
-			}
-			rng := rand.New(rand.NewPCG(9, 9))
-			in := map[uint32]bool{}
-			for range 60 {
-				r := churn[rng.IntN(len(churn))]
-				if in[r.ID] {
-					if err := c.Delete(r.ID); err != nil {
-						t.Fatal(err)
-					}
-				} else if err := c.Insert(r); err != nil {
-					t.Fatal(err)
-				}
-				in[r.ID] = !in[r.ID]
-			}
-			stop.Store(true)
-			wg.Wait()
-			if b := bad.Load(); b != nil {
-				t.Fatal(b)
-			}
+			cc.run(t, c.Name(), c, 60)
 		})
 	}
 }
