@@ -463,14 +463,7 @@ func (cc *concurrentCase) run(t *testing.T, name string, c classify.Classifier, 
 	in := map[uint32]bool{}
 	for range updates {
 		r := cc.churn[rng.IntN(len(cc.churn))]
-		if in[r.ID] {
-			if err := c.Delete(r.ID); err != nil {
-				t.Fatal(err)
-			}
-		} else if err := c.Insert(r); err != nil {
-			t.Fatal(err)
-		}
-		in[r.ID] = !in[r.ID]
+		toggle(t, c, in, r)
 	}
 	stop.Store(true)
 	wg.Wait()
@@ -488,4 +481,17 @@ func ruleByID(ref *reference, id uint32) classify.Rule {
 		}
 	}
 	panic("no rule")
+}
+
+// toggle inserts r into c, or deletes it if in says it is there.
+func toggle(t *testing.T, c classify.Classifier, in map[uint32]bool, r classify.Rule) {
+	t.Helper()
+	if in[r.ID] {
+		if err := c.Delete(r.ID); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := c.Insert(r); err != nil {
+		t.Fatal(err)
+	}
+	in[r.ID] = !in[r.ID]
 }

@@ -121,14 +121,7 @@ func TestForTableSessionChurnAgree(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	for step := range 400 {
 		r := w.Rules[rng.IntN(len(w.Rules)-2)]
-		if in[r.ID] {
-			if err := c.Delete(r.ID); err != nil {
-				t.Fatal(err)
-			}
-		} else if err := c.Insert(r); err != nil {
-			t.Fatal(err)
-		}
-		in[r.ID] = !in[r.ID]
+		toggle(t, c, in, r)
 		cur := slices.Clone(base)
 		for _, x := range w.Rules {
 			if in[x.ID] {
@@ -203,6 +196,7 @@ func TestForTableBuildWorkBounded(t *testing.T) {
 	const maxRules = 128
 	slack := 2*maxRules + maxRules*maxRules // one evaluation: a pass over the rules, one agreement test per key
 	for _, n := range []int{40, 64, 100, maxRules} {
+		most := 0
 		for seed := range 10 {
 			g := gen{rand.New(rand.NewPCG(uint64(seed), uint64(n)))}
 			rules := make([]classify.Rule, n)
@@ -214,9 +208,11 @@ func TestForTableBuildWorkBounded(t *testing.T) {
 				t.Fatal(err)
 			}
 			a := c.(*classify.Auto)
-			if w := a.SmallWork(); w > classify.SmallBuildWork+slack {
+			w := a.SmallWork()
+			if w > classify.SmallBuildWork+slack {
 				t.Fatalf("%d rules, seed %d: build took %d steps, budget %d", n, seed, w, classify.SmallBuildWork)
 			}
+			most = max(most, w)
 			ref := &reference{rules: slices.Clone(rules)}
 			ref.sort()
 			for range 200 {
@@ -226,6 +222,7 @@ func TestForTableBuildWorkBounded(t *testing.T) {
 				}
 			}
 		}
+		t.Logf("random tables of %d rules: at most %d build steps (budget %d)", n, most, classify.SmallBuildWork)
 	}
 	for _, n := range []int{64, 100} {
 		w := workload.Session(n, uint64(n))
@@ -234,9 +231,11 @@ func TestForTableBuildWorkBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 		a := c.(*classify.Auto)
-		if work := a.SmallWork(); work >= classify.SmallBuildWork {
+		work := a.SmallWork()
+		if work >= classify.SmallBuildWork {
 			t.Errorf("session table of %d PDRs used the whole build budget (%d steps)", n, work)
 		}
+		t.Logf("session table of %d PDRs: %d build steps", n, work)
 		if depth, _, _ := a.SmallShape(); depth < 1 {
 			t.Errorf("session table of %d PDRs not indexed (depth %d)", n, depth)
 		}
