@@ -144,10 +144,13 @@ type rslot struct {
 	rank         uint64
 	src, dst     uint32 // IPv4 prefixes, masked
 	sport, dport span16
-	slen, dlen   uint8 // IPv4 prefix lengths, 0 = any address
+	ss, sd       uint8 // 32 - IPv4 prefix length: the address bits the prefix leaves free
 	proto, pmask uint8
 	aux          uint32 // 0, or 1 + index in the table's aux
 }
+
+func (s *rslot) srcLen() uint8 { return 32 - s.ss }
+func (s *rslot) dstLen() uint8 { return 32 - s.sd }
 
 // span16 is a port range as its low end and width, so that the range
 // test is one unsigned compare.
@@ -176,17 +179,15 @@ func prep(h *Header) hdr4 {
 }
 
 // miss is zero when the header passes the slot's fields (all of a plain
-// rule; the prefilter of others). It does not branch: a /0 mask shifts
-// the 32 ones out of the low word (the & 63 spares the compiler's
-// oversized-shift fixup, and keeps miss inlinable), and a port outside
-// its range makes width - offset negative.
-func (p *hdr4) miss(s *rslot) uint32 {
-	ms := uint32(0xffffffff << ((32 - uint64(s.slen)) & 63))
-	md := uint32(0xffffffff << ((32 - uint64(s.dlen)) & 63))
-	return ((p.src^s.src)|p.n4s)&ms | ((p.dst^s.dst)|p.n4d)&md |
-		(uint32(s.sport.n)-uint32(p.sport-s.sport.lo))>>31 |
-		(uint32(s.dport.n)-uint32(p.dport-s.dport.lo))>>31 |
-		uint32(p.proto&s.pmask^s.proto)
+// rule; the prefilter of others). It does not branch: an address passes
+// when its difference from the prefix has no bit left of the prefix's
+// free bits (a /0 shifts all 32 out; the & 63 tells the compiler the
+// shift is in range), and a port passes when its offset in the range is
+// at most the range's width (otherwise width - offset wraps past 0xffff).
+func (p *hdr4) miss(s *rslot) uint64 {
+	return uint64((p.src^s.src)|p.n4s)>>(s.ss&63) | uint64((p.dst^s.dst)|p.n4d)>>(s.sd&63) |
+		uint64((uint32(s.sport.n)-uint32(p.sport-s.sport.lo))|(uint32(s.dport.n)-uint32(p.dport-s.dport.lo)))>>16 |
+		uint64(p.proto&s.pmask^s.proto)
 }
 
 // addr4 gives an IPv4 prefix's 32-bit form; ok is false for IPv6 and
@@ -204,11 +205,11 @@ func addr4(a Addr, l uint8) (v uint32, n uint8, ok bool) {
 // slotOf compiles a rule: the slot, and the full rule if the slot cannot
 // hold it.
 func slotOf(c *crule) (rslot, *crule) {
-	s := rslot{rank: c.rank, sport: spanOf(c.sport), dport: spanOf(c.dport), proto: c.proto, pmask: c.protoMask}
+	s := rslot{rank: c.rank, sport: spanOf(c.sport), dport: spanOf(c.dport), proto: c.proto, pmask: c.protoMask, ss: 32, sd: 32}
 	sv, sl, sok := addr4(c.src, c.srcLen)
 	dv, dl, dok := addr4(c.dst, c.dstLen)
 	if c.ext == nil && c.tosMask == 0 && c.qfiMask == 0 && sok && dok {
-		s.src, s.slen, s.dst, s.dlen = sv, sl, dv, dl
+		s.src, s.ss, s.dst, s.sd = sv, 32-sl, dv, 32-dl
 		return s, nil
 	}
 	full := *c
@@ -264,8 +265,7 @@ func (c *RankedTuple) Lookup(h *Header) (uint32, bool) {
 		best = lookupIn(list, h, best)
 	}
 	if c.top.best.Load() < best {
-		p := prep(h)
-		best = c.top.lookup(h, &p, best)
+		best = c.top.lookup(h, best)
 	}
 	if best == noRank {
 		return 0, false
@@ -273,7 +273,19 @@ func (c *RankedTuple) Lookup(h *Header) (uint32, bool) {
 	return uint32(best), true
 }
 
-func (s *rtSpace) lookup(h *Header, p *hdr4, best uint64) uint64 {
+// lookup probes the space's tuples, best bound first. The header's
+// fields are plain locals (not an hdr4): Go keeps a struct of more than
+// four fields in memory, and the loop is short of registers already.
+func (s *rtSpace) lookup(h *Header, best uint64) uint64 {
+	src, dst := uint32(h.SrcIP.Lo), uint32(h.DstIP.Lo)
+	var n4s, n4d uint32
+	if !h.SrcIP.Is4() {
+		n4s = ^uint32(0)
+	}
+	if !h.DstIP.Is4() {
+		n4d = ^uint32(0)
+	}
+	sport, dport, proto := h.SrcPort, h.DstPort, h.Proto
 	list := *s.list.Load()
 	for i := range list {
 		e := &list[i]
@@ -282,10 +294,10 @@ func (s *rtSpace) lookup(h *Header, p *hdr4, best uint64) uint64 {
 		}
 		var k uint64
 		if e.kind == kindAddr4 {
-			if (p.n4s&e.ms)|(p.n4d&e.md) != 0 {
+			if (n4s&e.ms)|(n4d&e.md) != 0 {
 				continue
 			}
-			k = uint64(p.src&e.ms)<<32 | uint64(p.dst&e.md)
+			k = uint64(src&e.ms)<<32 | uint64(dst&e.md)
 		} else {
 			k = e.t.hkey(h)
 		}
@@ -300,17 +312,14 @@ func (s *rtSpace) lookup(h *Header, p *hdr4, best uint64) uint64 {
 				if sl.rank >= best {
 					continue
 				}
-				// p.miss(sl), written out: it is just too big to inline.
-				ms := uint32(0xffffffff << ((32 - uint64(sl.slen)) & 63))
-				md := uint32(0xffffffff << ((32 - uint64(sl.dlen)) & 63))
-				if ((p.src^sl.src)|p.n4s)&ms|((p.dst^sl.dst)|p.n4d)&md|
-					(uint32(sl.sport.n)-uint32(p.sport-sl.sport.lo))>>31|
-					(uint32(sl.dport.n)-uint32(p.dport-sl.dport.lo))>>31|
-					uint32(p.proto&sl.pmask^sl.proto) == 0 {
+				// hdr4.miss, written out: it is too big to inline.
+				if uint64((src^sl.src)|n4s)>>(sl.ss&63)|uint64((dst^sl.dst)|n4d)>>(sl.sd&63)|
+					uint64((uint32(sl.sport.n)-uint32(sport-sl.sport.lo))|(uint32(sl.dport.n)-uint32(dport-sl.dport.lo)))>>16|
+					uint64(proto&sl.pmask^sl.proto) == 0 {
 					if sl.aux == 0 {
 						best = sl.rank
 					} else {
-						best = e.tab.more(sl, h, p, best)
+						best = e.tab.more(sl, h, best)
 					}
 				}
 			}
@@ -326,7 +335,7 @@ func (s *rtSpace) lookup(h *Header, p *hdr4, best uint64) uint64 {
 }
 
 // more finishes a slot whose prefilter matched: a full rule, or a split.
-func (tab *rtTable) more(sl *rslot, h *Header, p *hdr4, best uint64) uint64 {
+func (tab *rtTable) more(sl *rslot, h *Header, best uint64) uint64 {
 	a := &(*tab.aux.Load())[sl.aux-1]
 	if a.sub == nil {
 		if a.c.match(h) {
@@ -335,7 +344,7 @@ func (tab *rtTable) more(sl *rslot, h *Header, p *hdr4, best uint64) uint64 {
 		return best
 	}
 	if (a.c == nil || a.c.match(h)) && a.sub.best.Load() < best {
-		return a.sub.lookup(h, p, best)
+		return a.sub.lookup(h, best)
 	}
 	return best
 }
@@ -390,7 +399,7 @@ func relax4(l uint8) uint8 {
 func rtKeyOf(level uint8, s *rslot, c *crule) rtKey {
 	if level == 0 {
 		if c == nil {
-			return rtKey{kind: kindAddr4, l: [4]uint8{relax4(s.slen), relax4(s.dlen)}}
+			return rtKey{kind: kindAddr4, l: [4]uint8{relax4(s.srcLen()), relax4(s.dstLen())}}
 		}
 		return rtKey{kind: kindAddr, l: [4]uint8{relaxIP(c.srcLen), relaxIP(c.dstLen)}}
 	}
@@ -439,10 +448,10 @@ func slotHeader(s *rslot, a *rtAux) Header {
 		return ruleHeader(a.c)
 	}
 	h := Header{SrcPort: s.sport.lo, DstPort: s.dport.lo, Proto: s.proto}
-	if s.slen > 0 {
+	if s.ss < 32 {
 		h.SrcIP = AddrFrom4(s.src)
 	}
-	if s.dlen > 0 {
+	if s.sd < 32 {
 		h.DstIP = AddrFrom4(s.dst)
 	}
 	return h
@@ -625,10 +634,10 @@ func (c *RankedTuple) insertIn(sp *rtSpace, s rslot, full *crule) {
 			c.insertIn(sub, o, of)
 		}
 		c.insertIn(sub, s, full)
-		ss := rslot{sport: span16{0, 0xffff}, dport: span16{0, 0xffff}}
+		ss := rslot{sport: span16{0, 0xffff}, dport: span16{0, 0xffff}, ss: 32, sd: 32}
 		a := rtAux{sub: sub}
 		if t.kind == kindAddr4 {
-			ss.src, ss.slen, ss.dst, ss.dlen = s.src&t.ms, k.l[0], s.dst&t.md, k.l[1]
+			ss.src, ss.ss, ss.dst, ss.sd = s.src&t.ms, 32-k.l[0], s.dst&t.md, 32-k.l[1]
 		} else {
 			a.c = t.keyRule(full)
 		}
