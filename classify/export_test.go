@@ -78,3 +78,23 @@ func (c *RankedTuple) Shape() (keys [][5]uint8, counts, sizes []int, bests []uin
 	}
 	return
 }
+
+// GridChoices is the number of grids a RankedTuple build chooses from.
+var GridChoices = len(gridChoices)
+
+// NewRankedTupleGrid builds a RankedTuple on the i-th grid choice,
+// whatever the rules.
+func NewRankedTupleGrid(rules []Rule, i int) (*RankedTuple, error) {
+	return newRankedTuple(rules, func([]rslot) grid4 { return gridChoices[i] })
+}
+
+// Grid lists the IPv4 prefix lengths c keys its tuples on.
+func (c *RankedTuple) Grid() []uint8 {
+	var ls []uint8
+	for l := range uint8(33) {
+		if c.grid&(1<<l) != 0 {
+			ls = append(ls, l)
+		}
+	}
+	return ls
+}

@@ -45,6 +45,7 @@ type RankedTuple struct {
 	stale []*rtTuple // tuples whose best bound may be too good
 	dels  int        // deletes since the last refresh
 	pdr   tssCore    // rules with PDI fields (isPDR), levels 0 and 1
+	grid  grid4      // IPv4 prefix lengths that key level-0 tuples
 }
 
 // rtLoc is where a rule lives, for Delete: its tuple and key hash.
@@ -218,11 +219,17 @@ func slotOf(c *crule) (rslot, *crule) {
 
 // NewRankedTuple builds a RankedTuple classifier.
 func NewRankedTuple(rules []Rule) (*RankedTuple, error) {
+	return newRankedTuple(rules, chooseGrid)
+}
+
+// newRankedTuple builds a RankedTuple keyed on the grid choose picks for
+// its IPv4 5-tuple rules.
+func newRankedTuple(rules []Rule, choose func([]rslot) grid4) (*RankedTuple, error) {
 	sorted, err := checkRules(rules)
 	if err != nil {
 		return nil, fmt.Errorf("rankedtuple: %w", err)
 	}
-	c := &RankedTuple{top: newRtSpace(0, nil, 0), locs: make(map[uint32]rtLoc)}
+	c := &RankedTuple{top: newRtSpace(0, nil, 0), locs: make(map[uint32]rtLoc), grid: gridDefault}
 	c.pdr.top, c.pdr.locs = newSpace(0, nil, 0), make(map[uint32]loc)
 	slots := make([]rslot, 0, len(sorted))
 	fulls := make([]*crule, 0, len(sorted))
@@ -235,7 +242,16 @@ func NewRankedTuple(rules []Rule) (*RankedTuple, error) {
 		}
 		s, full := slotOf(&cr)
 		slots, fulls = append(slots, s), append(fulls, full)
-		count[rtKeyOf(0, &s, full)]++
+	}
+	var plain []rslot
+	for i := range slots {
+		if fulls[i] == nil {
+			plain = append(plain, slots[i])
+		}
+	}
+	c.grid = choose(plain)
+	for i := range slots {
+		count[c.keyOf(0, &slots[i], fulls[i])]++
 	}
 	// Tables sized for the whole set, half full, so that growth never
 	// copies during the build (fuller tables measured slower: at 2/3 and
@@ -381,25 +397,11 @@ func (t *rtTuple) exactKey(h *Header) [4]uint64 {
 	return [4]uint64{h.SrcIP.Hi & t.sHi, h.SrcIP.Lo & t.sLo, h.DstIP.Hi & t.dHi, h.DstIP.Lo & t.dLo}
 }
 
-// relax4 rounds an IPv4 prefix length down to the grid 0, 8, 16. /32
-// shares the /16 tuple: on ClassBench 100k that halves the tuples a
-// lookup probes (fw1: 6.0 to 2.9) for a few more same-key slots (1.22 to
-// 1.28 verified).
-func relax4(l uint8) uint8 {
-	switch {
-	case l >= 16:
-		return 16
-	case l >= 8:
-		return 8
-	}
-	return 0
-}
-
-// rtKeyOf is the tuple a rule belongs to at a level.
-func rtKeyOf(level uint8, s *rslot, c *crule) rtKey {
+// keyOf is the tuple a rule belongs to at a level.
+func (rt *RankedTuple) keyOf(level uint8, s *rslot, c *crule) rtKey {
 	if level == 0 {
 		if c == nil {
-			return rtKey{kind: kindAddr4, l: [4]uint8{relax4(s.srcLen()), relax4(s.dstLen())}}
+			return rtKey{kind: kindAddr4, l: [4]uint8{rt.grid.relax(s.srcLen()), rt.grid.relax(s.dstLen())}}
 		}
 		return rtKey{kind: kindAddr, l: [4]uint8{relaxIP(c.srcLen), relaxIP(c.dstLen)}}
 	}
@@ -592,7 +594,7 @@ func (c *RankedTuple) Insert(r Rule) error {
 
 // insertIn adds a rule (slot s, full form if any) to space sp.
 func (c *RankedTuple) insertIn(sp *rtSpace, s rslot, full *crule) {
-	k := rtKeyOf(sp.level, &s, full)
+	k := c.keyOf(sp.level, &s, full)
 	t := sp.tuples[k]
 	if t == nil {
 		t = newRtTuple(sp, k)
@@ -663,7 +665,7 @@ func (c *RankedTuple) insertIn(sp *rtSpace, s rslot, full *crule) {
 // rules have a port, protocol or QFI to hash on.
 func (c *RankedTuple) splittable(tab *rtTable, same []uint64, s *rslot, full *crule) bool {
 	n := 0
-	if rtKeyOf(1, s, full).l != [4]uint8{} {
+	if c.keyOf(1, s, full).l != [4]uint8{} {
 		n++
 	}
 	for _, j := range same {
@@ -672,7 +674,7 @@ func (c *RankedTuple) splittable(tab *rtTable, same []uint64, s *rslot, full *cr
 		if a := tab.auxOf(o); a != nil {
 			of = a.c
 		}
-		if rtKeyOf(1, o, of).l != [4]uint8{} {
+		if c.keyOf(1, o, of).l != [4]uint8{} {
 			n++
 		}
 	}
