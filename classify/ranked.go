@@ -79,7 +79,7 @@ type rtSpace struct {
 // reads, inline, so that a probe's first load is the control word.
 type rtRef struct {
 	best   uint64 // no rule in the tuple ranks better (lower) than this
-	ms, md uint32 // kindAddr4 masks
+	ms, md uint32 // kindAddr4 masks; kindPorts: port masks, and protocol and QFI masks
 	kind   uint8
 	ng     uint64 // groups
 	ctrl   []uint64
@@ -309,12 +309,15 @@ func (s *rtSpace) lookup(h *Header, best uint64) uint64 {
 			break
 		}
 		var k uint64
-		if e.kind == kindAddr4 {
+		switch e.kind {
+		case kindAddr4:
 			if (n4s&e.ms)|(n4d&e.md) != 0 {
 				continue
 			}
 			k = uint64(src&e.ms)<<32 | uint64(dst&e.md)
-		} else {
+		case kindPorts: // rtTuple.hkey, inline: the masks are packed in ms and md
+			k = uint64((uint32(sport)<<16|uint32(dport))&e.ms)<<16 | uint64((uint32(proto)<<8|uint32(h.QFI))&e.md)
+		default:
 			k = e.t.hkey(h)
 		}
 		x := rtMix(k)
@@ -704,7 +707,11 @@ func (t *rtTuple) lower(r uint64) {
 func (s *rtSpace) publish() {
 	list := make([]rtRef, 0, len(s.tuples))
 	for _, t := range s.tuples {
-		list = append(list, rtRef{best: t.best, ms: t.ms, md: t.md, kind: t.kind,
+		ms, md := t.ms, t.md
+		if t.kind == kindPorts {
+			ms, md = uint32(t.sp)<<16|uint32(t.dp), uint32(t.pm)<<8|uint32(t.qm)
+		}
+		list = append(list, rtRef{best: t.best, ms: ms, md: md, kind: t.kind,
 			ng: t.tab.ng, ctrl: t.tab.ctrl, slots: t.tab.slots, tab: t.tab, t: t})
 	}
 	slices.SortFunc(list, func(a, b rtRef) int {
