@@ -13,7 +13,9 @@ import (
 // one cache miss.
 //
 //   - Level 0 hashes the address fields with prefix lengths relaxed to a
-//     coarse grid, so that few tuples exist (TupleMerge's idea). Plain
+//     grid, so that few tuples exist (TupleMerge's idea): for IPv4, the
+//     grid a bulk build chooses from the rules' statistics
+//     (ranked_grid.go); for 128-bit addresses, multiples of 8. Plain
 //     IPv4 5-tuple rules hash their 32-bit source and destination; other
 //     SDF-only rules (IPv6, ToS, QFI) hash 128-bit addresses. PDRs with
 //     PDI fields (TEID, UE IP, source interface...) live in a separate
