@@ -98,3 +98,31 @@ func (c *RankedTuple) Grid() []uint8 {
 	}
 	return ls
 }
+
+// hdr4 is what slots test, as rtSpace.lookup computes it: the IPv4 addresses,
+// and all ones in n4s/n4d where the address is not IPv4 (so that any
+// IPv4 prefix but /0 fails).
+type hdr4 struct {
+	src, dst, n4s, n4d uint32
+	sport, dport       uint16
+	proto              uint8
+}
+
+func prep(h *Header) hdr4 {
+	p := hdr4{src: uint32(h.SrcIP.Lo), dst: uint32(h.DstIP.Lo), sport: h.SrcPort, dport: h.DstPort, proto: h.Proto}
+	if !h.SrcIP.Is4() {
+		p.n4s = ^uint32(0)
+	}
+	if !h.DstIP.Is4() {
+		p.n4d = ^uint32(0)
+	}
+	return p
+}
+
+// miss is rtSpace.lookup's slot test: zero when the header passes the
+// slot's fields (all of a plain rule; the prefilter of others).
+func (p *hdr4) miss(s *rslot) uint64 {
+	return uint64((p.src^s.src)|p.n4s)>>(s.ss&63) | uint64((p.dst^s.dst)|p.n4d)>>(s.sd&63) |
+		uint64((uint32(s.sport.n)-uint32(p.sport-s.sport.lo))|(uint32(s.dport.n)-uint32(p.dport-s.dport.lo)))>>16 |
+		uint64(p.proto&s.pmask^s.proto)
+}

@@ -161,38 +161,6 @@ type span16 struct{ lo, n uint16 }
 
 func spanOf(p PortRange) span16 { return span16{p.Lo, p.Hi - p.Lo} }
 
-// hdr4 is what slots test, computed once per lookup: the IPv4 addresses,
-// and all ones in n4s/n4d where the address is not IPv4 (so that any
-// IPv4 prefix but /0 fails).
-type hdr4 struct {
-	src, dst, n4s, n4d uint32
-	sport, dport       uint16
-	proto              uint8
-}
-
-func prep(h *Header) hdr4 {
-	p := hdr4{src: uint32(h.SrcIP.Lo), dst: uint32(h.DstIP.Lo), sport: h.SrcPort, dport: h.DstPort, proto: h.Proto}
-	if !h.SrcIP.Is4() {
-		p.n4s = ^uint32(0)
-	}
-	if !h.DstIP.Is4() {
-		p.n4d = ^uint32(0)
-	}
-	return p
-}
-
-// miss is zero when the header passes the slot's fields (all of a plain
-// rule; the prefilter of others). It does not branch: an address passes
-// when its difference from the prefix has no bit left of the prefix's
-// free bits (a /0 shifts all 32 out; the & 63 tells the compiler the
-// shift is in range), and a port passes when its offset in the range is
-// at most the range's width (otherwise width - offset wraps past 0xffff).
-func (p *hdr4) miss(s *rslot) uint64 {
-	return uint64((p.src^s.src)|p.n4s)>>(s.ss&63) | uint64((p.dst^s.dst)|p.n4d)>>(s.sd&63) |
-		uint64((uint32(s.sport.n)-uint32(p.sport-s.sport.lo))|(uint32(s.dport.n)-uint32(p.dport-s.dport.lo)))>>16 |
-		uint64(p.proto&s.pmask^s.proto)
-}
-
 // addr4 gives an IPv4 prefix's 32-bit form; ok is false for IPv6 and
 // for ::ffff:0:0/96 ("any IPv4"), which slots cannot express.
 func addr4(a Addr, l uint8) (v uint32, n uint8, ok bool) {
@@ -296,6 +264,8 @@ func (c *RankedTuple) Lookup(h *Header) (uint32, bool) {
 // four fields in memory, and the loop is short of registers already.
 func (s *rtSpace) lookup(h *Header, best uint64) uint64 {
 	src, dst := uint32(h.SrcIP.Lo), uint32(h.DstIP.Lo)
+	// n4s, n4d: all ones where the address is not IPv4, so that any IPv4
+	// prefix but /0 fails.
 	var n4s, n4d uint32
 	if !h.SrcIP.Is4() {
 		n4s = ^uint32(0)
@@ -333,7 +303,12 @@ func (s *rtSpace) lookup(h *Header, best uint64) uint64 {
 				if sl.rank >= best {
 					continue
 				}
-				// hdr4.miss, written out: it is too big to inline.
+				// The slot's test, without branches: an address passes when
+				// its difference from the prefix has no bit left of the
+				// prefix's free bits (a /0 shifts all 32 out; the & 63 tells
+				// the compiler the shift is in range), and a port passes when
+				// its offset in the range is at most the range's width
+				// (otherwise width - offset wraps past 0xffff).
 				if uint64((src^sl.src)|n4s)>>(sl.ss&63)|uint64((dst^sl.dst)|n4d)>>(sl.sd&63)|
 					uint64((uint32(sl.sport.n)-uint32(sport-sl.sport.lo))|(uint32(sl.dport.n)-uint32(dport-sl.dport.lo)))>>16|
 					uint64(proto&sl.pmask^sl.proto) == 0 {
