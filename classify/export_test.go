@@ -56,14 +56,14 @@ func (c *RankedTuple) LookupStats(h *Header) (tuples, slots, splits, words int) 
 		}
 		return best
 	}
-	walk(c.top, noRank)
+	walk(c.top.Load(), noRank)
 	return
 }
 
 // Shape lists the top level's tuples: kind and lengths, live slots, table
 // slots, bound, and splits.
 func (c *RankedTuple) Shape() (keys [][5]uint8, counts, sizes []int, bests []uint64, subs int) {
-	for _, e := range *c.top.list.Load() {
+	for _, e := range *c.top.Load().list.Load() {
 		k := e.t.key
 		keys = append(keys, [5]uint8{k.kind, k.l[0], k.l[1], k.l[2], k.l[3]})
 		counts = append(counts, e.t.count)
@@ -83,7 +83,8 @@ func (c *RankedTuple) Shape() (keys [][5]uint8, counts, sizes []int, bests []uin
 var GridChoices = len(gridChoices)
 
 // NewRankedTupleGrid builds a RankedTuple on the i-th grid choice,
-// whatever the rules.
+// whatever the rules (until they double, or fall to a quarter, and the
+// grid is chosen again).
 func NewRankedTupleGrid(rules []Rule, i int) (*RankedTuple, error) {
 	return newRankedTuple(rules, func([]rslot) grid4 { return gridChoices[i] })
 }
@@ -97,6 +98,13 @@ func (c *RankedTuple) Grid() []uint8 {
 		}
 	}
 	return ls
+}
+
+// Rebuilds is the number of times c moved its rules to a new grid.
+func (c *RankedTuple) Rebuilds() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.moves
 }
 
 // hdr4 is what slots test, as rtSpace.lookup computes it: the IPv4 addresses,

@@ -15,7 +15,8 @@ import (
 //   - Level 0 hashes the address fields with prefix lengths relaxed to a
 //     grid, so that few tuples exist (TupleMerge's idea): for IPv4, the
 //     grid a bulk build chooses from the rules' statistics
-//     (ranked_grid.go); for 128-bit addresses, multiples of 8. Plain
+//     (ranked_grid.go), chosen again as inserts and deletes double or
+//     quarter the rules; for 128-bit addresses, multiples of 8. Plain
 //     IPv4 5-tuple rules hash their 32-bit source and destination; other
 //     SDF-only rules (IPv6, ToS, QFI) hash 128-bit addresses. PDRs with
 //     PDI fields (TEID, UE IP, source interface...) live in a separate
@@ -42,12 +43,15 @@ import (
 // batches.
 type RankedTuple struct {
 	mu    sync.Mutex
-	top   *rtSpace
+	top   atomic.Pointer[rtSpace] // replaced whole when the grid changes
 	locs  map[uint32]rtLoc
 	stale []*rtTuple // tuples whose best bound may be too good
 	dels  int        // deletes since the last refresh
 	pdr   tssCore    // rules with PDI fields (isPDR), levels 0 and 1
 	grid  grid4      // IPv4 prefix lengths that key level-0 tuples
+	plain int        // IPv4 5-tuple rules (the rules the grid is chosen for)
+	chose int        // plain when the grid was last chosen
+	moves int        // rebuilds for a new grid (diagnostics)
 }
 
 // rtLoc is where a rule lives, for Delete: its tuple and key hash.
@@ -199,11 +203,10 @@ func newRankedTuple(rules []Rule, choose func([]rslot) grid4) (*RankedTuple, err
 	if err != nil {
 		return nil, fmt.Errorf("rankedtuple: %w", err)
 	}
-	c := &RankedTuple{top: newRtSpace(0, nil, 0), locs: make(map[uint32]rtLoc), grid: gridDefault}
+	c := &RankedTuple{locs: make(map[uint32]rtLoc), grid: gridDefault}
 	c.pdr.top, c.pdr.locs = newSpace(0, nil, 0), make(map[uint32]loc)
 	slots := make([]rslot, 0, len(sorted))
 	fulls := make([]*crule, 0, len(sorted))
-	count := map[rtKey]int{}
 	for i := range sorted {
 		cr := compile(&sorted[i])
 		if isPDR(&cr) {
@@ -213,28 +216,102 @@ func newRankedTuple(rules []Rule, choose func([]rslot) grid4) (*RankedTuple, err
 		s, full := slotOf(&cr)
 		slots, fulls = append(slots, s), append(fulls, full)
 	}
+	plain := plainOf(slots, fulls)
+	c.build(slots, fulls, choose(plain), len(plain))
+	return c, nil
+}
+
+// plainOf returns the IPv4 5-tuple rules among slots s (those without a
+// full form), the rules the grid is chosen for.
+func plainOf(s []rslot, fulls []*crule) []rslot {
 	var plain []rslot
-	for i := range slots {
+	for i := range s {
 		if fulls[i] == nil {
-			plain = append(plain, slots[i])
+			plain = append(plain, s[i])
 		}
 	}
-	c.grid = choose(plain)
-	for i := range slots {
-		count[c.keyOf(0, &slots[i], fulls[i])]++
+	return plain
+}
+
+// build lays out the level-0 rules (slots s in rank order, with their
+// full forms; plain of them IPv4 5-tuple rules) on grid g, and publishes
+// the new top space whole (writer).
+func (c *RankedTuple) build(s []rslot, fulls []*crule, g grid4, plain int) {
+	c.grid, c.plain, c.chose = g, plain, plain
+	top := newRtSpace(0, nil, 0)
+	count := map[rtKey]int{}
+	for i := range s {
+		count[c.keyOf(0, &s[i], fulls[i])]++
 	}
 	// Tables sized for the whole set, half full, so that growth never
 	// copies during the build (fuller tables measured slower: at 2/3 and
 	// 4/5 probes read more control words and verify more slots).
 	for k, n := range count {
-		t := newRtTuple(c.top, k)
+		t := newRtTuple(top, k)
 		t.tab = newRtTable(max(1, (2*n+7)/8))
-		c.top.tuples[k] = t
+		top.tuples[k] = t
 	}
-	for i := range slots {
-		c.insertIn(c.top, slots[i], fulls[i])
+	for i := range s {
+		c.insertIn(top, s[i], fulls[i])
 	}
-	return c, nil
+	c.stale, c.dels = c.stale[:0], 0
+	c.top.Store(top)
+}
+
+// Regridding: the grid is chosen again when the IPv4 5-tuple rules have
+// doubled, or fallen to a quarter, since the last choice, so that a table
+// filled by inserts (a UPF's global table starts empty) gets the layout
+// a bulk build of the same rules would. Rebuilding at doublings keeps
+// its cost O(1) amortized per insert; the insert that triggers one takes
+// the rebuild's time (about 1 us a rule), lookups never wait.
+const regridMin = 64
+
+func (c *RankedTuple) mayRegrid() {
+	if c.plain < regridMin || (c.plain < 2*c.chose && 4*c.plain > c.chose) {
+		return
+	}
+	type rule struct {
+		s    rslot
+		full *crule
+	}
+	var all []rule
+	c.top.Load().rules(func(s rslot, full *crule) { all = append(all, rule{s, full}) })
+	slices.SortFunc(all, func(a, b rule) int { return cmpU64(a.s.rank, b.s.rank) })
+	s, fulls := make([]rslot, len(all)), make([]*crule, len(all))
+	for i := range all {
+		s[i], fulls[i] = all[i].s, all[i].full
+	}
+	plain := plainOf(s, fulls)
+	g := chooseGrid(plain)
+	if g == c.grid {
+		c.chose = c.plain
+		return
+	}
+	c.build(s, fulls, g, len(plain))
+	c.moves++
+}
+
+// rules calls fn for every rule of the space and its splits: its slot
+// (aux cleared) and its full form, if any (writer only).
+func (sp *rtSpace) rules(fn func(rslot, *crule)) {
+	for _, t := range sp.tuples {
+		tab := t.tab
+		for g, cw := range tab.ctrl {
+			for m := ^cw & ctrlMSB; m != 0; m &= m - 1 {
+				sl := tab.slots[g*8+bits.TrailingZeros64(m)>>3]
+				a := tab.auxOf(&sl)
+				sl.aux = 0
+				switch {
+				case a == nil:
+					fn(sl, nil)
+				case a.sub != nil:
+					a.sub.rules(fn)
+				default:
+					fn(sl, a.c)
+				}
+			}
+		}
+	}
 }
 
 func newRtSpace(level uint8, parent *rtTuple, px uint64) *rtSpace {
@@ -250,8 +327,8 @@ func (c *RankedTuple) Lookup(h *Header) (uint32, bool) {
 	if list := *c.pdr.top.list.Load(); len(list) > 0 {
 		best = lookupIn(list, h, best)
 	}
-	if c.top.best.Load() < best {
-		best = c.top.lookup(h, best)
+	if top := c.top.Load(); top.best.Load() < best {
+		best = top.lookup(h, best)
 	}
 	if best == noRank {
 		return 0, false
@@ -568,7 +645,11 @@ func (c *RankedTuple) Insert(r Rule) error {
 		return nil
 	}
 	s, full := slotOf(&cr)
-	c.insertIn(c.top, s, full)
+	c.insertIn(c.top.Load(), s, full)
+	if full == nil {
+		c.plain++
+		c.mayRegrid()
+	}
 	return nil
 }
 
@@ -728,6 +809,7 @@ func (c *RankedTuple) Delete(id uint32) error {
 	t := l.t
 	tab := t.tab
 	var rank uint64
+	var plain bool
 	tab.chain(l.x, func(j uint64) bool {
 		o := &tab.slots[j]
 		if uint32(o.rank) != id {
@@ -736,7 +818,7 @@ func (c *RankedTuple) Delete(id uint32) error {
 		if a := tab.auxOf(o); a != nil && a.sub != nil {
 			return true
 		}
-		rank = o.rank
+		rank, plain = o.rank, o.aux == 0
 		tab.kill(j)
 		return false
 	})
@@ -744,6 +826,10 @@ func (c *RankedTuple) Delete(id uint32) error {
 	c.dels++
 	if c.dels > 256+len(c.locs)/16 || len(c.stale) > 64 {
 		c.refresh()
+	}
+	if plain {
+		c.plain--
+		c.mayRegrid()
 	}
 	return nil
 }
@@ -831,7 +917,7 @@ func (c *RankedTuple) Len() int {
 func (c *RankedTuple) MemoryBytes() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.top.memory() + 32*len(c.locs) + c.pdr.top.memory() + 24*len(c.pdr.locs)
+	return c.top.Load().memory() + 32*len(c.locs) + c.pdr.top.memory() + 24*len(c.pdr.locs)
 }
 
 func (s *rtSpace) memory() int {
@@ -860,4 +946,6 @@ func (c *RankedTuple) Name() string { return string(KindRankedTuple) }
 
 // Tuples reports the number of level-0 tuples of both engines (for
 // diagnostics).
-func (c *RankedTuple) Tuples() int { return len(*c.top.list.Load()) + len(*c.pdr.top.list.Load()) }
+func (c *RankedTuple) Tuples() int {
+	return len(*c.top.Load().list.Load()) + len(*c.pdr.top.list.Load())
+}

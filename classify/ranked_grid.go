@@ -14,7 +14,7 @@ type grid4 uint64
 
 // gridDefault keys on /0, /8 and /16: on ClassBench 100k it probes 1.1
 // (acl1) to 2.9 (fw1) tuples a lookup. It serves classifiers built
-// empty, and 5-tuple rules that arrive before any bulk build.
+// empty until they hold regridMin IPv4 5-tuple rules.
 const gridDefault = grid4(1 | 1<<8 | 1<<16)
 
 // gridChoices are the grids a bulk build chooses from.

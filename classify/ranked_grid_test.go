@@ -120,3 +120,114 @@ func TestChooseGridSavesWork(t *testing.T) {
 		}
 	}
 }
+
+// TestRankedTupleRegridsWhenFilled: a RankedTuple filled by inserts (as a
+// UPF's global table is) chooses its grid again each time its IPv4 rules
+// double, and then has the grid a bulk build of the same rules chooses.
+func TestRankedTupleRegridsWhenFilled(t *testing.T) {
+	set, err := classbench.Load(classbench.DefaultDir(), "acl1_1k")
+	if err != nil {
+		t.Skipf("ClassBench sets: %v", err)
+	}
+	c, err := classify.NewRankedTuple(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 512 // a doubling of regridMin (64): the grid is chosen at this insert
+	rules := slices.Clone(set.Rules)
+	rand.New(rand.NewPCG(3, 3)).Shuffle(len(rules), func(i, j int) { rules[i], rules[j] = rules[j], rules[i] })
+	for _, r := range rules[:n] {
+		if err := c.Insert(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bulk, err := classify.NewRankedTuple(rules[:n])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.Grid(), bulk.Grid()) {
+		t.Fatalf("filled by inserts: grid %v; a bulk build of the same rules: %v", c.Grid(), bulk.Grid())
+	}
+	if slices.Equal(c.Grid(), []uint8{0, 8, 16}) {
+		t.Fatalf("acl1 rules keep the default grid %v: the test needs a set whose choice differs", c.Grid())
+	}
+	ref := &reference{rules: slices.Clone(rules[:n])}
+	ref.sort()
+	for i := range min(len(set.Trace), 20000) {
+		h := &set.Trace[i].Header
+		if got, want := result(c.Lookup(h)), result(ref.lookup(h)); got != want {
+			t.Fatalf("header %d: got %d, want %d", i, got, want)
+		}
+	}
+}
+
+// TestRankedTupleRegridUnderLookups: lookups running while inserts and
+// deletes make the table choose its grid again (and rebuild) still see
+// every stable rule.
+func TestRankedTupleRegridUnderLookups(t *testing.T) {
+	set, err := classbench.Load(classbench.DefaultDir(), "acl1_1k")
+	if err != nil {
+		t.Skipf("ClassBench sets: %v", err)
+	}
+	cc := &concurrentCase{stable: set.Rules[:20], churn: set.Rules[20:620], byID: map[uint32]classify.Rule{}}
+	for _, r := range cc.churn {
+		cc.byID[r.ID] = r
+	}
+	cc.ref = &reference{rules: slices.Clone(cc.stable)}
+	cc.ref.sort()
+	for i := range 512 {
+		cc.hs = append(cc.hs, set.Trace[i*7%len(set.Trace)].Header)
+	}
+	// Built on the default grid, which acl1 rules do not choose, so that
+	// the first regrid moves every rule.
+	c, err := classify.NewRankedTupleGrid(cc.stable, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc.run(t, "rankedtuple", c, 6000)
+	if c.Rebuilds() == 0 {
+		t.Fatalf("no rebuild happened (grid %v): the test did not exercise one", c.Grid())
+	}
+	t.Logf("%d rebuilds, grid %v", c.Rebuilds(), c.Grid())
+}
+
+// BenchmarkFilledByInserts compares lookups in a RankedTuple bulk-built
+// from a ClassBench set with one filled by inserting the same rules one
+// at a time (which chooses its grid again as it grows).
+func BenchmarkFilledByInserts(b *testing.B) {
+	for _, name := range []string{"acl1_1k", "ipc1_1k", "acl1_10k", "ipc1_10k"} {
+		set, err := classbench.Load(classbench.DefaultDir(), name)
+		if err != nil {
+			b.Skipf("ClassBench sets: %v", err)
+		}
+		bulk, err := classify.NewRankedTuple(set.Rules)
+		if err != nil {
+			b.Fatal(err)
+		}
+		filled, err := classify.NewRankedTuple(nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rules := slices.Clone(set.Rules)
+		rand.New(rand.NewPCG(4, 4)).Shuffle(len(rules), func(i, j int) { rules[i], rules[j] = rules[j], rules[i] })
+		for _, r := range rules {
+			if err := filled.Insert(r); err != nil {
+				b.Fatal(err)
+			}
+		}
+		trace := set.Trace[:min(len(set.Trace), 1<<14)]
+		for _, v := range []struct {
+			name string
+			c    *classify.RankedTuple
+		}{{"bulk", bulk}, {"inserts", filled}} {
+			b.Run(name+"/"+v.name, func(b *testing.B) {
+				var sink uint32
+				for i := 0; b.Loop(); i++ {
+					id, _ := v.c.Lookup(&trace[i&(len(trace)-1)].Header)
+					sink += id
+				}
+				_ = sink
+			})
+		}
+	}
+}
