@@ -2,6 +2,7 @@ package classify
 
 import (
 	"fmt"
+	"iter"
 	"math/bits"
 	"slices"
 	"sync"
@@ -296,18 +297,29 @@ func (c *RankedTuple) mayRegrid() {
 func (sp *rtSpace) rules(fn func(rslot, *crule)) {
 	for _, t := range sp.tuples {
 		tab := t.tab
+		for p := range tab.live() {
+			sl := *p
+			a := tab.auxOf(&sl)
+			sl.aux = 0
+			switch {
+			case a == nil:
+				fn(sl, nil)
+			case a.sub != nil:
+				a.sub.rules(fn)
+			default:
+				fn(sl, a.c)
+			}
+		}
+	}
+}
+
+// live yields the table's full slots (writer only).
+func (tab *rtTable) live() iter.Seq[*rslot] {
+	return func(yield func(*rslot) bool) {
 		for g, cw := range tab.ctrl {
 			for m := ^cw & ctrlMSB; m != 0; m &= m - 1 {
-				sl := tab.slots[g*8+bits.TrailingZeros64(m)>>3]
-				a := tab.auxOf(&sl)
-				sl.aux = 0
-				switch {
-				case a == nil:
-					fn(sl, nil)
-				case a.sub != nil:
-					a.sub.rules(fn)
-				default:
-					fn(sl, a.c)
+				if !yield(&tab.slots[g*8+bits.TrailingZeros64(m)>>3]) {
+					return
 				}
 			}
 		}
@@ -608,16 +620,14 @@ func (t *rtTuple) rebuild(n int) {
 	next := newRtTable(max(1, (n+7)/8))
 	oldAux := *tab.aux.Load()
 	var aux []rtAux
-	for g, cw := range tab.ctrl {
-		for m := ^cw & ctrlMSB; m != 0; m &= m - 1 {
-			s := tab.slots[g*8+bits.TrailingZeros64(m)>>3]
-			_, x := t.keyOfSlot(tab, &s)
-			if s.aux != 0 {
-				aux = append(aux, oldAux[s.aux-1])
-				s.aux = uint32(len(aux))
-			}
-			next.place(x, s)
+	for p := range tab.live() {
+		s := *p
+		_, x := t.keyOfSlot(tab, &s)
+		if s.aux != 0 {
+			aux = append(aux, oldAux[s.aux-1])
+			s.aux = uint32(len(aux))
 		}
+		next.place(x, s)
 	}
 	next.aux.Store(&aux)
 	t.tab = next
@@ -886,15 +896,12 @@ func (c *RankedTuple) refresh() {
 		}
 		tab := t.tab
 		b := noRank
-		for g, cw := range tab.ctrl {
-			for m := ^cw & ctrlMSB; m != 0; m &= m - 1 {
-				s := &tab.slots[g*8+bits.TrailingZeros64(m)>>3]
-				r := s.rank
-				if a := tab.auxOf(s); a != nil && a.sub != nil {
-					r = a.sub.best.Load()
-				}
-				b = min(b, r)
+		for s := range tab.live() {
+			r := s.rank
+			if a := tab.auxOf(s); a != nil && a.sub != nil {
+				r = a.sub.best.Load()
 			}
+			b = min(b, r)
 		}
 		if b != t.best {
 			t.best = b
