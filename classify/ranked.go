@@ -45,7 +45,7 @@ import (
 type RankedTuple struct {
 	mu    sync.Mutex
 	top   atomic.Pointer[rtSpace] // replaced whole when the grid changes
-	locs  map[uint32]rtLoc
+	locs  idIndex[rtLoc]
 	stale []*rtTuple // tuples whose best bound may be too good
 	dels  int        // deletes since the last refresh
 	pdr   tssCore    // rules with PDI fields (isPDR), levels 0 and 1
@@ -204,7 +204,7 @@ func newRankedTuple(rules []Rule, choose func([]rslot) grid4) (*RankedTuple, err
 	if err != nil {
 		return nil, fmt.Errorf("rankedtuple: %w", err)
 	}
-	c := &RankedTuple{locs: make(map[uint32]rtLoc), grid: gridDefault}
+	c := &RankedTuple{locs: newIDIndex[rtLoc](len(rules)), grid: gridDefault}
 	c.pdr.top, c.pdr.locs = newSpace(0, nil, 0), make(map[uint32]loc)
 	slots := make([]rslot, 0, len(sorted))
 	fulls := make([]*crule, 0, len(sorted))
@@ -538,6 +538,17 @@ func (tab *rtTable) auxOf(s *rslot) *rtAux {
 
 // keyOfSlot returns the exact key and hash of a slot in t (writer only).
 func (t *rtTuple) keyOfSlot(tab *rtTable, s *rslot) ([4]uint64, uint64) {
+	// Slots that hold their whole key skip building a header: every
+	// kindAddr4 slot (its rules and splits are IPv4 prefixes), and
+	// kindPorts slots without a full rule (no QFI).
+	switch {
+	case t.kind == kindAddr4:
+		k := uint64(s.src&t.ms)<<32 | uint64(s.dst&t.md)
+		return [4]uint64{k}, rtMix(k)
+	case t.kind == kindPorts && s.aux == 0:
+		k := uint64(s.sport.lo&t.sp)<<32 | uint64(s.dport.lo&t.dp)<<16 | uint64(s.proto&t.pm)<<8
+		return [4]uint64{k}, rtMix(k)
+	}
 	h := slotHeader(s, tab.auxOf(s))
 	return t.exactKey(&h), rtMix(t.hkey(&h))
 }
@@ -575,9 +586,13 @@ func (tab *rtTable) addAux(a rtAux) uint32 {
 func (tab *rtTable) chain(x uint64, fn func(j uint64) bool) {
 	g, _ := bits.Mul64(x, tab.ng)
 	h2 := rtH2(x)
+	pat := h2 * ctrlLSB
 	for {
 		cw := tab.ctrl[g]
-		for i := uint64(0); i < 8; i++ {
+		v := cw ^ pat
+		for m := (v - ctrlLSB) &^ v &^ cw & ctrlMSB; m != 0; m &= m - 1 {
+			i := uint64(bits.TrailingZeros64(m) >> 3)
+			// The zero-byte test can flag a byte above a match; check it.
 			if (cw>>(8*i))&0xff == h2 && !fn(g*8+i) {
 				return
 			}
@@ -641,7 +656,7 @@ func (c *RankedTuple) Insert(r Rule) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, dup := c.locs[r.ID]; dup {
+	if c.locs.has(r.ID) {
 		return fmt.Errorf("%w: %d", ErrDuplicateID, r.ID)
 	}
 	if len(c.pdr.locs) > 0 {
@@ -676,7 +691,7 @@ func (c *RankedTuple) insertIn(sp *rtSpace, s rslot, full *crule) {
 	x, key := rtMix(t.hkey(&h)), t.exactKey(&h)
 
 	// Find the key's split, or its rules.
-	var same []uint64
+	same := make([]uint64, 0, rtSplitAt)
 	var split *rtSpace
 	tab.chain(x, func(j uint64) bool {
 		o := &tab.slots[j]
@@ -728,7 +743,7 @@ func (c *RankedTuple) insertIn(sp *rtSpace, s rslot, full *crule) {
 	}
 	tab.place(x, s)
 	t.count++
-	c.locs[uint32(s.rank)] = rtLoc{t, x}
+	c.locs.put(uint32(s.rank), rtLoc{t, x})
 	t.lower(s.rank)
 }
 
@@ -808,14 +823,13 @@ func (s *rtSpace) publish() {
 func (c *RankedTuple) Delete(id uint32) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	l, ok := c.locs[id]
+	l, ok := c.locs.del(id)
 	if !ok {
 		if err := c.pdr.deleteLocked(id); err != nil {
 			return fmt.Errorf("rankedtuple: %w", err)
 		}
 		return nil
 	}
-	delete(c.locs, id)
 	t := l.t
 	tab := t.tab
 	var rank uint64
@@ -834,7 +848,7 @@ func (c *RankedTuple) Delete(id uint32) error {
 	})
 	c.removed(t, rank)
 	c.dels++
-	if c.dels > 256+len(c.locs)/16 || len(c.stale) > 64 {
+	if c.dels > 256+c.locs.len()/16 || len(c.stale) > 64 {
 		c.refresh()
 	}
 	if plain {
@@ -915,7 +929,7 @@ func (c *RankedTuple) refresh() {
 func (c *RankedTuple) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.locs) + len(c.pdr.locs)
+	return c.locs.len() + len(c.pdr.locs)
 }
 
 // MemoryBytes implements Classifier: control words, slots, full rules
@@ -924,7 +938,7 @@ func (c *RankedTuple) Len() int {
 func (c *RankedTuple) MemoryBytes() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.top.Load().memory() + 32*len(c.locs) + c.pdr.top.memory() + 24*len(c.pdr.locs)
+	return c.top.Load().memory() + c.locs.bytes() + c.pdr.top.memory() + 24*len(c.pdr.locs)
 }
 
 func (s *rtSpace) memory() int {

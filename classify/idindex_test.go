@@ -1,0 +1,58 @@
+package classify
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestIDIndexMatchesMap runs random puts and deletes, with clustered and
+// spread IDs, against a Go map, checking every ID's presence and value
+// (backward-shift deletion must keep every remaining entry reachable)
+// and that the table grows and shrinks within its bounds.
+func TestIDIndexMatchesMap(t *testing.T) {
+	for _, spread := range []uint32{64, 4096, 1 << 31} {
+		r := rand.New(rand.NewPCG(uint64(spread), 7))
+		x := newIDIndex[uint64](0)
+		ref := map[uint32]uint64{}
+		for step := 0; step < 40000; step++ {
+			id := r.Uint32N(spread)
+			// Phases of growth, then of shrinking.
+			grow := step%10000 < 6000
+			if r.IntN(3) > 0 == grow {
+				v := r.Uint64()
+				x.put(id, v)
+				ref[id] = v
+			} else {
+				got, ok := x.del(id)
+				want, wok := ref[id]
+				if ok != wok || got != want {
+					t.Fatalf("spread %d step %d: del(%d) = %d, %v; want %d, %v", spread, step, id, got, ok, want, wok)
+				}
+				delete(ref, id)
+			}
+			if x.len() != len(ref) {
+				t.Fatalf("spread %d step %d: len %d, want %d", spread, step, x.len(), len(ref))
+			}
+			if n := len(x.ents); n > idMinSize+8*len(ref)+8 || x.len()*4 > n*3 {
+				t.Fatalf("spread %d step %d: %d entries in a table of %d", spread, step, x.len(), n)
+			}
+			if step%997 == 0 {
+				for id, want := range ref {
+					if got, ok := x.get(id); !ok || got != want {
+						t.Fatalf("spread %d step %d: get(%d) = %d, %v; want %d", spread, step, id, got, ok, want)
+					}
+				}
+				seen := 0
+				x.all(func(id uint32, v uint64) {
+					if ref[id] != v {
+						t.Fatalf("all: %d = %d, want %d", id, v, ref[id])
+					}
+					seen++
+				})
+				if seen != len(ref) {
+					t.Fatalf("all saw %d of %d", seen, len(ref))
+				}
+			}
+		}
+	}
+}
