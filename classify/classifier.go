@@ -36,6 +36,10 @@ const (
 	KindTSS           Kind = "tss"           // tuple space search (PDR-TSS)
 	KindPartitionSort Kind = "partitionsort" // PartitionSort (PDR-PS), as chosen by L25GC
 	KindRankedTuple   Kind = "rankedtuple"   // ours: ranked, merged two-level tuple space
+	// KindForTable is not an implementation but ForTable's choice for a
+	// table (a small index up to smallTable rules, RankedTuple above): what
+	// the UPF runs for per-session tables.
+	KindForTable Kind = "fortable"
 )
 
 // Kinds lists every implementation, baseline first.
@@ -52,6 +56,8 @@ func Build(kind Kind, rules []Rule) (Classifier, error) {
 		return NewPartitionSort(rules)
 	case KindRankedTuple:
 		return NewRankedTuple(rules)
+	case KindForTable:
+		return ForTable(rules, Hints{})
 	}
 	return nil, fmt.Errorf("classify: unknown classifier %q", kind)
 }

@@ -64,6 +64,7 @@ func WritePNG(path string, rows []Row) error {
 	colors := map[string]color.Color{
 		"linear": color.RGBA{200, 30, 30, 255}, "tss": color.RGBA{30, 120, 200, 255},
 		"partitionsort": color.RGBA{230, 140, 0, 255}, "rankedtuple": color.RGBA{20, 150, 60, 255},
+		"fortable": color.RGBA{130, 50, 170, 255},
 	}
 	for _, k := range keys {
 		pts := series[k]

@@ -21,7 +21,7 @@ func benchClassify(args []string) error {
 	pngPath := fs.String("png", "", "write the latency/throughput plot (Fig. 11 style) here")
 	dir := fs.String("classbench", classbench.DefaultDir(), "ClassBench rules and traces")
 	sets := fs.String("sets", strings.Join(classbench.Sets, ","), "ClassBench sets, comma-separated ('' for none)")
-	kinds := fs.String("classifiers", "", "classifiers, comma-separated (default all)")
+	kinds := fs.String("classifiers", "", "classifiers, comma-separated (default: all, and fortable, the UPF's per-session choice, on per-session tables)")
 	noSweep := fs.Bool("no-sweep", false, "skip the first-N-rules sweep of acl1_1k")
 	no5G := fs.Bool("no-5g", false, "skip the 5G workloads")
 	passes := fs.Int("passes", 5, "lookup passes over each trace")

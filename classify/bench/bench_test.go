@@ -1,0 +1,40 @@
+package bench
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tern5g/tern/classify"
+	"github.com/tern5g/tern/classify/workload"
+)
+
+// TestSessionJob: a per-session table is measured with ForTable beside
+// the default classifiers, on a replayed window of its trace, and every
+// classifier agrees with Linear there.
+func TestSessionJob(t *testing.T) {
+	w := workload.Session(6, 6)
+	j := job{name: w.Name, rules: w.Rules, trace: w.Trace, session: true}
+	kinds := j.kinds(classify.Kinds, true)
+	if kinds[len(kinds)-1] != classify.KindForTable || len(kinds) != len(classify.Kinds)+1 {
+		t.Fatalf("session kinds %v", kinds)
+	}
+	if got := j.kinds([]classify.Kind{classify.KindLinear}, false); !slices.Equal(got, []classify.Kind{classify.KindLinear}) {
+		t.Fatalf("asked-for kinds became %v", got)
+	}
+	if got := (job{}).kinds(classify.Kinds, true); !slices.Equal(got, classify.Kinds) {
+		t.Fatalf("ClassBench kinds %v", got)
+	}
+	rows, err := runJob(Config{Passes: 2, Updates: 3, PassBudget: time.Second}, kinds, j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.Headers != sessionHeaders || r.Walks != len(w.Trace)/sessionHeaders {
+			t.Errorf("%s: %d headers walked %d times, want %d walked %d times", r.Kind, r.Headers, r.Walks, sessionHeaders, len(w.Trace)/sessionHeaders)
+		}
+		if r.Mismatches != 0 || len(r.LookupNS) != 2 || len(r.InsertUS) != 3 || len(r.DeleteUS) != 3 {
+			t.Errorf("%s: %d mismatches, %d passes, %d/%d updates", r.Kind, r.Mismatches, len(r.LookupNS), len(r.InsertUS), len(r.DeleteUS))
+		}
+	}
+}
