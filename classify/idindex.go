@@ -25,9 +25,10 @@ type idEntry[V any] struct {
 }
 
 // Sizes: a table is made 3/5 full (a Go map of the same entries is
-// about as big), doubles its entries when 3/4 full and shrinks below
-// 1/8, so growth copies each entry O(1) times and a table of n entries
-// holds at most 8n (plus idMinSize).
+// about as big); once 3/4 full it grows to hold twice its entries 3/5
+// full, and below 1/8 full it shrinks to 3/5, so growth copies each entry
+// O(1) times and a table of n entries has at most 8n slots (plus
+// idMinSize).
 const idMinSize = 8
 
 func newIDIndex[V any](n int) idIndex[V] {
@@ -88,15 +89,6 @@ func (x *idIndex[V]) free(id uint32) int {
 
 func (x *idIndex[V]) len() int { return x.n }
 
-// get returns id's value.
-func (x *idIndex[V]) get(id uint32) (V, bool) {
-	if i := x.find(id); i >= 0 {
-		return x.ents[i].v, true
-	}
-	var zero V
-	return zero, false
-}
-
 // has reports whether id is present.
 func (x *idIndex[V]) has(id uint32) bool { return x.find(id) >= 0 }
 
@@ -139,15 +131,6 @@ func (x *idIndex[V]) del(id uint32) (V, bool) {
 		x.resize(x.n)
 	}
 	return v, true
-}
-
-// all calls fn for every entry.
-func (x *idIndex[V]) all(fn func(id uint32, v V)) {
-	for i := range x.ents {
-		if e := &x.ents[i]; e.full {
-			fn(e.id, e.v)
-		}
-	}
 }
 
 // bytes is the table's memory.

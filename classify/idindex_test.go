@@ -38,19 +38,18 @@ func TestIDIndexMatchesMap(t *testing.T) {
 			}
 			if step%997 == 0 {
 				for id, want := range ref {
-					if got, ok := x.get(id); !ok || got != want {
-						t.Fatalf("spread %d step %d: get(%d) = %d, %v; want %d", spread, step, id, got, ok, want)
+					if i := x.find(id); i < 0 || x.ents[i].v != want {
+						t.Fatalf("spread %d step %d: id %d at entry %d, want value %d", spread, step, id, i, want)
 					}
 				}
-				seen := 0
-				x.all(func(id uint32, v uint64) {
-					if ref[id] != v {
-						t.Fatalf("all: %d = %d, want %d", id, v, ref[id])
+				full := 0
+				for _, e := range x.ents {
+					if e.full {
+						full++
 					}
-					seen++
-				})
-				if seen != len(ref) {
-					t.Fatalf("all saw %d of %d", seen, len(ref))
+				}
+				if full != len(ref) {
+					t.Fatalf("spread %d step %d: %d full entries, want %d", spread, step, full, len(ref))
 				}
 			}
 		}
