@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // RankedTuple is our classifier: a tuple space search in the
@@ -348,10 +349,79 @@ func (c *RankedTuple) Lookup(h *Header) (uint32, bool) {
 	return uint32(best), true
 }
 
-// lookup probes the space's tuples, best bound first. The header's
+// lookup probes the space's tuples, best bound first: IPv4 headers take
+// lookup4 over the space's IPv4-address tuples, and whatever it leaves
+// (any other tuple, a slot that needs more than its own fields) goes to
+// lookupAny from that tuple on.
+func (s *rtSpace) lookup(h *Header, best uint64) uint64 {
+	list := *s.list.Load()
+	if h.SrcIP.Is4() && h.DstIP.Is4() {
+		var i int
+		if best, i = lookup4(list, h, best); i == len(list) {
+			return best
+		}
+		list = list[i:]
+	}
+	return lookupAny(list, h, best)
+}
+
+// lookup4 is lookupAny for an IPv4 header, as long as the tuples are
+// kindAddr4 and the matching slots hold their whole rule: the common case,
+// kept free of calls and bounds checks so that Go keeps its state in
+// registers (fw1_100k: about 10% faster than lookupAny). It returns the
+// best rank so far and the first tuple it did not finish, or len(list);
+// probing that tuple again from its first slot is harmless, as best only
+// improves.
+func lookup4(list []rtRef, h *Header, best uint64) (uint64, int) {
+	src, dst := uint32(h.SrcIP.Lo), uint32(h.DstIP.Lo)
+	sport, dport, proto := h.SrcPort, h.DstPort, h.Proto
+	for i := range list {
+		e := &list[i]
+		if e.best >= best {
+			break
+		}
+		if e.kind != kindAddr4 {
+			return best, i
+		}
+		x := rtMix(uint64(src&e.ms)<<32 | uint64(dst&e.md))
+		g, _ := bits.Mul64(x, e.ng)
+		pat := rtH2(x) * ctrlLSB
+		// Unchecked indexing: g < ng by the range reduction and the wrap
+		// below, and a table has ng control words and 8 ng slots.
+		ctrl, slots := unsafe.Pointer(unsafe.SliceData(e.ctrl)), unsafe.Pointer(unsafe.SliceData(e.slots))
+		for {
+			cw := atomic.LoadUint64((*uint64)(unsafe.Add(ctrl, g*8)))
+			v := cw ^ pat
+			for m := (v - ctrlLSB) &^ v &^ cw & ctrlMSB; m != 0; m &= m - 1 {
+				sl := (*rslot)(unsafe.Add(slots, (g*8+uint64(bits.TrailingZeros64(m)>>3))*uint64(unsafe.Sizeof(rslot{}))))
+				if sl.rank >= best {
+					continue
+				}
+				// lookupAny's slot test, for IPv4 addresses.
+				if uint64(src^sl.src)>>(sl.ss&63)|uint64(dst^sl.dst)>>(sl.sd&63)|
+					uint64((uint32(sl.sport.n)-uint32(sport-sl.sport.lo))|(uint32(sl.dport.n)-uint32(dport-sl.dport.lo)))>>16|
+					uint64(proto&sl.pmask^sl.proto) == 0 {
+					if sl.aux != 0 {
+						return best, i
+					}
+					best = sl.rank
+				}
+			}
+			if cw&^(cw<<6)&ctrlMSB != 0 {
+				break
+			}
+			if g++; g == e.ng {
+				g = 0
+			}
+		}
+	}
+	return best, len(list)
+}
+
+// lookupAny probes tuples of any kind for any header. The header's
 // fields are plain locals (not an hdr4): Go keeps a struct of more than
 // four fields in memory, and the loop is short of registers already.
-func (s *rtSpace) lookup(h *Header, best uint64) uint64 {
+func lookupAny(list []rtRef, h *Header, best uint64) uint64 {
 	src, dst := uint32(h.SrcIP.Lo), uint32(h.DstIP.Lo)
 	// n4s, n4d: all ones where the address is not IPv4, so that any IPv4
 	// prefix but /0 fails.
@@ -363,7 +433,6 @@ func (s *rtSpace) lookup(h *Header, best uint64) uint64 {
 		n4d = ^uint32(0)
 	}
 	sport, dport, proto := h.SrcPort, h.DstPort, h.Proto
-	list := *s.list.Load()
 	for i := range list {
 		e := &list[i]
 		if e.best >= best {
