@@ -520,9 +520,16 @@ func (t *rtTuple) hkey(h *Header) uint64 {
 
 // rtMix spreads a key: the high bits pick the group (by multiply-shift
 // range reduction, so tables need not be powers of two), bits 24-30 the
-// control byte's hash. Folding the halves first is a bijection, and lets
-// both halves reach the hash bits.
-func rtMix(k uint64) uint64 { return (k ^ k>>32) * k1 }
+// control byte's hash. It folds the halves of a 128-bit product, as
+// wyhash does, at the cost of one multiply. A plain multiplicative hash
+// ((k ^ k>>32) * k1) crowded keys whose bits sit high in the word (a /16
+// prefix is d<<16): on fw1_100k's largest tuple every key landed in 7,155
+// of the 13,777 groups, a third of them full, and a fifth of probes read
+// a second control word.
+func rtMix(k uint64) uint64 {
+	hi, lo := bits.Mul64(k^k1, k2)
+	return hi ^ lo
+}
 
 func rtH2(x uint64) uint64 { return (x >> 24) & 0x7f }
 
