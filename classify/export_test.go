@@ -30,7 +30,7 @@ func (c *RankedTuple) LookupStats(h *Header) (tuples, slots, splits, words int) 
 						continue
 					}
 					slots++
-					if p.miss(sl) != 0 {
+					if sl.miss(p.src, p.dst, p.n4s, p.n4d, p.sport, p.dport, p.proto) != 0 {
 						continue
 					}
 					a := tab.auxOf(sl)
@@ -107,7 +107,7 @@ func (c *RankedTuple) Rebuilds() int {
 	return c.moves
 }
 
-// hdr4 is what slots test, as rtSpace.lookup computes it: the IPv4 addresses,
+// hdr4 is what slots test, as the probe loops compute it: the IPv4 addresses,
 // and all ones in n4s/n4d where the address is not IPv4 (so that any
 // IPv4 prefix but /0 fails).
 type hdr4 struct {
@@ -125,12 +125,4 @@ func prep(h *Header) hdr4 {
 		p.n4d = ^uint32(0)
 	}
 	return p
-}
-
-// miss is rtSpace.lookup's slot test: zero when the header passes the
-// slot's fields (all of a plain rule; the prefilter of others).
-func (p *hdr4) miss(s *rslot) uint64 {
-	return uint64((p.src^s.src)|p.n4s)>>(s.ss&63) | uint64((p.dst^s.dst)|p.n4d)>>(s.sd&63) |
-		uint64((uint32(s.sport.n)-uint32(p.sport-s.sport.lo))|(uint32(s.dport.n)-uint32(p.dport-s.dport.lo)))>>16 |
-		uint64(p.proto&s.pmask^s.proto)
 }
