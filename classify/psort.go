@@ -222,14 +222,6 @@ func (l *psLevel) replace(c int, pieces [][]psEnt) *psLevel {
 	return n
 }
 
-func (l *psLevel) size() int {
-	n := 0
-	for _, ch := range l.chunks {
-		n += len(ch)
-	}
-	return n
-}
-
 // Lookup implements Classifier.
 func (c *PartitionSort) Lookup(h *Header) (uint32, bool) {
 	pv := point(h)

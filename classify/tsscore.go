@@ -110,8 +110,6 @@ type node struct {
 	sub  *space
 }
 
-func (n *node) best() uint64 { return n.r.rank }
-
 func newSpace(level uint8, parent *tuple, pfp uint64) *space {
 	s := &space{level: level, tuples: make(map[tupleKey]*tuple), parent: parent, pfp: pfp}
 	s.list.Store(&[]tupleRef{})

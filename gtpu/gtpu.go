@@ -219,15 +219,6 @@ func AppendGPDU(dst []byte, teid uint32, qfi uint8, dl bool, payload []byte) []b
 	return append(dst, payload...)
 }
 
-// AppendPlainGPDU appends a G-PDU with the 8-octet header only (no
-// extension header, as on N9 or in 4G).
-func AppendPlainGPDU(dst []byte, teid uint32, payload []byte) []byte {
-	dst = append(dst, flagVersion1|flagPT, TypeGPDU)
-	dst = binary.BigEndian.AppendUint16(dst, uint16(len(payload)))
-	dst = binary.BigEndian.AppendUint32(dst, teid)
-	return append(dst, payload...)
-}
-
 // appendHeaderS appends a header with the S flag (seq) and the given type
 // and TEID, and returns dst and the offset of the length field; the caller
 // appends IEs and fixes the length with fixLength.

@@ -69,15 +69,6 @@ const (
 	BearerNon3GPP uint8 = 2
 )
 
-// BearerFor returns the NAS BEARER input for an access type: 1 for 3GPP
-// access, 2 for non-3GPP access (TS 33.501 §6.4.3.1).
-func BearerFor(a AccessType) uint8 {
-	if a == AccessNon3GPP {
-		return BearerNon3GPP
-	}
-	return Bearer3GPP
-}
-
 // MaxCount is the largest NAS COUNT (24 bits: 16-bit overflow, 8-bit SQN,
 // TS 24.501 §4.4.3.1).
 const MaxCount = 0xFFFFFF
@@ -330,19 +321,4 @@ func PeekPlain(pdu []byte) ([]byte, SecurityHeaderType, error) {
 		return nil, h, ErrShort
 	}
 	return pdu[secHdrLen:], h, nil
-}
-
-// SQN returns the sequence number octet of a security protected PDU.
-func SQN(pdu []byte) (uint8, error) {
-	h, err := SecurityHeader(pdu)
-	if err != nil {
-		return 0, err
-	}
-	if h == Plain {
-		return 0, ErrNotProtected
-	}
-	if len(pdu) < secHdrLen {
-		return 0, ErrShort
-	}
-	return pdu[6], nil
 }

@@ -159,9 +159,6 @@ func New(cfg Config, logger *slog.Logger) (*UPF, error) {
 // Handler is the N4 handler (UPF-C) for the direct binding.
 func (u *UPF) Handler() pfcp.UPHandler { return u.upfc }
 
-// NodeID is the PFCP Node ID.
-func (u *UPF) NodeID() pfcp.NodeID { return u.nodeID }
-
 // Start opens N3 and the N6 devices (TUN: needs CAP_NET_ADMIN), starts the
 // packet workers and, if configured, the PFCP endpoint. It runs until ctx
 // ends or Close.
