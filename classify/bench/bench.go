@@ -45,7 +45,9 @@ type Row struct {
 	Rules      int
 	Headers    int       // distinct headers per lookup pass
 	Walks      int       // times a pass walks them (per-session workloads replay a window)
-	LookupNS   []float64 // per pass
+	LookupNS   []float64 // per pass, wall time
+	LookupCPU  []float64 // per pass, the thread's CPU time (ns/packet; empty where unmeasured)
+	Steal      float64   // share of the job's lookup passes the hypervisor stole (-1: unknown)
 	BuildMS    float64
 	InsertUS   []float64
 	DeleteUS   []float64
@@ -227,22 +229,42 @@ func runJob(cfg Config, kinds []classify.Kind, j job) ([]Row, error) {
 		}
 	}
 	// Lookup passes, interleaved so that noise from the shared machine
-	// spreads over every classifier alike.
+	// spreads over every classifier alike. Each pass is timed twice: wall
+	// time, and the CPU time of the thread (held to it), which leaves out
+	// what the hypervisor or other processes took; the CPUs' steal ticks
+	// around the passes say how much that was.
 	var sink uint32
+	runtime.LockOSThread()
+	cpus := report.AffinityCPUs()
+	before, stealErr := report.ReadCPUTicks(cpus)
 	for range cfg.Passes {
 		for i, c := range cs {
 			tr := traces[i]
-			start := time.Now()
+			start, cpu := time.Now(), threadCPU()
 			for range walks {
 				for h := range tr {
 					id, _ := c.Lookup(&tr[h])
 					sink += id
 				}
 			}
-			rows[i].LookupNS = append(rows[i].LookupNS, float64(time.Since(start))/float64(walks*len(tr)))
+			wall, cpu := time.Since(start), threadCPU()-cpu
+			n := float64(walks * len(tr))
+			rows[i].LookupNS = append(rows[i].LookupNS, float64(wall)/n)
+			if cpu > 0 {
+				rows[i].LookupCPU = append(rows[i].LookupCPU, float64(cpu)/n)
+			}
 		}
 	}
+	after, err := report.ReadCPUTicks(cpus)
+	runtime.UnlockOSThread()
 	_ = sink
+	steal := -1.0
+	if stealErr == nil && err == nil {
+		steal = report.StealShare(before, after)
+	}
+	for i := range rows {
+		rows[i].Steal = steal
+	}
 	cs = nil
 	runtime.GC()
 	// Updates: build from half the rules, then alternate timed inserts of
@@ -327,7 +349,8 @@ func Results(rows []Row) []report.Result {
 		r := &rows[i]
 		m := r.Median()
 		out = append(out,
-			dist("lookup", r, "ns", r.LookupNS, map[string]any{"rules": r.Rules, "headers": r.Headers, "walks": r.Walks, "mpps": 1e3 / m}),
+			dist("lookup", r, "ns", r.LookupNS, map[string]any{"rules": r.Rules, "headers": r.Headers, "walks": r.Walks, "mpps": 1e3 / m,
+				"cpu_ns": median(r.LookupCPU), "cpu_samples": r.LookupCPU, "steal_share": r.Steal}),
 			dist("insert", r, "us", r.InsertUS, map[string]any{"rules": r.Rules}),
 			dist("delete", r, "us", r.DeleteUS, map[string]any{"rules": r.Rules}),
 			report.Result{Name: "build/" + r.Workload, Variant: string(r.Kind), Unit: "ms", Count: 1, Median: r.BuildMS, Max: r.BuildMS},
@@ -338,16 +361,28 @@ func Results(rows []Row) []report.Result {
 	return out
 }
 
-// WriteTable prints one line per workload and classifier.
+// WriteTable prints one line per workload and classifier, and how much
+// of the lookup passes the hypervisor stole.
 func WriteTable(w io.Writer, machine string, rows []Row) {
-	fmt.Fprintf(w, "PDR classification (%s); lookup = median ns/packet over passes, updates = median us\n", machine)
-	fmt.Fprintf(w, "%-16s %-14s %7s %10s %8s %10s %9s %9s %10s %6s\n",
-		"workload", "classifier", "rules", "lookup ns", "Mpps", "build ms", "insert us", "delete us", "memory MB", "wrong")
-	fmt.Fprintln(w, strings.Repeat("-", 108))
+	fmt.Fprintf(w, "PDR classification (%s); lookup = median ns/packet over passes (wall; cpu: the thread's CPU time), updates = median us\n", machine)
+	fmt.Fprintf(w, "%-16s %-14s %7s %10s %8s %8s %10s %9s %9s %10s %6s\n",
+		"workload", "classifier", "rules", "lookup ns", "cpu ns", "Mpps", "build ms", "insert us", "delete us", "memory MB", "wrong")
+	fmt.Fprintln(w, strings.Repeat("-", 117))
+	lo, hi := 2.0, -1.0
 	for i := range rows {
 		r := &rows[i]
 		m := r.Median()
-		fmt.Fprintf(w, "%-16s %-14s %7d %10.1f %8.2f %10.1f %9.3f %9.3f %10.2f %6d\n",
-			r.Workload, r.Kind, r.Rules, m, 1e3/m, r.BuildMS, median(r.InsertUS), median(r.DeleteUS), float64(r.Memory)/1e6, r.Mismatches)
+		cpu := "-"
+		if len(r.LookupCPU) > 0 {
+			cpu = fmt.Sprintf("%.1f", median(r.LookupCPU))
+		}
+		fmt.Fprintf(w, "%-16s %-14s %7d %10.1f %8s %8.2f %10.1f %9.3f %9.3f %10.2f %6d\n",
+			r.Workload, r.Kind, r.Rules, m, cpu, 1e3/m, r.BuildMS, median(r.InsertUS), median(r.DeleteUS), float64(r.Memory)/1e6, r.Mismatches)
+		if r.Steal >= 0 {
+			lo, hi = min(lo, r.Steal), max(hi, r.Steal)
+		}
+	}
+	if hi >= 0 {
+		fmt.Fprintf(w, "hypervisor steal during the lookup passes: %.1f-%.1f%% of the time (per workload)\n", 100*lo, 100*hi)
 	}
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -35,6 +36,21 @@ func TestSessionJob(t *testing.T) {
 		}
 		if r.Mismatches != 0 || len(r.LookupNS) != 2 || len(r.InsertUS) != 3 || len(r.DeleteUS) != 3 {
 			t.Errorf("%s: %d mismatches, %d passes, %d/%d updates", r.Kind, r.Mismatches, len(r.LookupNS), len(r.InsertUS), len(r.DeleteUS))
+		}
+		// Linux times every pass on the thread's CPU clock too, and the
+		// thread cannot run longer than the wall clock it ran in.
+		if runtime.GOOS == "linux" {
+			if len(r.LookupCPU) != 2 {
+				t.Errorf("%s: %d CPU-time passes, want 2", r.Kind, len(r.LookupCPU))
+			}
+			for p := range r.LookupCPU {
+				if r.LookupCPU[p] <= 0 || r.LookupCPU[p] > r.LookupNS[p]*1.01 {
+					t.Errorf("%s pass %d: CPU %.1f ns against wall %.1f ns", r.Kind, p, r.LookupCPU[p], r.LookupNS[p])
+				}
+			}
+			if r.Steal < 0 || r.Steal > 1 {
+				t.Errorf("%s: steal share %v", r.Kind, r.Steal)
+			}
 		}
 	}
 }
