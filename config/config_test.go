@@ -26,9 +26,12 @@ func TestEmptyDocumentMeansDefaults(t *testing.T) {
 }
 
 func TestParseOverlaysDefaults(t *testing.T) {
-	c, err := Parse([]byte("log:\n  level: debug\namf:\n  timers:\n    t3560: 2s\n"))
+	c, err := Parse([]byte("log:\n  level: debug\namf:\n  timers:\n    t3560: 2s\nupf:\n  pdrTable: global\n"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.UPF.PDRTable != "global" || !c.UPF.Embedded {
+		t.Errorf("upf = %+v", c.UPF)
 	}
 	if c.Log.Level != "debug" || c.Log.Format != "text" {
 		t.Errorf("log = %+v", c.Log)

@@ -43,7 +43,18 @@ type Config struct {
 	// control-plane work and hosts where TUN is not allowed (no
 	// CAP_NET_ADMIN).
 	NoN6 bool `yaml:"noN6,omitempty"`
+	// PDRTable is where UPF-U looks PDRs up: "session" (default), each
+	// session's own table after finding the session by TEID or UE
+	// address; or "global", one UPF-wide table of every session's rules
+	// (upfu.Config.GlobalPDRTable), for comparison with UPFs built so.
+	PDRTable string `yaml:"pdrTable,omitempty"`
 }
+
+// PDR table modes (Config.PDRTable).
+const (
+	PDRTableSession = "session"
+	PDRTableGlobal  = "global"
+)
 
 // N6Config is one N6 device.
 type N6Config struct {
@@ -111,6 +122,12 @@ func New(cfg Config, logger *slog.Logger) (*UPF, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 1
 	}
+	switch cfg.PDRTable {
+	case "", PDRTableSession, PDRTableGlobal:
+	default:
+		return nil, fmt.Errorf("upf: pdrTable %q: want %q or %q", cfg.PDRTable, PDRTableSession, PDRTableGlobal)
+	}
+	global := cfg.PDRTable == PDRTableGlobal
 	u := &UPF{cfg: cfg, log: logger, nodeID: nodeID, n3: n3}
 	var names []string
 	seen := map[string]bool{}
@@ -147,11 +164,13 @@ func New(cfg Config, logger *slog.Logger) (*UPF, error) {
 	u.pipe, err = upfu.New(upfu.Config{
 		N3Addr: n3.Addr(), NetworkInstances: names,
 		BufferPackets: cfg.BufferPackets, BufferBytes: cfg.BufferBytes,
+		GlobalPDRTable: global,
 	}, logger.With("part", "upf-u"))
 	if err != nil {
 		return nil, fmt.Errorf("upf: %w", err)
 	}
-	u.upfc = upfc.New(upfc.Config{NodeID: nodeID, N3Addr: n3.Addr(), NetworkInstances: names}, u.pipe, logger.With("part", "upf-c"))
+	u.upfc = upfc.New(upfc.Config{NodeID: nodeID, N3Addr: n3.Addr(), NetworkInstances: names, NoSessionTables: global},
+		u.pipe, logger.With("part", "upf-c"))
 	u.pipe.SetReporter(u.upfc)
 	return u, nil
 }

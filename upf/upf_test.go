@@ -94,6 +94,7 @@ func TestConfigValidation(t *testing.T) {
 		{N6: []upf.N6Config{{DNN: "a"}, {DNN: "a"}}},
 		{N6: []upf.N6Config{{DNN: "a", Pool: "10.0.0.0"}}},
 		{N6: []upf.N6Config{{DNN: "a", TUN: "a-very-long-device-name"}}},
+		{PDRTable: "per-flow"},
 	} {
 		if _, err := upf.New(cfg, nil); err == nil {
 			t.Errorf("%+v accepted", cfg)
@@ -108,9 +109,15 @@ func TestConfigValidation(t *testing.T) {
 // G-PDU is re-encapsulated towards a next-hop GTP-U peer (N9-style); after
 // deletion the same TEID draws an Error Indication.
 func TestPFCPProgramsDataPath(t *testing.T) {
+	for _, mode := range []string{upf.PDRTableSession, upf.PDRTableGlobal} {
+		t.Run(mode, func(t *testing.T) { testPFCPProgramsDataPath(t, mode) })
+	}
+}
+
+func testPFCPProgramsDataPath(t *testing.T, mode string) {
 	peerAP := netip.AddrPortFrom(gnbAddr(), gtpu.Port)
 	peer := listen(t, peerAP)
-	u, up, _ := start(t, upf.Config{N3Addr: "127.0.0.1:0", PFCPAddr: "127.0.0.1:0"})
+	u, up, _ := start(t, upf.Config{N3Addr: "127.0.0.1:0", PFCPAddr: "127.0.0.1:0", PDRTable: mode})
 	ctx := context.Background()
 
 	// PFCP over UDP answers too.
@@ -171,12 +178,18 @@ func TestPDUSessionOverTUN(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: TUN")
 	}
+	for _, mode := range []string{upf.PDRTableSession, upf.PDRTableGlobal} {
+		t.Run(mode, func(t *testing.T) { testPDUSessionOverTUN(t, mode) })
+	}
+}
+
+func testPDUSessionOverTUN(t *testing.T, mode string) {
 	tun := fmt.Sprintf("ternupf%d", os.Getpid()%100000)
 	ue := netip.MustParseAddrPort("10.213.0.5:40000")
 	dnIP := netip.MustParseAddr("10.214.0.1")
 	gnbAP := netip.AddrPortFrom(gnbAddr(), gtpu.Port)
 	gnb := listen(t, gnbAP)
-	u, up, c := start(t, upf.Config{N3Addr: "127.0.0.1:0", N6: []upf.N6Config{{DNN: "internet", TUN: tun, Pool: "10.213.0.0/24"}}})
+	u, up, c := start(t, upf.Config{N3Addr: "127.0.0.1:0", N6: []upf.N6Config{{DNN: "internet", TUN: tun, Pool: "10.213.0.0/24"}}, PDRTable: mode})
 	link, err := netlink.LinkByName(tun)
 	if err != nil {
 		t.Fatal(err)

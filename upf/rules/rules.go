@@ -65,6 +65,12 @@ type Session struct {
 	// NetworkInstance and AppID zero, so rules must not match on them.
 	// A nil classifier matches nothing.
 	Uplink, Downlink classify.Classifier
+	// UplinkRules and DownlinkRules are the rules of those classifiers,
+	// each rule's ID the index of its PDR in PDRs (a PDR with several SDF
+	// filters or QFIs has several rules with the same ID). A data path
+	// with one UPF-wide table (upfu.Config.GlobalPDRTable) classifies on
+	// these instead of the per-session classifiers.
+	UplinkRules, DownlinkRules []classify.Rule
 
 	// Buffer holds the session's buffered downlink packets. Optional: when
 	// nil the data path creates one per SEID with its configured limits and

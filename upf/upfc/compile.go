@@ -88,14 +88,30 @@ func (c *UPFC) compile(s *session) (*rules.Session, *reject) {
 		if len(rs) > maxRulesPerPDR {
 			return nil, ruleFailure(pfcp.RuleTypePDR, uint32(id), "expands to %d classifier rules (limit %d)", len(rs), maxRulesPerPDR)
 		}
-		tb := &down
+		tb, list := &down, &snap.DownlinkRules
 		if p.PDI.SourceInterface == pfcp.InterfaceAccess {
-			tb = &up
+			tb, list = &up, &snap.UplinkRules
+		}
+		for _, r := range rs {
+			r.ID = uint32(i)
+			*list = append(*list, r)
 		}
 		tb.add(uint32(i), rs)
 	}
 	snap.TEIDs = sortedKeys(teids)
 
+	if c.cfg.NoSessionTables {
+		// The data path inserts the rules into its own table and cannot
+		// refuse them: check them here, where a PFCP cause can.
+		for _, list := range [][]classify.Rule{snap.UplinkRules, snap.DownlinkRules} {
+			for i := range list {
+				if err := list[i].Validate(); err != nil {
+					return nil, &reject{cause: pfcp.CauseRuleCreationModificationFailure, detail: err.Error()}
+				}
+			}
+		}
+		return snap, nil
+	}
 	var err error
 	if snap.Uplink, err = up.build(c.cfg.Classifier); err != nil {
 		return nil, &reject{cause: pfcp.CauseRuleCreationModificationFailure, detail: fmt.Sprintf("uplink classifier: %v", err)}

@@ -48,6 +48,10 @@ type Config struct {
 	NetworkInstances []string
 	// Classifier selects the per-session classifier; "" = classify.ForTable.
 	Classifier classify.Kind
+	// NoSessionTables builds no per-session classifiers: sessions carry
+	// only their rule lists, for a data path that classifies every packet
+	// on one UPF-wide table (upfu.Config.GlobalPDRTable).
+	NoSessionTables bool
 	// ReportTimeout bounds one Session Report Request (default 10s; the
 	// PFCP binding retransmits within it).
 	ReportTimeout time.Duration

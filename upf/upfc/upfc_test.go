@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -995,5 +997,55 @@ func TestPDRClassifier(t *testing.T) {
 	}
 	if cl.Len() != 2 {
 		t.Errorf("len %d", cl.Len())
+	}
+}
+
+// Sessions carry their rules as lists too, IDs being PDR indexes, the
+// same with or without per-session classifiers (NoSessionTables, for a
+// UPF-wide table); the lists classify as the session's own table does.
+func TestSessionRuleLists(t *testing.T) {
+	var lists [2][2][]classify.Rule
+	for i, noTables := range []bool{false, true} {
+		dp := &fakeDP{}
+		c := New(Config{NodeID: upfNode, N3Addr: n3Addr, NoSessionTables: noTables}, dp, nil)
+		c.HandleAssociationSetup(context.Background(), &fakeCP{}, &pfcp.AssociationSetupRequest{NodeID: smfNode, RecoveryTime: time.Now()})
+		req := establishment(1)
+		req.CreatePDRs = append(req.CreatePDRs, pfcp.CreatePDR{ID: 5, Precedence: 50, FARID: 2,
+			PDI: pfcp.PDI{SourceInterface: pfcp.InterfaceCore, UEIP: &pfcp.UEIPAddress{IPv4: ueAddr, Destination: true},
+				SDFFilters: []pfcp.SDFFilter{{FlowDescription: "permit out 6 from 198.51.100.0/24 80,443 to assigned"}}}})
+		s := dp.get(establish(t, c, req).UPFSEID.SEID)
+		if (s.Uplink == nil) != noTables || (s.Downlink == nil) != noTables {
+			t.Errorf("noTables %v: classifiers %v %v", noTables, s.Uplink, s.Downlink)
+		}
+		if len(s.UplinkRules) == 0 || len(s.DownlinkRules) != 3 {
+			t.Fatalf("noTables %v: rule lists %d up, %d down", noTables, len(s.UplinkRules), len(s.DownlinkRules))
+		}
+		lists[i] = [2][]classify.Rule{s.UplinkRules, s.DownlinkRules}
+		if noTables {
+			continue
+		}
+		// The downlink list, numbered afresh, gives the table's answers.
+		down := slices.Clone(s.DownlinkRules)
+		for n := range down {
+			down[n].ID = uint32(n)
+		}
+		lin, err := classify.NewLinear(down)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, src := range []string{"198.51.100.3", "192.0.2.1"} {
+			for _, sp := range []uint16{80, 443, 8080} {
+				h := &classify.Header{SourceInterface: 1, UEIP: classify.AddrFromNetip(ueAddr), DstIP: classify.AddrFromNetip(ueAddr),
+					SrcIP: classify.AddrFromNetip(netip.MustParseAddr(src)), Proto: 6, SrcPort: sp, DstPort: 50000}
+				want, wok := s.Downlink.Lookup(h)
+				got, gok := lin.Lookup(h)
+				if wok != gok || gok && s.DownlinkRules[got].ID != want {
+					t.Errorf("%s:%d: table PDR index %d %v, list rule %d %v", src, sp, want, wok, got, gok)
+				}
+			}
+		}
+	}
+	if !reflect.DeepEqual(lists[0], lists[1]) {
+		t.Errorf("rule lists differ without tables:\n%+v\n%+v", lists[0], lists[1])
 	}
 }

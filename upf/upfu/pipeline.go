@@ -56,6 +56,13 @@ type Config struct {
 	// ErrorIndicationRate limits Error Indications per second, so unknown
 	// TEIDs cannot turn the UPF into a reflector (default 1000).
 	ErrorIndicationRate int
+	// GlobalPDRTable classifies every packet on one UPF-wide table holding
+	// all sessions' rules (rules.Session's UplinkRules and DownlinkRules)
+	// instead of finding the session by TEID or UE address first and
+	// classifying on its own table. Per-session tables are the default:
+	// a few PDRs each, they are faster; the global table is there to
+	// compare with UPFs built that way.
+	GlobalPDRTable bool
 }
 
 const shards = 64
@@ -65,6 +72,7 @@ type entry struct {
 	buf      *rules.Buffer
 	n6       []Port // per PDR index: the N6 port of its FAR (-1: none)
 	replaced atomic.Bool
+	gids     []uint32 // GlobalPDRTable: the session's rules there (writer)
 }
 
 type teidMap = map[uint32]*entry
@@ -80,6 +88,7 @@ type Pipeline struct {
 
 	byTEID [shards]atomic.Pointer[teidMap]
 	byUE   [shards]atomic.Pointer[ueMap]
+	global *globalTable // Config.GlobalPDRTable; nil: per-session tables
 
 	mu      sync.Mutex // serializes Install/Remove/drains
 	bySEID  map[uint64]*entry
@@ -140,6 +149,13 @@ func New(cfg Config, logger *slog.Logger) (*Pipeline, error) {
 			return nil, fmt.Errorf("upfu: network instance %q listed twice", name)
 		}
 		p.n6[name] = Port(i)
+	}
+	if cfg.GlobalPDRTable {
+		g, err := newGlobalTable(logger)
+		if err != nil {
+			return nil, err
+		}
+		p.global = g
 	}
 	for i := range shards {
 		p.byTEID[i].Store(&teidMap{})
@@ -207,18 +223,25 @@ func (p *Pipeline) Install(s *rules.Session) {
 		}
 	}
 
+	if p.global != nil {
+		p.addGlobalLocked(e, old)
+	}
 	var oldTEIDs []uint32
 	var oldUE netip.Addr
 	if old != nil {
 		oldTEIDs, oldUE = old.sess.TEIDs, old.sess.UEIPv4
 	}
+	// A key the old snapshot had is withdrawn only if it still leads to
+	// it: another session may have taken it over since.
 	for _, t := range oldTEIDs {
-		p.setTEID(t, nil)
+		if p.lookupTEID(t) == old {
+			p.setTEID(t, nil)
+		}
 	}
 	for _, t := range s.TEIDs {
 		p.setTEID(t, e)
 	}
-	if oldUE.Is4() && oldUE != s.UEIPv4 {
+	if oldUE.Is4() && oldUE != s.UEIPv4 && p.lookupUE(v4(oldUE)) == old {
 		p.setUE(oldUE, nil)
 	}
 	if s.UEIPv4.Is4() {
@@ -227,10 +250,33 @@ func (p *Pipeline) Install(s *rules.Session) {
 	p.bySEID[s.SEID] = e
 	if old != nil {
 		old.replaced.Store(true) // before the drain: see kick in downlink
+		if p.global != nil {
+			p.global.remove(old.gids)
+		}
 	}
 	if e.buf.Holding() && !buffers(s) {
 		p.drainLocked(e)
 	}
+}
+
+// addGlobalLocked puts e's rules into the global table, replacing old's
+// (same SEID) after the caller has switched the session maps. A TEID or
+// UE address that e takes over from another session stops reaching that
+// session's rules, as it stops reaching the session in the maps. p.mu is
+// held.
+func (p *Pipeline) addGlobalLocked(e, old *entry) {
+	s := e.sess
+	for _, t := range s.TEIDs {
+		if o := p.lookupTEID(t); o != nil && o != old {
+			p.global.dropKey(o, rules.Uplink, t)
+		}
+	}
+	if s.UEIPv4.Is4() {
+		if o := p.lookupUE(v4(s.UEIPv4)); o != nil && o != old {
+			p.global.dropKey(o, rules.Downlink, v4(s.UEIPv4))
+		}
+	}
+	e.gids = p.global.add(e)
 }
 
 // buffers reports whether any downlink FAR of s buffers.
@@ -259,6 +305,9 @@ func (p *Pipeline) Remove(seid uint64) {
 	}
 	if ue := e.sess.UEIPv4; ue.Is4() && p.lookupUE(v4(ue)) == e {
 		p.setUE(ue, nil)
+	}
+	if p.global != nil {
+		p.global.remove(e.gids)
 	}
 	e.replaced.Store(true)
 	e.buf.Drop()

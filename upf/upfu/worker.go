@@ -109,10 +109,12 @@ func (w *Worker) Downlink(in []Packet, out []Packet) []Packet {
 			w.drop(DropMalformed)
 			continue
 		}
-		e := w.p.lookupUE(dst)
-		if e == nil {
-			w.drop(DropNoSession)
-			continue
+		var e *entry
+		if w.p.global == nil {
+			if e = w.p.lookupUE(dst); e == nil {
+				w.drop(DropNoSession)
+				continue
+			}
 		}
 		out = w.downlinkOne(pk, e, out, false)
 	}
@@ -153,16 +155,23 @@ func (w *Worker) uplinkOne(pk *Packet, out []Packet) []Packet {
 		w.drop(DropUnknownTEID) // §7.3.1: no Error Indication for TEID 0
 		return out
 	}
-	e := w.p.lookupTEID(h.TEID)
-	if e == nil {
-		w.drop(DropUnknownTEID)
-		return w.errorIndication(out, pk.Peer, h.TEID)
+	// The session by TEID; with the global table, the rule lookup finds
+	// it, and the TEID map only tells an unknown TEID from a packet no
+	// PDR matches.
+	var e *entry
+	if w.p.global == nil {
+		if e = w.p.lookupTEID(h.TEID); e == nil {
+			return w.unknownTEID(out, pk.Peer, h.TEID)
+		}
 	}
 	innerOff := pk.Off + h.PayloadOffset
 	inner := pk.Buf[innerOff : pk.Off+h.Length]
 	ch := &w.ch
 	n, _, _, ok := innerIP(inner, ch)
 	if !ok {
+		if w.p.global != nil && w.p.lookupTEID(h.TEID) == nil {
+			return w.unknownTEID(out, pk.Peer, h.TEID)
+		}
 		w.drop(DropMalformed)
 		return out
 	}
@@ -170,16 +179,21 @@ func (w *Worker) uplinkOne(pk *Packet, out []Packet) []Packet {
 	ch.TEID = h.TEID
 	ch.QFI = h.QFI
 	ch.SourceInterface = uint8(rules.InterfaceAccess)
+	var idx uint32
+	if g := w.p.global; g != nil {
+		if e, idx, ok = g.lookup(ch, h.TEID, rules.Uplink); !ok && w.p.lookupTEID(h.TEID) == nil {
+			return w.unknownTEID(out, pk.Peer, h.TEID)
+		}
+	} else if e.sess.Uplink != nil {
+		idx, ok = e.sess.Uplink.Lookup(ch)
+	} else {
+		ok = false
+	}
+	if !ok || int(idx) >= len(e.sess.PDRs) {
+		w.drop(DropNoPDR)
+		return out
+	}
 	s := e.sess
-	if s.Uplink == nil {
-		w.drop(DropNoPDR)
-		return out
-	}
-	idx, ok := s.Uplink.Lookup(ch)
-	if !ok || int(idx) >= len(s.PDRs) {
-		w.drop(DropNoPDR)
-		return out
-	}
 	pdr := s.PDRs[idx]
 	far := pdr.FAR
 	switch {
@@ -214,11 +228,20 @@ func (w *Worker) uplinkOne(pk *Packet, out []Packet) []Packet {
 	return append(out, Packet{Buf: pk.Buf, Off: innerOff, Len: n, Port: port})
 }
 
-// downlinkOne runs a downlink packet whose session is e; w.ch holds its
-// parsed IP fields unless fromBuffer (a drained packet: parse again).
+// unknownTEID drops a G-PDU for a TEID no session has and answers with an
+// Error Indication (TS 29.281 §7.3.1).
+func (w *Worker) unknownTEID(out []Packet, peer netip.AddrPort, teid uint32) []Packet {
+	w.drop(DropUnknownTEID)
+	return w.errorIndication(out, peer, teid)
+}
+
+// downlinkOne runs a downlink packet whose session is e (nil with the
+// global table, whose lookup finds it; e is then the session a drained
+// packet must stay in). It parses the packet again: w.ch may hold another
+// packet's fields.
 func (w *Worker) downlinkOne(pk *Packet, e *entry, out []Packet, fromBuffer bool) []Packet {
 	ch := &w.ch
-	n, _, _, ok := innerIP(pk.Data(), ch)
+	n, _, dst, ok := innerIP(pk.Data(), ch)
 	if !ok {
 		w.drop(DropMalformed)
 		return out
@@ -230,16 +253,31 @@ func (w *Worker) downlinkOne(pk *Packet, e *entry, out []Packet, fromBuffer bool
 	ch.TEID = 0
 	ch.QFI = 0
 	ch.SourceInterface = uint8(rules.InterfaceCore)
+	var idx uint32
+	if g := w.p.global; g != nil {
+		var found *entry
+		found, idx, ok = g.lookup(ch, dst, rules.Downlink)
+		switch {
+		case !ok && e == nil && w.p.lookupUE(dst) == nil:
+			w.drop(DropNoSession)
+			return out
+		case !ok || e != nil && found != e:
+			// A drained packet belongs to e: another session's rule
+			// (the address moved on) does not apply to it.
+			w.drop(DropNoPDR)
+			return out
+		}
+		e = found
+	} else if e.sess.Downlink != nil {
+		idx, ok = e.sess.Downlink.Lookup(ch)
+	} else {
+		ok = false
+	}
+	if !ok || int(idx) >= len(e.sess.PDRs) {
+		w.drop(DropNoPDR)
+		return out
+	}
 	s := e.sess
-	if s.Downlink == nil {
-		w.drop(DropNoPDR)
-		return out
-	}
-	idx, ok := s.Downlink.Lookup(ch)
-	if !ok || int(idx) >= len(s.PDRs) {
-		w.drop(DropNoPDR)
-		return out
-	}
 	pdr := s.PDRs[idx]
 	far := pdr.FAR
 	if far == nil {
