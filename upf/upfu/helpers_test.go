@@ -77,18 +77,20 @@ func session(t testing.TB, o sessionOpts) *rules.Session {
 		FAR: &rules.FAR{ID: 2, Action: o.dlFAR, Dest: rules.InterfaceAccess,
 			Encap: &rules.Encap{TEID: o.encapTEID, Peer: gnb, QFI: qfi}},
 		QERs: o.qers, URRs: o.urrs}
-	ulc, err := classify.NewLinear([]classify.Rule{{ID: 0, Precedence: 100,
-		Has: classify.FieldSourceInterface | classify.FieldTEID, SourceInterface: 0, TEID: ulTEID}})
+	ulr := []classify.Rule{{ID: 0, Precedence: 100,
+		Has: classify.FieldSourceInterface | classify.FieldTEID, SourceInterface: 0, TEID: ulTEID}}
+	dlr := []classify.Rule{{ID: 1, Precedence: 100,
+		Has: classify.FieldSourceInterface, SourceInterface: 1, UEIP: classify.PrefixFromNetip(netip.PrefixFrom(ueIP, 32))}}
+	ulc, err := classify.NewLinear(ulr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dlc, err := classify.NewLinear([]classify.Rule{{ID: 1, Precedence: 100,
-		Has: classify.FieldSourceInterface, SourceInterface: 1, UEIP: classify.PrefixFromNetip(netip.PrefixFrom(ueIP, 32))}})
+	dlc, err := classify.NewLinear(dlr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &rules.Session{SEID: seid, CPSEID: 7, UEIPv4: ueIP, TEIDs: []uint32{ulTEID},
-		PDRs: []*rules.PDR{ul, dl}, Uplink: ulc, Downlink: dlc, Buffer: o.buffer}
+		PDRs: []*rules.PDR{ul, dl}, Uplink: ulc, Downlink: dlc, UplinkRules: ulr, DownlinkRules: dlr, Buffer: o.buffer}
 }
 
 func newPipeline(t testing.TB, cfg upfu.Config) *upfu.Pipeline {
