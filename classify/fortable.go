@@ -75,8 +75,15 @@ func (a *Auto) Lookup(h *Header) (uint32, bool) {
 		if (hw^r.w)&r.wm != 0 {
 			continue
 		}
-		if (h.UEIP.Lo^r.ue.lo)&r.ue.mlo|(h.UEIP.Hi^r.ue.hi)&r.ue.mhi|
-			(h.SrcIP.Lo^r.src.lo)&r.src.mlo|(h.SrcIP.Hi^r.src.hi)&r.src.mhi|
+		ue := (h.UEIP.Lo^r.ue.lo)&r.ue.mlo | (h.UEIP.Hi^r.ue.hi)&r.ue.mhi
+		if !r.rest {
+			if ue == 0 {
+				return uint32(r.rank), true
+			}
+			continue
+		}
+		// srule.matches, written out: the call is not inlined.
+		if ue|(h.SrcIP.Lo^r.src.lo)&r.src.mlo|(h.SrcIP.Hi^r.src.hi)&r.src.mhi|
 			(h.DstIP.Lo^r.dst.lo)&r.dst.mlo|(h.DstIP.Hi^r.dst.hi)&r.dst.mhi != 0 {
 			continue
 		}

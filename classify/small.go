@@ -30,10 +30,16 @@ type spart struct {
 // srule is a rule packed for scanning: the exact-match fields in one
 // masked word, prefixes as masked halves, ports as low end and width.
 type srule struct {
-	w, wm        uint64 // TEID | QFI<<32 | source interface<<40 | protocol<<48 | ToS<<56
-	src, dst, ue pmask
+	w, wm uint64 // TEID | QFI<<32 | source interface<<40 | protocol<<48 | ToS<<56
+	ue    pmask
+	rank  uint64
+	// rest: the rule tests more than the word and the UE address. Most
+	// PDRs of a session (its defaults: TEID or UE address and source
+	// interface) do not, and a scan passes them on those two tests,
+	// loaded from the rule's first cache line.
+	rest         bool
+	src, dst     pmask
 	sport, dport pspan
-	rank         uint64
 	ext          *extMatch // network instance, application, SPI, flow label; nil if none
 }
 
@@ -126,13 +132,18 @@ func packRule(r *Rule) srule {
 		e.setOther(r)
 		s.ext = e
 	}
+	s.rest = s.src.mhi|s.src.mlo|s.dst.mhi|s.dst.mlo != 0 ||
+		s.sport != (pspan{0, 0xffff}) || s.dport != (pspan{0, 0xffff}) || s.ext != nil
 	return s
 }
 
 // matches tests every field but the packed word, which the caller has.
 func (r *srule) matches(h *Header) bool {
-	if (h.UEIP.Lo^r.ue.lo)&r.ue.mlo|(h.UEIP.Hi^r.ue.hi)&r.ue.mhi|
-		(h.SrcIP.Lo^r.src.lo)&r.src.mlo|(h.SrcIP.Hi^r.src.hi)&r.src.mhi|
+	ue := (h.UEIP.Lo^r.ue.lo)&r.ue.mlo | (h.UEIP.Hi^r.ue.hi)&r.ue.mhi
+	if !r.rest {
+		return ue == 0
+	}
+	if ue|(h.SrcIP.Lo^r.src.lo)&r.src.mlo|(h.SrcIP.Hi^r.src.hi)&r.src.mhi|
 		(h.DstIP.Lo^r.dst.lo)&r.dst.mlo|(h.DstIP.Hi^r.dst.hi)&r.dst.mhi != 0 {
 		return false
 	}
