@@ -126,3 +126,11 @@ func prep(h *Header) hdr4 {
 	}
 	return p
 }
+
+// SessionStats reports the session engine's live buckets and the
+// sessions it moved to tssCore.
+func SessionStats(c *RankedTuple) (buckets, spilled int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sess.tab.Load().live, len(c.sess.spilled)
+}

@@ -21,8 +21,9 @@ import (
 //     quarter the rules; for 128-bit addresses, multiples of 8. Plain
 //     IPv4 5-tuple rules hash their 32-bit source and destination; other
 //     SDF-only rules (IPv6, ToS, QFI) hash 128-bit addresses. PDRs with
-//     PDI fields (TEID, UE IP, source interface...) live in a separate
-//     engine keyed on their session (see ranked_pdr.go).
+//     PDI fields (TEID, UE IP, source interface...) live in separate
+//     engines keyed on their session (see ranked_sess.go and
+//     ranked_pdr.go).
 //   - Each tuple is an open-addressing table in the Swiss-table style: a
 //     control byte per slot (7 hash bits, or empty, or deleted), eight to
 //     a word, in front of 32-byte slots that hold the rule itself. The
@@ -49,7 +50,8 @@ type RankedTuple struct {
 	locs  idIndex[rtLoc]
 	stale []*rtTuple // tuples whose best bound may be too good
 	dels  int        // deletes since the last refresh
-	pdr   tssCore    // rules with PDI fields (isPDR), levels 0 and 1
+	sess  sessEngine // rules with PDI fields (isPDR) that name their session exactly
+	pdr   tssCore    // other rules with PDI fields, levels 0 and 1
 	grid  grid4      // IPv4 prefix lengths that key level-0 tuples
 	plain int        // IPv4 5-tuple rules (the rules the grid is chosen for)
 	chose int        // plain when the grid was last chosen
@@ -221,19 +223,27 @@ func newRankedTuple(rules []Rule, choose func([]rslot) grid4) (*RankedTuple, err
 	if err != nil {
 		return nil, fmt.Errorf("rankedtuple: %w", err)
 	}
-	c := &RankedTuple{locs: newIDIndex[rtLoc](len(rules)), grid: gridDefault}
+	c := &RankedTuple{grid: gridDefault}
 	c.pdr.top, c.pdr.locs = newSpace(0, nil, 0), make(map[uint32]loc)
+	c.sess.init()
 	slots := make([]rslot, 0, len(sorted))
 	fulls := make([]*crule, 0, len(sorted))
+	var pdrs []crule
 	for i := range sorted {
 		cr := compile(&sorted[i])
 		if isPDR(&cr) {
-			c.pdr.insertIn(c.pdr.top, cr)
+			pdrs = append(pdrs, cr)
 			continue
 		}
 		s, full := slotOf(&cr)
 		slots, fulls = append(slots, s), append(fulls, full)
 	}
+	c.sess.reserveFor(len(pdrs))
+	for i := range pdrs {
+		c.insertPDR(pdrs[i])
+	}
+	c.sess.rebuild() // without the slots that bucket updates left behind
+	c.locs = newIDIndex[rtLoc](len(slots))
 	plain := plainOf(slots, fulls)
 	c.build(slots, fulls, choose(plain), len(plain))
 	return c, nil
@@ -355,6 +365,9 @@ func (c *RankedTuple) Lookup(h *Header) (uint32, bool) {
 	best := noRank
 	if list := *c.pdr.top.list.Load(); len(list) > 0 {
 		best = lookupIn(list, h, best)
+	}
+	if c.sess.rules.Load() > 0 {
+		best = c.sess.lookup(h, best)
 	}
 	if top := c.top.Load(); top.best.Load() < best {
 		best = top.lookup(h, best)
@@ -740,6 +753,9 @@ func (c *RankedTuple) Insert(r Rule) error {
 	if c.locs.has(r.ID) {
 		return fmt.Errorf("%w: %d", ErrDuplicateID, r.ID)
 	}
+	if c.sess.locs.has(r.ID) {
+		return fmt.Errorf("%w: %d", ErrDuplicateID, r.ID)
+	}
 	if len(c.pdr.locs) > 0 {
 		if _, dup := c.pdr.locs[r.ID]; dup {
 			return fmt.Errorf("%w: %d", ErrDuplicateID, r.ID)
@@ -747,7 +763,7 @@ func (c *RankedTuple) Insert(r Rule) error {
 	}
 	cr := compile(&r)
 	if isPDR(&cr) {
-		c.pdr.insertIn(c.pdr.top, cr)
+		c.insertPDR(cr)
 		return nil
 	}
 	s, full := slotOf(&cr)
@@ -906,7 +922,7 @@ func (c *RankedTuple) Delete(id uint32) error {
 	defer c.mu.Unlock()
 	l, ok := c.locs.del(id)
 	if !ok {
-		if err := c.pdr.deleteLocked(id); err != nil {
+		if err := c.deletePDR(id); err != nil {
 			return fmt.Errorf("rankedtuple: %w", err)
 		}
 		return nil
@@ -1010,16 +1026,15 @@ func (c *RankedTuple) refresh() {
 func (c *RankedTuple) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.locs.len() + len(c.pdr.locs)
+	return c.locs.len() + c.sess.locs.len() + len(c.pdr.locs)
 }
 
 // MemoryBytes implements Classifier: control words, slots, full rules
-// and splits, tuple lists, and the ID index (a Go map, estimated at 32
-// bytes an entry).
+// and splits, tuple lists, the ID indexes, and the PDR engines.
 func (c *RankedTuple) MemoryBytes() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.top.Load().memory() + c.locs.bytes() + c.pdr.top.memory() + 24*len(c.pdr.locs)
+	return c.top.Load().memory() + c.locs.bytes() + c.sess.memory() + c.pdr.top.memory() + 24*len(c.pdr.locs)
 }
 
 func (s *rtSpace) memory() int {

@@ -4,12 +4,13 @@ package classify
 // TEID, UE IP, network instance, application, SPI, flow label) do not fit
 // RankedTuple's 32-byte slots, and probing them through a slot, its aux
 // entry and a separate full rule cost two to three cache misses more than
-// the pre-issue-4 engine. They therefore live in that engine (tssCore,
-// levels 0 and 1): level 0 keys a PDR on its session (TEID and/or UE IP),
-// so a bucket is one session's PDRs, whole rules inline in its nodes;
-// buckets of more than splitAt rules split by ports, protocol and QFI.
-// Measured on the 5G workloads this is as fast as the pre-round-1
-// RankedTuple, while ClassBench-style rules keep the slot tables.
+// the pre-issue-4 engine. Those that name their session exactly go to
+// the session engine (ranked_sess.go); the others, and sessions of more
+// than sessMax rules, live in that older engine (tssCore, levels 0 and
+// 1): level 0 keys a PDR on its session (TEID and/or UE IP), so a bucket
+// is one session's PDRs, whole rules inline in its nodes; buckets of more
+// than splitAt rules split by ports, protocol and QFI. ClassBench-style
+// rules keep the slot tables.
 
 // lookup is the best-first search of a level-0 or level-1 space: tuples
 // in bound order, stopping once none can beat best; the presence filter

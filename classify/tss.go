@@ -84,7 +84,7 @@ func (c *TSS) Insert(r Rule) error {
 func (c *TSS) Delete(id uint32) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.inner.deleteLocked(id); err != nil {
+	if _, err := c.inner.deleteLocked(id); err != nil {
 		return fmt.Errorf("tss: %w", err)
 	}
 	return nil

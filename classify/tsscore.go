@@ -375,16 +375,17 @@ func withRule(head *node, cr crule) *node {
 }
 
 // withoutRule returns a bucket list without the rule with this ID (nil
-// if it empties), sharing the nodes after it.
-func withoutRule(head *node, id uint32) (*node, uint64) {
+// if it empties), sharing the nodes after it, and the rule removed (rank
+// noRank if none).
+func withoutRule(head *node, id uint32) (*node, crule) {
 	if head == nil {
-		return nil, noRank
+		return nil, crule{rank: noRank}
 	}
 	if uint32(head.r.rank) == id {
-		return head.next, head.r.rank
+		return head.next, head.r
 	}
-	rest, rank := withoutRule(head.next, id)
-	return newNode(head.r, rest), rank
+	rest, r := withoutRule(head.next, id)
+	return newNode(head.r, rest), r
 }
 
 func length(n *node) int {
@@ -459,21 +460,22 @@ func less(a, b tupleRef) bool {
 	return false
 }
 
-func (c *tssCore) deleteLocked(id uint32) error {
+// deleteLocked removes rule id and returns it.
+func (c *tssCore) deleteLocked(id uint32) (crule, error) {
 	l, ok := c.locs[id]
 	if !ok {
-		return fmt.Errorf("%w: %d", ErrNotFound, id)
+		return crule{}, fmt.Errorf("%w: %d", ErrNotFound, id)
 	}
 	delete(c.locs, id)
 	t, fp := c.unpack(l)
 	_, n := t.find(fp)
-	head, rank := withoutRule(n, id)
+	head, r := withoutRule(n, id)
 	if head == nil {
 		head = &node{r: crule{rank: noRank}} // tombstone
 	}
 	t.put(fp, head)
-	c.removed(t, rank)
-	return nil
+	c.removed(t, r.rank)
+	return r, nil
 }
 
 // removed does the bookkeeping after a rule left tuple t: empty tuples
