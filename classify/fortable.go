@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Hints describe a table to ForTable.
@@ -52,7 +53,12 @@ func ForTable(rules []Rule, hints Hints) (Classifier, error) {
 // its packed rules directly (no second dispatch); once indexed, they go
 // to the RankedTuple.
 type Auto struct {
-	mu    sync.Mutex
+	mu sync.Mutex
+	// scan is a tiny table's packed rules (the first of scan.n), which a
+	// lookup reads straight from here: in a UPF holding many sessions a
+	// session's table is usually cold, and each pointer on the way to its
+	// rules is one more cache miss. Nil when the table is not one leaf.
+	scan  atomic.Pointer[srule]
 	small atomic.Pointer[smallIndex] // nil once indexed
 	idx   atomic.Pointer[RankedTuple]
 	rules []Rule // writer: the small table's rules in rank order
@@ -60,18 +66,19 @@ type Auto struct {
 
 // Lookup implements Classifier.
 func (a *Auto) Lookup(h *Header) (uint32, bool) {
-	x := a.small.Load()
-	if x == nil {
+	p := a.scan.Load()
+	if p == nil {
+		if x := a.small.Load(); x != nil {
+			return x.lookup(h)
+		}
 		return a.idx.Load().Lookup(h)
-	}
-	if !x.flat {
-		return x.lookup(h)
 	}
 	// A tiny table is one leaf holding every rule: scan it here, saving a
 	// call.
+	rules := unsafe.Slice(p, p.n)
 	hw := packWord(h)
-	for i := range x.rules {
-		r := &x.rules[i]
+	for i := range rules {
+		r := &rules[i]
 		if (hw^r.w)&r.wm != 0 {
 			continue
 		}
@@ -99,7 +106,15 @@ func (a *Auto) Lookup(h *Header) (uint32, bool) {
 }
 
 // publish indexes a.rules and makes them the small table (writer).
-func (a *Auto) publish() { a.small.Store(newSmallIndex(a.rules)) }
+func (a *Auto) publish() {
+	x := newSmallIndex(a.rules)
+	a.small.Store(x)
+	var p *srule
+	if x.flat && len(x.rules) > 0 {
+		p = &x.rules[0]
+	}
+	a.scan.Store(p)
+}
 
 // Insert implements Classifier.
 func (a *Auto) Insert(r Rule) error {
@@ -128,6 +143,7 @@ func (a *Auto) Insert(r Rule) error {
 		return fmt.Errorf("classify: index table: %w", err)
 	}
 	a.idx.Store(idx)
+	a.scan.Store(nil)
 	a.small.Store(nil)
 	a.rules = nil
 	return nil

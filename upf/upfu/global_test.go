@@ -242,7 +242,7 @@ func TestModificationLeavesTakenOverKeys(t *testing.T) {
 // BenchmarkPDRTable compares the per-session tables with the UPF-wide
 // table on the whole pipeline, packets spread over many sessions.
 func BenchmarkPDRTable(b *testing.B) {
-	for _, n := range []int{1000, 20000} {
+	for _, n := range []int{1, 1000, 20000} {
 		for _, global := range []bool{false, true} {
 			mode := "session"
 			if global {
