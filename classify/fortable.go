@@ -10,16 +10,18 @@ import (
 
 // Hints describe a table to ForTable.
 type Hints struct {
-	// Global marks one table shared by many sessions (UPF-wide lookup by
-	// TEID or UE IP first); it starts indexed whatever its initial size.
+	// Global marks one table shared by many sessions (the UPF-wide table
+	// of upfu.Config.GlobalPDRTable); it starts indexed whatever its
+	// initial size.
 	Global bool
 }
 
 // smallTable is the size up to which ForTable keeps its own small index
 // (small.go: a plain scan up to leafMax rules, hashed splits above)
 // instead of RankedTuple. Measured on the 5G per-session workloads
-// (BenchmarkSession, `taskset -c 1`, shared cores): 2/4/16/32/64/100
-// PDRs 8-9/9-10/22-24/34-36/21-22/24-25 ns. The index also beats
+// (BenchmarkSession, `taskset -c 1`, shared cores, a quiet hour):
+// 2/4/16/32/64/100 PDRs 5.5-6.1/7.9-10.1/21-24/22-23/21-24/21-27 ns. The
+// index also beats
 // RankedTuple 2-3x on home-gateway tables of 128-1000 rules
 // (BenchmarkHomeGateway), but it is rebuilt on every update, which costs
 // milliseconds for a few hundred adversarial rules, so larger tables
