@@ -56,19 +56,34 @@ func ForTable(rules []Rule, hints Hints) (Classifier, error) {
 // to the RankedTuple.
 type Auto struct {
 	mu sync.Mutex
-	// scan is a tiny table's packed rules (the first of scan.n), which a
-	// lookup reads straight from here: in a UPF holding many sessions a
-	// session's table is usually cold, and each pointer on the way to its
-	// rules is one more cache miss. Nil when the table is not one leaf.
-	scan  atomic.Pointer[srule]
-	small atomic.Pointer[smallIndex] // nil once indexed
-	idx   atomic.Pointer[RankedTuple]
-	rules []Rule // writer: the small table's rules in rank order
+	// scan[i] is a tiny table's packed rules that a header from source
+	// interface i can match (the first of scan[i].n; rules that name no
+	// interface are in every list), read straight from here: a session's
+	// uplink and downlink PDRs never both need testing, and in a UPF
+	// holding many sessions a session's table is usually cold, so each
+	// pointer on the way to its rules is one more cache miss. Nil when
+	// the table is not one leaf.
+	scan      [scanIfs]atomic.Pointer[srule]
+	small     atomic.Pointer[smallIndex] // nil once indexed
+	idx       atomic.Pointer[RankedTuple]
+	rules     []Rule // writer: the small table's rules in rank order
+	scanBytes int    // writer: the scan lists' size
 }
+
+// scanIfs is the number of source interfaces with scan lists: access,
+// core, SGi-LAN and CP-function (TS 29.244 §8.2.2); headers from others
+// take the small index.
+const scanIfs = 4
+
+// noRules is the scan list of an interface no rule can match.
+var noRules srule
 
 // Lookup implements Classifier.
 func (a *Auto) Lookup(h *Header) (uint32, bool) {
-	p := a.scan.Load()
+	var p *srule
+	if h.SourceInterface < scanIfs {
+		p = a.scan[h.SourceInterface].Load()
+	}
 	if p == nil {
 		if x := a.small.Load(); x != nil {
 			return x.lookup(h)
@@ -111,11 +126,35 @@ func (a *Auto) Lookup(h *Header) (uint32, bool) {
 func (a *Auto) publish() {
 	x := newSmallIndex(a.rules)
 	a.small.Store(x)
-	var p *srule
-	if x.flat && len(x.rules) > 0 {
-		p = &x.rules[0]
+	a.scanBytes = 0
+	for i := range a.scan {
+		var p *srule
+		if x.flat {
+			list := scanList(x.rules, uint8(i))
+			a.scanBytes += len(list) * int(unsafe.Sizeof(srule{}))
+			p = &noRules
+			if len(list) > 0 {
+				p = &list[0]
+			}
+		}
+		a.scan[i].Store(p)
 	}
-	a.scan.Store(p)
+}
+
+// scanList copies, in rank order, the rules a header from source
+// interface srcIf can match; its first rule holds the count.
+func scanList(rules []srule, srcIf uint8) []srule {
+	var out []srule
+	for _, r := range rules {
+		if r.wm>>40&0xff == 0 || uint8(r.w>>40) == srcIf {
+			r.n = 0
+			out = append(out, r)
+		}
+	}
+	if len(out) > 0 {
+		out[0].n = uint16(len(out))
+	}
+	return out
 }
 
 // Insert implements Classifier.
@@ -145,7 +184,9 @@ func (a *Auto) Insert(r Rule) error {
 		return fmt.Errorf("classify: index table: %w", err)
 	}
 	a.idx.Store(idx)
-	a.scan.Store(nil)
+	for i := range a.scan {
+		a.scan[i].Store(nil)
+	}
 	a.small.Store(nil)
 	a.rules = nil
 	return nil
@@ -184,7 +225,7 @@ func (a *Auto) MemoryBytes() int {
 	if idx := a.idx.Load(); idx != nil {
 		return idx.MemoryBytes()
 	}
-	return a.small.Load().memoryBytes()
+	return a.small.Load().memoryBytes() + a.scanBytes
 }
 
 // Name implements Classifier.
