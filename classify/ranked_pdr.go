@@ -9,7 +9,8 @@ package classify
 // than sessMax rules, live in that older engine (tssCore, levels 0 and
 // 1): level 0 keys a PDR on its session (TEID and/or UE IP), so a bucket
 // is one session's PDRs, whole rules inline in its nodes; buckets of more
-// than splitAt rules split by ports, protocol and QFI. ClassBench-style
+// than splitAt rules split by ports, protocol and QFI, and such buckets
+// by exact field lengths. ClassBench-style
 // rules keep the slot tables.
 
 // lookup is the best-first search of a level-0 or level-1 space: tuples

@@ -241,3 +241,53 @@ func TestForTableBuildWorkBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestHomeGatewayChurnAgree runs home-gateway tables, whose long port
+// buckets split down to exact field lengths (tssCore level 2), through
+// RankedTuple while half their rules are deleted and put back, checking
+// every lookup against Linear.
+func TestHomeGatewayChurnAgree(t *testing.T) {
+	for _, n := range []int{300, 1000} {
+		w := workload.HomeGateway(n, uint64(n)+7)
+		c, err := classify.NewRankedTuple(w.Rules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(uint64(n), 9))
+		live := slices.Clone(w.Rules)
+		check := func(stage string) {
+			lin, err := classify.NewLinear(live)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range w.Trace[:3000] {
+				h := w.Trace[i]
+				if i%2 == 1 {
+					h.DstPort++
+					h.SrcIP.Lo ^= uint64(i & 0xff)
+				}
+				if got, want := result(c.Lookup(&h)), result(lin.Lookup(&h)); got != want {
+					t.Fatalf("%s %s header %d: got %d, linear %d", w.Name, stage, i, got, want)
+				}
+			}
+		}
+		check("built")
+		var out []classify.Rule
+		for range len(live) / 2 {
+			i := r.IntN(len(live))
+			if err := c.Delete(live[i].ID); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, live[i])
+			live = slices.Delete(live, i, i+1)
+		}
+		check("halved")
+		for _, x := range out[:len(out)/2] {
+			if err := c.Insert(x); err != nil {
+				t.Fatal(err)
+			}
+			live = append(live, x)
+		}
+		check("refilled")
+	}
+}

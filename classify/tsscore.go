@@ -46,7 +46,7 @@ type tupleRef struct {
 // Level 0: source, destination, UE IP prefix lengths, TEID (0 or 32),
 // source interface (0 or 8).
 // Level 1: source port, destination port prefix lengths, protocol, QFI.
-// Level 2 (TSS): all eight, unrelaxed.
+// Level 2 (TSS, and the split of a level-1 bucket): all eight, unrelaxed.
 type tupleKey [8]uint8
 
 type tuple struct {
@@ -330,8 +330,8 @@ func (c *tssCore) insertIn(s *space, cr crule) {
 		}
 	default:
 		head := withRule(n, cr)
-		if s.level == 0 && length(head) > splitAt && splittable(head) {
-			sub := newSpace(1, t, fp)
+		if s.level < 2 && length(head) > splitAt && splittable(s.level+1, head) {
+			sub := newSpace(s.level+1, t, fp)
 			for m := head; m != nil; m = m.next {
 				c.insertIn(sub, m.r)
 			}
@@ -396,13 +396,16 @@ func length(n *node) int {
 	return k
 }
 
-// splittable: a port split helps when at least a quarter of the bucket
-// has a port, protocol or QFI to hash on.
-func splittable(head *node) bool {
+// splittable: a split to level helps when at least a quarter of the
+// bucket has a field to hash on that the level above did not: a port,
+// protocol or QFI for level 1; an address prefix for level 2, which
+// splits a port bucket that many rules share (a home gateway's rules
+// blocking hosts and networks for one protocol) by exact field lengths.
+func splittable(level uint8, head *node) bool {
 	n, all := 0, 0
 	for m := head; m != nil; m = m.next {
 		all++
-		if keyOf(1, &m.r) != (tupleKey{}) {
+		if level == 1 && keyOf(1, &m.r) != (tupleKey{}) || level == 2 && m.r.srcLen|m.r.dstLen != 0 {
 			n++
 		}
 	}
