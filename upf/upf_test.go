@@ -178,18 +178,20 @@ func TestPDUSessionOverTUN(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: TUN")
 	}
-	for _, mode := range []string{upf.PDRTableSession, upf.PDRTableGlobal} {
-		t.Run(mode, func(t *testing.T) { testPDUSessionOverTUN(t, mode) })
+	// A device, pool and DN address per mode: the kernel may still hold
+	// the previous subtest's TUN when the next one starts.
+	for i, mode := range []string{upf.PDRTableSession, upf.PDRTableGlobal} {
+		t.Run(mode, func(t *testing.T) { testPDUSessionOverTUN(t, mode, byte(i)) })
 	}
 }
 
-func testPDUSessionOverTUN(t *testing.T, mode string) {
-	tun := fmt.Sprintf("ternupf%d", os.Getpid()%100000)
-	ue := netip.MustParseAddrPort("10.213.0.5:40000")
-	dnIP := netip.MustParseAddr("10.214.0.1")
+func testPDUSessionOverTUN(t *testing.T, mode string, i byte) {
+	tun := fmt.Sprintf("ternupf%d%c", os.Getpid()%100000, 'a'+i)
+	ue := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 213, i, 5}), 40000)
+	dnIP := netip.AddrFrom4([4]byte{10, 214, i, 1})
 	gnbAP := netip.AddrPortFrom(gnbAddr(), gtpu.Port)
 	gnb := listen(t, gnbAP)
-	u, up, c := start(t, upf.Config{N3Addr: "127.0.0.1:0", N6: []upf.N6Config{{DNN: "internet", TUN: tun, Pool: "10.213.0.0/24"}}, PDRTable: mode})
+	u, up, c := start(t, upf.Config{N3Addr: "127.0.0.1:0", N6: []upf.N6Config{{DNN: "internet", TUN: tun, Pool: fmt.Sprintf("10.213.%d.0/24", i)}}, PDRTable: mode})
 	link, err := netlink.LinkByName(tun)
 	if err != nil {
 		t.Fatal(err)
