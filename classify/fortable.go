@@ -147,7 +147,6 @@ func scanList(rules []srule, srcIf uint8) []srule {
 	var out []srule
 	for _, r := range rules {
 		if r.wm>>40&0xff == 0 || uint8(r.w>>40) == srcIf {
-			r.n = 0
 			out = append(out, r)
 		}
 	}

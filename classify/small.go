@@ -38,7 +38,7 @@ type srule struct {
 	// interface) do not, and a scan passes them on those two tests,
 	// loaded from the rule's first cache line.
 	rest         bool
-	n            uint16 // the first rule of a table: its number of rules (Auto.scan)
+	n            uint16 // the first rule of an Auto.scan list: the list's length
 	src, dst     pmask
 	sport, dport pspan
 	ext          *extMatch // network instance, application, SPI, flow label; nil if none
@@ -168,9 +168,6 @@ func newSmallIndex(rules []Rule) *smallIndex {
 	x.nodes = append(x.nodes, snode{})
 	x.build(0, all, 0)
 	x.flat = x.nodes[0].kind == keyLeaf
-	if len(x.rules) > 0 {
-		x.rules[0].n = uint16(len(x.rules))
-	}
 	return x
 }
 

@@ -93,10 +93,17 @@ var (
 )
 
 func newUPFC(t *testing.T) (*UPFC, *fakeDP, *fakeCP) {
+	return newUPFCWith(t, func(*Config) {})
+}
+
+// newUPFCWith is newUPFC with edit applied to the configuration.
+func newUPFCWith(t *testing.T, edit func(*Config)) (*UPFC, *fakeDP, *fakeCP) {
 	t.Helper()
 	dp := &fakeDP{}
 	cp := &fakeCP{reports: make(chan sentReport, 64)}
-	c := New(Config{NodeID: upfNode, N3Addr: n3Addr, NetworkInstances: []string{"internet", "ims"}}, dp, nil)
+	cfg := Config{NodeID: upfNode, N3Addr: n3Addr, NetworkInstances: []string{"internet", "ims"}}
+	edit(&cfg)
+	c := New(cfg, dp, nil)
 	resp := c.HandleAssociationSetup(context.Background(), cp, &pfcp.AssociationSetupRequest{NodeID: smfNode, RecoveryTime: time.Now()})
 	if resp.Cause != pfcp.CauseRequestAccepted {
 		t.Fatalf("association setup: %v", resp.Cause)
@@ -925,9 +932,7 @@ func TestReportFailures(t *testing.T) {
 
 func TestMultiRulePDR(t *testing.T) {
 	for _, kind := range []classify.Kind{"", classify.KindLinear, classify.KindRankedTuple} {
-		dp := &fakeDP{}
-		c := New(Config{NodeID: upfNode, N3Addr: n3Addr, Classifier: kind}, dp, nil)
-		c.HandleAssociationSetup(context.Background(), &fakeCP{}, &pfcp.AssociationSetupRequest{NodeID: smfNode, RecoveryTime: time.Now()})
+		c, dp, _ := newUPFCWith(t, func(cfg *Config) { cfg.Classifier = kind })
 		req := establishment(1)
 		// PDR 5: two SDF filters (one with two port ranges) x two QFIs.
 		req.CreatePDRs = append(req.CreatePDRs, pfcp.CreatePDR{ID: 5, Precedence: 50, FARID: 2,
@@ -1006,9 +1011,7 @@ func TestPDRClassifier(t *testing.T) {
 func TestSessionRuleLists(t *testing.T) {
 	var lists [2][2][]classify.Rule
 	for i, noTables := range []bool{false, true} {
-		dp := &fakeDP{}
-		c := New(Config{NodeID: upfNode, N3Addr: n3Addr, NoSessionTables: noTables}, dp, nil)
-		c.HandleAssociationSetup(context.Background(), &fakeCP{}, &pfcp.AssociationSetupRequest{NodeID: smfNode, RecoveryTime: time.Now()})
+		c, dp, _ := newUPFCWith(t, func(cfg *Config) { cfg.NoSessionTables = noTables })
 		req := establishment(1)
 		req.CreatePDRs = append(req.CreatePDRs, pfcp.CreatePDR{ID: 5, Precedence: 50, FARID: 2,
 			PDI: pfcp.PDI{SourceInterface: pfcp.InterfaceCore, UEIP: &pfcp.UEIPAddress{IPv4: ueAddr, Destination: true},

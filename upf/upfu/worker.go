@@ -104,17 +104,20 @@ func (w *Worker) Downlink(in []Packet, out []Packet) []Packet {
 	w.now = w.p.now()
 	for i := range in {
 		pk := &in[i]
+		if w.p.global != nil {
+			// The table lookup finds the session; downlinkOne parses.
+			out = w.downlinkOne(pk, nil, out, false)
+			continue
+		}
 		_, _, dst, ok := innerIP(pk.Data(), &w.ch)
 		if !ok {
 			w.drop(DropMalformed)
 			continue
 		}
-		var e *entry
-		if w.p.global == nil {
-			if e = w.p.lookupUE(dst); e == nil {
-				w.drop(DropNoSession)
-				continue
-			}
+		e := w.p.lookupUE(dst)
+		if e == nil {
+			w.drop(DropNoSession)
+			continue
 		}
 		out = w.downlinkOne(pk, e, out, false)
 	}
