@@ -92,7 +92,9 @@ func (a *Auto) Lookup(h *Header) (uint32, bool) {
 	}
 	// A tiny table is one leaf holding every rule: scan it here, saving a
 	// call.
-	rules := unsafe.Slice(p, p.n)
+	// Sliced from an array type longer than any uint16 count: no length
+	// checks, which unsafe.Slice would make on every lookup.
+	rules := (*[1 << 16]srule)(unsafe.Pointer(p))[:p.n:p.n]
 	hw := packWord(h)
 	for i := range rules {
 		r := &rules[i]

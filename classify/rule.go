@@ -158,18 +158,20 @@ type Rule struct {
 // fields in the direction its rules are written. IDs for network instance
 // and application are the caller's interned values.
 type Header struct {
-	SrcIP, DstIP     Addr
-	UEIP             Addr
+	SrcIP, DstIP Addr
+	UEIP         Addr
+	// TEID, QFI, SourceInterface, Proto and ToS lie together in this
+	// order: per-session lookups read them as one word (packWord).
 	TEID             uint32
+	QFI              uint8
+	SourceInterface  uint8
+	Proto            uint8
+	ToS              uint8
 	NetworkInstance  uint32
 	AppID            uint32
 	SPI              uint32
 	FlowLabel        uint32
 	SrcPort, DstPort uint16
-	Proto            uint8
-	ToS              uint8
-	QFI              uint8
-	SourceInterface  uint8
 }
 
 // Errors returned by Insert and Delete.

@@ -1,6 +1,10 @@
 package classify
 
-import "slices"
+import (
+	"encoding/binary"
+	"slices"
+	"unsafe"
+)
 
 // smallIndex is an immutable snapshot of a per-session table: its rules
 // packed in rank order and a shallow tree that narrows a lookup to a
@@ -99,9 +103,19 @@ func pmaskOf(p Prefix) pmask {
 	return pmask{p.Addr.Hi & mhi, p.Addr.Lo & mlo, mhi, mlo}
 }
 
+// packWord is the header's TEID, QFI, source interface, protocol and ToS
+// as one word: a single load, as Header keeps them together in this
+// order (a build with another layout fails on headerWordLayout).
 func packWord(h *Header) uint64 {
-	return uint64(h.TEID) | uint64(h.QFI)<<32 | uint64(h.SourceInterface)<<40 | uint64(h.Proto)<<48 | uint64(h.ToS)<<56
+	return binary.LittleEndian.Uint64((*[8]byte)(unsafe.Pointer(&h.TEID))[:])
 }
+
+// headerWordLayout fails to compile unless Header holds packWord's fields
+// contiguously, in its order.
+var _ = [1]struct{}{}[unsafe.Offsetof(Header{}.QFI)-unsafe.Offsetof(Header{}.TEID)-4+
+	unsafe.Offsetof(Header{}.SourceInterface)-unsafe.Offsetof(Header{}.TEID)-5+
+	unsafe.Offsetof(Header{}.Proto)-unsafe.Offsetof(Header{}.TEID)-6+
+	unsafe.Offsetof(Header{}.ToS)-unsafe.Offsetof(Header{}.TEID)-7]
 
 func packRule(r *Rule) srule {
 	s := srule{src: pmaskOf(r.SrcIP), dst: pmaskOf(r.DstIP), ue: pmaskOf(r.UEIP),
