@@ -1,6 +1,6 @@
 // Package bench measures the classifiers on ClassBench and 5G workloads:
-// lookup ns/packet (median of passes over the trace, classifiers
-// interleaved), build time, insert and delete latency after building from
+// lookup ns/packet (median of passes over the trace, classifiers and
+// workloads interleaved), build time, insert and delete latency after building from
 // half the rules, and memory. It writes the report document, a text table
 // and a Fig. 11-style plot.
 package bench
@@ -134,21 +134,43 @@ func Run(cfg Config) ([]Row, error) {
 			},
 		)
 	}
-	var rows []Row
+	// Every workload is prepared first (built, checked against Linear,
+	// its updates timed); then each round runs one lookup pass of every
+	// classifier on every workload, so that a row's passes are spread
+	// over the whole run. On a shared host, other tenants slow this core
+	// by up to 2x in bursts of a fraction of a second to a few seconds
+	// (README, Benchmarks): one workload's passes run back to back can
+	// all fall in one burst, while spread out a burst lands in a minority
+	// of them, which the median leaves out. The cost: every workload's
+	// classifiers stay live until the rounds end (the default run peaks
+	// at about 6 GB resident).
+	var ms []*measure
 	for _, mk := range jobs {
 		j, err := mk()
 		if err != nil {
-			return rows, fmt.Errorf("bench: %w", err)
+			return nil, fmt.Errorf("bench: %w", err)
 		}
 		if cfg.MaxTrace > 0 && len(j.trace) > cfg.MaxTrace {
 			j.trace = j.trace[:cfg.MaxTrace]
 		}
 		kinds := j.kinds(cfg.Kinds, defaultKinds)
 		logf("%s: %d rules, %d headers\n", j.name, len(j.rules), len(j.trace))
-		rs, err := runJob(cfg, kinds, j)
+		m, err := prepare(cfg, kinds, j)
 		if err != nil {
-			return rows, err
+			return nil, err
 		}
+		ms = append(ms, m)
+	}
+	for r := range cfg.Passes {
+		for _, m := range ms {
+			m.round()
+		}
+		logf("round %d of %d done\n", r+1, cfg.Passes)
+	}
+	var rows []Row
+	for _, m := range ms {
+		rs := m.finish()
+		logf("%s:\n", m.j.name)
 		for _, r := range rs {
 			logf("  %-14s lookup %8.1f ns  build %8.1f ms  insert %7.2f us  delete %7.2f us  mem %6.2f MB\n",
 				r.Kind, r.Median(), r.BuildMS, median(r.InsertUS), median(r.DeleteUS), float64(r.Memory)/1e6)
@@ -175,15 +197,42 @@ func headers(ps []classbench.Packet) []classify.Header {
 	return hs
 }
 
+// runJob measures one workload on its own: prepare, every round, finish.
 func runJob(cfg Config, kinds []classify.Kind, j job) ([]Row, error) {
-	rows := make([]Row, len(kinds))
-	cs := make([]classify.Classifier, len(kinds))
-	traces := make([][]classify.Header, len(kinds))
+	m, err := prepare(cfg, kinds, j)
+	if err != nil {
+		return nil, err
+	}
+	for range cfg.Passes {
+		m.round()
+	}
+	return m.finish(), nil
+}
+
+// measure is one workload's classifiers under measurement.
+type measure struct {
+	j      job
+	rows   []Row
+	cs     []classify.Classifier
+	traces [][]classify.Header // per classifier: the headers one walk of a pass looks up
+	walks  int                 // walks a pass makes
+	cpus   []int               // the CPUs this thread may run on
+	ticks  report.CPUTicks     // summed over the lookup passes
+	stolen bool                // ticks are known
+	sink   uint32
+}
+
+// prepare builds the classifiers of job j, sizes their passes, checks
+// them against Linear and readies their updates.
+func prepare(cfg Config, kinds []classify.Kind, j job) (*measure, error) {
+	m := &measure{j: j, rows: make([]Row, len(kinds)), cs: make([]classify.Classifier, len(kinds)),
+		traces: make([][]classify.Header, len(kinds)),
+		cpus:   report.AffinityCPUs(), stolen: true}
 	// A pass is one walk of the trace, or for a session's replayed window
 	// as many walks as its whole trace has headers.
-	walks := 1
+	m.walks = 1
 	if j.session && len(j.trace) > sessionHeaders {
-		walks = len(j.trace) / sessionHeaders
+		m.walks = len(j.trace) / sessionHeaders
 		j.trace = j.trace[:sessionHeaders]
 	}
 	for i, k := range kinds {
@@ -195,80 +244,43 @@ func runJob(cfg Config, kinds []classify.Kind, j job) ([]Row, error) {
 		}
 		build := time.Since(start)
 		heap := liveHeap() - before
-		cs[i] = c
-		traces[i] = j.trace
+		m.cs[i] = c
+		m.traces[i] = j.trace
 		probe := j.trace[:min(len(j.trace), 2000)]
 		start = time.Now()
 		for h := range probe {
 			c.Lookup(&probe[h])
 		}
 		per := time.Since(start) / time.Duration(max(len(probe), 1))
-		if n := int(cfg.PassBudget / max(per, 1)); n < len(j.trace)*walks {
-			traces[i] = j.trace[:max(n/walks, min(1000, len(j.trace)))]
+		if n := int(cfg.PassBudget / max(per, 1)); n < len(j.trace)*m.walks {
+			m.traces[i] = j.trace[:max(n/m.walks, min(1000, len(j.trace)))]
 		}
-		rows[i] = Row{Workload: j.name, Kind: k, Rules: len(j.rules), Headers: len(traces[i]), Walks: walks,
+		m.rows[i] = Row{Workload: j.name, Kind: k, Rules: len(j.rules), Headers: len(m.traces[i]), Walks: m.walks,
 			BuildMS: float64(build) / 1e6, Memory: c.MemoryBytes(), HeapBytes: heap}
 	}
 	// Every classifier must give Linear's answer on the headers every
 	// classifier ran.
 	if li := slices.Index(kinds, classify.KindLinear); li >= 0 {
-		check := traces[li]
-		for _, tr := range traces {
+		check := m.traces[li]
+		for _, tr := range m.traces {
 			if len(tr) < len(check) {
 				check = tr
 			}
 		}
-		for i, c := range cs {
+		for i, c := range m.cs {
 			for h := range check {
-				a, aok := cs[li].Lookup(&check[h])
+				a, aok := m.cs[li].Lookup(&check[h])
 				b, bok := c.Lookup(&check[h])
 				if a != b || aok != bok {
-					rows[i].Mismatches++
+					m.rows[i].Mismatches++
 				}
 			}
 		}
 	}
-	// Lookup passes, interleaved so that noise from the shared machine
-	// spreads over every classifier alike. Each pass is timed twice: wall
-	// time, and the CPU time of the thread (held to it), which leaves out
-	// what the hypervisor or other processes took; the CPUs' steal ticks
-	// around the passes say how much that was.
-	var sink uint32
-	runtime.LockOSThread()
-	cpus := report.AffinityCPUs()
-	before, stealErr := report.ReadCPUTicks(cpus)
-	for range cfg.Passes {
-		for i, c := range cs {
-			tr := traces[i]
-			start, cpu := time.Now(), threadCPU()
-			for range walks {
-				for h := range tr {
-					id, _ := c.Lookup(&tr[h])
-					sink += id
-				}
-			}
-			wall, cpu := time.Since(start), threadCPU()-cpu
-			n := float64(walks * len(tr))
-			rows[i].LookupNS = append(rows[i].LookupNS, float64(wall)/n)
-			if cpu > 0 {
-				rows[i].LookupCPU = append(rows[i].LookupCPU, float64(cpu)/n)
-			}
-		}
-	}
-	after, err := report.ReadCPUTicks(cpus)
-	runtime.UnlockOSThread()
-	_ = sink
-	steal := -1.0
-	if stealErr == nil && err == nil {
-		steal = report.StealShare(before, after)
-	}
-	for i := range rows {
-		rows[i].Steal = steal
-	}
-	cs = nil
-	runtime.GC()
 	// Updates: build from half the rules, then alternate timed inserts of
-	// the other half and deletes of the built half.
+	// the other half and deletes of the built half, back to back (unlike
+	// lookups, not spread over the rounds: the update path's caches would
+	// start cold after every other workload's passes).
 	for i, k := range kinds {
 		n := cfg.Updates
 		if k == classify.KindLinear && len(j.rules) > 10_000 {
@@ -278,9 +290,64 @@ func runJob(cfg Config, kinds []classify.Kind, j job) ([]Row, error) {
 		if err != nil {
 			return nil, err
 		}
-		rows[i].InsertUS, rows[i].DeleteUS = ins, del
+		m.rows[i].InsertUS, m.rows[i].DeleteUS = ins, del
 	}
-	return rows, nil
+	return m, nil
+}
+
+// round runs one lookup pass of every classifier, each timed twice: wall
+// time, and the CPU time of the thread (held to it), which leaves out what
+// the hypervisor or other processes took; the CPUs' steal ticks around
+// the passes say how much that was. A replayed window is walked once
+// untimed first, as a UPF classifies headers it has just parsed (other
+// workloads' passes have since pushed it out of the caches).
+func (m *measure) round() {
+	runtime.LockOSThread()
+	before, err := report.ReadCPUTicks(m.cpus)
+	for i, c := range m.cs {
+		tr := m.traces[i]
+		if m.walks > 1 {
+			for h := range tr {
+				id, _ := c.Lookup(&tr[h])
+				m.sink += id
+			}
+		}
+		start, cpu := time.Now(), threadCPU()
+		for range m.walks {
+			for h := range tr {
+				id, _ := c.Lookup(&tr[h])
+				m.sink += id
+			}
+		}
+		wall, cpu := time.Since(start), threadCPU()-cpu
+		k := float64(m.walks * len(tr))
+		m.rows[i].LookupNS = append(m.rows[i].LookupNS, float64(wall)/k)
+		if cpu > 0 {
+			m.rows[i].LookupCPU = append(m.rows[i].LookupCPU, float64(cpu)/k)
+		}
+	}
+	after, err2 := report.ReadCPUTicks(m.cpus)
+	runtime.UnlockOSThread()
+	if err != nil || err2 != nil {
+		m.stolen = false
+	} else {
+		m.ticks.Busy += after.Busy - before.Busy
+		m.ticks.Idle += after.Idle - before.Idle
+		m.ticks.Steal += after.Steal - before.Steal
+	}
+}
+
+// finish returns the rows, and lets the classifiers go.
+func (m *measure) finish() []Row {
+	steal := -1.0
+	if m.stolen {
+		steal = report.StealShare(report.CPUTicks{}, m.ticks)
+	}
+	for i := range m.rows {
+		m.rows[i].Steal = steal
+	}
+	m.cs = nil
+	return m.rows
 }
 
 func updates(k classify.Kind, rules []classify.Rule, n int) (ins, del []float64, err error) {

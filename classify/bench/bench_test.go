@@ -1,12 +1,15 @@
 package bench
 
 import (
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/tern5g/tern/classify"
+	"github.com/tern5g/tern/classify/classbench"
 	"github.com/tern5g/tern/classify/workload"
 )
 
@@ -51,6 +54,29 @@ func TestSessionJob(t *testing.T) {
 			if r.Steal < 0 || r.Steal > 1 {
 				t.Errorf("%s: steal share %v", r.Kind, r.Steal)
 			}
+		}
+	}
+}
+
+// TestRunRounds: Run measures every workload in rounds, each row getting
+// one pass a round, and the classifiers agree with Linear.
+func TestRunRounds(t *testing.T) {
+	dir := classbench.DefaultDir()
+	if _, err := os.Stat(filepath.Join(dir, "acl1_1k.rules.gz")); err != nil {
+		t.Skipf("no ClassBench sets in %s: %v", dir, err)
+	}
+	cfg := Config{ClassBenchDir: dir, Sets: []string{"acl1_1k", "fw1_1k"}, Kinds: []classify.Kind{classify.KindLinear, classify.KindRankedTuple},
+		Passes: 3, Updates: 5, MaxTrace: 2000, PassBudget: time.Second}
+	rows, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 4 {
+		t.Fatalf("%d rows, want 4", len(rows))
+	}
+	for _, r := range rows {
+		if len(r.LookupNS) != 3 || r.Mismatches != 0 || len(r.InsertUS) != 5 || r.Headers != 2000 {
+			t.Errorf("%s %s: %d passes, %d mismatches, %d inserts, %d headers", r.Workload, r.Kind, len(r.LookupNS), r.Mismatches, len(r.InsertUS), r.Headers)
 		}
 	}
 }
