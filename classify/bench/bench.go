@@ -219,7 +219,6 @@ type measure struct {
 	cpus   []int               // the CPUs this thread may run on
 	ticks  report.CPUTicks     // summed over the lookup passes
 	stolen bool                // ticks are known
-	sink   uint32
 }
 
 // prepare builds the classifiers of job j, sizes their passes, checks
@@ -302,24 +301,15 @@ func prepare(cfg Config, kinds []classify.Kind, j job) (*measure, error) {
 // untimed first, as a UPF classifies headers it has just parsed (other
 // workloads' passes have since pushed it out of the caches).
 func (m *measure) round() {
-	var sink uint32 // summed here, not in m.sink, which would cost one more load a lookup
 	runtime.LockOSThread()
 	before, err := report.ReadCPUTicks(m.cpus)
 	for i, c := range m.cs {
 		tr := m.traces[i]
 		if m.walks > 1 {
-			for h := range tr {
-				id, _ := c.Lookup(&tr[h])
-				sink += id
-			}
+			walk(c, tr, 1)
 		}
 		start, cpu := time.Now(), threadCPU()
-		for range m.walks {
-			for h := range tr {
-				id, _ := c.Lookup(&tr[h])
-				sink += id
-			}
-		}
+		walk(c, tr, m.walks)
 		wall, cpu := time.Since(start), threadCPU()-cpu
 		k := float64(m.walks * len(tr))
 		m.rows[i].LookupNS = append(m.rows[i].LookupNS, float64(wall)/k)
@@ -329,7 +319,6 @@ func (m *measure) round() {
 	}
 	after, err2 := report.ReadCPUTicks(m.cpus)
 	runtime.UnlockOSThread()
-	m.sink += sink
 	if err != nil || err2 != nil {
 		m.stolen = false
 	} else {
@@ -337,6 +326,17 @@ func (m *measure) round() {
 		m.ticks.Idle += after.Idle - before.Idle
 		m.ticks.Steal += after.Steal - before.Steal
 	}
+}
+
+// walk looks up every header of tr, times over.
+func walk(c classify.Classifier, tr []classify.Header, times int) (sink uint32) {
+	for range times {
+		for h := range tr {
+			id, _ := c.Lookup(&tr[h])
+			sink += id
+		}
+	}
+	return sink
 }
 
 // finish returns the rows, and lets the classifiers go.
