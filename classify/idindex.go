@@ -89,6 +89,22 @@ func (x *idIndex[V]) free(id uint32) int {
 
 func (x *idIndex[V]) len() int { return x.n }
 
+// prefetch asks for the entry where id's probe starts (see prefetch).
+func (x *idIndex[V]) prefetch(id uint32) {
+	if len(x.ents) > 0 {
+		prefetch(unsafe.Pointer(&x.ents[x.home(id)]))
+	}
+}
+
+// get returns id's value.
+func (x *idIndex[V]) get(id uint32) (V, bool) {
+	if i := x.find(id); i >= 0 {
+		return x.ents[i].v, true
+	}
+	var zero V
+	return zero, false
+}
+
 // has reports whether id is present.
 func (x *idIndex[V]) has(id uint32) bool { return x.find(id) >= 0 }
 
