@@ -41,6 +41,12 @@ func TestIDIndexMatchesMap(t *testing.T) {
 					if i := x.find(id); i < 0 || x.ents[i].v != want {
 						t.Fatalf("spread %d step %d: id %d at entry %d, want value %d", spread, step, id, i, want)
 					}
+					if got, ok := x.get(id); !ok || got != want {
+						t.Fatalf("spread %d step %d: get(%d) = %d, %v; want %d", spread, step, id, got, ok, want)
+					}
+				}
+				if _, ok := x.get(spread); ok { // IDs are below spread
+					t.Fatalf("spread %d step %d: get of an absent ID found it", spread, step)
 				}
 				full := 0
 				for _, e := range x.ents {
