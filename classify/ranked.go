@@ -677,12 +677,18 @@ func (tab *rtTable) addAux(a rtAux) uint32 {
 
 // chain calls fn for every full slot of x's chain whose control byte
 // holds x's hash bits (writer only), until fn returns false.
-func (tab *rtTable) chain(x uint64, fn func(j uint64) bool) {
-	g, _ := bits.Mul64(x, tab.ng)
+func (tab *rtTable) chain(x uint64, fn func(j uint64) bool) { ctrlChain(tab.ctrl, tab.ng, x, fn) }
+
+// ctrlChain walks the control words of a Swiss-style table of ng groups
+// (rtTable, sessTable) from x's group, calling fn for every full slot
+// whose control byte holds x's hash bits, until fn returns false or a
+// group has an empty byte (writer only).
+func ctrlChain(ctrl []uint64, ng, x uint64, fn func(j uint64) bool) {
+	g, _ := bits.Mul64(x, ng)
 	h2 := rtH2(x)
 	pat := h2 * ctrlLSB
 	for {
-		cw := tab.ctrl[g]
+		cw := ctrl[g]
 		v := cw ^ pat
 		for m := (v - ctrlLSB) &^ v &^ cw & ctrlMSB; m != 0; m &= m - 1 {
 			i := uint64(bits.TrailingZeros64(m) >> 3)
@@ -694,7 +700,7 @@ func (tab *rtTable) chain(x uint64, fn func(j uint64) bool) {
 		if cw&^(cw<<6)&ctrlMSB != 0 {
 			return
 		}
-		if g++; g == tab.ng {
+		if g++; g == ng {
 			g = 0
 		}
 	}

@@ -292,24 +292,7 @@ func (s *sessSlot) scan(h *Header, hw, best uint64) uint64 {
 
 // chain calls fn for every full slot of x's chain whose control byte
 // holds x's hash bits (writer only), until fn returns false.
-func (t *sessTable) chain(x uint64, fn func(j uint64) bool) {
-	g, _ := bits.Mul64(x, t.ng)
-	h2 := rtH2(x)
-	for {
-		cw := t.ctrl[g]
-		for i := range uint64(8) {
-			if (cw>>(8*i))&0xff == h2 && !fn(g*8+i) {
-				return
-			}
-		}
-		if cw&^(cw<<6)&ctrlMSB != 0 {
-			return
-		}
-		if g++; g == t.ng {
-			g = 0
-		}
-	}
-}
+func (t *sessTable) chain(x uint64, fn func(j uint64) bool) { ctrlChain(t.ctrl, t.ng, x, fn) }
 
 // find returns k's slot (x: k's hash), or ok false (writer only).
 func (t *sessTable) find(k sessKey, x uint64) (j uint64, ok bool) {
