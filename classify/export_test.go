@@ -134,3 +134,12 @@ func SessionStats(c *RankedTuple) (buckets, spilled int) {
 	defer c.mu.Unlock()
 	return c.sess.tab.Load().live, len(c.sess.spilled)
 }
+
+// Lookup4Both runs the IPv4 probe loop over the top space's tuples both
+// ways, lookup4 (assembly on amd64) and lookup4Go, from bound best.
+func (c *RankedTuple) Lookup4Both(h *Header, best uint64) (asmBest uint64, asmAt int, goBest uint64, goAt int) {
+	list := *c.top.Load().list.Load()
+	asmBest, asmAt = lookup4(list, h, best)
+	goBest, goAt = lookup4Go(list, h, best)
+	return
+}

@@ -394,14 +394,14 @@ func (s *rtSpace) lookup(h *Header, best uint64) uint64 {
 	return lookupAny(list, h, best)
 }
 
-// lookup4 is lookupAny for an IPv4 header, as long as the tuples are
+// lookup4Go is lookupAny for an IPv4 header, as long as the tuples are
 // kindAddr4 and the matching slots hold their whole rule: the common case,
-// kept free of calls and bounds checks so that Go keeps its state in
-// registers. It returns the
-// best rank so far and the first tuple it did not finish, or len(list);
-// probing that tuple again from its first slot is harmless, as best only
-// improves.
-func lookup4(list []rtRef, h *Header, best uint64) (uint64, int) {
+// kept free of calls and bounds checks. It returns the best rank so far
+// and the first tuple it did not finish, or len(list); probing that tuple
+// again from its first slot is harmless, as best only improves. On amd64,
+// lookup4 is the same loop in assembly (lookup4_amd64.s); elsewhere it is
+// this function.
+func lookup4Go(list []rtRef, h *Header, best uint64) (uint64, int) {
 	src, dst := uint32(h.SrcIP.Lo), uint32(h.DstIP.Lo)
 	sport, dport, proto := h.SrcPort, h.DstPort, h.Proto
 	for i := range list {

@@ -1,0 +1,153 @@
+#include "textflag.h"
+
+// func lookup4asm(list *rtRef, n int, h *Header, best uint64) (b uint64, i int)
+//
+// lookup4 (ranked.go), written out so that its state stays in registers:
+// the Go compiler spills about ten values a probe to the stack. Offsets:
+// rtRef best 0, ms 8, md 12, kind 16, ng 24, ctrl 32, slots 56 (96
+// bytes); Header SrcIP.Lo 8, DstIP.Lo 24, Proto 54, SrcPort 72, DstPort
+// 74; rslot rank 0, src 8, dst 12, sport 16, dport 20, ss 24, sd 25, proto
+// 26, pmask 27, aux 28 (32 bytes). TestLayoutForAsm checks them.
+//
+// Registers: SI tuple, R10 end of list, DI header, R8 best, R9 the
+// header's dst<<32|src, R11 control-byte pattern, R12 control words, R13
+// slots, DX group, R14 control word, R15 candidates; AX BX CX scratch.
+TEXT ·lookup4asm(SB), NOSPLIT, $0-48
+	MOVQ list+0(FP), SI
+	MOVQ n+8(FP), R10
+	IMULQ $96, R10
+	ADDQ SI, R10
+	MOVQ h+16(FP), DI
+	MOVQ best+24(FP), R8
+	MOVL 24(DI), R9
+	SHLQ $32, R9
+	MOVL 8(DI), AX
+	ORQ  AX, R9
+
+tuple:
+	CMPQ SI, R10
+	JEQ  finished
+	MOVQ 0(SI), AX
+	CMPQ AX, R8
+	JCC  finished           // e.best >= best: no tuple left can do better
+	CMPB 16(SI), $0         // kindAddr4
+	JNE  stop
+	MOVQ 8(SI), AX          // md<<32 | ms
+	ANDQ R9, AX
+	ROLQ $32, AX            // key: (src&ms)<<32 | (dst&md)
+	MOVQ $0x9e3779b97f4a7c15, BX
+	XORQ BX, AX
+	MOVQ $0xc2b2ae3d27d4eb4f, BX
+	MULQ BX
+	XORQ DX, AX             // x = rtMix(key)
+	MOVQ AX, R11
+	MULQ 24(SI)             // DX = group: x*ng >> 64
+	SHRQ $24, R11
+	ANDQ $0x7f, R11
+	MOVQ $0x0101010101010101, BX
+	IMULQ BX, R11           // pattern: rtH2(x) in every byte
+	MOVQ 32(SI), R12
+	MOVQ 56(SI), R13
+
+group:
+	MOVQ (R12)(DX*8), R14
+	MOVQ R14, AX
+	XORQ R11, AX            // v
+	MOVQ AX, CX
+	MOVQ $0x0101010101010101, BX
+	SUBQ BX, CX
+	NOTQ AX
+	ANDQ AX, CX             // (v - LSB) &^ v
+	MOVQ R14, AX
+	NOTQ AX
+	ANDQ AX, CX             // &^ cw: not empty or deleted
+	MOVQ $0x8080808080808080, BX
+	ANDQ BX, CX
+	JNE  candidates
+
+probed:
+	MOVQ $0x8080808080808080, BX
+	MOVQ R14, AX
+	SHLQ $6, AX
+	NOTQ AX
+	ANDQ R14, AX
+	ANDQ BX, AX             // an empty byte ends the key's chain
+	JNE  next
+	INCQ DX
+	CMPQ DX, 24(SI)
+	JNE  group
+	XORQ DX, DX
+	JMP  group
+
+next:
+	ADDQ $96, SI
+	JMP  tuple
+
+candidates:
+	MOVQ CX, R15
+
+candidate:
+	BSFQ R15, AX
+	SHRQ $3, AX
+	LEAQ (AX)(DX*8), AX
+	SHLQ $5, AX
+	ADDQ R13, AX            // the slot
+	MOVQ 0(AX), BX
+	CMPQ BX, R8
+	JCC  nextcandidate      // rank >= best
+	// rslot.miss: addresses, ports, protocol.
+	MOVQ 8(AX), BX
+	XORQ R9, BX
+	MOVL BX, R14
+	SHRQ $32, BX
+	MOVBLZX 24(AX), CX
+	SHRQ CX, R14
+	MOVBLZX 25(AX), CX
+	SHRQ CX, BX
+	ORQ  BX, R14
+	MOVWLZX 72(DI), BX
+	SUBW 16(AX), BX
+	MOVWLZX BX, BX
+	MOVWLZX 18(AX), CX
+	SUBL BX, CX
+	SHRL $16, CX
+	ORQ  CX, R14
+	MOVWLZX 74(DI), BX
+	SUBW 20(AX), BX
+	MOVWLZX BX, BX
+	MOVWLZX 22(AX), CX
+	SUBL BX, CX
+	SHRL $16, CX
+	ORQ  CX, R14
+	MOVBLZX 54(DI), BX
+	ANDB 27(AX), BX
+	XORB 26(AX), BX
+	MOVBLZX BX, BX
+	ORQ  BX, R14
+	JNE  nextcandidate
+	CMPL 28(AX), $0
+	JNE  stop               // the rule is not all in the slot: lookupAny goes on
+	MOVQ 0(AX), R8
+
+nextcandidate:
+	LEAQ -1(R15), BX
+	ANDQ BX, R15
+	JNE  candidate
+	MOVQ (R12)(DX*8), R14
+	JMP  probed
+
+finished:
+	MOVQ R8, b+32(FP)
+	MOVQ n+8(FP), AX
+	MOVQ AX, i+40(FP)
+	RET
+
+stop:
+	MOVQ R8, b+32(FP)
+	MOVQ SI, AX
+	SUBQ list+0(FP), AX
+	XORQ DX, DX
+	MOVQ $96, CX
+	DIVQ CX
+	MOVQ AX, i+40(FP)
+	RET
