@@ -143,3 +143,15 @@ func (c *RankedTuple) Lookup4Both(h *Header, best uint64) (asmBest uint64, asmAt
 	goBest, goAt = lookup4Go(list, h, best)
 	return
 }
+
+// TopLookup4 runs one IPv4 probe loop over the top space from no bound:
+// lookup4Go if goLoop, else lookup4.
+func (c *RankedTuple) TopLookup4(h *Header, goLoop bool) uint64 {
+	list := *c.top.Load().list.Load()
+	if goLoop {
+		b, _ := lookup4Go(list, h, noRank)
+		return b
+	}
+	b, _ := lookup4(list, h, noRank)
+	return b
+}
