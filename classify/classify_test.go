@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -297,6 +298,9 @@ func TestRandomAgree(t *testing.T) {
 // keys long enough to split and, in some sets, rules the slots cannot
 // hold whole.
 func TestLookup4AgreesWithGo(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("lookup4 is lookup4Go itself off amd64: there is no assembly to compare")
+	}
 	for seed := range uint64(12) {
 		g := gen{rand.New(rand.NewPCG(seed, 11))}
 		n := []int{5, 40, 300, 2000}[seed%4]
@@ -331,7 +335,8 @@ func TestLookup4AgreesWithGo(t *testing.T) {
 				h.Proto = uint8(g.r.IntN(256)) // other bits than the rules' protocols
 			}
 			for _, best := range []uint64{^uint64(0), uint64(g.r.IntN(50))<<32 | uint64(g.r.IntN(n))} {
-				ab, ai, gb, gi := c.Lookup4Both(&h, best)
+				ab, ai := c.TopLookup4(&h, best, false)
+				gb, gi := c.TopLookup4(&h, best, true)
 				if ab != gb || ai != gi {
 					t.Fatalf("seed %d, %d rules, bound %#x: lookup4 gives %#x at tuple %d, lookup4Go %#x at %d, for %+v", seed, n, best, ab, ai, gb, gi, h)
 				}

@@ -135,23 +135,12 @@ func SessionStats(c *RankedTuple) (buckets, spilled int) {
 	return c.sess.tab.Load().live, len(c.sess.spilled)
 }
 
-// Lookup4Both runs the IPv4 probe loop over the top space's tuples both
-// ways, lookup4 (assembly on amd64) and lookup4Go, from bound best.
-func (c *RankedTuple) Lookup4Both(h *Header, best uint64) (asmBest uint64, asmAt int, goBest uint64, goAt int) {
-	list := *c.top.Load().list.Load()
-	asmBest, asmAt = lookup4(list, h, best)
-	goBest, goAt = lookup4Go(list, h, best)
-	return
-}
-
-// TopLookup4 runs one IPv4 probe loop over the top space from no bound:
-// lookup4Go if goLoop, else lookup4.
-func (c *RankedTuple) TopLookup4(h *Header, goLoop bool) uint64 {
+// TopLookup4 runs one IPv4 probe loop over the top space's tuples from
+// bound best: lookup4Go if goLoop, else lookup4 (assembly on amd64).
+func (c *RankedTuple) TopLookup4(h *Header, best uint64, goLoop bool) (uint64, int) {
 	list := *c.top.Load().list.Load()
 	if goLoop {
-		b, _ := lookup4Go(list, h, noRank)
-		return b
+		return lookup4Go(list, h, best)
 	}
-	b, _ := lookup4(list, h, noRank)
-	return b
+	return lookup4(list, h, best)
 }

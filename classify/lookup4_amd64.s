@@ -2,12 +2,12 @@
 
 // func lookup4asm(list *rtRef, n int, h *Header, best uint64) (b uint64, i int)
 //
-// lookup4 (ranked.go), written out so that its state stays in registers:
+// lookup4Go (ranked.go), written out so that its state stays in registers:
 // the Go compiler spills about ten values a probe to the stack. Offsets:
 // rtRef best 0, ms 8, md 12, kind 16, ng 24, ctrl 32, slots 56 (96
 // bytes); Header SrcIP.Lo 8, DstIP.Lo 24, Proto 54, SrcPort 72, DstPort
 // 74; rslot rank 0, src 8, dst 12, sport 16, dport 20, ss 24, sd 25, proto
-// 26, pmask 27, aux 28 (32 bytes). TestLayoutForAsm checks them.
+// 26, pmask 27, aux 28 (32 bytes). TestLookup4Layout checks them.
 //
 // Registers: SI tuple, R10 end of list, DI header, R8 best, R9 the
 // header's dst<<32|src, R11 control-byte pattern, R12 control words, R13

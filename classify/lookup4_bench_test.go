@@ -37,7 +37,8 @@ func BenchmarkLookup4Loop(b *testing.B) {
 			var sink uint64
 			i := 0
 			for b.Loop() {
-				sink += c.TopLookup4(&hs[i], loop.goLoop)
+				b, _ := c.TopLookup4(&hs[i], ^uint64(0), loop.goLoop)
+				sink += b
 				if i++; i == len(hs) {
 					i = 0
 				}
