@@ -2,8 +2,10 @@
 
 // func lookup4asm(list *rtRef, n int, h *Header, best uint64) (b uint64, i int)
 //
-// lookup4Go (ranked.go), written out so that its state stays in registers:
-// the Go compiler spills about ten values a probe to the stack. Offsets:
+// lookup4Go (ranked.go), written out so that its state stays in registers
+// (the Go compiler spills about ten values a probe to the stack), and with
+// one addition Go has no instruction for: a probe prefetches its group's
+// slots beside the control word (see below). Offsets:
 // rtRef best 0, ms 8, md 12, kind 16, ng 24, ctrl 32, slots 56 (96
 // bytes); Header SrcIP.Lo 8, DstIP.Lo 24, Proto 54, SrcPort 72, DstPort
 // 74; rslot rank 0, src 8, dst 12, sport 16, dport 20, ss 24, sd 25, proto
@@ -48,6 +50,20 @@ tuple:
 	IMULQ BX, R11           // pattern: rtH2(x) in every byte
 	MOVQ 32(SI), R12
 	MOVQ 56(SI), R13
+	// Ask for the group's four slot lines now, while its control word
+	// loads: which slot to read is known only once that word is in, so
+	// without this a lookup whose tuple is out of cache waits for two
+	// misses in a row (control word, then slot) instead of about one.
+	// The hint costs the lines of groups that hold no match (fw1_100k
+	// probes three tuples a lookup and matches in one), yet lookups were
+	// about 10% faster on every 100k set.
+	MOVQ DX, AX
+	SHLQ $8, AX             // 8 slots of 32 bytes a group
+	ADDQ R13, AX
+	PREFETCHT0 0(AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 192(AX)
 
 group:
 	MOVQ (R12)(DX*8), R14
