@@ -9,6 +9,7 @@ func (c *RankedTuple) LookupStats(h *Header) (tuples, slots, splits, words int) 
 	var walk func(s *rtSpace, best uint64) uint64
 	walk = func(s *rtSpace, best uint64) uint64 {
 		for _, e := range *s.list.Load() {
+			final := false
 			if e.best >= best {
 				break
 			}
@@ -37,6 +38,7 @@ func (c *RankedTuple) LookupStats(h *Header) (tuples, slots, splits, words int) 
 					switch {
 					case a == nil:
 						best = sl.rank
+						final = s.level == 0 && sl.aux == slotFinal && uint32(best>>32) < e.fin
 					case a.sub == nil:
 						if a.c.match(h) {
 							best = sl.rank
@@ -52,6 +54,9 @@ func (c *RankedTuple) LookupStats(h *Header) (tuples, slots, splits, words int) 
 				if g++; g == tab.ng {
 					g = 0
 				}
+			}
+			if final {
+				break
 			}
 		}
 		return best

@@ -5,8 +5,10 @@
 // lookup4Go (ranked.go), written out so that its state stays in registers
 // (the Go compiler spills about ten values a probe to the stack), and with
 // one addition Go has no instruction for: a probe prefetches its group's
-// slots beside the control word (see below). Offsets:
-// rtRef best 0, ms 8, md 12, kind 16, ng 24, ctrl 32, slots 56 (96
+// slots beside the control word (see below). A match on a final slot
+// (markFinal) ends the search once its tuple is done, by moving the end
+// of the list (R10) to just past that tuple. Offsets:
+// rtRef best 0, ms 8, md 12, kind 16, fin 20, ng 24, ctrl 32, slots 56 (96
 // bytes); Header SrcIP.Lo 8, DstIP.Lo 24, Proto 54, SrcPort 72, DstPort
 // 74; rslot rank 0, src 8, dst 12, sport 16, dport 20, ss 24, sd 25, proto
 // 26, pmask 27, aux 28 (32 bytes). TestLookup4Layout checks them.
@@ -141,9 +143,17 @@ candidate:
 	MOVBLZX BX, BX
 	ORQ  BX, R14
 	JNE  nextcandidate
-	CMPL 28(AX), $0
+	MOVL 28(AX), BX
+	TESTL $0x7fffffff, BX
 	JNE  stop               // the rule is not all in the slot: lookupAny goes on
 	MOVQ 0(AX), R8
+	TESTL BX, BX
+	JPL  nextcandidate      // not final
+	MOVQ R8, BX
+	SHRQ $32, BX
+	CMPL BX, 20(SI)
+	JCC  nextcandidate      // precedence >= fin: the flag no longer holds
+	LEAQ 96(SI), R10        // final: finish this tuple, then stop
 
 nextcandidate:
 	LEAQ -1(R15), BX

@@ -20,6 +20,7 @@ func TestLookup4Layout(t *testing.T) {
 		{"rtRef.ms", unsafe.Offsetof(e.ms), 8},
 		{"rtRef.md", unsafe.Offsetof(e.md), 12},
 		{"rtRef.kind", unsafe.Offsetof(e.kind), 16},
+		{"rtRef.fin", unsafe.Offsetof(e.fin), 20},
 		{"rtRef.ng", unsafe.Offsetof(e.ng), 24},
 		{"rtRef.ctrl", unsafe.Offsetof(e.ctrl), 32},
 		{"rtRef.slots", unsafe.Offsetof(e.slots), 56},
