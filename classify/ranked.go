@@ -85,6 +85,7 @@ type rtSpace struct {
 	level  uint8
 	parent *rtTuple // level 1: the tuple holding the key, and the key's hash
 	px     uint64
+	finHi  uint32 // writer: the highest fin among tuples with final slots (0: none)
 }
 
 // rtRef is a tuple as lookups see it: its bound and everything a probe
@@ -323,6 +324,9 @@ func (sp *rtSpace) markFinal() {
 				t.finals++
 			}
 		}
+		if t.finals > 0 {
+			sp.finHi = t.fin
+		}
 	}
 }
 
@@ -375,15 +379,24 @@ func (s *rslot) overlaps(o *rslot) bool {
 // slot of another tuple. Finding those would mean reading every key under
 // r's prefixes in tuples finer than r, so the other tuples' fin drops to
 // r's precedence instead, and their final slots hold only for better
-// precedences. It reads the published list, not the tuple map: once fin
-// is low, an insert costs a compare a tuple.
+// precedences. Once the fins are low, most inserts stop at finHi.
 func (sp *rtSpace) unflag(own rtKey, r uint64) {
-	p, changed := uint32(r>>32), false
+	p := uint32(r >> 32)
+	if p >= sp.finHi {
+		return
+	}
+	changed, hi := false, uint32(0)
 	for _, e := range *sp.list.Load() {
-		if t := e.t; p < e.fin && t.finals > 0 && t.key != own {
+		t := e.t
+		if t.finals == 0 {
+			continue
+		}
+		if p < t.fin && t.key != own {
 			t.fin, changed = p, true
 		}
+		hi = max(hi, t.fin)
 	}
+	sp.finHi = hi
 	if changed {
 		sp.publish()
 	}
