@@ -325,7 +325,7 @@ func (sp *rtSpace) markFinal() {
 			}
 		}
 		if t.finals > 0 {
-			sp.finHi = t.fin
+			sp.finHi = max(sp.finHi, t.fin)
 		}
 	}
 }
