@@ -40,6 +40,13 @@ TEXT ·lookup4asm(SB), NOSPLIT, $0-48
 	MOVL 8(DI), AX
 	ORQ  AX, R9
 
+	// The two loop heads start on 32-byte boundaries: in 12 rounds of the
+	// 100k sets, shuffled against the same code unaligned, lookups were
+	// lower in 9-11 of 12 (medians acl1 35.5 against 40.9 ns, fw1 43.7
+	// against 49.2, ipc1 37.8 against 43.0). Where a loop falls in the
+	// instruction cache's 32-byte windows otherwise depends on how much
+	// code precedes it.
+	PCALIGN $32
 tuple:
 	CMPQ SI, R10
 	JEQ  finished
@@ -81,6 +88,7 @@ tuple:
 	PREFETCHT0 128(AX)
 	PREFETCHT0 192(AX)
 
+	PCALIGN $32
 group:
 	MOVQ (R12)(DX*8), X0
 	MOVO X0, X2
