@@ -884,11 +884,14 @@ func (c *RankedTuple) Insert(r Rule) error {
 	// turn was most of an insert.
 	c.locs.prefetch(r.ID)
 	pdr := isPDR(&cr)
+	top := c.top.Load()
 	var s rslot
 	var full *crule
+	var k rtKey // the rule's level-0 tuple
 	if !pdr {
 		s, full = slotOf(&cr)
-		c.prefetchIn(c.top.Load(), &s, full)
+		k = c.keyOf(0, &s, full)
+		top.prefetchIn(k, &s, full)
 	}
 	if c.locs.has(r.ID) {
 		return fmt.Errorf("%w: %d", ErrDuplicateID, r.ID)
@@ -905,9 +908,8 @@ func (c *RankedTuple) Insert(r Rule) error {
 		c.insertPDR(cr)
 		return nil
 	}
-	top := c.top.Load()
 	c.insertIn(top, s, full)
-	top.unflag(c.keyOf(0, &s, full), s.rank)
+	top.unflag(k, s.rank)
 	if full == nil {
 		c.plain++
 		c.mayRegrid()
@@ -918,8 +920,8 @@ func (c *RankedTuple) Insert(r Rule) error {
 // prefetchIn asks for the lines insertIn will read and write first: the
 // control word and slots of the group where the rule's key starts, in
 // the tuple the rule belongs to (if that exists yet).
-func (c *RankedTuple) prefetchIn(sp *rtSpace, s *rslot, full *crule) {
-	t := sp.tuples[c.keyOf(sp.level, s, full)]
+func (sp *rtSpace) prefetchIn(k rtKey, s *rslot, full *crule) {
+	t := sp.tuples[k]
 	if t == nil {
 		return
 	}
