@@ -319,7 +319,15 @@ func TestLookup4AgreesWithGo(t *testing.T) {
 			}
 			rules[i] = r
 		}
-		c, err := classify.NewRankedTuple(rules)
+		// The grid the rules choose, and every grid that keys single-port
+		// rules on their port (kindAddr4P tuples), in turn.
+		var c *classify.RankedTuple
+		var err error
+		if seed%2 == 0 {
+			c, err = classify.NewRankedTuple(rules)
+		} else {
+			c, err = classify.NewRankedTupleGrid(rules, classify.GridChoices/2+int(seed/2)%(classify.GridChoices/2))
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,7 @@ func (c *RankedTuple) LookupStats(h *Header) (tuples, slots, splits, words int) 
 			if e.best >= best {
 				break
 			}
-			if e.kind == kindAddr4 && (p.n4s&e.ms)|(p.n4d&e.md) != 0 {
+			if is4(e.kind) && (p.n4s&e.ms)|(p.n4d&e.md) != 0 {
 				continue
 			}
 			tuples++
@@ -84,8 +84,12 @@ func (c *RankedTuple) Shape() (keys [][5]uint8, counts, sizes []int, bests []uin
 	return
 }
 
-// GridChoices is the number of grids a RankedTuple build chooses from.
+// GridChoices is the number of grids a RankedTuple build chooses from:
+// the second half are the first with gridPorts (withPorts).
 var GridChoices = len(gridChoices)
+
+// CostSlot and CostSplit are chooseGrid's weights, in tuple probes.
+const CostSlot, CostSplit = costSlot, costSplit
 
 // NewRankedTupleGrid builds a RankedTuple on the i-th grid choice,
 // whatever the rules (until they double, or fall to a quarter, and the
@@ -94,15 +98,10 @@ func NewRankedTupleGrid(rules []Rule, i int) (*RankedTuple, error) {
 	return newRankedTuple(rules, func([]rslot) grid4 { return gridChoices[i] })
 }
 
-// Grid lists the IPv4 prefix lengths c keys its tuples on.
-func (c *RankedTuple) Grid() []uint8 {
-	var ls []uint8
-	for l := range uint8(33) {
-		if c.grid&(1<<l) != 0 {
-			ls = append(ls, l)
-		}
-	}
-	return ls
+// Grid lists the IPv4 prefix lengths c keys its tuples on, and "ports"
+// if it keys single-port rules on their port.
+func (c *RankedTuple) Grid() string {
+	return c.grid.String()
 }
 
 // Rebuilds is the number of times c moved its rules to a new grid.
@@ -149,3 +148,6 @@ func (c *RankedTuple) TopLookup4(h *Header, best uint64, goLoop bool) (uint64, i
 	}
 	return lookup4(list, h, best)
 }
+
+// KPort is the odd constant portKey multiplies a port by.
+const KPort = kPort

@@ -7,10 +7,12 @@
 // one addition Go has no instruction for: a probe prefetches its group's
 // slots beside the control word (see below). A match on a final slot
 // (markFinal) ends the search once its tuple is done, by moving the end
-// of the list (R10) to just past that tuple. Offsets:
+// of the list (R10) to just past that tuple. It probes kindAddr4 tuples,
+// port-keyed ones (kindAddr4P) and a split's (kindPorts), and returns at
+// any other. Offsets:
 // rtRef best 0, ms 8, md 12, kind 16, fin 20, ng 24, ctrl 32, slots 56 (96
-// bytes); Header SrcIP.Lo 8, DstIP.Lo 24, Proto 54, SrcPort 72, DstPort
-// 74; rslot rank 0, src 8, dst 12, sport 16, dport 20, ss 24, sd 25, proto
+// bytes); Header SrcIP.Lo 8, DstIP.Lo 24, QFI 52, Proto 54, SrcPort 72,
+// DstPort 74; rslot rank 0, src 8, dst 12, sport 16, dport 20, ss 24, sd 25, proto
 // 26, pmask 27, aux 28 (32 bytes). TestLookup4Layout checks them.
 //
 // Registers: SI tuple, R10 end of list, DI header, R8 best, R9 the
@@ -54,10 +56,12 @@ tuple:
 	CMPQ AX, R8
 	JCC  finished           // e.best >= best: no tuple left can do better
 	CMPB 16(SI), $0         // kindAddr4
-	JNE  stop
+	JNE  otherkind
 	MOVQ 8(SI), AX          // md<<32 | ms
 	ANDQ R9, AX
 	ROLQ $32, AX            // key: (src&ms)<<32 | (dst&md)
+
+keyed:
 	MOVQ $0x9e3779b97f4a7c15, BX
 	XORQ BX, AX
 	MOVQ $0xc2b2ae3d27d4eb4f, BX
@@ -170,6 +174,38 @@ nextcandidate:
 	ANDQ BX, R15
 	JNE  candidate
 	JMP  probed
+
+	// Keys of the other kinds lookup4 probes, kept out of the kindAddr4
+	// path, which stays as it was. kindAddr4P (gridPorts) adds the
+	// destination port to the addresses: portKey.
+otherkind:
+	CMPB 16(SI), $2
+	JEQ  portskey
+	CMPB 16(SI), $3         // kindAddr4P
+	JNE  stop
+	MOVQ 8(SI), AX
+	ANDQ R9, AX
+	ROLQ $32, AX
+	MOVWLZX 74(DI), BX
+	MOVQ $0xd6e8feb86659fd93, CX
+	IMULQ CX, BX
+	XORQ BX, AX
+	JMP  keyed
+
+	// kindPorts (a split's level): ((sport<<16 | dport) & ms) << 16 |
+	// ((proto<<8 | QFI) & md).
+portskey:
+	MOVL 72(DI), AX         // dport<<16 | sport
+	ROLL $16, AX
+	ANDL 8(SI), AX
+	SHLQ $16, AX
+	MOVBLZX 54(DI), BX
+	SHLL $8, BX
+	MOVBLZX 52(DI), CX
+	ORL  CX, BX
+	ANDL 12(SI), BX
+	ORQ  BX, AX
+	JMP  keyed
 
 finished:
 	MOVQ R8, b+32(FP)

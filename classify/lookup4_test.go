@@ -26,6 +26,7 @@ func TestLookup4Layout(t *testing.T) {
 		{"rtRef.slots", unsafe.Offsetof(e.slots), 56},
 		{"Header.SrcIP.Lo", unsafe.Offsetof(h.SrcIP) + unsafe.Offsetof(h.SrcIP.Lo), 8},
 		{"Header.DstIP.Lo", unsafe.Offsetof(h.DstIP) + unsafe.Offsetof(h.DstIP.Lo), 24},
+		{"Header.QFI", unsafe.Offsetof(h.QFI), 52},
 		{"Header.Proto", unsafe.Offsetof(h.Proto), 54},
 		{"Header.SrcPort", unsafe.Offsetof(h.SrcPort), 72},
 		{"Header.DstPort", unsafe.Offsetof(h.DstPort), 74},
@@ -45,7 +46,11 @@ func TestLookup4Layout(t *testing.T) {
 			t.Errorf("%s = %d, lookup4_amd64.s assumes %d", c.name, c.got, c.want)
 		}
 	}
-	if kindAddr4 != 0 || unsafe.Offsetof(s.sport.n) != 2 {
-		t.Errorf("kindAddr4 %d, span16.n at %d: lookup4_amd64.s assumes 0 and 2", kindAddr4, unsafe.Offsetof(s.sport.n))
+	if kindAddr4 != 0 || kindPorts != 2 || kindAddr4P != 3 || unsafe.Offsetof(s.sport.n) != 2 {
+		t.Errorf("kindAddr4 %d, kindPorts %d, kindAddr4P %d, span16.n at %d: lookup4_amd64.s assumes 0, 2, 3 and 2",
+			kindAddr4, kindPorts, kindAddr4P, unsafe.Offsetof(s.sport.n))
+	}
+	if kPort != 0xd6e8feb86659fd93 {
+		t.Errorf("kPort %#x: lookup4_amd64.s multiplies by 0xd6e8feb86659fd93", uint64(kPort))
 	}
 }

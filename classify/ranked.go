@@ -18,7 +18,9 @@ import (
 //     grid, so that few tuples exist (TupleMerge's idea): for IPv4, the
 //     grid a bulk build chooses from the rules' statistics
 //     (ranked_grid.go), chosen again as inserts and deletes double or
-//     quarter the rules; for 128-bit addresses, multiples of 8. Plain
+//     quarter the rules, and which may also key rules for one
+//     destination port on it (gridPorts, as classic TSS keys every
+//     field); for 128-bit addresses, multiples of 8. Plain
 //     IPv4 5-tuple rules hash their 32-bit source and destination; other
 //     SDF-only rules (IPv6, ToS, QFI) hash 128-bit addresses. PDRs with
 //     PDI fields (TEID, UE IP, source interface...) live in separate
@@ -72,10 +74,26 @@ const rtSplitAt = 8
 
 // Tuple kinds: which fields a tuple hashes.
 const (
-	kindAddr4 uint8 = iota // level 0: IPv4 source and destination prefixes
-	kindAddr               // level 0: 128-bit addresses
-	kindPorts              // level 1: ports, protocol and QFI within one level-0 key
+	kindAddr4  uint8 = iota // level 0: IPv4 source and destination prefixes
+	kindAddr                // level 0: 128-bit addresses
+	kindPorts               // level 1: ports, protocol and QFI within one level-0 key
+	kindAddr4P              // level 0: IPv4 prefixes and one destination port (gridPorts)
 )
+
+// is4 reports whether tuples of kind k key on IPv4 prefixes (and hold
+// plain slots that lookup4 probes).
+func is4(k uint8) bool { return k == kindAddr4 || k == kindAddr4P }
+
+// key4 is a kindAddr4 tuple's key: the masked addresses, side by side.
+func key4(src, dst, ms, md uint32) uint64 { return uint64(src&ms)<<32 | uint64(dst&md) }
+
+// portKey adds a destination port to a kindAddr4P tuple's key. The
+// addresses may fill all 64 bits, so the port enters multiplied by an odd
+// constant: two keys then collide only by chance, which costs a slot's
+// verification, never a wrong answer.
+func portKey(k uint64, port uint16) uint64 { return k ^ uint64(port)*kPort }
+
+const kPort = 0xd6e8feb86659fd93
 
 // rtSpace is one tuple space: the top level, or the split of one key.
 type rtSpace struct {
@@ -92,7 +110,7 @@ type rtSpace struct {
 // reads, inline, so that a probe's first load is the control word.
 type rtRef struct {
 	best   uint64 // no rule in the tuple ranks better (lower) than this
-	ms, md uint32 // kindAddr4 masks; kindPorts: port masks, and protocol and QFI masks
+	ms, md uint32 // kindAddr4(P) masks; kindPorts: port masks, and protocol and QFI masks
 	kind   uint8
 	fin    uint32 // final slots are final only below this precedence (rtTuple.fin)
 	ng     uint64 // groups
@@ -103,8 +121,8 @@ type rtRef struct {
 }
 
 // rtKey names a tuple: its kind and relaxed field lengths (kindAddr4 and
-// kindAddr: source, destination; kindPorts: source port, destination
-// port, protocol and QFI masks).
+// kindAddr: source, destination; kindAddr4P: source, destination, 16;
+// kindPorts: source port, destination port, protocol and QFI masks).
 type rtKey struct {
 	kind uint8
 	l    [4]uint8
@@ -112,7 +130,7 @@ type rtKey struct {
 
 type rtTuple struct {
 	kind uint8
-	// masks: kindAddr4
+	// masks: kindAddr4 and kindAddr4P
 	ms, md uint32
 	// masks: kindPorts
 	sp, dp uint16
@@ -315,7 +333,7 @@ func (c *RankedTuple) build(s []rslot, fulls []*crule, g grid4, plain int) {
 // (unflag), and the next build (a regrid) marks afresh.
 func (sp *rtSpace) markFinal() {
 	for _, t := range sp.tuples {
-		if t.kind != kindAddr4 {
+		if !is4(t.kind) {
 			continue
 		}
 		for s := range t.tab.live() {
@@ -334,21 +352,28 @@ func (sp *rtSpace) markFinal() {
 // slot s and outranks it (writer only). A tuple whose lengths are all at
 // most s's holds every rule that overlaps s under s's own key (two
 // overlapping prefixes agree on the shorter one's bits, and both are at
-// least the tuple's length): one chain to read. Any other tuple may hold
-// one under many keys, so it counts as beating s if its bound does.
+// least the tuple's length): one chain to read. A kindAddr4P tuple's
+// rules overlap s only on s's port, so s needs one itself. Any other
+// tuple may hold one under many keys, so it counts as beating s if its
+// bound does.
 func (sp *rtSpace) unbeaten(own *rtTuple, s *rslot) bool {
 	for _, t := range sp.tuples {
 		if t == own || t.best >= s.rank {
 			continue
 		}
-		if t.kind != kindAddr4 || s.srcLen() < t.key.l[0] || s.dstLen() < t.key.l[1] {
+		if !is4(t.kind) || s.srcLen() < t.key.l[0] || s.dstLen() < t.key.l[1] ||
+			t.kind == kindAddr4P && s.dport.n != 0 {
 			return false
 		}
 		tab, beaten := t.tab, false
-		// A kindAddr4 tuple holds plain slots and splits; a split's slot
-		// (rank 0) carries its key as prefixes and any port, so it beats
-		// s whenever its key overlaps s's.
-		tab.chain(rtMix(uint64(s.src&t.ms)<<32|uint64(s.dst&t.md)), func(j uint64) bool {
+		// An IPv4 tuple holds plain slots and splits; a split's slot
+		// (rank 0) carries its key (prefixes, and its port in kindAddr4P)
+		// and any other port, so it beats s whenever its key overlaps s's.
+		k := key4(s.src, s.dst, t.ms, t.md)
+		if t.kind == kindAddr4P {
+			k = portKey(k, s.dport.lo)
+		}
+		tab.chain(rtMix(k), func(j uint64) bool {
 			o := &tab.slots[j]
 			beaten = o.rank < s.rank && o.overlaps(s)
 			return !beaten
@@ -495,9 +520,9 @@ func (c *RankedTuple) Lookup(h *Header) (uint32, bool) {
 }
 
 // lookup probes the space's tuples, best bound first: IPv4 headers take
-// lookup4 over the space's IPv4-address tuples, and whatever it leaves
-// (any other tuple, a slot that needs more than its own fields) goes to
-// lookupAny from that tuple on.
+// lookup4 over the space's IPv4 tuples (and a split's), and whatever it
+// leaves (another kind, a slot that needs more than its own fields)
+// goes to lookupAny from that tuple on.
 func (s *rtSpace) lookup(h *Header, best uint64) uint64 {
 	list := *s.list.Load()
 	if h.SrcIP.Is4() && h.DstIP.Is4() {
@@ -511,7 +536,8 @@ func (s *rtSpace) lookup(h *Header, best uint64) uint64 {
 }
 
 // lookup4Go is lookupAny for an IPv4 header, as long as the tuples are
-// kindAddr4 and the matching slots hold their whole rule: the common case,
+// IPv4 (kindAddr4, kindAddr4P) or a split's (kindPorts) and the matching
+// slots hold their whole rule: the common case,
 // kept free of calls and bounds checks. It returns the best rank so far
 // and the first tuple it did not finish, or len(list); probing that tuple
 // again from its first slot is harmless, as best only improves. On amd64,
@@ -519,17 +545,25 @@ func (s *rtSpace) lookup(h *Header, best uint64) uint64 {
 // this function.
 func lookup4Go(list []rtRef, h *Header, best uint64) (uint64, int) {
 	src, dst := uint32(h.SrcIP.Lo), uint32(h.DstIP.Lo)
-	sport, dport, proto := h.SrcPort, h.DstPort, h.Proto
+	sport, dport, proto, qfi := h.SrcPort, h.DstPort, h.Proto, h.QFI
 	n := len(list)
 	for i := 0; i < n; i++ {
 		e := &list[i]
 		if e.best >= best {
 			break
 		}
-		if e.kind != kindAddr4 {
+		var k uint64
+		switch e.kind {
+		case kindAddr4:
+			k = key4(src, dst, e.ms, e.md)
+		case kindAddr4P:
+			k = portKey(key4(src, dst, e.ms, e.md), dport)
+		case kindPorts: // rtTuple.hkey, inline: the masks are packed in ms and md
+			k = uint64((uint32(sport)<<16|uint32(dport))&e.ms)<<16 | uint64((uint32(proto)<<8|uint32(qfi))&e.md)
+		default:
 			return best, i
 		}
-		x := rtMix(uint64(src&e.ms)<<32 | uint64(dst&e.md))
+		x := rtMix(k)
 		g, _ := bits.Mul64(x, e.ng)
 		pat := rtH2(x) * ctrlLSB
 		// Unchecked indexing: g < ng by the range reduction and the wrap
@@ -588,11 +622,14 @@ func lookupAny(list []rtRef, h *Header, best uint64) uint64 {
 		}
 		var k uint64
 		switch e.kind {
-		case kindAddr4:
+		case kindAddr4, kindAddr4P:
 			if (n4s&e.ms)|(n4d&e.md) != 0 {
 				continue
 			}
-			k = uint64(src&e.ms)<<32 | uint64(dst&e.md)
+			k = key4(src, dst, e.ms, e.md)
+			if e.kind == kindAddr4P {
+				k = portKey(k, dport)
+			}
 		case kindPorts: // rtTuple.hkey, inline: the masks are packed in ms and md
 			k = uint64((uint32(sport)<<16|uint32(dport))&e.ms)<<16 | uint64((uint32(proto)<<8|uint32(h.QFI))&e.md)
 		default:
@@ -643,12 +680,14 @@ func (tab *rtTable) more(sl *rslot, h *Header, best uint64) uint64 {
 	return best
 }
 
-// hkey is the tuple's key for a header. A kindAddr4 tuple first needs
-// IPv4 addresses where its masks are not /0 (see lookup).
+// hkey is the tuple's key for a header. An IPv4 tuple first needs IPv4
+// addresses where its masks are not /0 (see lookup).
 func (t *rtTuple) hkey(h *Header) uint64 {
 	switch t.kind {
 	case kindAddr4:
-		return uint64(uint32(h.SrcIP.Lo)&t.ms)<<32 | uint64(uint32(h.DstIP.Lo)&t.md)
+		return key4(uint32(h.SrcIP.Lo), uint32(h.DstIP.Lo), t.ms, t.md)
+	case kindAddr4P:
+		return portKey(key4(uint32(h.SrcIP.Lo), uint32(h.DstIP.Lo), t.ms, t.md), h.DstPort)
 	case kindPorts:
 		return uint64(h.SrcPort&t.sp)<<32 | uint64(h.DstPort&t.dp)<<16 | uint64(h.Proto&t.pm)<<8 | uint64(h.QFI&t.qm)
 	}
@@ -676,7 +715,10 @@ func rtH2(x uint64) uint64 { return (x >> 24) & 0x7f }
 // exactKey is a tuple's key for a header without hashing (writer only):
 // rules with equal exact keys share a chain and may share a split.
 func (t *rtTuple) exactKey(h *Header) [4]uint64 {
-	if t.kind != kindAddr {
+	switch t.kind {
+	case kindAddr4P: // not portKey: two keys may hash alike
+		return [4]uint64{key4(uint32(h.SrcIP.Lo), uint32(h.DstIP.Lo), t.ms, t.md), uint64(h.DstPort)}
+	case kindAddr4, kindPorts:
 		return [4]uint64{t.hkey(h)}
 	}
 	return [4]uint64{h.SrcIP.Hi & t.sHi, h.SrcIP.Lo & t.sLo, h.DstIP.Hi & t.dHi, h.DstIP.Lo & t.dLo}
@@ -686,7 +728,11 @@ func (t *rtTuple) exactKey(h *Header) [4]uint64 {
 func (rt *RankedTuple) keyOf(level uint8, s *rslot, c *crule) rtKey {
 	if level == 0 {
 		if c == nil {
-			return rtKey{kind: kindAddr4, l: [4]uint8{rt.grid.relax(s.srcLen()), rt.grid.relax(s.dstLen())}}
+			k := rtKey{kind: kindAddr4, l: [4]uint8{rt.grid.relax(s.srcLen()), rt.grid.relax(s.dstLen())}}
+			if rt.grid.keyed(s) {
+				k.kind, k.l[2] = kindAddr4P, 16
+			}
+			return k
 		}
 		return rtKey{kind: kindAddr, l: [4]uint8{relaxIP(c.srcLen), relaxIP(c.dstLen)}}
 	}
@@ -702,12 +748,11 @@ func (rt *RankedTuple) keyOf(level uint8, s *rslot, c *crule) rtKey {
 func newRtTuple(owner *rtSpace, k rtKey) *rtTuple {
 	t := &rtTuple{kind: k.kind, owner: owner, key: k, best: noRank, fin: ^uint32(0)}
 	m4 := func(l uint8) uint32 { return ^uint32(0) << (32 - uint(l)) }
-	m16 := func(l uint8) uint16 { return ^uint16(0) << (16 - uint(l)) }
 	switch k.kind {
-	case kindAddr4:
+	case kindAddr4, kindAddr4P:
 		t.ms, t.md = m4(k.l[0]), m4(k.l[1])
 	case kindPorts:
-		t.sp, t.dp, t.pm, t.qm = m16(k.l[0]), m16(k.l[1]), k.l[2], k.l[3]
+		t.sp, t.dp, t.pm, t.qm = mask16(k.l[0]), mask16(k.l[1]), k.l[2], k.l[3]
 	default:
 		t.sHi, t.sLo = mask128(k.l[0])
 		t.dHi, t.dLo = mask128(k.l[1])
@@ -715,6 +760,9 @@ func newRtTuple(owner *rtSpace, k rtKey) *rtTuple {
 	t.tab = newRtTable(1)
 	return t
 }
+
+// mask16 is the mask of a 16-bit prefix of length l.
+func mask16(l uint8) uint16 { return ^uint16(0) << (16 - uint(l)) }
 
 func newRtTable(groups int) *rtTable {
 	// One slot past the groups is the sentinel lookups test when a
@@ -755,12 +803,15 @@ func (tab *rtTable) auxOf(s *rslot) *rtAux {
 // keyOfSlot returns the exact key and hash of a slot in t (writer only).
 func (t *rtTuple) keyOfSlot(tab *rtTable, s *rslot) ([4]uint64, uint64) {
 	// Slots that hold their whole key skip building a header: every
-	// kindAddr4 slot (its rules and splits are IPv4 prefixes), and
-	// kindPorts slots without a full rule (no QFI).
+	// IPv4 slot (its rules and splits are IPv4 prefixes, and in kindAddr4P
+	// a port), and kindPorts slots without a full rule (no QFI).
 	switch {
 	case t.kind == kindAddr4:
-		k := uint64(s.src&t.ms)<<32 | uint64(s.dst&t.md)
+		k := key4(s.src, s.dst, t.ms, t.md)
 		return [4]uint64{k}, rtMix(k)
+	case t.kind == kindAddr4P:
+		k := key4(s.src, s.dst, t.ms, t.md)
+		return [4]uint64{k, uint64(s.dport.lo)}, rtMix(portKey(k, s.dport.lo))
 	case t.kind == kindPorts && s.ref() == 0:
 		k := uint64(s.sport.lo&t.sp)<<32 | uint64(s.dport.lo&t.dp)<<16 | uint64(s.proto&t.pm)<<8
 		return [4]uint64{k}, rtMix(k)
@@ -972,7 +1023,7 @@ func (c *RankedTuple) insertIn(sp *rtSpace, s rslot, full *crule) {
 		c.insertIn(split, s, full)
 		t.lower(split.best.Load())
 		return
-	case sp.level == 0 && len(same)+1 > rtSplitAt && c.splittable(tab, same, &s, full):
+	case sp.level == 0 && len(same)+1 > rtSplitAt && c.splittable(t, same, &s, full):
 		sub := newRtSpace(1, t, x)
 		for _, j := range same {
 			o := tab.slots[j]
@@ -986,9 +1037,13 @@ func (c *RankedTuple) insertIn(sp *rtSpace, s rslot, full *crule) {
 		c.insertIn(sub, s, full)
 		ss := rslot{sport: span16{0, 0xffff}, dport: span16{0, 0xffff}, ss: 32, sd: 32}
 		a := rtAux{sub: sub}
-		if t.kind == kindAddr4 {
+		switch t.kind {
+		case kindAddr4P:
+			ss.dport = span16{s.dport.lo, 0} // the key's port: keyOfSlot and rebuild hash it
+			fallthrough
+		case kindAddr4:
 			ss.src, ss.ss, ss.dst, ss.sd = s.src&t.ms, 32-k.l[0], s.dst&t.md, 32-k.l[1]
-		} else {
+		default:
 			a.c = t.keyRule(full)
 		}
 		ss.aux = tab.addAux(a)
@@ -1010,10 +1065,17 @@ func (c *RankedTuple) insertIn(sp *rtSpace, s rslot, full *crule) {
 }
 
 // splittable: a port split helps when at least a quarter of the key's
-// rules have a port, protocol or QFI to hash on.
-func (c *RankedTuple) splittable(tab *rtTable, same []uint64, s *rslot, full *crule) bool {
+// rules (s and the slots same of t) have a port, protocol or QFI to hash
+// on. In a kindAddr4P tuple the rules of a key share their destination
+// port already, and a split helps only if they differ in another field
+// it hashes (their level-1 keys are not all one); otherwise they stay a
+// chain, as chooseGrid's model assumes.
+func (c *RankedTuple) splittable(t *rtTuple, same []uint64, s *rslot, full *crule) bool {
+	tab := t.tab
 	n := 0
-	if c.keyOf(1, s, full).l != [4]uint8{} {
+	k0, x0 := c.subKey(s, full)
+	differ := false
+	if k0.l != [4]uint8{} {
 		n++
 	}
 	for _, j := range same {
@@ -1022,11 +1084,24 @@ func (c *RankedTuple) splittable(tab *rtTable, same []uint64, s *rslot, full *cr
 		if a := tab.auxOf(o); a != nil {
 			of = a.c
 		}
-		if c.keyOf(1, o, of).l != [4]uint8{} {
+		k, x := c.subKey(o, of)
+		if k.l != [4]uint8{} {
 			n++
 		}
+		differ = differ || k != k0 || x != x0
+	}
+	if t.kind == kindAddr4P && !differ {
+		return false
 	}
 	return n*4 >= len(same)+1
+}
+
+// subKey is a rule's level-1 tuple and exact key there (writer only).
+func (c *RankedTuple) subKey(s *rslot, full *crule) (rtKey, uint64) {
+	k := c.keyOf(1, s, full)
+	h := slotHeader(s, &rtAux{c: full})
+	return k, uint64(h.SrcPort&mask16(k.l[0]))<<32 | uint64(h.DstPort&mask16(k.l[1]))<<16 |
+		uint64(h.Proto&k.l[2])<<8 | uint64(h.QFI&k.l[3])
 }
 
 // keyRule is a rule matching exactly the headers whose key (in a kindAddr
