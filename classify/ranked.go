@@ -95,6 +95,18 @@ func portKey(k uint64, port uint16) uint64 { return k ^ uint64(port)*kPort }
 
 const kPort = 0xd6e8feb86659fd93
 
+// portsKey is a kindPorts tuple's key: the ports, protocol and QFI under
+// the tuple's masks, packed as rtRef keeps them (portMasks).
+func portsKey(sport, dport uint16, proto, qfi uint8, ms, md uint32) uint64 {
+	return uint64((uint32(sport)<<16|uint32(dport))&ms)<<16 | uint64((uint32(proto)<<8|uint32(qfi))&md)
+}
+
+// portMasks packs a kindPorts tuple's masks for portsKey: source and
+// destination port masks in ms, protocol and QFI masks in md.
+func portMasks(sp, dp uint16, pm, qm uint8) (ms, md uint32) {
+	return uint32(sp)<<16 | uint32(dp), uint32(pm)<<8 | uint32(qm)
+}
+
 // rtSpace is one tuple space: the top level, or the split of one key.
 type rtSpace struct {
 	list   atomic.Pointer[[]rtRef]
@@ -558,8 +570,8 @@ func lookup4Go(list []rtRef, h *Header, best uint64) (uint64, int) {
 			k = key4(src, dst, e.ms, e.md)
 		case kindAddr4P:
 			k = portKey(key4(src, dst, e.ms, e.md), dport)
-		case kindPorts: // rtTuple.hkey, inline: the masks are packed in ms and md
-			k = uint64((uint32(sport)<<16|uint32(dport))&e.ms)<<16 | uint64((uint32(proto)<<8|uint32(qfi))&e.md)
+		case kindPorts:
+			k = portsKey(sport, dport, proto, qfi, e.ms, e.md)
 		default:
 			return best, i
 		}
@@ -630,8 +642,8 @@ func lookupAny(list []rtRef, h *Header, best uint64) uint64 {
 			if e.kind == kindAddr4P {
 				k = portKey(k, dport)
 			}
-		case kindPorts: // rtTuple.hkey, inline: the masks are packed in ms and md
-			k = uint64((uint32(sport)<<16|uint32(dport))&e.ms)<<16 | uint64((uint32(proto)<<8|uint32(h.QFI))&e.md)
+		case kindPorts:
+			k = portsKey(sport, dport, proto, h.QFI, e.ms, e.md)
 		default:
 			k = e.t.hkey(h)
 		}
@@ -689,7 +701,8 @@ func (t *rtTuple) hkey(h *Header) uint64 {
 	case kindAddr4P:
 		return portKey(key4(uint32(h.SrcIP.Lo), uint32(h.DstIP.Lo), t.ms, t.md), h.DstPort)
 	case kindPorts:
-		return uint64(h.SrcPort&t.sp)<<32 | uint64(h.DstPort&t.dp)<<16 | uint64(h.Proto&t.pm)<<8 | uint64(h.QFI&t.qm)
+		ms, md := portMasks(t.sp, t.dp, t.pm, t.qm)
+		return portsKey(h.SrcPort, h.DstPort, h.Proto, h.QFI, ms, md)
 	}
 	// Halves are folded before multiplying: collisions only cost a
 	// verification, and two multiplies are cheaper than four.
@@ -813,7 +826,8 @@ func (t *rtTuple) keyOfSlot(tab *rtTable, s *rslot) ([4]uint64, uint64) {
 		k := key4(s.src, s.dst, t.ms, t.md)
 		return [4]uint64{k, uint64(s.dport.lo)}, rtMix(portKey(k, s.dport.lo))
 	case t.kind == kindPorts && s.ref() == 0:
-		k := uint64(s.sport.lo&t.sp)<<32 | uint64(s.dport.lo&t.dp)<<16 | uint64(s.proto&t.pm)<<8
+		ms, md := portMasks(t.sp, t.dp, t.pm, t.qm)
+		k := portsKey(s.sport.lo, s.dport.lo, s.proto, 0, ms, md)
 		return [4]uint64{k}, rtMix(k)
 	}
 	h := slotHeader(s, tab.auxOf(s))
@@ -1100,8 +1114,8 @@ func (c *RankedTuple) splittable(t *rtTuple, same []uint64, s *rslot, full *crul
 func (c *RankedTuple) subKey(s *rslot, full *crule) (rtKey, uint64) {
 	k := c.keyOf(1, s, full)
 	h := slotHeader(s, &rtAux{c: full})
-	return k, uint64(h.SrcPort&mask16(k.l[0]))<<32 | uint64(h.DstPort&mask16(k.l[1]))<<16 |
-		uint64(h.Proto&k.l[2])<<8 | uint64(h.QFI&k.l[3])
+	ms, md := portMasks(mask16(k.l[0]), mask16(k.l[1]), k.l[2], k.l[3])
+	return k, portsKey(h.SrcPort, h.DstPort, h.Proto, h.QFI, ms, md)
 }
 
 // keyRule is a rule matching exactly the headers whose key (in a kindAddr
@@ -1129,7 +1143,7 @@ func (s *rtSpace) publish() {
 	for _, t := range s.tuples {
 		ms, md := t.ms, t.md
 		if t.kind == kindPorts {
-			ms, md = uint32(t.sp)<<16|uint32(t.dp), uint32(t.pm)<<8|uint32(t.qm)
+			ms, md = portMasks(t.sp, t.dp, t.pm, t.qm)
 		}
 		list = append(list, rtRef{best: t.best, ms: ms, md: md, kind: t.kind, fin: t.fin,
 			ng: t.tab.ng, ctrl: t.tab.ctrl, slots: t.tab.slots, tab: t.tab, t: t})
