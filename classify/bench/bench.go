@@ -277,7 +277,8 @@ func prepare(cfg Config, kinds []classify.Kind, j job) (*measure, error) {
 		}
 	}
 	// Updates: build from half the rules, then alternate timed inserts of
-	// the other half and deletes of the built half, back to back (unlike
+	// the other half and deletes of the built half (cycling through them
+	// on tables smaller than the updates asked for), back to back (unlike
 	// lookups, not spread over the rounds: the update path's caches would
 	// start cold after every other workload's passes).
 	for i, k := range kinds {
@@ -372,17 +373,27 @@ func updates(k classify.Kind, rules []classify.Rule, n int) (ins, del []float64,
 	rng := rand.New(rand.NewPCG(1, 2))
 	rng.Shuffle(len(rest), func(a, b int) { rest[a], rest[b] = rest[b], rest[a] })
 	rng.Shuffle(len(built), func(a, b int) { built[a], built[b] = built[b], built[a] })
-	n = min(n, len(rest), len(built))
+	// A small table has fewer rules than updates to time (a 4-PDR session
+	// has two of each): once every pair has gone, the rules inserted are
+	// the ones to delete, and the deleted ones go back in.
+	pairs := min(len(rest), len(built))
+	if pairs == 0 {
+		return nil, nil, nil
+	}
 	for i := 0; i < n; i++ {
+		j := i % pairs
+		if j == 0 && i > 0 {
+			rest, built = built, rest
+		}
 		start := time.Now()
-		err := c.Insert(rest[i])
+		err := c.Insert(rest[j])
 		d := time.Since(start)
 		if err != nil {
 			return nil, nil, fmt.Errorf("bench: %s insert: %w", k, err)
 		}
 		ins = append(ins, float64(d)/1e3)
 		start = time.Now()
-		err = c.Delete(built[i].ID)
+		err = c.Delete(built[j].ID)
 		d = time.Since(start)
 		if err != nil {
 			return nil, nil, fmt.Errorf("bench: %s delete: %w", k, err)

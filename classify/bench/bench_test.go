@@ -80,3 +80,24 @@ func TestRunRounds(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdatesCycle: a table with fewer rules than the updates asked for
+// gets them all, cycling its rules in and out (an error would say a rule
+// was inserted twice or deleted while out).
+func TestUpdatesCycle(t *testing.T) {
+	for _, n := range []int{2, 4, 5} {
+		w := workload.Session(n, uint64(n))
+		for _, k := range []classify.Kind{classify.KindForTable, classify.KindLinear, classify.KindRankedTuple} {
+			ins, del, err := updates(k, w.Rules, 9)
+			if err != nil {
+				t.Fatalf("%d rules, %s: %v", n, k, err)
+			}
+			if len(ins) != 9 || len(del) != 9 {
+				t.Errorf("%d rules, %s: %d inserts and %d deletes timed, want 9", n, k, len(ins), len(del))
+			}
+		}
+	}
+	if ins, del, err := updates(classify.KindLinear, workload.Session(2, 1).Rules[:1], 9); err != nil || len(ins)+len(del) != 0 {
+		t.Errorf("one rule: %d inserts, %d deletes, %v; want none", len(ins), len(del), err)
+	}
+}
