@@ -1,11 +1,14 @@
 package classify
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // Building a small index. Every update of a small table rebuilds its
 // index (fortable.go), so the build keeps its working state in a
 // smallBuilder that builds reuse: per-level buffers for the plans it
-// compares and open-addressed tables for the keys it counts. With a map
+// compares and open-addressed counters for the keys it tries. With a map
 // and fresh lists per evaluated key, maps and allocation were most of an
 // update's 120 µs on a 100-PDR session table. The builders are pooled,
 // not kept per table: a UPF holds a table per session, and a builder's
@@ -17,11 +20,9 @@ var builders = sync.Pool{New: func() any { return &smallBuilder{} }}
 type smallBuilder struct {
 	x      *smallIndex // the index being built
 	all    []uint16
-	vals   oaTable[keyVal]   // one candidate key's values
-	masks  oaTable[splitKey] // candidates: the keys rules use
-	uses   []int             // candidates: rules using masks' i-th key
-	order  []splitKey        // candidates: masks' keys, first seen first
-	keyIdx []int32           // evaluate: rule i's index in keys, or -1 (partial)
+	vals   keyCounter[keyVal]   // one candidate key's values
+	masks  keyCounter[splitKey] // candidates: the keys rules use
+	keyIdx []int32              // evaluate: rule i's index in keys, or -1 (partial)
 	levels [maxDepth + 1]buildLevel
 }
 
@@ -117,17 +118,10 @@ func (b *smallBuilder) candidates(ids []uint16, out []splitKey) []splitKey {
 	)
 	fixed := len(out)
 	b.masks.reset(5 * len(ids))
-	b.uses, b.order = b.uses[:0], b.order[:0]
 	add := func(k splitKey) {
-		if k.mhi|k.mlo == 0 {
-			return
+		if k.mhi|k.mlo != 0 {
+			b.masks.add(k, keyHash(k.mhi^uint64(k.kind)<<56, k.mlo))
 		}
-		i, added := b.masks.index(k, keyHash(k.mhi^uint64(k.kind)<<56, k.mlo), int32(len(b.order)))
-		if added {
-			b.order = append(b.order, k)
-			b.uses = append(b.uses, 0)
-		}
-		b.uses[i]++
 	}
 	for _, i := range ids {
 		r := &b.x.rules[i]
@@ -137,21 +131,12 @@ func (b *smallBuilder) candidates(ids []uint16, out []splitKey) []splitKey {
 		add(splitKey{kind: keyDst, mhi: r.dst.mhi, mlo: r.dst.mlo})
 		add(splitKey{kind: keyUE, mhi: r.ue.mhi, mlo: r.ue.mlo})
 	}
-	for i, k := range b.order {
-		if b.uses[i] >= max(2, len(ids)/8) && !containsKey(out[:fixed], k) {
+	for i, k := range b.masks.keys {
+		if b.masks.counts[i] >= max(2, len(ids)/8) && !slices.Contains(out[:fixed], k) {
 			out = append(out, k)
 		}
 	}
 	return out
-}
-
-func containsKey(ks []splitKey, k splitKey) bool {
-	for _, o := range ks {
-		if o == k {
-			return true
-		}
-	}
-	return false
 }
 
 // evaluate splits ids on k into p. The cost is the mean length of the
@@ -170,14 +155,9 @@ func (b *smallBuilder) evaluate(ids []uint16, k splitKey, budget int, p *plan) b
 			b.keyIdx[i] = -1
 			continue
 		}
-		j, added := b.vals.index(v, keyHash(v.hi, v.lo), int32(len(p.keys)))
-		if added {
-			p.keys = append(p.keys, v)
-			p.full = append(p.full, 0)
-		}
-		p.full[j]++
-		b.keyIdx[i] = j
+		b.keyIdx[i] = b.vals.add(v, keyHash(v.hi, v.lo))
 	}
+	p.keys, p.full = append(p.keys, b.vals.keys...), append(p.full, b.vals.counts...)
 	if len(p.keys) == 0 || len(p.keys) == 1 && len(p.def) == 0 {
 		return false
 	}
@@ -232,17 +212,11 @@ func (b *smallBuilder) buildUnion(ni int, ids []uint16, lv *buildLevel, depth in
 		}
 		x.work += len(ids)
 		b.vals.reset(len(ids))
-		b.uses = b.uses[:0]
 		full, top := 0, 0
 		for _, i := range ids {
 			if v, ok := k.keyOf(&x.rules[i]); ok {
 				full++
-				j, added := b.vals.index(v, keyHash(v.hi, v.lo), int32(len(b.uses)))
-				if added {
-					b.uses = append(b.uses, 0)
-				}
-				b.uses[j]++
-				top = max(top, b.uses[j])
+				top = max(top, b.vals.counts[b.vals.add(v, keyHash(v.hi, v.lo))])
 			}
 		}
 		if full == len(ids) {
@@ -309,46 +283,53 @@ func (b *smallBuilder) split(ni int, p *plan, depth int) {
 	b.build(int(n.def), p.def, depth+1)
 }
 
-// oaTable numbers distinct keys: an open-addressed table whose reset is
-// a generation bump, not a clear.
-type oaTable[K comparable] struct {
-	slots []oaSlot[K]
-	shift uint8 // 64 - log2(len(slots)): the hash's top bits pick the slot
-	gen   uint32
+// keyCounter counts distinct keys: their numbers in an open-addressed
+// table whose reset is a generation bump, not a clear, and each number's
+// key (first seen first) and count.
+type keyCounter[K comparable] struct {
+	slots  []counterSlot[K]
+	shift  uint8 // 64 - log2(len(slots)): the hash's top bits pick the slot
+	gen    uint32
+	keys   []K
+	counts []int
 }
 
-type oaSlot[K comparable] struct {
+type counterSlot[K comparable] struct {
 	k   K
 	gen uint32
 	i   int32
 }
 
-// reset empties t for up to n keys.
-func (t *oaTable[K]) reset(n int) {
+// reset empties t for up to n distinct keys.
+func (t *keyCounter[K]) reset(n int) {
 	size := 16
 	for size < 2*n {
 		size *= 2
 	}
 	t.gen++
 	if len(t.slots) < size || t.gen == 0 {
-		t.slots = make([]oaSlot[K], max(size, len(t.slots)))
+		t.slots = make([]counterSlot[K], max(size, len(t.slots)))
 		t.shift = uint8(64 - bitsOf(len(t.slots)))
 		t.gen = 1
 	}
+	t.keys, t.counts = t.keys[:0], t.counts[:0]
 }
 
-// index returns k's number, giving it next (and added) if k is new; h is
-// k's hash. The table must have room (reset's n).
-func (t *oaTable[K]) index(k K, h uint64, next int32) (i int32, added bool) {
+// add counts k (h: its hash) and returns its number. The table must have
+// room (reset's n).
+func (t *keyCounter[K]) add(k K, h uint64) int32 {
 	m := uint64(len(t.slots) - 1)
 	for j := h >> t.shift; ; j = (j + 1) & m {
 		s := &t.slots[j]
 		if s.gen != t.gen {
-			*s = oaSlot[K]{k: k, gen: t.gen, i: next}
-			return next, true
+			i := int32(len(t.keys))
+			*s = counterSlot[K]{k: k, gen: t.gen, i: i}
+			t.keys, t.counts = append(t.keys, k), append(t.counts, 1)
+			return i
 		}
 		if s.k == k {
-			return s.i, false
+			t.counts[s.i]++
+			return s.i
 		}
 	}
 }
