@@ -118,40 +118,18 @@ func chooseGrid(s []rslot) grid4 {
 // gridModel estimates a grid's lookup cost (chooseGrid); it keeps its
 // scratch space between grids.
 type gridModel struct {
-	// keys counts the rules of each key: an open-addressing table of
-	// key hashes (a power of two, at most half full) and their counts (0:
-	// empty). The cost of a key depends only on its count; counting in a
-	// table rather than sorting the keys took a build of acl1_100k from
-	// 151-159 ms to 92-97 ms (the grid given, 51-62 ms).
-	keys []uint64
-	n    []int32
+	// keys counts the rules of each key hash. The cost of a key depends
+	// only on its count; counting in a table rather than sorting the keys
+	// took a build of acl1_100k from 151-159 ms to 92-97 ms (the grid
+	// given, 51-62 ms).
+	keys keyCounter[uint64]
 	pos  []int
-}
-
-// count adds a rule of key hash x.
-func (m *gridModel) count(x uint64) {
-	mask := uint64(len(m.keys) - 1)
-	for i := x >> 32 & mask; ; i = (i + 1) & mask {
-		if m.n[i] == 0 {
-			m.keys[i], m.n[i] = x, 1
-			return
-		}
-		if m.keys[i] == x {
-			m.n[i]++
-			return
-		}
-	}
 }
 
 // cost is the estimated work of lookups for headers matching each rule
 // of s (sorted by rank) once on grid g, in tuple probes.
 func (m *gridModel) cost(s []rslot, g grid4) float64 {
-	size := 1 << bits.Len(uint(2*len(s)))
-	if len(m.keys) != size {
-		m.keys, m.n = make([]uint64, size), make([]int32, size)
-	} else {
-		clear(m.n)
-	}
+	m.keys.reset(len(s))
 	var bound [2][33][33]int // tuple (port keyed, source, destination length): 1 + its best rule
 	for i := range s {
 		ls, ld := g.relax(s[i].srcLen()), g.relax(s[i].dstLen())
@@ -164,7 +142,8 @@ func (m *gridModel) cost(s []rslot, g grid4) float64 {
 			bound[p][ls][ld] = i + 1 // s is in rank order: the first rule is the best
 		}
 		// The low bit tells port-keyed keys apart (the slot count below).
-		m.count((rtMix(k)^(uint64(ls)<<8|uint64(ld))*k2)&^1 | uint64(p))
+		x := (rtMix(k)^(uint64(ls)<<8|uint64(ld))*k2)&^1 | uint64(p)
+		m.keys.add(x, x)
 	}
 	// Probes: tuples whose bound is at or before r.
 	pos := m.pos[:0]
@@ -187,12 +166,9 @@ func (m *gridModel) cost(s []rslot, g grid4) float64 {
 	// Slots: the k-th rule of a key (in rank order) verifies k slots,
 	// at most rtSplitAt before a split. A port-keyed key is taken not to
 	// split (splittable): its rules share the port the split would hash.
-	for i, c := range m.n {
-		n := int(c)
-		if n == 0 {
-			continue
-		}
-		if m.keys[i]&1 != 0 {
+	for i, x := range m.keys.keys {
+		n := m.keys.counts[i]
+		if x&1 != 0 {
 			cost += costSlot * float64(n*(n+1)/2)
 			continue
 		}
