@@ -4,11 +4,13 @@
 // control, identification and UE-initiated deregistration, consuming the
 // AUSF, UDM and NSSF through the transport-neutral interfaces of package sbi.
 //
-// Concurrency: one goroutine reads each SCTP association; everything about
-// one UE runs on that UE's executor (a queue drained by a goroutine that
-// exists only while there is work, or run inline by the reader when the UE
-// has nothing queued), so procedures of one UE are serialised and different
-// UEs run in parallel without a global lock.
+// Concurrency (package internal/serial): one goroutine reads each SCTP
+// association and only decodes and dispatches; everything about one UE
+// runs on that UE's executor, a queue drained by a goroutine that exists
+// only while there is work, so the procedures of one UE are serialised,
+// different UEs run in parallel without a global lock, and a UE whose SBI
+// call waits for its deadline delays no other UE. Each UE's state is one
+// explicit state machine (ue_state.go).
 package amf
 
 import (
@@ -21,6 +23,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tern5g/tern/internal/serial"
 	"github.com/tern5g/tern/sbi"
 	"github.com/tern5g/tern/sctp"
 )
@@ -61,19 +64,16 @@ type AMF struct {
 	smf        atomic.Pointer[sbi.PDUSession] // Deps.SMF or SetSMF's; nil = none
 	log        *slog.Logger
 
-	// ctx is cancelled by Close; SBI calls use it.
-	ctx    context.Context
-	cancel context.CancelFunc
+	// group owns every goroutine the AMF starts (association readers, UE
+	// executors); its context, cancelled by Close, bounds outbound calls.
+	group *serial.Group
 
 	nextAMFUEID atomic.Int64
 	ranUEs      *ranUETable
 	gutis       *gutiTable
 	supis       *supiTable
 
-	// life guards the worker group against Add after Close.
-	life      sync.RWMutex
-	closed    bool
-	workers   sync.WaitGroup
+	mu        sync.Mutex
 	listeners []sctp.Listener
 	gnbs      map[*gnb]struct{}
 
@@ -98,7 +98,6 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*AMF, error) {
 	if id == "" {
 		id = newUUID()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	a := &AMF{
 		cfg:        served,
 		sctpCfg:    cfg.SCTP,
@@ -106,8 +105,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*AMF, error) {
 		instanceID: id,
 		deps:       deps,
 		log:        logger.With("nf", "amf"),
-		ctx:        ctx,
-		cancel:     cancel,
+		group:      serial.NewGroup(),
 		ranUEs:     newRANUETable(),
 		gutis:      newGUTITable(),
 		supis:      newSUPITable(),
@@ -141,6 +139,12 @@ func (a *AMF) smfService() sbi.PDUSession {
 	return nil
 }
 
+// callCtx bounds one outbound SBI call made for a UE: a peer that does not
+// answer costs the UE its deadline, then the procedure's failure path runs.
+func (a *AMF) callCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(a.group.Context(), a.cfg.timers.SBI)
+}
+
 // Start listens on the configured N2 address and serves associations in the
 // background until Close. ctx only bounds the start itself.
 func (a *AMF) Start(ctx context.Context) error {
@@ -158,25 +162,21 @@ func (a *AMF) Start(ctx context.Context) error {
 // Serve accepts associations from l in the background until Close or until
 // l fails; the AMF takes ownership of l and closes it in Close.
 func (a *AMF) Serve(l sctp.Listener) error {
-	a.life.Lock()
-	if a.closed {
-		a.life.Unlock()
+	a.mu.Lock()
+	a.listeners = append(a.listeners, l)
+	a.mu.Unlock()
+	if !a.group.Go(func() { a.acceptLoop(l) }) {
 		l.Close()
 		return errors.New("amf: closed")
 	}
-	a.listeners = append(a.listeners, l)
-	a.workers.Add(1)
-	a.life.Unlock()
-	go a.acceptLoop(l)
 	return nil
 }
 
 func (a *AMF) acceptLoop(l sctp.Listener) {
-	defer a.workers.Done()
 	for {
 		c, err := l.Accept()
 		if err != nil {
-			if !a.isClosed() {
+			if !a.group.Closed() {
 				a.log.Warn("N2 accept stopped", "err", err)
 			}
 			return
@@ -190,67 +190,53 @@ func (a *AMF) acceptLoop(l sctp.Listener) {
 func (a *AMF) ServeConn(c sctp.Conn) {
 	g := &gnb{amf: a, conn: c, ues: make(map[int64]*ranUE),
 		log: a.log.With("gnb", c.RemoteAddr().String())}
-	a.life.Lock()
-	if a.closed {
-		a.life.Unlock()
-		c.Close()
-		return
-	}
+	a.mu.Lock()
 	a.gnbs[g] = struct{}{}
-	a.workers.Add(1)
-	a.life.Unlock()
-	go a.serveGNB(g)
-}
-
-func (a *AMF) isClosed() bool {
-	a.life.RLock()
-	defer a.life.RUnlock()
-	return a.closed
-}
-
-// acquireWorker registers a UE executor goroutine; false after Close.
-func (a *AMF) acquireWorker() bool {
-	a.life.RLock()
-	defer a.life.RUnlock()
-	if a.closed {
-		return false
+	a.mu.Unlock()
+	if !a.group.Go(func() { a.serveGNB(g) }) {
+		a.mu.Lock()
+		delete(a.gnbs, g)
+		a.mu.Unlock()
+		c.Close()
 	}
-	a.workers.Add(1)
-	return true
 }
 
-func (a *AMF) releaseWorker() { a.workers.Done() }
-
-// Close stops listening, closes every association, stops all NAS timers and
+// Close stops listening, closes every association, stops all timers and
 // waits for every goroutine the AMF started. UE contexts are dropped without
-// signalling (the AMF is going away).
+// signalling (the AMF is going away). The associations are closed in
+// parallel: a dead gNB costs the SCTP shutdown timeout once, not once per
+// gNB.
 func (a *AMF) Close() error {
-	a.life.Lock()
-	if a.closed {
-		a.life.Unlock()
+	if a.group.Closed() {
 		return nil
 	}
-	a.closed = true
-	ls := a.listeners
-	gs := make([]*gnb, 0, len(a.gnbs))
-	for g := range a.gnbs {
-		gs = append(gs, g)
-	}
-	a.life.Unlock()
-	a.cancel()
 	var errs []error
-	for _, l := range ls {
-		if err := l.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close listener: %w", err))
+	a.group.CloseFunc(func() {
+		a.mu.Lock()
+		ls := a.listeners
+		gs := make([]*gnb, 0, len(a.gnbs))
+		for g := range a.gnbs {
+			gs = append(gs, g)
 		}
-	}
-	for _, g := range gs {
-		g.conn.Close()
-	}
-	a.workers.Wait()
-	// No executor runs any more (post refuses work after closed), so the
-	// timers can be read safely; stopping them releases the runtime timers
-	// now instead of letting them fire into a closed AMF.
+		a.mu.Unlock()
+		for _, l := range ls {
+			if err := l.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close listener: %w", err))
+			}
+		}
+		var wg sync.WaitGroup
+		for _, g := range gs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				g.conn.Close()
+			}()
+		}
+		wg.Wait()
+	})
+	// No executor runs any more (Post refuses work after Close), so the
+	// timers can be touched safely; stopping them releases the runtime
+	// timers now instead of letting them fire into a closed AMF.
 	for _, r := range a.ranUEs.All() {
 		r.ue.stopAllTimers()
 	}
@@ -262,8 +248,8 @@ func (a *AMF) Close() error {
 
 // Addr returns the address of the first listener, or nil.
 func (a *AMF) Addr() string {
-	a.life.RLock()
-	defer a.life.RUnlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if len(a.listeners) == 0 {
 		return ""
 	}
@@ -272,7 +258,8 @@ func (a *AMF) Addr() string {
 
 // Stats is a snapshot of the AMF's counters.
 type Stats struct {
-	RegisteredUEs       int64  // UEs in 5GMM-REGISTERED
+	RegisteredUEs       int64  // UEs in RM-REGISTERED
+	ConnectedUEs        int64  // UEs in CM-CONNECTED
 	UEContexts          int64  // UE contexts held (registered or in a procedure)
 	GNBs                int64  // associations with a successful NG Setup
 	NGSetups            uint64 // NG Setup Responses sent
@@ -287,7 +274,8 @@ type Stats struct {
 	Deregistrations     uint64 // UE-originating deregistrations
 	ErrorIndications    uint64 // NGAP Error Indications sent
 	NASDiscarded        uint64 // NAS messages dropped (bad MAC, not allowed unprotected, ...)
-	Retransmissions     uint64 // NAS retransmissions on T3550/T3560/T3570 expiry
+	Refused             uint64 // events the UE state machine did not allow in the UE's state
+	Retransmissions     uint64 // NAS retransmissions on T3550/T3560/T3570/T3513/T3522 expiry
 	ProcedureTimeouts   uint64 // procedures aborted after the last retransmission
 	UEContextReleases   uint64 // UE Context Release Complete received
 	PDUSessions         int64  // PDU sessions (SM contexts) the AMF holds
@@ -298,11 +286,11 @@ type Stats struct {
 }
 
 type counters struct {
-	registered, contexts, gnbs                      atomic.Int64
+	registered, connected, contexts, gnbs           atomic.Int64
 	ngSetups, ngSetupFailures                       atomic.Uint64
 	registrations, regRejects                       atomic.Uint64
 	auths, authFails, resyncs, smcs, idents, deregs atomic.Uint64
-	errorIndications, nasDiscarded                  atomic.Uint64
+	errorIndications, nasDiscarded, refused         atomic.Uint64
 	retransmissions, timeouts, releases             atomic.Uint64
 	pduSessions                                     atomic.Int64
 	smCreated, smRejected, smReleased, n1n2         atomic.Uint64
@@ -313,6 +301,7 @@ func (a *AMF) Stats() Stats {
 	c := &a.stats
 	return Stats{
 		RegisteredUEs:       c.registered.Load(),
+		ConnectedUEs:        c.connected.Load(),
 		UEContexts:          c.contexts.Load(),
 		GNBs:                c.gnbs.Load(),
 		NGSetups:            c.ngSetups.Load(),
@@ -327,6 +316,7 @@ func (a *AMF) Stats() Stats {
 		Deregistrations:     c.deregs.Load(),
 		ErrorIndications:    c.errorIndications.Load(),
 		NASDiscarded:        c.nasDiscarded.Load(),
+		Refused:             c.refused.Load(),
 		Retransmissions:     c.retransmissions.Load(),
 		ProcedureTimeouts:   c.timeouts.Load(),
 		UEContextReleases:   c.releases.Load(),

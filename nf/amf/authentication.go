@@ -25,9 +25,10 @@ const (
 // abba is the ABBA parameter of this release (TS 33.501 §A.7.1: 0x0000).
 var abba = []byte{0x00, 0x00}
 
-// authProc is the per-UE authentication state machine.
+// authProc is the data of the authentication and key agreement procedure
+// on the network side (TS 24.501 §5.4.1.3, TS 33.501 §6.1.3.2; the AMF acts
+// as SEAF); ue.common says whether it runs.
 type authProc struct {
-	state     authState
 	ctxID     string // AUSF 5G-AKA context to confirm
 	rand      []byte
 	hxresStar []byte
@@ -54,7 +55,9 @@ func (u *ue) startAuthentication(resync *models.Udm_UEAU_ResynchronizationInfo) 
 		return
 	}
 	snn := kdf.ServingNetworkName(u.servingPLMN())
-	ctxID, res, err := a.deps.AUSF.Authenticate(a.ctx, &models.Ausf_UEAU_AuthenticationInfo{
+	ctx, cancel := a.callCtx()
+	defer cancel()
+	ctxID, res, err := a.deps.AUSF.Authenticate(ctx, &models.Ausf_UEAU_AuthenticationInfo{
 		SupiOrSuci:            id,
 		ServingNetworkName:    snn,
 		ResynchronizationInfo: resync,
@@ -93,12 +96,8 @@ func (u *ue) startAuthentication(resync *models.Udm_UEAU_ResynchronizationInfo) 
 		u.releaseAndRemove(causeNASUnspecified)
 		return
 	}
-	u.auth.state = authWaitResponse
-	u.reg.state = regAuthenticating
-	if u.state != gmmRegistered {
-		u.setState(gmmCommonProcedureInitiated)
-	}
-	u.startTimer(timerT3560, plain, hdr)
+	u.common.step = commonAuthentication
+	u.startNASTimer(timerT3560, plain, hdr)
 }
 
 // nextNgKSI picks a key set identifier different from the one in use
@@ -128,12 +127,12 @@ func decodeChallenge(av models.Ausf_UEAU_Av5gAka) (rnd, hxres []byte, err error)
 
 // onAuthenticationResponse checks RES* (TS 33.501 §6.1.3.2 steps 8-12).
 func (u *ue) onAuthenticationResponse(m *nas.AuthenticationResponse) {
-	if u.auth.state != authWaitResponse {
+	if u.common.step != commonAuthentication {
 		u.log.Debug("Authentication Response outside authentication, ignored")
 		return
 	}
-	u.stopTimer(timerT3560)
-	u.auth.state = authIdle
+	u.stopNASTimer()
+	u.common.step = commonNone
 	a := u.amf
 	// Step 10: the SEAF computes HRES* and compares it with HXRES*.
 	if len(m.RESStar) != 16 ||
@@ -143,7 +142,9 @@ func (u *ue) onAuthenticationResponse(m *nas.AuthenticationResponse) {
 		return
 	}
 	resStar := hex.EncodeToString(m.RESStar)
-	res, err := a.deps.AUSF.Confirm5gAka(a.ctx, u.auth.ctxID, &models.Ausf_UEAU_ConfirmationData{ResStar: &resStar})
+	ctx, cancel := a.callCtx()
+	defer cancel()
+	res, err := a.deps.AUSF.Confirm5gAka(ctx, u.auth.ctxID, &models.Ausf_UEAU_ConfirmationData{ResStar: &resStar})
 	if err != nil {
 		u.log.Info("Nausf 5g-aka-confirmation failed", "err", err)
 		u.rejectRegistration(causeForSBIError(err))
@@ -164,7 +165,7 @@ func (u *ue) onAuthenticationResponse(m *nas.AuthenticationResponse) {
 	u.kamf = kdf.KAMF(kseaf, res.Supi, abba)
 	u.ngKSI = u.auth.ngKSI
 	u.setSUPI(res.Supi)
-	u.auth = authProc{}
+	u.auth.ctxID = ""
 	a.stats.auths.Add(1)
 	u.startSecurityMode()
 }
@@ -172,12 +173,12 @@ func (u *ue) onAuthenticationResponse(m *nas.AuthenticationResponse) {
 // onAuthenticationFailure handles the UE's rejection of the challenge
 // (TS 24.501 §5.4.1.3.7 c)-f), TS 33.501 §6.1.3.2.2).
 func (u *ue) onAuthenticationFailure(m *nas.AuthenticationFailure) {
-	if u.auth.state != authWaitResponse {
+	if u.common.step != commonAuthentication {
 		u.log.Debug("Authentication Failure outside authentication, ignored")
 		return
 	}
-	u.stopTimer(timerT3560)
-	u.auth.state = authIdle
+	u.stopNASTimer()
+	u.common.step = commonNone
 	switch m.Cause {
 	case nas.CauseSynchFailure:
 		// #21: re-synchronise once with RAND and AUTS (TS 33.102 §6.3.5).
@@ -221,6 +222,8 @@ func (u *ue) rejectAuthentication() {
 	u.log.Info("authentication rejected", "suci", u.suci, "supi", u.supi)
 	u.sendNASMessage(&nas.AuthenticationReject{})
 	u.amf.stats.authFails.Add(1)
+	// TS 24.501 §5.4.1.3.5: the UE deletes its registration; so does the
+	// network.
 	u.releaseAndRemove(causeNASAuthFailure)
 }
 
@@ -242,7 +245,7 @@ func (u *ue) setSUPI(supi string) {
 
 // superseded drops a context replaced by a newer one of the same SUPI.
 func (u *ue) superseded() {
-	if u.removed {
+	if u.gone() {
 		return
 	}
 	u.log.Debug("UE context superseded by a new registration")

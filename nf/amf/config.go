@@ -21,6 +21,7 @@ const (
 	DefaultT3570              = 6 * time.Second
 	DefaultT3512              = 54 * time.Minute
 	DefaultMaxRetransmissions = 4 // TS 24.501 §5.4.1.3.7 c): on the fifth expiry the procedure is aborted
+	DefaultSBITimeout         = 5 * time.Second
 	DefaultRelativeCapacity   = 255
 )
 
@@ -82,6 +83,10 @@ type TimerConfig struct {
 	// MaxRetransmissions is how many times a message is resent before the
 	// procedure is aborted (4: five sends in all).
 	MaxRetransmissions int `yaml:"maxRetransmissions"`
+	// SBI bounds each call the AMF makes to another NF for a UE (AUSF,
+	// UDM, NSSF, SMF): a peer that does not answer in time fails the
+	// procedure with the spec's cause instead of holding the UE.
+	SBI time.Duration `yaml:"sbi"`
 }
 
 // DefaultConfig returns a configuration that works with tern's other
@@ -128,6 +133,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Timers.MaxRetransmissions == 0 {
 		c.Timers.MaxRetransmissions = DefaultMaxRetransmissions
+	}
+	if c.Timers.SBI == 0 {
+		c.Timers.SBI = DefaultSBITimeout
 	}
 	if c.RelativeCapacity == nil {
 		rc := uint8(DefaultRelativeCapacity)
@@ -251,7 +259,8 @@ func (c Config) compile() (*servedConfig, error) {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"t3550", c.Timers.T3550}, {"t3560", c.Timers.T3560}, {"t3570", c.Timers.T3570}, {"t3512", c.Timers.T3512}} {
+	}{{"t3550", c.Timers.T3550}, {"t3560", c.Timers.T3560}, {"t3570", c.Timers.T3570}, {"t3512", c.Timers.T3512},
+		{"sbi", c.Timers.SBI}} {
 		if d.v <= 0 {
 			return nil, fmt.Errorf("amf.timers.%s: %v must be positive", d.name, d.v)
 		}

@@ -13,7 +13,7 @@ import (
 // §4.2.2.3.2): Nudm_UECM_Deregistration, Deregistration Accept unless the UE
 // switched off, then release of the N2 UE context with cause "deregister".
 func (u *ue) onDeregistrationRequest(m *nas.DeregistrationRequestUEOriginating, integrity bool) {
-	if !integrity && u.state == gmmRegistered {
+	if !integrity && u.st.rm == rmRegistered {
 		// TS 24.501 §4.4.4.3 lets an unprotected request through only while
 		// no secure exchange exists; for a registered UE it must verify,
 		// otherwise anyone could deregister it.
@@ -22,13 +22,17 @@ func (u *ue) onDeregistrationRequest(m *nas.DeregistrationRequestUEOriginating, 
 		return
 	}
 	a := u.amf
-	wasRegistered := u.state == gmmRegistered
-	u.abortProcedures()
+	wasRegistered := u.st.rm == rmRegistered
+	u.endProcedureData(u.st.proc)
 	// TS 23.502 §4.2.2.3.2 step 2: Nsmf_PDUSession_ReleaseSMContext for
 	// every PDU session of the UE.
 	u.releaseSessions("")
+	u.fire(evDeregistered)
 	if wasRegistered && u.supi != "" {
-		if err := a.deps.UECM.DeregisterAMF3GPPAccess(a.ctx, u.supi); err != nil &&
+		ctx, cancel := a.callCtx()
+		err := a.deps.UECM.DeregisterAMF3GPPAccess(ctx, u.supi)
+		cancel()
+		if err != nil &&
 			sbi.CauseOf(err) != sbi.CauseContextNotFound {
 			// The UE goes regardless (TS 23.502 §4.2.2.3.2 step 4 failure
 			// does not block deregistration).

@@ -34,7 +34,7 @@ func (a *AMF) N1N2MessageTransfer(ctx context.Context, ueContextID string, req *
 	if u == nil {
 		return nil, sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "no UE context for %s", ueContextID)
 	}
-	if !u.connected.Load() {
+	if u.publishedState().cm != cmConnected {
 		// TS 23.502 §4.2.3.3: a CM-IDLE UE would be paged. Not implemented:
 		// TS 29.518 §6.1.3.5.3.1 answers 504 UE_NOT_REACHABLE.
 		return nil, sbi.NewProblem(http.StatusGatewayTimeout, sbi.CauseUENotReachable, "%s is CM-IDLE", ueContextID)

@@ -22,7 +22,7 @@ type nasIn struct {
 // onInitialUEMessage handles the NAS PDU of an Initial UE Message for a new
 // UE context (no 5G-GUTI of ours, or it failed verification).
 func (u *ue) onInitialUEMessage(r *ranUE, pdu []byte, msg nas.Message) {
-	u.setConnection(r)
+	u.connect(r)
 	if msg == nil {
 		// Not a readable initial NAS message (ciphered or malformed): there is
 		// nothing to continue; release the connection (TS 24.501 §4.4.4.3).
@@ -50,28 +50,20 @@ func (u *ue) onInitialUEMessage(r *ranUE, pdu []byte, msg nas.Message) {
 // this context's NAS security context, the new connection belongs to this
 // UE (TS 24.501 §5.5.1.2.2, §4.4.4.3); otherwise the claim is
 // unproven and a fresh context identifies the UE (TS 24.501 §5.4.3).
-func (u *ue) onInitialUEMessageForKnownGUTI(g *gnb, ranID int64, loc ngap.UserLocationNR, pdu []byte, msg nas.Message) {
+func (u *ue) onInitialUEMessageForKnownGUTI(g *gnb, m *ngap.InitialUEMessage, msg nas.Message) {
 	a := u.amf
-	if !u.removed && u.sec != nil && !nas.IsPlain(pdu) {
+	pdu := m.NASPDU
+	if !u.gone() && u.sec != nil && !nas.IsPlain(pdu) {
 		if _, _, err := u.sec.Unprotect(pdu, nas.Uplink); err == nil {
-			old := u.ran
-			r := a.newRANUE(g, u, ranID, loc)
+			r := a.newRANUE(g, u, m.RANUENGAPID, m.UserLocation)
 			if r == nil {
 				return // the association went down meanwhile
 			}
-			u.setConnection(r)
-			r.secured = true
-			if old != nil && old != r {
-				// TS 23.502 §4.2.2.2.2 step 1 / TS 38.413 §8.3.3: the old N2
-				// connection of this UE is released. After a gNB-initiated
-				// release (TS 23.502 §4.2.6) the command is already out and
-				// its Complete may still be in flight (the transport does
-				// not order messages of different SCTP streams):
-				// sendContextRelease then sends nothing.
-				if err := old.sendContextRelease(cause5GCGeneratedReason); err != nil {
-					u.log.Debug("release of old connection not sent", "err", err)
-				}
+			if !u.connect(r) {
+				u.forgetConnection(r)
+				return
 			}
+			r.state = legSecured
 			u.dispatch(nasIn{msg: msg, integrity: true})
 			return
 		} else {
@@ -79,18 +71,13 @@ func (u *ue) onInitialUEMessageForKnownGUTI(g *gnb, ranID int64, loc ngap.UserLo
 		}
 	}
 	// Unverified: hand the message to a fresh context.
-	r := a.newRANUE(g, nil, ranID, loc)
-	if r == nil {
-		return
-	}
-	nu := r.ue
-	nu.post(func() { nu.onInitialUEMessage(r, pdu, msg) })
+	a.newConnection(g, m, msg)
 }
 
 // handleUplinkNAS applies TS 24.501 §4.4.4.3 to an uplink NAS PDU of an
 // established connection and dispatches the message.
 func (u *ue) handleUplinkNAS(r *ranUE, pdu []byte, loc ngap.UserLocationNR) {
-	if u.removed || r != u.ran {
+	if u.gone() || r != u.ran || r.state == legReleasing {
 		u.log.Debug("NAS on a stale connection dropped", "amf_ue_ngap_id", r.amfID)
 		return
 	}
@@ -128,19 +115,19 @@ func (u *ue) unprotect(pdu []byte) (nasIn, bool) {
 					u.sendStatus(nas.CauseInvalidMandatoryInformation)
 					return nasIn{}, false
 				}
-				if !newCtx {
-					r.secured = true
+				if !newCtx && r.state < legSecured {
+					r.state = legSecured
 				}
 				return nasIn{msg: msg, integrity: true, newContext: newCtx}, true
 			}
-			if r.secured || newCtx {
+			if r.secured() || newCtx {
 				// TS 24.501 §4.4.4.3: after the secure exchange is established,
 				// a message failing the integrity check is discarded.
 				u.log.Info("NAS message discarded: integrity check failed", "err", err, "supi", u.supi)
 				return nasIn{}, false
 			}
 		}
-	} else if r.secured {
+	} else if r.secured() {
 		u.log.Info("NAS message discarded: not protected after secure exchange", "supi", u.supi)
 		return nasIn{}, false
 	}
@@ -194,15 +181,10 @@ func (u *ue) dispatch(in nasIn) {
 	case *nas.ULNASTransport:
 		u.onULNASTransport(m)
 	case *nas.ServiceRequest:
-		// Service Request (TS 24.501 §5.6.1) is not implemented in this
-		// release (no PDU sessions yet): the connection is released and a
-		// registered UE keeps its context.
+		// Service Request (TS 24.501 §5.6.1) is not implemented yet: the
+		// connection is released and a registered UE keeps its context.
 		u.log.Info("Service Request not supported, releasing the connection")
-		if u.state == gmmRegistered && u.reg.state == regIdle {
-			u.releaseConnection(causeNASNormalRelease)
-		} else {
-			u.releaseAndRemove(causeNASUnspecified)
-		}
+		u.abortProcedure(causeNASNormalRelease)
 	case *nas.Status5GMM:
 		u.log.Info("5GMM STATUS from UE", "cause", uint8(m.Cause))
 	default:
@@ -215,7 +197,7 @@ func (u *ue) dispatch(in nasIn) {
 // dlHeader is the security header for downlink messages on the current
 // connection: ciphered and integrity protected once a context is in use.
 func (u *ue) dlHeader() nas.SecurityHeaderType {
-	if u.sec != nil && u.ran != nil && u.ran.secured {
+	if u.sec != nil && u.ran != nil && u.ran.secured() {
 		return nas.IntegrityProtectedAndCiphered
 	}
 	return nas.Plain
@@ -255,7 +237,7 @@ func (u *ue) protect(plain []byte, hdr nas.SecurityHeaderType) ([]byte, error) {
 
 // sendNAS protects plain with hdr and sends it in a Downlink NAS Transport.
 func (u *ue) sendNAS(plain []byte, hdr nas.SecurityHeaderType) error {
-	if u.ran == nil {
+	if u.ran == nil || u.ran.state == legReleasing {
 		return errors.New("UE has no N2 connection")
 	}
 	pdu, err := u.protect(plain, hdr)

@@ -2,6 +2,7 @@ package amf
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/tern5g/tern/identity"
 	"github.com/tern5g/tern/ngap"
@@ -84,11 +85,32 @@ func (r *ranUE) sendDownlinkNAS(pdu []byte) error {
 // Complete may arrive after the next of them, so release is idempotent
 // here rather than in each caller. Runs on the UE's executor.
 func (r *ranUE) sendContextRelease(cause ngap.Cause) error {
-	if r.releasing {
+	if r.state == legReleasing {
 		return nil
 	}
-	r.releasing = true
+	r.state = legReleasing
 	return r.gnb.send(r.stream, &ngap.UEContextReleaseCommand{
 		AMFUENGAPID: r.amfID, RANUENGAPID: r.ranID, Cause: cause,
 	})
+}
+
+// ueIDsOf returns the UE NGAP IDs of a UE-associated message we did not
+// expect, so the Error Indication can carry them. Every UE-associated
+// message type of package ngap names them AMFUENGAPID and RANUENGAPID;
+// reflection is fine on this error path.
+func ueIDsOf(m ngap.Message) (amfID, ranID *int64) {
+	v := reflect.ValueOf(m)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return nil, nil
+	}
+	s := v.Elem()
+	read := func(name string) *int64 {
+		f := s.FieldByName(name)
+		if !f.IsValid() || f.Kind() != reflect.Int64 {
+			return nil
+		}
+		x := f.Int()
+		return &x
+	}
+	return read("AMFUENGAPID"), read("RANUENGAPID")
 }

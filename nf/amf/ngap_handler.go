@@ -9,14 +9,12 @@ import (
 	"github.com/tern5g/tern/sctp"
 )
 
-// serveGNB reads one association until it fails or the AMF closes. Non-UE
-// procedures run on the reader; UE-associated ones run on the UE's executor, inline
-// here when the UE has nothing else queued (ue.runFromReader).
+// serveGNB reads one association until it fails or the AMF closes. The
+// reader decodes and dispatches: non-UE-associated procedures (NG Setup,
+// Error Indication) are answered here, UE-associated messages are posted to
+// the UE's executor. No UE work runs on the reader.
 func (a *AMF) serveGNB(g *gnb) {
-	defer a.workers.Done()
 	defer a.dropGNB(g)
-	// sctp.Serve runs the handler on the transport's receive goroutine
-	// where it can: one fewer handoff per message.
 	err := sctp.Serve(g.conn, func(m sctp.Message) {
 		if m.PPID != ngap.PPID && m.PPID != 0 {
 			// TS 38.412 §7: NGAP is PPID 60; anything else is not ours.
@@ -25,7 +23,7 @@ func (a *AMF) serveGNB(g *gnb) {
 		}
 		a.handleNGAP(g, m.Data)
 	})
-	if !a.isClosed() {
+	if !a.group.Closed() {
 		g.log.Info("N2 association closed", "err", err)
 	}
 }
@@ -34,9 +32,9 @@ func (a *AMF) serveGNB(g *gnb) {
 // (TS 23.502 §4.2.6: the AN release is implicit).
 func (a *AMF) dropGNB(g *gnb) {
 	g.conn.Close()
-	a.life.Lock()
+	a.mu.Lock()
 	delete(a.gnbs, g)
-	a.life.Unlock()
+	a.mu.Unlock()
 	if g.setupDone {
 		a.stats.gnbs.Add(-1)
 	}
@@ -50,6 +48,78 @@ func (a *AMF) dropGNB(g *gnb) {
 	g.mu.Unlock()
 	for _, r := range ues {
 		r.ue.post(func() { r.ue.connectionLost(r) })
+	}
+	// Handover targets on this gNB have no RAN UE NGAP ID yet, so they are
+	// not in g.ues: find them by AMF UE NGAP ID.
+	for _, r := range a.ranUEs.All() {
+		if r.gnb == g && r.ranID == 0 {
+			r.ue.post(func() { r.ue.connectionLost(r) })
+		}
+	}
+}
+
+// ngapKey names one NGAP message: procedure code and message type.
+type ngapKey struct {
+	proc int64
+	typ  ngap.MessageType
+}
+
+// ngapHandler handles a decoded message on the reader goroutine: it may
+// answer non-UE-associated signalling itself; UE-associated messages it
+// posts to the UE's executor.
+type ngapHandler func(a *AMF, g *gnb, m ngap.Message)
+
+// ngapHandlers is every NGAP message an AMF accepts from a gNB (TS 38.413
+// §8), by procedure code and message type. A message we decode but do not
+// list is answered with an Error Indication (§10.4).
+var ngapHandlers = map[ngapKey]ngapHandler{
+	{ngap.ProcNGSetup, ngap.InitiatingMessage}: func(a *AMF, g *gnb, m ngap.Message) {
+		a.handleNGSetup(g, m.(*ngap.NGSetupRequest))
+	},
+	{ngap.ProcInitialUEMessage, ngap.InitiatingMessage}: func(a *AMF, g *gnb, m ngap.Message) {
+		a.handleInitialUEMessage(g, m.(*ngap.InitialUEMessage))
+	},
+	{ngap.ProcErrorIndication, ngap.InitiatingMessage}: func(a *AMF, g *gnb, m ngap.Message) {
+		a.handleErrorIndication(g, m.(*ngap.ErrorIndication))
+	},
+	{ngap.ProcUplinkNASTransport, ngap.InitiatingMessage}: onUE(func(m *ngap.UplinkNASTransport) (int64, int64) { return m.AMFUENGAPID, m.RANUENGAPID },
+		func(u *ue, r *ranUE, m *ngap.UplinkNASTransport) { u.handleUplinkNAS(r, m.NASPDU, m.UserLocation) }),
+	{ngap.ProcNASNonDeliveryIndication, ngap.InitiatingMessage}: onUE(func(m *ngap.NASNonDeliveryIndication) (int64, int64) { return m.AMFUENGAPID, m.RANUENGAPID },
+		func(u *ue, r *ranUE, m *ngap.NASNonDeliveryIndication) {
+			u.log.Info("NAS non delivery", "amf_ue_ngap_id", r.amfID, "cause", m.Cause.String())
+		}),
+	{ngap.ProcInitialContextSetup, ngap.SuccessfulOutcome}: onUE(func(m *ngap.InitialContextSetupResponse) (int64, int64) { return m.AMFUENGAPID, m.RANUENGAPID },
+		(*ue).onInitialContextSetupResponse),
+	{ngap.ProcInitialContextSetup, ngap.UnsuccessfulOutcome}: onUE(func(m *ngap.InitialContextSetupFailure) (int64, int64) { return m.AMFUENGAPID, m.RANUENGAPID },
+		(*ue).onInitialContextSetupFailure),
+	{ngap.ProcUEContextReleaseRequest, ngap.InitiatingMessage}: onUE(func(m *ngap.UEContextReleaseRequest) (int64, int64) { return m.AMFUENGAPID, m.RANUENGAPID },
+		func(u *ue, r *ranUE, m *ngap.UEContextReleaseRequest) { u.onContextReleaseRequest(r, m.Cause) }),
+	{ngap.ProcUEContextRelease, ngap.SuccessfulOutcome}: onUE(func(m *ngap.UEContextReleaseComplete) (int64, int64) { return m.AMFUENGAPID, m.RANUENGAPID },
+		func(u *ue, r *ranUE, m *ngap.UEContextReleaseComplete) {
+			u.onContextReleaseComplete(r, m.PDUSessionIDs)
+		}),
+	{ngap.ProcPDUSessionResourceSetup, ngap.SuccessfulOutcome}: onUE(func(m *ngap.PDUSessionResourceSetupResponse) (int64, int64) { return m.AMFUENGAPID, m.RANUENGAPID },
+		(*ue).onPDUSessionResourceSetupResponse),
+	{ngap.ProcPDUSessionResourceModify, ngap.SuccessfulOutcome}: onUE(func(m *ngap.PDUSessionResourceModifyResponse) (int64, int64) { return m.AMFUENGAPID, m.RANUENGAPID },
+		(*ue).onPDUSessionResourceModifyResponse),
+	{ngap.ProcPDUSessionResourceRelease, ngap.SuccessfulOutcome}: onUE(func(m *ngap.PDUSessionResourceReleaseResponse) (int64, int64) { return m.AMFUENGAPID, m.RANUENGAPID },
+		(*ue).onPDUSessionResourceReleaseResponse),
+}
+
+// onUE adapts a handler of one UE-associated message type to the table:
+// ids reads the message's UE NGAP IDs, the connection is looked up (unknown
+// or inconsistent IDs get an Error Indication, TS 38.413 §10.6) and the
+// handler is posted to its UE's executor.
+func onUE[M ngap.Message](ids func(M) (amfID, ranID int64), h func(u *ue, r *ranUE, m M)) ngapHandler {
+	return func(a *AMF, g *gnb, msg ngap.Message) {
+		m := msg.(M)
+		amfID, ranID := ids(m)
+		r := a.lookupRANUE(g, amfID, ranID)
+		if r == nil {
+			return
+		}
+		u := r.ue
+		u.post(func() { h(u, r, m) })
 	}
 }
 
@@ -70,98 +140,35 @@ func (a *AMF) handleNGAP(g *gnb, data []byte) {
 		g.errorIndication(causeTransferSyntax, nil, nil)
 		return
 	}
-	if !g.setupDone {
-		if m, ok := msg.(*ngap.NGSetupRequest); ok {
-			a.handleNGSetup(g, m)
-			return
-		}
+	key := ngapKey{msg.ProcedureCode(), msg.MessageType()}
+	if !g.setupDone && key != (ngapKey{ngap.ProcNGSetup, ngap.InitiatingMessage}) {
 		// TS 38.413 §8.7.1.1: NG Setup is the first NGAP procedure.
 		g.log.Info("NGAP message before NG Setup", "procedure", msg.ProcedureCode())
 		g.errorIndication(causeNotCompatibleState, nil, nil)
 		return
 	}
-	switch m := msg.(type) {
-	case *ngap.NGSetupRequest:
-		a.handleNGSetup(g, m)
-	case *ngap.InitialUEMessage:
-		a.handleInitialUEMessage(g, m)
-	case *ngap.UplinkNASTransport:
-		if r := a.lookupRANUE(g, m.AMFUENGAPID, m.RANUENGAPID); r != nil {
-			pdu, loc := m.NASPDU, m.UserLocation
-			r.ue.runFromReader(func() { r.ue.handleUplinkNAS(r, pdu, loc) })
-		}
-	case *ngap.InitialContextSetupResponse:
-		if r := a.lookupRANUE(g, m.AMFUENGAPID, m.RANUENGAPID); r != nil {
-			r.ue.runFromReader(func() { r.ue.onInitialContextSetupResponse(r) })
-		}
-	case *ngap.InitialContextSetupFailure:
-		if r := a.lookupRANUE(g, m.AMFUENGAPID, m.RANUENGAPID); r != nil {
-			cause := m.Cause
-			r.ue.runFromReader(func() { r.ue.onInitialContextSetupFailure(r, cause) })
-		}
-	case *ngap.UEContextReleaseRequest:
-		if r := a.lookupRANUE(g, m.AMFUENGAPID, m.RANUENGAPID); r != nil {
-			cause := m.Cause
-			r.ue.runFromReader(func() { r.ue.onContextReleaseRequest(r, cause) })
-		}
-	case *ngap.UEContextReleaseComplete:
-		if r := a.lookupRANUE(g, m.AMFUENGAPID, m.RANUENGAPID); r != nil {
-			ids := m.PDUSessionIDs
-			r.ue.runFromReader(func() { r.ue.onContextReleaseComplete(r, ids) })
-		}
-	case *ngap.PDUSessionResourceSetupResponse:
-		if r := a.lookupRANUE(g, m.AMFUENGAPID, m.RANUENGAPID); r != nil {
-			r.ue.runFromReader(func() { r.ue.onPDUSessionResourceSetupResponse(r, m) })
-		}
-	case *ngap.PDUSessionResourceModifyResponse:
-		if r := a.lookupRANUE(g, m.AMFUENGAPID, m.RANUENGAPID); r != nil {
-			r.ue.runFromReader(func() { r.ue.onPDUSessionResourceModifyResponse(r, m) })
-		}
-	case *ngap.PDUSessionResourceReleaseResponse:
-		if r := a.lookupRANUE(g, m.AMFUENGAPID, m.RANUENGAPID); r != nil {
-			r.ue.runFromReader(func() { r.ue.onPDUSessionResourceReleaseResponse(r, m) })
-		}
-	case *ngap.NASNonDeliveryIndication:
-		if r := a.lookupRANUE(g, m.AMFUENGAPID, m.RANUENGAPID); r != nil {
-			g.log.Info("NAS non delivery", "amf_ue_ngap_id", m.AMFUENGAPID, "cause", m.Cause.String())
-		}
-	case *ngap.ErrorIndication:
-		// TS 38.413 §8.7.5.2: the receiver takes it into account; we only log.
-		attrs := []any{}
-		if m.Cause != nil {
-			attrs = append(attrs, "cause", m.Cause.String())
-		}
-		if m.AMFUENGAPID != nil {
-			attrs = append(attrs, "amf_ue_ngap_id", *m.AMFUENGAPID)
-		}
-		g.log.Info("error indication from gNB", attrs...)
-	default:
-		// A message we decode but that the gNB must not send to an AMF
-		// (e.g. a Downlink NAS Transport): TS 38.413 §10.4 logical error.
-		g.log.Info("unexpected NGAP message", "procedure", msg.ProcedureCode(), "type", msg.MessageType().String())
-		amfID, ranID := ueIDsOf(msg)
-		g.errorIndication(causeNotCompatibleState, amfID, ranID)
+	if h := ngapHandlers[key]; h != nil {
+		h(a, g, msg)
+		return
 	}
+	// A message we decode but that the gNB must not send to an AMF (e.g. a
+	// Downlink NAS Transport): TS 38.413 §10.4 logical error.
+	g.log.Info("unexpected NGAP message", "procedure", msg.ProcedureCode(), "type", msg.MessageType().String())
+	amfID, ranID := ueIDsOf(msg)
+	g.errorIndication(causeNotCompatibleState, amfID, ranID)
 }
 
-// ueIDsOf returns the UE NGAP IDs of a UE-associated message we did not
-// expect, so the Error Indication can carry them.
-func ueIDsOf(m ngap.Message) (amfID, ranID *int64) {
-	switch v := m.(type) {
-	case *ngap.DownlinkNASTransport:
-		return &v.AMFUENGAPID, &v.RANUENGAPID
-	case *ngap.InitialContextSetupRequest:
-		return &v.AMFUENGAPID, &v.RANUENGAPID
-	case *ngap.UEContextReleaseCommand:
-		return &v.AMFUENGAPID, &v.RANUENGAPID
-	case *ngap.PDUSessionResourceSetupRequest:
-		return &v.AMFUENGAPID, &v.RANUENGAPID
-	case *ngap.PDUSessionResourceModifyRequest:
-		return &v.AMFUENGAPID, &v.RANUENGAPID
-	case *ngap.PDUSessionResourceReleaseCommand:
-		return &v.AMFUENGAPID, &v.RANUENGAPID
+// handleErrorIndication: TS 38.413 §8.7.5.2, the receiver takes it into
+// account; tern logs it.
+func (a *AMF) handleErrorIndication(g *gnb, m *ngap.ErrorIndication) {
+	attrs := []any{}
+	if m.Cause != nil {
+		attrs = append(attrs, "cause", m.Cause.String())
 	}
-	return nil, nil
+	if m.AMFUENGAPID != nil {
+		attrs = append(attrs, "amf_ue_ngap_id", *m.AMFUENGAPID)
+	}
+	g.log.Info("error indication from gNB", attrs...)
 }
 
 // lookupRANUE finds the UE-associated connection of a message, answering
@@ -230,7 +237,7 @@ func (a *AMF) handleNGSetup(g *gnb, req *ngap.NGSetupRequest) {
 		a.stats.gnbs.Add(1)
 	}
 	g.setupDone = true
-	g.tais.Store(&served)
+	g.node.Store(&gnbNode{id: req.GlobalRANNodeID, tais: served})
 	a.stats.ngSetups.Add(1)
 	if err := g.send(0, a.ngSetupResponse()); err != nil {
 		g.log.Warn("NG Setup Response not sent", "err", err)
@@ -240,33 +247,39 @@ func (a *AMF) handleNGSetup(g *gnb, req *ngap.NGSetupRequest) {
 }
 
 // handleInitialUEMessage starts a UE-associated logical NG-connection
-// (TS 38.413 §8.6.1). A message naming a 5G-GUTI we assigned goes to that
-// UE context, which verifies it; anything else gets a new context.
+// (TS 38.413 §8.6.1). A message naming a 5G-GUTI (or 5G-S-TMSI) we
+// assigned goes to that UE context, which verifies it; anything else gets
+// a new context. Only the lookup runs here; the UE's executor does the rest.
 func (a *AMF) handleInitialUEMessage(g *gnb, m *ngap.InitialUEMessage) {
-	loc := m.UserLocation
-	pdu := m.NASPDU
 	var msg nas.Message
-	if inner, _, err := nas.PeekPlain(pdu); err == nil {
+	if inner, _, err := nas.PeekPlain(m.NASPDU); err == nil {
 		msg, _ = nas.Decode(inner)
 	}
-	if tmsi, ok := a.initialTMSI(msg); ok {
+	if tmsi, ok := a.initialTMSI(msg, m.FiveGSTMSI); ok {
 		if u := a.gutis.lookup(tmsi); u != nil {
-			ranID := m.RANUENGAPID
-			u.runFromReader(func() { u.onInitialUEMessageForKnownGUTI(g, ranID, loc, pdu, msg) })
+			u.post(func() { u.onInitialUEMessageForKnownGUTI(g, m, msg) })
 			return
 		}
 	}
-	r := a.newRANUE(g, nil, m.RANUENGAPID, loc)
+	a.newConnection(g, m, msg)
+}
+
+// newConnection gives an Initial UE Message a fresh UE context (no 5G-GUTI
+// of ours, or its claim did not verify).
+func (a *AMF) newConnection(g *gnb, m *ngap.InitialUEMessage, msg nas.Message) {
+	u := a.newUE()
+	r := a.newRANUE(g, u, m.RANUENGAPID, m.UserLocation)
 	if r == nil {
+		u.post(u.removeContext)
 		return
 	}
-	u := r.ue
-	u.runFromReader(func() { u.onInitialUEMessage(r, pdu, msg) })
+	u.post(func() { u.onInitialUEMessage(r, m.NASPDU, msg) })
 }
 
 // initialTMSI returns the 5G-TMSI of an initial NAS message when it names a
-// 5G-GUTI of one of our GUAMIs.
-func (a *AMF) initialTMSI(m nas.Message) (uint32, bool) {
+// 5G-GUTI of one of our GUAMIs, or of the 5G-S-TMSI a Service Request
+// carries (TS 24.501 §5.6.1.2).
+func (a *AMF) initialTMSI(m nas.Message, rrc *identity.STMSI) (uint32, bool) {
 	var id nas.MobileIdentity
 	switch v := m.(type) {
 	case *nas.RegistrationRequest:
@@ -274,13 +287,11 @@ func (a *AMF) initialTMSI(m nas.Message) (uint32, bool) {
 	case *nas.DeregistrationRequestUEOriginating:
 		id = v.MobileIdentity
 	case *nas.ServiceRequest:
-		for _, g := range a.cfg.guamis {
-			if g.AMFID.SetID == v.STMSI.SetID && g.AMFID.Pointer == v.STMSI.Pointer {
-				return v.STMSI.TMSI, true
-			}
-		}
-		return 0, false
+		return a.ourSTMSI(v.STMSI)
 	default:
+		if rrc != nil {
+			return a.ourSTMSI(*rrc)
+		}
 		return 0, false
 	}
 	if id.Type != nas.IdentityGUTI || !a.cfg.isOurGUAMI(id.GUTI.GUAMI) {
@@ -289,32 +300,50 @@ func (a *AMF) initialTMSI(m nas.Message) (uint32, bool) {
 	return id.GUTI.TMSI, true
 }
 
-// newUE makes an empty UE context in 5GMM-DEREGISTERED.
+// ourSTMSI returns the 5G-TMSI of s when its AMF Set ID and Pointer are
+// one of our GUAMIs' (TS 23.003 §2.11).
+func (a *AMF) ourSTMSI(s identity.STMSI) (uint32, bool) {
+	for _, g := range a.cfg.guamis {
+		if g.AMFID.SetID == s.SetID && g.AMFID.Pointer == s.Pointer {
+			return s.TMSI, true
+		}
+	}
+	return 0, false
+}
+
+// newUE makes an empty UE context in RM-DEREGISTERED / CM-IDLE.
 func (a *AMF) newUE() *ue {
 	a.stats.contexts.Add(1)
-	return &ue{amf: a, log: a.log}
+	u := &ue{amf: a, log: a.log}
+	u.exec.Init(a.group)
+	u.setState(ueState{})
+	return u
 }
 
 // newRANUE allocates an AMF UE NGAP ID (TS 38.413 §9.3.3.1) and registers
-// the connection for u, or for a new UE context when u is nil. It returns
-// nil when the association is already gone. The caller makes it u's current
-// connection on u's executor.
+// the connection for u. ranID 0 registers a handover target, which has no
+// RAN UE NGAP ID until the target acknowledges. It returns nil when the
+// association is already gone. The caller makes it u's connection on u's
+// executor.
 func (a *AMF) newRANUE(g *gnb, u *ue, ranID int64, loc ngap.UserLocationNR) *ranUE {
 	id := a.nextAMFUEID.Add(1) & maxAMFUENGAPID
 	r := &ranUE{gnb: g, ue: u, amfID: id, ranID: ranID, tai: loc.TAI, loc: loc}
 	r.stream = g.streamFor(id)
-	g.mu.Lock()
-	if g.dead {
+	if ranID == 0 {
+		g.mu.Lock()
+		dead := g.dead
 		g.mu.Unlock()
+		if dead {
+			return nil
+		}
+		a.ranUEs.put(r)
+		return r
+	}
+	old, ok := g.addUE(r)
+	if !ok {
 		return nil
 	}
-	if r.ue == nil {
-		r.ue = a.newUE()
-	}
-	old := g.ues[ranID]
-	g.ues[ranID] = r
 	a.ranUEs.put(r)
-	g.mu.Unlock()
 	if old != nil {
 		// TS 38.413 §8.6.1.2 does not allow reuse of a RAN UE NGAP ID in
 		// use; the gNB has evidently forgotten the old connection.

@@ -13,28 +13,20 @@ import (
 	"github.com/tern5g/tern/security/kdf"
 )
 
-// regState is the state of the registration procedure (TS 24.501 §5.5.1,
-// TS 23.502 §4.2.2.2.2) as the AMF runs it.
-type regState uint8
+// regStep is where a running registration (TS 24.501 §5.5.1, TS 23.502
+// §4.2.2.2.2) stands; the common procedures it runs have their own step
+// (ue.common).
+type regStep uint8
 
 const (
-	regIdle           regState = iota // no registration in progress
-	regIdentifying                    // Identity Request sent, T3570 running
-	regAuthenticating                 // Authentication Request sent, T3560 running
-	regSecuring                       // Security Mode Command sent, T3560 running
-	regAccepting                      // Registration Accept sent, T3550 running
+	regCommon    regStep = iota // identification, authentication, security mode or SBI calls
+	regAccepting                // Registration Accept sent, T3550 running
 )
 
-func (s regState) String() string {
-	return [...]string{"idle", "identifying", "authenticating", "securing", "accepting"}[s]
-}
-
-// registrationProc is the per-UE registration state machine. The common
-// procedures (identification, authentication, security mode control) report
-// back into it.
+// registrationProc is the data of a running registration.
 type registrationProc struct {
-	state regState
-	req   *nas.RegistrationRequest
+	step regStep
+	req  *nas.RegistrationRequest
 	// initialIntegrity: the Registration Request passed the integrity check
 	// with the UE's current context (TS 24.501 §5.5.1.2.2, §4.4.6).
 	initialIntegrity bool
@@ -43,14 +35,38 @@ type registrationProc struct {
 	byGUTI bool
 }
 
+// commonStep is the common procedure (TS 24.501 §5.4) a specific procedure
+// (registration, service request) waits in.
+type commonStep uint8
+
+const (
+	commonNone           commonStep = iota
+	commonIdentification            // Identity Request sent, T3570 running
+	commonAuthentication            // Authentication Request sent, T3560 running
+	commonSecurityMode              // Security Mode Command sent, T3560 running
+)
+
+type commonProc struct{ step commonStep }
+
+// resetCommon abandons any common procedure in progress.
+func (u *ue) resetCommon() {
+	u.common = commonProc{}
+	u.auth = authProc{}
+	u.smc = securityModeProc{}
+}
+
 // onRegistrationRequest starts (or restarts) registration.
 func (u *ue) onRegistrationRequest(m *nas.RegistrationRequest, integrity bool) {
-	if u.reg.state != regIdle {
+	if u.st.proc == procRegistration {
 		// TS 24.501 §5.5.1.2.8 e)/f): a new REGISTRATION REQUEST during the
 		// procedure aborts the old one and the new one is progressed.
-		u.log.Debug("registration restarted", "old_state", u.reg.state.String())
+		u.log.Debug("registration restarted")
 	}
-	u.abortProcedures()
+	u.endProcedureData(u.st.proc)
+	if !u.fire(evRegistrationStart) {
+		u.sendStatus(nas.CauseMessageTypeNotCompatibleWithState)
+		return
+	}
 	u.reg = registrationProc{req: m, initialIntegrity: integrity}
 	if m.UESecurityCapability != nil {
 		u.ueSecCap = *m.UESecurityCapability
@@ -89,13 +105,15 @@ func (u *ue) onRegistrationRequest(m *nas.RegistrationRequest, integrity bool) {
 // Registration Accept.
 func (u *ue) completeRegistration() {
 	a := u.amf
-	ctx := a.ctx
 	req := u.reg.req
-	if req == nil {
+	if req == nil || u.st.proc != procRegistration {
 		return
 	}
+	u.common.step = commonNone
+	ctx, cancel := a.callCtx()
+	defer cancel()
 	plmn := u.servingPLMN()
-	if u.state != gmmRegistered || u.subscribed == nil {
+	if u.st.rm != rmRegistered || u.subscribed == nil {
 		reg := &models.Udm_UECM_Amf3GppAccessRegistration{
 			AmfInstanceId:          a.instanceID,
 			DeregCallbackUri:       "urn:tern:amf:" + a.instanceID + ":dereg",
@@ -162,21 +180,21 @@ func (u *ue) completeRegistration() {
 // (TS 23.502 §4.2.2.2.2 step 21, TS 38.413 §8.3.1).
 func (u *ue) sendRegistrationAccept() {
 	a := u.amf
-	if u.hasGUTI {
-		if u.hasOldGUTI {
+	if u.guti != nil {
+		if u.oldGUTI != nil {
 			a.gutis.release(u.oldGUTI.TMSI, u)
 		}
-		u.oldGUTI, u.hasOldGUTI = u.guti, true
+		u.oldGUTI = u.guti
 	}
-	u.guti = identity.GUTI{GUAMI: a.cfg.guamis[0], TMSI: a.gutis.allocate(u)}
-	u.hasGUTI = true
+	u.guti = &identity.GUTI{GUAMI: a.cfg.guamis[0], TMSI: a.gutis.allocate(u)}
 
-	guti := u.guti
+	guti := *u.guti
 	t3512 := nas.GPRSTimer3Of(a.cfg.timers.T3512)
+	u.taiList = u.registrationArea()
 	accept := &nas.RegistrationAccept{
 		Result:       nas.Registered3GPP,
 		GUTI:         &guti,
-		TAIList:      u.taiList(),
+		TAIList:      u.taiList,
 		AllowedNSSAI: u.allowedNSSAI,
 		T3512:        &t3512,
 	}
@@ -187,25 +205,26 @@ func (u *ue) sendRegistrationAccept() {
 		return
 	}
 	hdr := nas.IntegrityProtectedAndCiphered
-	r := u.ran
-	if r.ctxSetup {
+	if u.ran.state == legContext {
 		err = u.sendNAS(plain, hdr)
 	} else {
-		err = u.sendInitialContextSetup(plain, hdr)
+		err = u.sendInitialContextSetup(plain, hdr, nil)
 	}
 	if err != nil {
 		u.log.Warn("Registration Accept not sent", "err", err)
 	}
-	u.reg.state = regAccepting
-	u.startTimer(timerT3550, plain, hdr)
+	u.reg.step = regAccepting
+	u.startNASTimer(timerT3550, plain, hdr)
 }
 
 // sendInitialContextSetup sends Initial Context Setup Request (TS 38.413
-// §8.3.1) with the NAS PDU and KgNB (TS 33.501 §A.9) derived from KAMF and
-// the uplink NAS COUNT of the last uplink NAS message accepted: the Security
-// Mode Complete after a security mode control, or the integrity-checked
-// Registration Request when an existing context was reused.
-func (u *ue) sendInitialContextSetup(plain []byte, hdr nas.SecurityHeaderType) error {
+// §8.3.1) with the NAS PDU, the PDU sessions to set up (a service request)
+// and KgNB (TS 33.501 §A.9) derived from KAMF and the uplink NAS COUNT of
+// the last uplink NAS message accepted: the Security Mode Complete after a
+// security mode control, or the integrity-checked initial NAS message when
+// an existing context was reused.
+func (u *ue) sendInitialContextSetup(plain []byte, hdr nas.SecurityHeaderType, sessions []ngap.PDUSessionResourceSetupItemSUReq) error {
+	r := u.ran
 	pdu, err := u.protect(plain, hdr)
 	if err != nil {
 		return fmt.Errorf("protect: %w", err)
@@ -213,31 +232,44 @@ func (u *ue) sendInitialContextSetup(plain []byte, hdr nas.SecurityHeaderType) e
 	ulCount, _ := u.sec.Count(nas.Uplink)
 	kgnb := kdf.KgNB(u.kamf, ulCount, kdf.AccessType3GPP)
 	req := &ngap.InitialContextSetupRequest{
-		AMFUENGAPID:  u.ran.amfID,
-		RANUENGAPID:  u.ran.ranID,
+		AMFUENGAPID:  r.amfID,
+		RANUENGAPID:  r.ranID,
 		GUAMI:        u.guti.GUAMI,
 		AllowedNSSAI: u.allowedNSSAI,
 		UESecurityCapabilities: ngap.UESecurityCapabilitiesFromNAS(
 			u.ueSecCap.EA, u.ueSecCap.IA, u.ueSecCap.EEA, u.ueSecCap.EIA),
-		NASPDU: pdu,
+		NASPDU:                       pdu,
+		PDUSessionResourceSetupItems: sessions,
+	}
+	if len(sessions) > 0 {
+		// TS 38.413 §9.2.2.1: the UE-AMBR is mandatory with PDU sessions
+		// to set up. A subscription without one has no aggregate limit:
+		// the top of the NGAP range says so.
+		ambr := ngap.AMBR{UL: maxNGAPBitRate, DL: maxNGAPBitRate}
+		if u.ueAMBR != nil {
+			ambr = *u.ueAMBR
+		}
+		req.UEAggregateMaxBitRate = &ambr
 	}
 	copy(req.SecurityKey[:], kgnb)
-	return u.ran.gnb.send(u.ran.stream, req)
+	if err := r.gnb.send(r.stream, req); err != nil {
+		return err
+	}
+	r.state = legContext
+	r.ambrSent = req.UEAggregateMaxBitRate != nil
+	return nil
 }
 
-// taiList is the registration area: the TAs of the UE's gNB that we serve
-// (at most 16, one partial list, TS 24.501 §9.11.3.9), current TAI first.
-func (u *ue) taiList() []identity.TAI {
+// registrationArea is the TAI list of a Registration Accept: the TAs of the
+// UE's gNB that we serve (at most 16, one partial list, TS 24.501
+// §9.11.3.9), current TAI first.
+func (u *ue) registrationArea() []identity.TAI {
 	cur := u.ran.tai
 	list := make([]identity.TAI, 0, 4)
 	if u.amf.cfg.servesTAI(cur) {
 		list = append(list, cur)
 	}
-	var tais []identity.TAI
-	if p := u.ran.gnb.tais.Load(); p != nil {
-		tais = *p
-	}
-	for _, t := range tais {
+	for _, t := range u.ran.gnb.tais() {
 		if len(list) == 16 {
 			break
 		}
@@ -249,21 +281,36 @@ func (u *ue) taiList() []identity.TAI {
 }
 
 // onRegistrationComplete ends registration (TS 24.501 §5.5.1.2.4): T3550
-// stops, the old 5G-GUTI is released and the UE is 5GMM-REGISTERED.
+// stops, the old 5G-GUTI is released and the UE is RM-REGISTERED.
 func (u *ue) onRegistrationComplete() {
-	if u.reg.state != regAccepting {
+	if u.st.proc != procRegistration || u.reg.step != regAccepting {
 		u.log.Debug("Registration Complete outside registration, ignored")
 		return
 	}
-	u.stopTimer(timerT3550)
-	if u.hasOldGUTI {
-		u.amf.gutis.release(u.oldGUTI.TMSI, u)
-		u.hasOldGUTI = false
-	}
-	u.reg = registrationProc{}
-	u.setState(gmmRegistered)
+	u.registrationAccepted()
 	u.amf.stats.registrations.Add(1)
 	u.log.Debug("UE registered", "supi", u.supi, "guti", u.guti.String())
+}
+
+// registrationAccepted ends a registration whose accept went out: with
+// Registration Complete, or after T3550's last expiry (TS 24.501
+// §5.5.1.2.8 d): the new 5G-GUTI is valid, the UE counts as registered).
+func (u *ue) registrationAccepted() {
+	u.stopNASTimer()
+	if u.oldGUTI != nil {
+		u.amf.gutis.release(u.oldGUTI.TMSI, u)
+		u.oldGUTI = nil
+	}
+	u.reg = registrationProc{}
+	u.resetCommon()
+	u.fire(evRegistrationComplete)
+}
+
+// endRegistration abandons a running registration; the UE keeps the RM
+// state it had.
+func (u *ue) endRegistration() {
+	u.endProcedureData(procRegistration)
+	u.fire(evRegistrationEnd)
 }
 
 // rejectRegistration sends Registration Reject (TS 24.501 §5.5.1.2.5) and
@@ -272,16 +319,8 @@ func (u *ue) rejectRegistration(cause nas.Cause5GMM) {
 	u.log.Info("registration rejected", "cause", uint8(cause), "supi", u.supi)
 	u.sendNASMessage(&nas.RegistrationReject{Cause: cause})
 	u.amf.stats.regRejects.Add(1)
+	u.endRegistration()
 	u.releaseAndRemove(causeNASUnspecified)
-}
-
-// abortProcedures stops every common and specific procedure of the UE.
-func (u *ue) abortProcedures() {
-	u.stopAllTimers()
-	u.reg = registrationProc{}
-	u.auth.state = authIdle
-	u.smc = securityModeProc{}
-	u.ident = identificationProc{}
 }
 
 // servingPLMN is the PLMN the UE is served in: that of its TAI when we
@@ -291,15 +330,6 @@ func (u *ue) servingPLMN() identity.PLMN {
 		return u.ran.tai.PLMN
 	}
 	return u.amf.cfg.guamis[0].PLMN
-}
-
-func (u *ue) setState(s gmmState) {
-	if u.state == gmmRegistered && s != gmmRegistered {
-		u.amf.stats.registered.Add(-1)
-	} else if u.state != gmmRegistered && s == gmmRegistered {
-		u.amf.stats.registered.Add(1)
-	}
-	u.state = s
 }
 
 // causeForSBIError maps an SBI failure during registration to the 5GMM cause

@@ -5,18 +5,10 @@ import (
 	"github.com/tern5g/tern/security/kdf"
 )
 
-// smcState is the state of the NAS security mode control procedure on the
-// network side (TS 24.501 §5.4.2, TS 33.501 §6.7.2).
-type smcState uint8
-
-const (
-	smcIdle         smcState = iota
-	smcWaitComplete          // Security Mode Command sent, T3560 running
-)
-
-// securityModeProc is the per-UE security mode control state machine.
+// securityModeProc is the data of the NAS security mode control procedure
+// on the network side (TS 24.501 §5.4.2, TS 33.501 §6.7.2); ue.common says
+// whether it runs.
 type securityModeProc struct {
-	state smcState
 	// pending is the new 5G NAS security context the command establishes;
 	// it becomes the current one when Security Mode Complete verifies.
 	pending *nas.SecurityContext
@@ -78,23 +70,25 @@ func (u *ue) startSecurityMode() {
 	if err := u.sendNAS(plain, hdr); err != nil {
 		u.log.Warn("Security Mode Command not sent", "err", err)
 	}
-	u.smc.state = smcWaitComplete
-	u.reg.state = regSecuring
-	u.startTimer(timerT3560, plain, hdr)
+	u.common.step = commonSecurityMode
+	u.startNASTimer(timerT3560, plain, hdr)
 }
 
 // onSecurityModeComplete takes the new context into use (TS 24.501
 // §5.4.2.4) and resumes registration with the complete Registration Request
 // if the UE sent one.
 func (u *ue) onSecurityModeComplete(m *nas.SecurityModeComplete) {
-	if u.smc.state != smcWaitComplete {
+	if u.common.step != commonSecurityMode {
 		u.log.Debug("Security Mode Complete outside security mode control, ignored")
 		return
 	}
-	u.stopTimer(timerT3560)
+	u.stopNASTimer()
+	u.common.step = commonNone
 	u.sec = u.smc.pending
 	u.smc = securityModeProc{}
-	u.ran.secured = true
+	if u.ran.state < legSecured {
+		u.ran.state = legSecured
+	}
 	if m.IMEISV != "" {
 		u.pei = "imeisv-" + m.IMEISV
 	}
@@ -118,11 +112,12 @@ func (u *ue) onSecurityModeComplete(m *nas.SecurityModeComplete) {
 // onSecurityModeReject aborts the procedure that needed security (TS 24.501
 // §5.4.2.5): the registration fails and the UE is released.
 func (u *ue) onSecurityModeReject(m *nas.SecurityModeReject) {
-	if u.smc.state != smcWaitComplete {
+	if u.common.step != commonSecurityMode {
 		return
 	}
-	u.stopTimer(timerT3560)
+	u.stopNASTimer()
+	u.common.step = commonNone
 	u.smc = securityModeProc{}
 	u.log.Info("Security Mode Reject", "cause", uint8(m.Cause))
-	u.releaseAndRemove(causeNASUnspecified)
+	u.abortProcedure(causeNASUnspecified)
 }

@@ -187,7 +187,9 @@ func (u *ue) establishSession(smf sbi.PDUSession, m *nas.ULNASTransport, old *pd
 		SmContextStatusUri: a.smContextStatusURI(),
 		SelMode:            selMode,
 	}
-	created, err := smf.CreateSMContext(a.ctx, &sbi.SMContextCreate{Data: data, N1SmMsg: m.Payload})
+	ctx, cancel := a.callCtx()
+	created, err := smf.CreateSMContext(ctx, &sbi.SMContextCreate{Data: data, N1SmMsg: m.Payload})
+	cancel()
 	if err == nil && (created == nil || created.Ref == "") {
 		err = errors.New("SMF answered without an SM context reference")
 	}
@@ -219,13 +221,15 @@ func (u *ue) establishSession(smf sbi.PDUSession, m *nas.ULNASTransport, old *pd
 // (TS 23.502 §4.3.3.2 step 1a, §4.3.4.2 step 1a, and the Complete
 // messages) and delivers what the SMF answers with.
 func (u *ue) forwardN1(smf sbi.PDUSession, s *pduSession, m *nas.ULNASTransport) {
-	upd, err := smf.UpdateSMContext(u.amf.ctx, s.ref, &sbi.SMContextUpdate{
+	ctx, cancel := u.amf.callCtx()
+	upd, err := smf.UpdateSMContext(ctx, s.ref, &sbi.SMContextUpdate{
 		Data: &models.Smf_PDUSess_SmContextUpdateData{
 			N1SmMsg:    &models.RefToBinaryData{ContentId: sbi.ContentIDN1SM},
 			UeLocation: u.userLocation(),
 		},
 		N1SmMsg: m.Payload,
 	})
+	cancel()
 	if err != nil {
 		if u.deliverSMError(s.id, err) {
 			return
@@ -253,7 +257,8 @@ func (u *ue) forwardN2(id uint8, transfer []byte, typ models.Smf_PDUSess_N2SmInf
 	if smf == nil {
 		return
 	}
-	upd, err := smf.UpdateSMContext(u.amf.ctx, s.ref, &sbi.SMContextUpdate{
+	ctx, cancel := u.amf.callCtx()
+	upd, err := smf.UpdateSMContext(ctx, s.ref, &sbi.SMContextUpdate{
 		Data: &models.Smf_PDUSess_SmContextUpdateData{
 			N2SmInfo:     &models.RefToBinaryData{ContentId: sbi.ContentIDN2SM},
 			N2SmInfoType: typ,
@@ -261,6 +266,7 @@ func (u *ue) forwardN2(id uint8, transfer []byte, typ models.Smf_PDUSess_N2SmInf
 		},
 		N2SmInfo: transfer,
 	})
+	cancel()
 	if err != nil {
 		if u.deliverSMError(id, err) {
 			return
@@ -333,12 +339,12 @@ func (u *ue) deliverUpdated(id uint8, upd *sbi.SMContextUpdated) {
 // told the UE was reachable when it asked, so it learns of the loss through
 // its own timers).
 func (u *ue) deliverSM(d smDelivery) {
-	if u.removed {
+	if u.gone() {
 		u.log.Debug("SM content for a removed UE context dropped", "pdu_session_id", d.id)
 		return
 	}
 	r := u.ran
-	if r == nil || r.releasing {
+	if r == nil || r.state == legReleasing {
 		u.log.Info("SM content dropped: UE not CM-CONNECTED", "pdu_session_id", d.id)
 		return
 	}
@@ -413,7 +419,7 @@ func (u *ue) deliverSM(d smDelivery) {
 // onPDUSessionResourceSetupResponse relays each session's outcome to its
 // SMF (TS 38.413 §8.2.1.2, TS 23.502 §4.3.2.2.1 step 14).
 func (u *ue) onPDUSessionResourceSetupResponse(r *ranUE, m *ngap.PDUSessionResourceSetupResponse) {
-	if u.removed || r != u.ran {
+	if u.gone() || r != u.ran {
 		return
 	}
 	for _, it := range m.Setup {
@@ -427,7 +433,7 @@ func (u *ue) onPDUSessionResourceSetupResponse(r *ranUE, m *ngap.PDUSessionResou
 // onPDUSessionResourceModifyResponse: TS 38.413 §8.2.3.2, TS 23.502
 // §4.3.3.2 step 4.
 func (u *ue) onPDUSessionResourceModifyResponse(r *ranUE, m *ngap.PDUSessionResourceModifyResponse) {
-	if u.removed || r != u.ran {
+	if u.gone() || r != u.ran {
 		return
 	}
 	for _, it := range m.Modified {
@@ -446,7 +452,7 @@ func (u *ue) onPDUSessionResourceModifyResponse(r *ranUE, m *ngap.PDUSessionReso
 // §4.3.4.2 step 5. The session stays until the SMF reports its context
 // released (SMContextStatusNotify).
 func (u *ue) onPDUSessionResourceReleaseResponse(r *ranUE, m *ngap.PDUSessionResourceReleaseResponse) {
-	if u.removed || r != u.ran {
+	if u.gone() || r != u.ran {
 		return
 	}
 	for _, it := range m.Released {
@@ -483,9 +489,11 @@ func (u *ue) deactivateSessions(listed []uint8) {
 			continue
 		}
 		s.up = upDeactivated
-		_, err := smf.UpdateSMContext(u.amf.ctx, s.ref, &sbi.SMContextUpdate{
+		ctx, cancel := u.amf.callCtx()
+		_, err := smf.UpdateSMContext(ctx, s.ref, &sbi.SMContextUpdate{
 			Data: &models.Smf_PDUSess_SmContextUpdateData{UpCnxState: models.Smf_PDUSess_UpCnxState_DEACTIVATED},
 		})
+		cancel()
 		if err != nil {
 			u.log.Info("user plane deactivation not accepted by the SMF", "pdu_session_id", id, "err", err)
 			if sbi.CauseOf(err) == sbi.CauseContextNotFound {
@@ -518,7 +526,9 @@ func (u *ue) releaseSMContext(smf sbi.PDUSession, s *pduSession, cause models.Sm
 	if u.ran != nil {
 		req.Data.UeLocation = u.userLocation()
 	}
-	if err := smf.ReleaseSMContext(u.amf.ctx, s.ref, req); err != nil && sbi.CauseOf(err) != sbi.CauseContextNotFound {
+	ctx, cancel := u.amf.callCtx()
+	defer cancel()
+	if err := smf.ReleaseSMContext(ctx, s.ref, req); err != nil && sbi.CauseOf(err) != sbi.CauseContextNotFound {
 		u.log.Warn("Nsmf_PDUSession_ReleaseSMContext failed", "pdu_session_id", s.id, "err", err)
 	}
 }
@@ -578,7 +588,9 @@ func (u *ue) selectSNSSAI(requested *identity.SNSSAI) (identity.SNSSAI, bool) {
 // is exactly one and otherwise rejects with #91, rather than guess.
 func (u *ue) defaultDNN(snssai identity.SNSSAI) (string, nas.Cause5GMM) {
 	a := u.amf
-	data, err := a.deps.SDM.GetSmfSelectData(a.ctx, u.supi, u.servingPLMN())
+	ctx, cancel := a.callCtx()
+	defer cancel()
+	data, err := a.deps.SDM.GetSmfSelectData(ctx, u.supi, u.servingPLMN())
 	if err != nil {
 		u.log.Info("Nudm_SDM_Get smf-select-data failed", "snssai", snssai.String(), "err", err)
 		switch sbi.CauseOf(err) {
@@ -618,7 +630,7 @@ func causeForSMError(err error) nas.Cause5GMM {
 
 // guami is the GUAMI serving the UE: that of its 5G-GUTI.
 func (u *ue) guami() identity.GUAMI {
-	if u.hasGUTI {
+	if u.guti != nil {
 		return u.guti.GUAMI
 	}
 	return u.amf.cfg.guamis[0]

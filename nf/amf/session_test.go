@@ -61,6 +61,9 @@ type fakeSMF struct {
 	async, mixed bool
 	rejectDNN    string // refused with a PDU Session Establishment Reject (SMContextError + N1)
 	problemDNN   string // refused with a ProblemDetails only (DNN_NOT_SUPPORTED)
+	// stall holds CreateSMContext for a SUPI until the channel closes or
+	// the caller's deadline passes (an SMF that does not answer).
+	stall map[string]chan struct{}
 
 	mu      sync.Mutex
 	nextRef int
@@ -162,6 +165,13 @@ func (f *fakeSMF) CreateSMContext(ctx context.Context, req *sbi.SMContextCreate)
 		return nil, badRequest("sNssai: %v", err)
 	}
 	f.record(smfCall{op: "create", supi: d.Supi, id: id, dnn: d.Dnn, snssai: snssai, n1: bytes.Clone(n1)})
+	if ch := f.stall[d.Supi]; ch != nil {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("smf did not answer: %w", ctx.Err())
+		}
+	}
 	switch d.Dnn {
 	case f.rejectDNN:
 		// TS 23.502 §4.3.2.2.1 step 3: 403 with the reject in N1.

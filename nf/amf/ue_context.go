@@ -6,55 +6,88 @@ import (
 	"github.com/tern5g/tern/ngap"
 )
 
-// This file holds the UE-associated N2 context management of TS 38.413
-// §8.3 (Initial Context Setup, UE Context Release) and the removal of UE
-// contexts. Everything runs on the UE's executor.
+// This file holds the UE's N2 connections (its RAN legs) and the
+// UE-associated N2 context management of TS 38.413 §8.3 (Initial Context
+// Setup, UE Context Release), and the removal of UE contexts. Everything
+// runs on the UE's executor.
 
-// onInitialContextSetupResponse records that the gNB holds the UE's AS
-// context (TS 38.413 §8.3.1.2).
-func (u *ue) onInitialContextSetupResponse(r *ranUE) {
-	r.ctxSetup = true
+// connect makes r the UE's serving N2 connection (TS 23.501 §5.3.3.2.2:
+// CM-IDLE to CM-CONNECTED, or a new connection replacing the old one). The
+// old connection, if any, is released (TS 23.502 §4.2.2.2.2 step 1, TS
+// 38.413 §8.3.3).
+func (u *ue) connect(r *ranUE) bool {
+	if !u.fire(evConnect) {
+		return false
+	}
+	old := u.ran
+	u.ran = r
+	if old != nil && old != r {
+		// After a gNB-initiated release (TS 23.502 §4.2.6) the command is
+		// already out and its Complete may still be in flight (messages of
+		// different SCTP streams are not ordered): sendContextRelease then
+		// sends nothing.
+		if err := old.sendContextRelease(cause5GCGeneratedReason); err != nil {
+			u.log.Debug("release of old connection not sent", "err", err)
+			u.forgetConnection(old)
+		}
+	}
+	return true
+}
+
+// onInitialContextSetupResponse: the gNB holds the UE's AS context (TS
+// 38.413 §8.3.1.2). When the request set up PDU sessions (a service
+// request), their outcomes go to their SMFs.
+func (u *ue) onInitialContextSetupResponse(r *ranUE, m *ngap.InitialContextSetupResponse) {
+	if r != u.ran || u.gone() {
+		return
+	}
+	for _, it := range m.PDUSessionResourceSetupItems {
+		u.forwardN2(it.ID, it.Transfer, models.Smf_PDUSess_N2SmInfoType_PDU_RES_SETUP_RSP, upActive)
+	}
+	for _, it := range m.PDUSessionResourceFailedItems {
+		u.forwardN2(it.ID, it.Transfer, models.Smf_PDUSess_N2SmInfoType_PDU_RES_SETUP_FAIL, upDeactivated)
+	}
 }
 
 // onInitialContextSetupFailure: the gNB could not set the UE up (TS 38.413
-// §8.3.1.3); the Registration Accept it carried never reached the UE, so
-// the registration is abandoned.
-func (u *ue) onInitialContextSetupFailure(r *ranUE, cause ngap.Cause) {
-	u.log.Info("Initial Context Setup failed", "cause", cause.String(), "supi", u.supi)
-	if r != u.ran {
+// §8.3.1.3); the NAS message it carried never reached the UE.
+func (u *ue) onInitialContextSetupFailure(r *ranUE, m *ngap.InitialContextSetupFailure) {
+	u.log.Info("Initial Context Setup failed", "cause", m.Cause.String(), "supi", u.supi)
+	if r != u.ran || u.gone() {
 		return
 	}
-	if u.state == gmmRegistered {
-		u.stopAllTimers()
-		u.reg = registrationProc{}
+	switch u.st.proc {
+	case procRegistration:
+		if u.st.rm == rmRegistered {
+			// A re-registration's accept was lost: the UE stays registered
+			// with its old state and goes idle.
+			u.endRegistration()
+			u.releaseConnection(causeNASUnspecified)
+			return
+		}
+		u.releaseAndRemove(causeNASUnspecified)
+	default:
 		u.releaseConnection(causeNASUnspecified)
-		return
 	}
-	u.releaseAndRemove(causeNASUnspecified)
 }
 
 // onContextReleaseRequest answers a gNB-initiated release (TS 38.413
 // §8.3.2) with UE Context Release Command carrying the gNB's cause. A UE
 // that was not yet registered loses its context (TS 24.501 §5.5.1.2.8 a):
-// lower layer failure before Registration Complete).
+// lower layer failure before Registration Complete); a registered one goes
+// to CM-IDLE when the release completes.
 func (u *ue) onContextReleaseRequest(r *ranUE, cause ngap.Cause) {
-	if r != u.ran {
+	if r != u.ran || u.gone() {
 		if err := r.sendContextRelease(cause); err != nil {
 			u.log.Debug("UE Context Release Command not sent", "err", err)
 		}
 		return
 	}
-	if u.state == gmmRegistered && u.reg.state == regIdle {
-		u.releaseConnection(cause)
+	if u.st.rm != rmRegistered {
+		u.releaseAndRemove(cause)
 		return
 	}
-	u.releaseAndRemove(cause)
-}
-
-// setConnection makes r (nil: none) the UE's current N2 connection.
-func (u *ue) setConnection(r *ranUE) {
-	u.ran = r
-	u.connected.Store(r != nil && !u.removed)
+	u.releaseConnection(cause)
 }
 
 // onContextReleaseComplete ends a UE-associated logical NG-connection
@@ -71,35 +104,41 @@ func (u *ue) connectionLost(r *ranUE) {
 	u.forgetConnection(r)
 }
 
+// forgetConnection frees r's IDs and, if r was the UE's serving or target
+// connection, ends what depended on it.
 func (u *ue) forgetConnection(r *ranUE) {
 	a := u.amf
 	a.ranUEs.delete(r)
 	r.gnb.removeUE(r)
-	if u.ran != r {
+	if r == u.ran {
+		u.servingLost(r)
+	}
+}
+
+// servingLost: the UE's serving connection is gone. TS 23.502 §4.2.6: the
+// UE is CM-IDLE and the user plane of its PDU sessions is deactivated; a
+// UE that had not completed its registration loses its context (TS 24.501
+// §5.5.1.2.8 a)).
+func (u *ue) servingLost(r *ranUE) {
+	u.ran = nil
+	proc := u.st.proc
+	u.endProcedureData(proc)
+	u.fire(evDisconnect)
+	if u.gone() {
 		return
 	}
-	u.setConnection(nil)
-	if u.removed {
-		return
-	}
-	// 5GMM-CONNECTED -> IDLE: procedures needing the connection stop.
-	u.stopAllTimers()
-	if u.state != gmmRegistered || u.reg.state != regIdle {
-		// TS 24.501 §5.5.1.2.8 a): lower layer failure before the
-		// registration completed; the context is not kept.
+	if u.st.rm != rmRegistered {
 		u.removeContext()
 		return
 	}
-	// TS 23.502 §4.2.6 step 5: the UE is CM-IDLE; the user plane of its
-	// PDU sessions is deactivated.
 	u.deactivateSessions(r.relSessions)
 }
 
-// releaseConnection sends UE Context Release Command for the current
+// releaseConnection sends UE Context Release Command for the serving
 // connection and keeps the UE context (CM-IDLE once complete).
 func (u *ue) releaseConnection(cause ngap.Cause) {
 	r := u.ran
-	if r == nil || r.releasing {
+	if r == nil || r.state == legReleasing {
 		return // TS 38.413 §8.3.3: one command per connection
 	}
 	if err := r.sendContextRelease(cause); err != nil {
@@ -108,12 +147,12 @@ func (u *ue) releaseConnection(cause ngap.Cause) {
 	}
 }
 
-// releaseAndRemove releases the current connection (if any) and deletes the
-// UE context: timers, 5G-GUTIs and the SUPI entry. The connection's NGAP IDs
-// stay until UE Context Release Complete.
+// releaseAndRemove deletes the UE context (timers, 5G-GUTIs, SUPI entry,
+// SM contexts) and releases its connection; the connection's NGAP IDs stay
+// until UE Context Release Complete.
 func (u *ue) releaseAndRemove(cause ngap.Cause) {
 	u.removeContext()
-	if r := u.ran; r != nil && !r.releasing {
+	if r := u.ran; r != nil && r.state != legReleasing {
 		if err := r.sendContextRelease(cause); err != nil {
 			u.log.Debug("UE Context Release Command not sent", "err", err)
 			u.forgetConnection(r)
@@ -121,26 +160,41 @@ func (u *ue) releaseAndRemove(cause ngap.Cause) {
 	}
 }
 
-// removeContext deletes the UE context from every table.
+// abortProcedure ends the running procedure after a failure that leaves
+// nothing to continue with: a registered UE keeps its registration and is
+// released to CM-IDLE, any other context is deleted.
+func (u *ue) abortProcedure(cause ngap.Cause) {
+	switch u.st.proc {
+	case procRegistration:
+		u.endRegistration()
+	}
+	if u.st.rm == rmRegistered {
+		u.releaseConnection(cause)
+		return
+	}
+	u.releaseAndRemove(cause)
+}
+
+// removeContext deletes the UE context from every table. A registration
+// still held ends first (its SM contexts go before the UE context: TS
+// 23.502 §4.2.2.3.2 step 2, and §4.2.2.2.2 for a superseded context).
 func (u *ue) removeContext() {
-	if u.removed {
+	if u.gone() {
 		return
 	}
 	a := u.amf
-	u.abortProcedures()
-	// TS 23.502 §4.2.2.3.2 step 2 (and §4.2.2.2.2 for a superseded
-	// context): the SM contexts go before the UE context.
+	u.endProcedureData(u.st.proc)
 	u.releaseSessions(models.Smf_PDUSess_Cause_REL_DUE_TO_UNSPECIFIED_REASON)
-	u.setState(gmmDeregistered)
-	u.removed = true
-	u.connected.Store(false)
-	if u.hasGUTI {
+	u.fire(evDeregistered)
+	u.fire(evRemove)
+	u.stopAllTimers()
+	if u.guti != nil {
 		a.gutis.release(u.guti.TMSI, u)
-		u.hasGUTI = false
+		u.guti = nil
 	}
-	if u.hasOldGUTI {
+	if u.oldGUTI != nil {
 		a.gutis.release(u.oldGUTI.TMSI, u)
-		u.hasOldGUTI = false
+		u.oldGUTI = nil
 	}
 	if u.supi != "" {
 		a.supis.CompareAndDelete(u.supi, u)
@@ -150,19 +204,13 @@ func (u *ue) removeContext() {
 	a.stats.contexts.Add(-1)
 }
 
-// onTimerAbort runs after the last expiry of a NAS timer.
-func (u *ue) onTimerAbort(id timerID) {
-	switch id {
-	case timerT3550:
-		// TS 24.501 §5.5.1.2.8 d): abort the procedure; the new 5G-GUTI
-		// stays valid (and the old one), the UE counts as registered.
-		// The UE is unreachable, so tern also releases the connection.
+// endProcedureData clears the data of procedure p and its timers (the
+// state machine is moved by the caller).
+func (u *ue) endProcedureData(p procedure) {
+	switch p {
+	case procRegistration:
+		u.stopNASTimer()
 		u.reg = registrationProc{}
-		u.setState(gmmRegistered)
-		u.releaseConnection(causeNASNormalRelease)
-	default:
-		// T3560 (TS 24.501 §5.4.1.3.7 b), §5.4.2.7 b)) and T3570
-		// (§5.4.3.7 b)): abort the procedure and release the N1 connection.
-		u.releaseAndRemove(causeNASUnspecified)
+		u.resetCommon()
 	}
 }

@@ -1,15 +1,15 @@
 package smf
 
 import (
+	"context"
 	"net/http"
 	"net/netip"
 	"strconv"
-	"sync"
-	"time"
 
 	"github.com/free5gc/openapi/models"
 
 	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/internal/serial"
 	"github.com/tern5g/tern/nas"
 	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/sbi"
@@ -84,7 +84,8 @@ const (
 	barSession  = 1
 )
 
-// smContext is one PDU session. All fields after ue are guarded by ue.mu.
+// smContext is one PDU session. All fields after ue are owned by the UE's
+// executor (ue.exec).
 type smContext struct {
 	ref    string
 	supi   string
@@ -111,119 +112,110 @@ type smContext struct {
 
 	// Procedure progress of stModifying / stReleasing.
 	n1Done, n2Done bool
-	timer          procTimer
+	// timer is the 5GSM network timer of the running procedure (T3591 or
+	// T3592) and cmd the command it retransmits (TS 24.501 §6.3.2.5,
+	// §6.3.3.5).
+	timer serial.Retransmission
+	cmd   []byte
 }
 
-// procTimer is the 5GSM network timer of the running procedure (T3591 or
-// T3592). gen discards expiries of a timer stopped or restarted meanwhile.
-type procTimer struct {
-	t     *time.Timer
-	gen   uint32
-	sends int
-	n1    []byte // the command to retransmit (TS 24.501 §6.3.2.5, §6.3.3.5)
-}
-
-// ueState is everything of one UE (SUPI) at this SMF.
+// ueState is everything of one UE (SUPI) at this SMF. Its executor runs
+// every request and timer expiry of the UE, one at a time and in order
+// (package internal/serial), so its sessions need no lock; different UEs
+// run in parallel. Messages to the AMF go out in order on a second queue,
+// out, so that the AMF may call the SMF back while it handles one.
 type ueState struct {
 	supi     string
-	mu       sync.Mutex
+	exec     serial.Queue
+	out      serial.Queue
 	sessions map[uint8]*smContext // by PDU session ID
-	dead     bool                 // removed from the table; re-look it up
-
-	// Sender: tasks run one at a time, in order, without mu held.
-	qmu     sync.Mutex
-	queue   []func()
-	running bool
-	pending int
+	dead     bool                 // removed from the table; work goes to a new state
 }
 
-// lockUE returns supi's state, created if needed, with its mutex held.
-func (s *SMF) lockUE(supi string) *ueState {
-	for {
-		u := s.ues.GetOrCreate(supi, func() *ueState {
-			return &ueState{supi: supi, sessions: make(map[uint8]*smContext, 2)}
-		})
-		u.mu.Lock()
-		if !u.dead {
-			return u
+// post queues f on u's executor; when f has run, u leaves the table if it
+// has no session left.
+func (s *SMF) post(u *ueState, f func()) {
+	u.exec.Post(func() {
+		f()
+		s.tidy(u)
+	})
+}
+
+// onUE runs f on the executor of supi's state, created if needed.
+func (s *SMF) onUE(supi string, f func(u *ueState)) bool {
+	u := s.ues.GetOrCreate(supi, func() *ueState {
+		u := &ueState{supi: supi, sessions: make(map[uint8]*smContext, 2)}
+		u.exec.Init(s.group)
+		u.out.Init(s.group)
+		return u
+	})
+	return u.exec.Post(func() {
+		if u.dead {
+			// u left the table after this was posted: the UE's work goes
+			// to its new state.
+			s.onUE(supi, f)
+			return
 		}
-		u.mu.Unlock()
-	}
+		f(u)
+		s.tidy(u)
+	})
 }
 
-// unlockUE drops u from the table when it has no session and no task left,
-// then unlocks it.
-func (s *SMF) unlockUE(u *ueState) {
+// tidy drops u from the table when it has no session left. Runs on u's
+// executor.
+func (s *SMF) tidy(u *ueState) {
 	if len(u.sessions) == 0 && !u.dead {
-		u.qmu.Lock()
-		idle := u.pending == 0
-		u.qmu.Unlock()
-		if idle {
-			u.dead = true
-			s.ues.DeleteIf(u.supi, func(v *ueState) bool { return v == u })
-		}
+		u.dead = true
+		s.ues.DeleteIf(u.supi, func(v *ueState) bool { return v == u })
 	}
-	u.mu.Unlock()
 }
 
-// lockContext finds a live context by ref and locks its UE.
-func (s *SMF) lockContext(ref string) (*smContext, error) {
+// errClosed answers requests that arrive while the SMF closes.
+var errClosed = sbi.NewProblem(http.StatusServiceUnavailable, sbi.CauseSystemFailure, "smf closing")
+
+// callUE runs f on supi's executor and waits for its answer or for ctx.
+// When ctx ends first, f still runs (as a request that timed out in flight
+// does at a server); its answer is dropped.
+func callUE[T any](ctx context.Context, s *SMF, supi string, f func(u *ueState) (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	if !s.onUE(supi, func(u *ueState) {
+		v, err := f(u)
+		ch <- result{v, err}
+	}) {
+		var zero T
+		return zero, errClosed
+	}
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, sbi.NewProblem(http.StatusGatewayTimeout, sbi.CauseSystemFailure, "smf: %v", ctx.Err())
+	}
+}
+
+// callContext runs f on the executor of the live context ref and waits for
+// its answer (see callUE).
+func callContext[T any](ctx context.Context, s *SMF, ref string, f func(c *smContext) (T, error)) (T, error) {
 	c := s.contexts.Get(ref)
 	if c == nil {
-		return nil, sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "sm context %q", ref)
+		var zero T
+		return zero, sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "sm context %q", ref)
 	}
-	c.ue.mu.Lock()
-	if c.state == stReleased {
-		s.unlockUE(c.ue)
-		return nil, sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "sm context %q", ref)
-	}
-	return c, nil
-}
-
-// post queues task on u's sender. Tasks run in order on one goroutine that
-// exists while there is work; they take u.mu themselves when needed and
-// never hold it while calling the AMF.
-func (s *SMF) post(u *ueState, task func()) {
-	u.qmu.Lock()
-	u.queue = append(u.queue, task)
-	u.pending++
-	if u.running {
-		u.qmu.Unlock()
-		return
-	}
-	if !s.acquireWorker() {
-		u.queue, u.pending = nil, 0
-		u.qmu.Unlock()
-		return
-	}
-	u.running = true
-	u.qmu.Unlock()
-	go s.drain(u)
-}
-
-func (s *SMF) drain(u *ueState) {
-	defer s.releaseWorker()
-	for {
-		u.qmu.Lock()
-		if len(u.queue) == 0 {
-			u.running = false
-			u.qmu.Unlock()
-			break
+	return callUE(ctx, s, c.supi, func(u *ueState) (T, error) {
+		if c.state == stReleased || c.ue != u {
+			var zero T
+			return zero, sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "sm context %q", ref)
 		}
-		t := u.queue[0]
-		u.queue[0] = nil
-		u.queue = u.queue[1:]
-		u.qmu.Unlock()
-		t()
-		u.qmu.Lock()
-		u.pending--
-		u.qmu.Unlock()
-	}
-	u.mu.Lock()
-	s.unlockUE(u)
+		return f(c)
+	})
 }
 
-// newContext registers a context for (u, psi). Runs with u.mu held.
+// newContext registers a context for (u, psi). Runs on u's executor.
 func (s *SMF) newContext(u *ueState, psi uint8, d *dnnConf, slice identity.SNSSAI) *smContext {
 	c := &smContext{
 		ref:    strconv.FormatUint(s.nextRef.Add(1), 10),
@@ -244,7 +236,7 @@ func (s *SMF) newContext(u *ueState, psi uint8, d *dnnConf, slice identity.SNSSA
 }
 
 // forget removes c everywhere. Its resources must be gone already. Runs
-// with c.ue.mu held.
+// on c's executor.
 func (s *SMF) forget(c *smContext) {
 	if c.state == stReleased {
 		return

@@ -23,7 +23,7 @@ import (
 // address and select the UPF. Any failure there is a *sbi.SMContextError
 // carrying the PDU SESSION ESTABLISHMENT REJECT.
 //
-// Asynchronously, on the UE's sender (steps 10-11): PFCP Session
+// Asynchronously, on the UE's executor (steps 10-11): PFCP Session
 // Establishment, then Namf_Communication_N1N2MessageTransfer with the
 // ACCEPT (N1) and the PDU Session Resource Setup Request Transfer (N2), or,
 // if N4 fails, with a REJECT followed by SMContextStatusNotify (RELEASED).
@@ -120,8 +120,17 @@ func (s *SMF) CreateSMContext(ctx context.Context, req *sbi.SMContextCreate) (*s
 		return nil, s.rejectError(psi, pti, nas.CauseNotSupportedSSCMode, http.StatusForbidden, sbi.CauseSubscriptionDenied, "subscription does not allow SSC mode 1")
 	}
 
-	u := s.lockUE(d.Supi)
-	defer s.unlockUE(u)
+	return callUE(ctx, s, d.Supi, func(u *ueState) (*sbi.SMContextCreated, error) {
+		return s.createContext(ctx, u, d, er, psi, pti, dc, slice, sub, typeCause)
+	})
+}
+
+// createContext runs steps 3-9 on u's executor: the old context of the
+// same PDU session ID goes, then policy, address and UPF.
+func (s *SMF) createContext(ctx context.Context, u *ueState, d *models.Smf_PDUSess_SmContextCreateData,
+	er *nas.PDUSessionEstablishmentRequest, psi, pti uint8, dc *dnnConf, slice identity.SNSSAI,
+	sub *models.Udm_SDM_DnnConfiguration, typeCause nas.Cause5GSM) (*sbi.SMContextCreated, error) {
+	dnn := dc.name
 	if old := u.sessions[psi]; old != nil {
 		// TS 23.502 §4.3.2.2.1 step 3: a request for a PDU session ID that
 		// already has a context releases the old one locally first.
@@ -151,7 +160,9 @@ func (s *SMF) CreateSMContext(ctx context.Context, req *sbi.SMContextCreate) (*s
 		return nil, s.rejectError(psi, pti, cause, status, sbi.CauseUpstreamServerError, "SM policy: "+err.Error())
 	}
 	deletePolicy := func() {
-		if err := s.deps.PCF.DeleteSMPolicy(s.ctx, polID, &models.Pcf_SMPolCtrl_SmPolicyDeleteData{}); err != nil {
+		ctx, cancel := context.WithTimeout(s.group.Context(), sbiTimeout)
+		defer cancel()
+		if err := s.deps.PCF.DeleteSMPolicy(ctx, polID, &models.Pcf_SMPolCtrl_SmPolicyDeleteData{}); err != nil {
 			s.log.Warn("SM policy deletion failed", "policy", polID, "err", err)
 		}
 	}
@@ -195,12 +206,9 @@ func (s *SMF) CreateSMContext(ctx context.Context, req *sbi.SMContextCreate) (*s
 }
 
 // completeEstablishment runs steps 10-11 of TS 23.502 §4.3.2.2.1 on the
-// UE's sender.
+// UE's executor, after CreateSMContext has answered.
 func (s *SMF) completeEstablishment(c *smContext) {
-	u := c.ue
-	u.mu.Lock()
 	if c.state != stEstablishing { // released meanwhile
-		s.unlockUE(u)
 		return
 	}
 	var msg n1n2
@@ -229,28 +237,21 @@ func (s *SMF) completeEstablishment(c *smContext) {
 		c.state = stWaitN2Setup
 		c.upCnx = models.Smf_PDUSess_UpCnxState_ACTIVATING
 	}
-	s.unlockUE(u)
-
-	if msg.n1 != nil {
-		err = s.transfer(c, msg)
-	}
 	if failed {
-		s.notifyReleased(c)
+		if msg.n1 != nil {
+			s.send(c, msg, nil)
+		}
+		s.sendReleased(c)
 		return
 	}
-	if err != nil {
-		// The AMF could not take the Accept: the session cannot complete.
-		u.mu.Lock()
-		gone := c.state == stWaitN2Setup
-		if gone {
+	s.send(c, msg, func() {
+		if c.state == stWaitN2Setup {
+			// The AMF could not take the Accept: the session cannot complete.
 			s.releaseResources(c)
 			s.forget(c)
+			s.sendReleased(c)
 		}
-		s.unlockUE(u)
-		if gone {
-			s.notifyReleased(c)
-		}
-	}
+	})
 }
 
 // findDNN returns the subscribed configuration of dnn in slice, and whether

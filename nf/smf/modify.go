@@ -40,7 +40,7 @@ func (c *smContext) modifyRequestTransfer() ([]byte, error) {
 // beginModification applies q at the UPF first (TS 23.502 §4.3.3.2 step
 // 2: N4 Session Modification with the new MBR), then builds the command
 // and, with an active user plane, the N2 transfer (step 3). It moves c to
-// stModifying and starts T3591. Runs with c.ue.mu held.
+// stModifying and starts T3591. Runs on c's executor.
 func (s *SMF) beginModification(c *smContext, q qos, pti uint8) (n1, n2 []byte, err error) {
 	if q.ambr != c.qos.ambr {
 		if err := s.updateMBR(c, q); err != nil {
@@ -110,7 +110,7 @@ func (s *SMF) ueRequestedModification(ctx context.Context, c *smContext, m *nas.
 // a new policy decision starts a network-requested PDU session modification
 // (TS 23.502 §4.3.3.2 step 1b). If another procedure is running, the change
 // is applied when it ends. The N1N2MessageTransfer goes out on the UE's
-// sender after this returns.
+// outbound queue after this returns.
 func (s *SMF) SMPolicyUpdateNotify(ctx context.Context, policyID string, n *models.Pcf_SMPolCtrl_SmPolicyNotification) error {
 	if n == nil || n.SmPolicyDecision == nil {
 		return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "smPolicyDecision")
@@ -119,25 +119,25 @@ func (s *SMF) SMPolicyUpdateNotify(ctx context.Context, policyID string, n *mode
 	if c == nil {
 		return sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "sm policy %q", policyID)
 	}
-	u := c.ue
-	u.mu.Lock()
-	defer s.unlockUE(u)
-	if c.state == stReleased || c.policyID != policyID {
-		return sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "sm policy %q", policyID)
-	}
-	q, err := applyDecision(c.qos, n.SmPolicyDecision)
-	if err != nil {
-		return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "smPolicyDecision: %v", err)
-	}
-	if c.state != stActive {
-		c.pending = &q
-		return nil
-	}
-	return s.networkModification(c, q)
+	_, err := callContext(ctx, s, c.ref, func(c *smContext) (struct{}, error) {
+		if c.policyID != policyID {
+			return struct{}{}, sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "sm policy %q", policyID)
+		}
+		q, err := applyDecision(c.qos, n.SmPolicyDecision)
+		if err != nil {
+			return struct{}{}, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "smPolicyDecision: %v", err)
+		}
+		if c.state != stActive {
+			c.pending = &q
+			return struct{}{}, nil
+		}
+		return struct{}{}, s.networkModification(c, q)
+	})
+	return err
 }
 
 // networkModification runs a network-requested modification to q. Runs
-// with c.ue.mu held, c in stActive.
+// on c's executor, c in stActive.
 func (s *SMF) networkModification(c *smContext, q qos) error {
 	if q == c.qos {
 		return nil
@@ -149,24 +149,18 @@ func (s *SMF) networkModification(c *smContext, q qos) error {
 		return sbi.NewProblem(http.StatusInternalServerError, sbi.CauseUPFNotResponding, "%v", err)
 	}
 	msg := n1n2{n1: n1, n2: n2, n2Type: models.Amf_Comm_NgapIeType_PDU_RES_MOD_REQ}
-	s.post(c.ue, func() {
-		if s.transfer(c, msg) == nil {
-			return
-		}
-		u := c.ue
-		u.mu.Lock()
+	s.send(c, msg, func() {
 		if c.state == stModifying && c.pti == 0 {
 			s.stopTimer(c)
 			c.state = stActive
 			s.runPending(c)
 		}
-		s.unlockUE(u)
 	})
 	return nil
 }
 
 // runPending starts the policy change that waited for the previous
-// procedure. Runs with c.ue.mu held.
+// procedure. Runs on c's executor.
 func (s *SMF) runPending(c *smContext) {
 	if c.pending == nil || c.state != stActive {
 		return

@@ -93,10 +93,10 @@ func mbr(q qos) *pfcp.BitRate { return &pfcp.BitRate{UL: kbps(q.ambr.UL), DL: kb
 var errN4 = errors.New("n4")
 
 // establishN4 runs the PFCP Session Establishment for c and records the UPF
-// SEID and uplink tunnel. Runs with c.ue.mu held.
+// SEID and uplink tunnel. Runs on c's executor.
 func (s *SMF) establishN4(c *smContext) error {
 	u := c.upf
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.timers.PFCPTimeout)
+	ctx, cancel := context.WithTimeout(s.group.Context(), s.cfg.timers.PFCPTimeout)
 	defer cancel()
 	resp, err := u.up.EstablishSession(ctx, s.establishmentRequest(c))
 	if err != nil {
@@ -130,13 +130,13 @@ func (s *SMF) establishN4(c *smContext) error {
 	return nil
 }
 
-// modifyN4 sends a PFCP Session Modification Request for c. Runs with
-// c.ue.mu held.
+// modifyN4 sends a PFCP Session Modification Request for c. Runs on c's
+// executor.
 func (s *SMF) modifyN4(c *smContext, req *pfcp.SessionModificationRequest) error {
 	if c.upSEID == 0 {
 		return fmt.Errorf("%w: no PFCP session", errN4)
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.timers.PFCPTimeout)
+	ctx, cancel := context.WithTimeout(s.group.Context(), s.cfg.timers.PFCPTimeout)
 	defer cancel()
 	resp, err := c.upf.up.ModifySession(ctx, c.upSEID, req)
 	if err != nil {
@@ -191,7 +191,7 @@ func (s *SMF) updateMBR(c *smContext, q qos) error {
 
 // deleteN4 deletes c's PFCP session, if any (TS 23.502 §4.3.4.2 step 2).
 // A UPF that does not answer loses the session anyway (its own cleanup);
-// the SMF forgets it. Runs with c.ue.mu held.
+// the SMF forgets it. Runs on c's executor.
 func (s *SMF) deleteN4(c *smContext) {
 	if c.upSEID == 0 {
 		return
@@ -200,7 +200,7 @@ func (s *SMF) deleteN4(c *smContext) {
 	c.upSEID = 0
 	c.upf.sessions.Add(-1)
 	s.stats.n4Sessions.Add(-1)
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.timers.PFCPTimeout)
+	ctx, cancel := context.WithTimeout(s.group.Context(), s.cfg.timers.PFCPTimeout)
 	defer cancel()
 	resp, err := c.upf.up.DeleteSession(ctx, seid)
 	switch {

@@ -15,7 +15,7 @@ import (
 // PDU SESSION RELEASE COMMAND (TS 24.501 §6.3.3.2) and, when the RAN holds
 // resources for the session, the N2 Release Command Transfer. c moves to
 // stReleasing with T3592 running; the UE address stays allocated until the
-// UE has confirmed. Runs with c.ue.mu held.
+// UE has confirmed. Runs on c's executor.
 func (s *SMF) beginRelease(c *smContext, pti uint8, cause nas.Cause5GSM) (n1, n2 []byte, err error) {
 	n1, err = encodeNAS(&nas.PDUSessionReleaseCommand{
 		SMHeader: nas.SMHeader{SessionID: c.psi, TransactionID: pti},
@@ -48,20 +48,20 @@ func (s *SMF) maybeFinishRelease(c *smContext) {
 }
 
 // finishRelease ends a UE- or network-requested release: the context goes
-// and the AMF is told (TS 23.502 §4.3.4.2 step 11). Runs with c.ue.mu held.
+// and the AMF is told (TS 23.502 §4.3.4.2 step 11). Runs on c's executor.
 func (s *SMF) finishRelease(c *smContext) {
 	s.releaseResources(c)
 	s.forget(c)
-	s.post(c.ue, func() { s.notifyReleased(c) })
+	s.sendReleased(c)
 }
 
 // ueRequestedRelease answers a PDU SESSION RELEASE REQUEST (TS 23.502
 // §4.3.4.2 step 1a, TS 24.501 §6.4.3) with the command in the
 // UpdateSMContext answer.
 func (s *SMF) ueRequestedRelease(c *smContext, m *nas.PDUSessionReleaseRequest) (*sbi.SMContextUpdated, error) {
-	if c.state == stReleasing && c.timer.n1 != nil {
+	if c.state == stReleasing && c.cmd != nil {
 		// A repeated request while the command is out: resend the command.
-		return updated(c.timer.n1, nil, "", c.upCnx), nil
+		return updated(c.cmd, nil, "", c.upCnx), nil
 	}
 	n1, n2, err := s.beginRelease(c, m.PTI(), nas.CauseRegularDeactivation)
 	if err != nil {
@@ -86,8 +86,8 @@ func (s *SMF) amfRequestedRelease(c *smContext) (*sbi.SMContextUpdated, error) {
 
 // networkRelease starts a network-requested release (TS 23.502 §4.3.4.2
 // step 1b-1e) whose messages go out with N1N2MessageTransfer on the UE's
-// sender. If the AMF cannot deliver them, the session is released locally.
-// Runs with c.ue.mu held.
+// outbound queue. If the AMF cannot deliver them, the session is released
+// locally. Runs on c's executor.
 func (s *SMF) networkRelease(c *smContext, cause nas.Cause5GSM) {
 	if c.state == stReleasing || c.state == stReleased {
 		return
@@ -99,16 +99,10 @@ func (s *SMF) networkRelease(c *smContext, cause nas.Cause5GSM) {
 		return
 	}
 	msg := n1n2{n1: n1, n2: n2, n2Type: models.Amf_Comm_NgapIeType_PDU_RES_REL_CMD}
-	s.post(c.ue, func() {
-		if s.transfer(c, msg) == nil {
-			return
-		}
-		u := c.ue
-		u.mu.Lock()
+	s.send(c, msg, func() {
 		if c.state == stReleasing {
 			s.finishRelease(c)
 		}
-		s.unlockUE(u)
 	})
 }
 
@@ -117,18 +111,18 @@ func (s *SMF) networkRelease(c *smContext, cause nas.Cause5GSM) {
 // once the release has started; completion is signalled to the AMF with
 // SMContextStatusNotify.
 func (s *SMF) Release(ctx context.Context, supi string, pduSessionID uint8) error {
-	u := s.ues.Get(supi)
-	if u == nil {
+	if s.ues.Get(supi) == nil {
 		return sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "no PDU session for %s", supi)
 	}
-	u.mu.Lock()
-	defer s.unlockUE(u)
-	c := u.sessions[pduSessionID]
-	if u.dead || c == nil {
-		return sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "%s has no PDU session %d", supi, pduSessionID)
-	}
-	s.networkRelease(c, nas.CauseRegularDeactivation)
-	return nil
+	_, err := callUE(ctx, s, supi, func(u *ueState) (struct{}, error) {
+		c := u.sessions[pduSessionID]
+		if c == nil {
+			return struct{}{}, sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "%s has no PDU session %d", supi, pduSessionID)
+		}
+		s.networkRelease(c, nas.CauseRegularDeactivation)
+		return struct{}{}, nil
+	})
+	return err
 }
 
 // SMPolicyTerminateNotify ends a PDU session whose policy association the
@@ -139,14 +133,14 @@ func (s *SMF) SMPolicyTerminateNotify(ctx context.Context, policyID string, n *m
 	if c == nil {
 		return sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "sm policy %q", policyID)
 	}
-	u := c.ue
-	u.mu.Lock()
-	defer s.unlockUE(u)
-	if c.state == stReleased || c.policyID != policyID {
-		return sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "sm policy %q", policyID)
-	}
-	s.networkRelease(c, nas.CauseRegularDeactivation)
-	return nil
+	_, err := callContext(ctx, s, c.ref, func(c *smContext) (struct{}, error) {
+		if c.policyID != policyID {
+			return struct{}{}, sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "sm policy %q", policyID)
+		}
+		s.networkRelease(c, nas.CauseRegularDeactivation)
+		return struct{}{}, nil
+	})
+	return err
 }
 
 // ReleaseSMContext implements sbi.PDUSession (TS 29.502 §5.2.2.4): the AMF
@@ -154,12 +148,10 @@ func (s *SMF) SMPolicyTerminateNotify(ctx context.Context, policyID string, n *m
 // §4.3.4.2 step 1d). The SMF deletes the N4 session and the policy
 // association and frees the address; no N1/N2 and no status notification.
 func (s *SMF) ReleaseSMContext(ctx context.Context, ref string, req *sbi.SMContextRelease) error {
-	c, err := s.lockContext(ref)
-	if err != nil {
-		return err
-	}
-	defer s.unlockUE(c.ue)
-	s.releaseResources(c)
-	s.forget(c)
-	return nil
+	_, err := callContext(ctx, s, ref, func(c *smContext) (struct{}, error) {
+		s.releaseResources(c)
+		s.forget(c)
+		return struct{}{}, nil
+	})
+	return err
 }

@@ -13,11 +13,11 @@
 // waiting for anything the AMF does. Everything the SMF sends to the AMF on
 // its own initiative (the establishment Accept/Reject after PFCP, network-
 // requested modification and release, retransmissions, status
-// notifications) goes out from a per-UE sender goroutine, in order. So the
+// notifications) goes out from a per-UE outbound queue, in order. So the
 // AMF may serve N1N2MessageTransfer synchronously or by queuing it to the
 // UE's executor, and may call the SMF from its UE executor, but it must not
-// block CreateSMContext/UpdateSMContext on an N1N2MessageTransfer of the
-// same UE (there is none inside those calls).
+// wait in N1N2MessageTransfer for its own UE executor (which may be waiting
+// for this SMF).
 //
 // Because CreateSMContext returns before the N1N2MessageTransfer carrying
 // the PDU Session Establishment Accept arrives, the AMF must record the SM
@@ -26,10 +26,11 @@
 // transfer is queued behind), or look the session up by SUPI and
 // Data.PduSessionId when the transfer comes.
 //
-// Concurrency: per-UE state is guarded by the UE's mutex, so procedures of
-// one UE are serialised and different UEs run in parallel; the lookup tables
-// are sharded. PFCP requests are made with the UE's mutex held (they never
-// call back into the SMF for that UE).
+// Concurrency (package internal/serial, shared with the AMF): every request,
+// timer expiry and message to the AMF of one UE runs on that UE's
+// executor, one at a time, so procedures of one UE are serialised without
+// locks and different UEs run in parallel; the lookup tables are sharded.
+// PFCP and SBI calls made for a UE carry a deadline.
 package smf
 
 import (
@@ -43,6 +44,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tern5g/tern/internal/serial"
 	"github.com/tern5g/tern/internal/shardmap"
 	"github.com/tern5g/tern/pfcp"
 	"github.com/tern5g/tern/sbi"
@@ -87,9 +89,10 @@ type SMF struct {
 	deps Deps
 	log  *slog.Logger
 
-	ctx    context.Context // cancelled by Close; outbound calls use it
-	cancel context.CancelFunc
-	start  time.Time // PFCP recovery time stamp
+	// group owns the SMF's goroutines (UE executors, the keep-alive loop);
+	// its context, cancelled by Close, bounds outbound calls.
+	group *serial.Group
+	start time.Time // PFCP recovery time stamp
 
 	ues      *shardmap.Map[string, *ueState]   // by SUPI
 	contexts *shardmap.Map[string, *smContext] // by SM context ref
@@ -99,10 +102,8 @@ type SMF struct {
 	nextRef  atomic.Uint64
 	nextSEID atomic.Uint64
 
-	life    sync.RWMutex
-	closed  bool
+	mu      sync.Mutex
 	started bool
-	workers sync.WaitGroup
 
 	stats counters
 }
@@ -127,13 +128,11 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*SMF, error) {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	s := &SMF{
 		cfg:      served,
 		deps:     deps,
 		log:      logger.With("nf", "smf"),
-		ctx:      ctx,
-		cancel:   cancel,
+		group:    serial.NewGroup(),
 		start:    time.Now(),
 		ues:      shardmap.New[string, *ueState](shardmap.HashString),
 		contexts: shardmap.New[string, *smContext](shardmap.HashString),
@@ -152,8 +151,8 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*SMF, error) {
 // the direct binding needs the SMF (as pfcp.CPHandler) to be built first;
 // call it before Start.
 func (s *SMF) SetUserPlane(name string, up pfcp.UserPlane) error {
-	s.life.Lock()
-	defer s.life.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.started {
 		return errors.New("smf: SetUserPlane after Start")
 	}
@@ -170,19 +169,19 @@ func (s *SMF) SetUserPlane(name string, up pfcp.UserPlane) error {
 // keeps them alive in the background (heartbeats, retries of failed
 // associations). It fails when a UPF has no N4 client or none associates.
 func (s *SMF) Start(ctx context.Context) error {
-	s.life.Lock()
-	if s.closed || s.started {
-		s.life.Unlock()
+	s.mu.Lock()
+	if s.group.Closed() || s.started {
+		s.mu.Unlock()
 		return errors.New("smf: already started or closed")
 	}
 	for _, u := range s.cfg.upfs {
 		if u.up == nil {
-			s.life.Unlock()
+			s.mu.Unlock()
 			return fmt.Errorf("smf: UPF %q has no N4 client (Deps.UPFs or SetUserPlane)", u.name)
 		}
 	}
 	s.started = true
-	s.life.Unlock()
+	s.mu.Unlock()
 
 	var errs []error
 	ok := 0
@@ -197,9 +196,7 @@ func (s *SMF) Start(ctx context.Context) error {
 	if ok == 0 {
 		return fmt.Errorf("smf: no UPF associated: %w", errors.Join(errs...))
 	}
-	if s.acquireWorker() {
-		go s.keepAlive()
-	}
+	s.group.Go(s.keepAlive)
 	return nil
 }
 
@@ -224,26 +221,26 @@ func (s *SMF) associate(ctx context.Context, u *upfNode) error {
 // keepAlive sends heartbeats (TS 29.244 §6.2.2) to associated UPFs and
 // retries the association of the others.
 func (s *SMF) keepAlive() {
-	defer s.releaseWorker()
+	ctx := s.group.Context()
 	t := time.NewTicker(s.cfg.timers.Heartbeat)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 		for _, u := range s.cfg.upfs {
 			if !u.associated.Load() {
-				if err := s.associate(s.ctx, u); err != nil {
+				if err := s.associate(ctx, u); err != nil {
 					s.log.Debug("PFCP association retry failed", "upf", u.name, "err", err)
 				}
 				continue
 			}
-			ctx, cancel := context.WithTimeout(s.ctx, s.cfg.timers.PFCPTimeout)
-			err := u.up.Heartbeat(ctx)
+			hctx, cancel := context.WithTimeout(ctx, s.cfg.timers.PFCPTimeout)
+			err := u.up.Heartbeat(hctx)
 			cancel()
-			if err != nil && s.ctx.Err() == nil {
+			if err != nil && ctx.Err() == nil {
 				u.associated.Store(false)
 				s.log.Warn("UPF not answering heartbeats; no new sessions until it is back", "upf", u.name, "err", err)
 			}
@@ -254,29 +251,9 @@ func (s *SMF) keepAlive() {
 // Close stops timers and background work and waits for the SMF's
 // goroutines. Contexts are dropped without signalling.
 func (s *SMF) Close() error {
-	s.life.Lock()
-	if s.closed {
-		s.life.Unlock()
-		return nil
-	}
-	s.closed = true
-	s.life.Unlock()
-	s.cancel()
-	s.workers.Wait()
+	s.group.Close()
 	return nil
 }
-
-func (s *SMF) acquireWorker() bool {
-	s.life.RLock()
-	defer s.life.RUnlock()
-	if s.closed {
-		return false
-	}
-	s.workers.Add(1)
-	return true
-}
-
-func (s *SMF) releaseWorker() { s.workers.Done() }
 
 func (s *SMF) nodeID() pfcp.NodeID {
 	if a, err := netip.ParseAddr(s.cfg.nodeID); err == nil {

@@ -19,13 +19,16 @@ func (s *SMF) UpdateSMContext(ctx context.Context, ref string, req *sbi.SMContex
 	if req == nil || req.Data == nil {
 		return nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "smContextUpdateData")
 	}
-	c, err := s.lockContext(ref)
-	if err != nil {
-		return nil, err
-	}
-	defer s.unlockUE(c.ue)
+	return callContext(ctx, s, ref, func(c *smContext) (*sbi.SMContextUpdated, error) {
+		return s.updateContext(ctx, c, req)
+	})
+}
+
+// updateContext runs UpdateSMContext on c's executor.
+func (s *SMF) updateContext(ctx context.Context, c *smContext, req *sbi.SMContextUpdate) (*sbi.SMContextUpdated, error) {
 	d := req.Data
 	var out *sbi.SMContextUpdated
+	var err error
 	if len(req.N2SmInfo) > 0 || d.N2SmInfoType != "" {
 		if out, err = s.handleN2(ctx, c, d.N2SmInfoType, req.N2SmInfo); err != nil {
 			return nil, err
@@ -54,7 +57,7 @@ func n2Error(format string, args ...any) error {
 	return sbi.NewProblem(http.StatusBadRequest, sbi.CauseN2SMError, format, args...)
 }
 
-// handleN2 handles N2 SM information relayed by the AMF. Runs with c.ue.mu held.
+// handleN2 handles N2 SM information relayed by the AMF. Runs on c's executor.
 func (s *SMF) handleN2(ctx context.Context, c *smContext, typ models.Smf_PDUSess_N2SmInfoType, b []byte) (*sbi.SMContextUpdated, error) {
 	switch typ {
 	case models.Smf_PDUSess_N2SmInfoType_PDU_RES_SETUP_RSP:
@@ -102,7 +105,7 @@ func (s *SMF) handleN2(ctx context.Context, c *smContext, typ models.Smf_PDUSess
 			s.releaseResources(c)
 			s.forget(c)
 			s.stats.rejected.Add(1)
-			s.post(c.ue, func() { s.notifyReleased(c) })
+			s.sendReleased(c)
 			return updated(n1, nil, "", models.Smf_PDUSess_UpCnxState_DEACTIVATED), nil
 		}
 		if c.upCnx == models.Smf_PDUSess_UpCnxState_ACTIVATING && c.state != stReleasing {
@@ -151,7 +154,7 @@ func (s *SMF) handleN2(ctx context.Context, c *smContext, typ models.Smf_PDUSess
 	return nil, n2Error("N2 SM information type %q not supported", typ)
 }
 
-// handleN1 handles a 5GSM message from the UE. Runs with c.ue.mu held.
+// handleN1 handles a 5GSM message from the UE. Runs on c's executor.
 func (s *SMF) handleN1(ctx context.Context, c *smContext, b []byte) (*sbi.SMContextUpdated, error) {
 	m, err := nas.DecodeSM(b)
 	if err != nil {
@@ -181,7 +184,7 @@ func (s *SMF) handleN1(ctx context.Context, c *smContext, b []byte) (*sbi.SMCont
 				// The UE has no such session: release it locally (§6.3.2.4).
 				s.releaseResources(c)
 				s.forget(c)
-				s.post(c.ue, func() { s.notifyReleased(c) })
+				s.sendReleased(c)
 				return updated(nil, nil, "", models.Smf_PDUSess_UpCnxState_DEACTIVATED), nil
 			}
 			s.runPending(c)

@@ -1,0 +1,247 @@
+// Package serial is how tern's NFs run per-UE work: one lifecycle (Group)
+// per NF, one serial executor (Queue) per UE, and timers whose expiries run
+// on that executor (Timer, Retransmission). The AMF and the SMF both use it,
+// so that there is one implementation of each.
+//
+// # The model
+//
+// Everything that concerns one UE (a received message, a timer expiry, the
+// answer of another NF) is a function posted to the UE's Queue. A Queue runs
+// its functions one at a time, in the order they were posted, on a goroutine
+// that exists only while the queue is not empty: an idle UE costs no
+// goroutine, different UEs run in parallel, and one UE's procedures need no
+// locks because only its queue touches its state.
+//
+// Readers of sockets (an SCTP association, a PFCP endpoint) only decode and
+// post; they never run UE work themselves, so a UE whose work blocks (an SBI
+// or N4 call waiting for its deadline) delays that UE only, never the other
+// UEs of the same gNB.
+//
+// A Group owns the goroutines of one NF: queues and background loops start
+// through it, Close cancels its context (every outbound call made with it
+// fails at once) and waits for all of them. Work posted after Close is
+// dropped, which is what an NF that is going away wants.
+//
+// Timers deliver their expiry to a Queue, and a generation number discards
+// an expiry that raced with Stop or a restart: when the expiry function
+// runs, it runs on the same goroutine as everything else of that UE, so the
+// check needs no lock.
+package serial
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Group is an NF's lifecycle: the goroutines it started, a context that
+// Close cancels, and the refusal of new work after Close. The zero value is
+// not usable; use NewGroup.
+type Group struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.RWMutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// NewGroup returns an open group.
+func NewGroup() *Group {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Group{ctx: ctx, cancel: cancel}
+}
+
+// Context is cancelled by Close: outbound calls made with it (or a context
+// derived from it) end when the NF closes.
+func (g *Group) Context() context.Context { return g.ctx }
+
+// Closed reports whether Close has been called.
+func (g *Group) Closed() bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.closed
+}
+
+// Go runs f on a new goroutine that Close waits for; false (and f does not
+// run) after Close.
+func (g *Group) Go(f func()) bool {
+	if !g.acquire() {
+		return false
+	}
+	go func() {
+		defer g.wg.Done()
+		f()
+	}()
+	return true
+}
+
+func (g *Group) acquire() bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.closed {
+		return false
+	}
+	g.wg.Add(1)
+	return true
+}
+
+// Close refuses new work, cancels the context and waits for every goroutine
+// started through the group. Safe to call more than once.
+func (g *Group) Close() { g.CloseFunc(nil) }
+
+// CloseFunc is Close that runs f (if not nil) once the group refuses new
+// work and its context is cancelled, before waiting for its goroutines: the
+// place to close the sockets whose readers are among them.
+func (g *Group) CloseFunc(f func()) {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	g.cancel()
+	if f != nil {
+		f()
+	}
+	g.wg.Wait()
+}
+
+// Queue is a serial executor: functions posted to it run one at a time, in
+// order, on a goroutine that exists while the queue has work. The zero value
+// is not usable; call Init (a Queue is meant to be embedded in a per-UE
+// struct, so that a UE costs one allocation).
+type Queue struct {
+	g       *Group
+	mu      sync.Mutex
+	items   []func()
+	head    int
+	running bool
+}
+
+// Init binds q to its group.
+func (q *Queue) Init(g *Group) { q.g = g }
+
+// Post queues f behind everything posted before it and returns true, or
+// drops f and returns false when the group is closed.
+func (q *Queue) Post(f func()) bool {
+	q.mu.Lock()
+	q.items = append(q.items, f)
+	if q.running {
+		q.mu.Unlock()
+		return true
+	}
+	if !q.g.acquire() {
+		q.items = q.items[:0]
+		q.head = 0
+		q.mu.Unlock()
+		return false
+	}
+	q.running = true
+	q.mu.Unlock()
+	go q.drain()
+	return true
+}
+
+// Idle reports whether nothing is queued or running.
+func (q *Queue) Idle() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return !q.running
+}
+
+func (q *Queue) drain() {
+	defer q.g.wg.Done()
+	for {
+		q.mu.Lock()
+		if q.head == len(q.items) {
+			clear(q.items)
+			q.items = q.items[:0]
+			q.head = 0
+			q.running = false
+			q.mu.Unlock()
+			return
+		}
+		f := q.items[q.head]
+		q.items[q.head] = nil
+		q.head++
+		q.mu.Unlock()
+		f()
+	}
+}
+
+// Timer is a one-shot timer whose expiry runs on a Queue. Start, Stop and
+// the expiry all run on that queue (the expiry is posted to it), so a Timer
+// needs no lock: an expiry that was already on its way when Stop or a new
+// Start ran carries an old generation and is ignored. The zero value is a
+// stopped timer.
+type Timer struct {
+	t   *time.Timer
+	gen uint64
+}
+
+// Start (re)arms the timer: after d, fire runs on q unless Stop or Start is
+// called first. Call it from q.
+func (t *Timer) Start(q *Queue, d time.Duration, fire func()) {
+	t.Stop()
+	gen := t.gen
+	t.t = time.AfterFunc(d, func() {
+		q.Post(func() {
+			if t.gen != gen || t.t == nil {
+				return
+			}
+			t.t = nil
+			fire()
+		})
+	})
+}
+
+// Stop disarms the timer; a pending expiry is discarded. Call it from the
+// timer's queue.
+func (t *Timer) Stop() {
+	if t.t != nil {
+		t.t.Stop()
+		t.t = nil
+	}
+	t.gen++
+}
+
+// Running reports whether the timer is armed (started and neither expired
+// nor stopped).
+func (t *Timer) Running() bool { return t.t != nil }
+
+// Retransmission is the network-side timer rule shared by the 5GMM and 5GSM
+// procedures (TS 24.501 §5.4.1.3.7, §5.4.2.7, §5.4.3.7, §5.5.1.2.8,
+// §5.5.2.3.5, §5.6.2.2.3, §6.3.2.5, §6.3.3.5): a message is sent, a timer
+// runs, each expiry resends it until it has been resent a given number of
+// times, and the next expiry aborts the procedure.
+type Retransmission struct {
+	Timer
+	sends int
+}
+
+// Start arms the rule after the first send: every d, resend runs (with the
+// number of sends so far, 1 for the first resend) until maxResends resends
+// have been made; the expiry after the last one calls abort. Call it from q.
+func (r *Retransmission) Start(q *Queue, d time.Duration, maxResends int, resend func(n int), abort func()) {
+	r.sends = 1
+	var fire func()
+	fire = func() {
+		if r.sends > maxResends {
+			r.sends = 0
+			abort()
+			return
+		}
+		n := r.sends
+		r.sends++
+		r.Timer.Start(q, d, fire)
+		resend(n)
+	}
+	r.Timer.Start(q, d, fire)
+}
+
+// Stop ends the rule without aborting.
+func (r *Retransmission) Stop() {
+	r.Timer.Stop()
+	r.sends = 0
+}
+
+// Sends is how many times the message has been sent (0 when stopped).
+func (r *Retransmission) Sends() int { return r.sends }

@@ -1,0 +1,285 @@
+package amf
+
+import (
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/internal/serial"
+	"github.com/tern5g/tern/internal/shardmap"
+	"github.com/tern5g/tern/nas"
+	"github.com/tern5g/tern/ngap"
+	"github.com/tern5g/tern/sbi"
+	"github.com/tern5g/tern/sctp"
+)
+
+// maxAMFUENGAPID is the largest AMF UE NGAP ID (TS 38.413 §9.3.3.1: 0..2^40-1).
+const maxAMFUENGAPID = 1<<40 - 1
+
+// gnb is the NG-RAN node context of one SCTP association (TS 38.413 §8.7.1).
+// One goroutine reads the association (serveGNB) and only decodes and
+// dispatches; sends come from the UEs' executors and are serialised by
+// sendMu.
+type gnb struct {
+	amf  *AMF
+	conn sctp.Conn
+	log  *slog.Logger
+
+	sendMu sync.Mutex
+
+	// Written by the reader goroutine only, during NG Setup.
+	setupDone bool
+	// node is the gNB as NG Setup described it: its global ID (the target
+	// of a handover names it, TS 38.413 §9.3.1.25) and the TAs it serves
+	// that we also serve; replaced as a whole by a repeated NG Setup while
+	// UE executors read it.
+	node atomic.Pointer[gnbNode]
+
+	mu   sync.Mutex
+	ues  map[int64]*ranUE // by RAN UE NGAP ID
+	dead bool             // association gone: no new connections
+}
+
+// gnbNode is what NG Setup told us about a gNB.
+type gnbNode struct {
+	id   ngap.GlobalGNBID
+	tais []identity.TAI
+}
+
+// tais returns the served TAs the gNB broadcasts (nil before NG Setup).
+func (g *gnb) tais() []identity.TAI {
+	if n := g.node.Load(); n != nil {
+		return n.tais
+	}
+	return nil
+}
+
+// servesTAI reports whether the gNB broadcasts tai.
+func (g *gnb) servesTAI(tai identity.TAI) bool {
+	for _, t := range g.tais() {
+		if t == tai {
+			return true
+		}
+	}
+	return false
+}
+
+// streamFor picks the SCTP stream of a UE-associated signalling connection:
+// stream 0 is for non-UE-associated signalling (TS 38.412 §7).
+func (g *gnb) streamFor(amfUEID int64) uint16 {
+	n := g.conn.OutboundStreams()
+	if n <= 1 {
+		return 0
+	}
+	return 1 + uint16(amfUEID%int64(n-1))
+}
+
+// addUE registers r under its RAN UE NGAP ID. It returns the connection r
+// displaces (the gNB reused an ID it evidently forgot) and false when the
+// association is already gone.
+func (g *gnb) addUE(r *ranUE) (old *ranUE, ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.dead {
+		return nil, false
+	}
+	old = g.ues[r.ranID]
+	g.ues[r.ranID] = r
+	return old, true
+}
+
+// removeUE drops r from the gNB's table if it is still the entry for its ID.
+func (g *gnb) removeUE(r *ranUE) {
+	g.mu.Lock()
+	if g.ues[r.ranID] == r {
+		delete(g.ues, r.ranID)
+	}
+	g.mu.Unlock()
+}
+
+// legState is the state of one UE-associated logical NG-connection, as far
+// as the AMF needs it. A serving connection goes forward through
+// signalling, secured, context and releasing; the target of an N2 handover
+// starts at handover-preparing.
+type legState uint8
+
+const (
+	// legSignalling: set up by an Initial UE Message; no secure exchange of
+	// NAS messages on it yet (TS 24.501 §4.4.4.3).
+	legSignalling legState = iota
+	// legSecured: NAS messages on this connection are integrity protected
+	// and verified (security mode complete, or a message that verified with
+	// the UE's current context).
+	legSecured
+	// legContext: the gNB holds the UE's AS context (Initial Context Setup
+	// requested, TS 38.413 §8.3.1; or the connection came with one: Path
+	// Switch, handover).
+	legContext
+	// legHandoverPreparing: Handover Request sent to the target gNB; its RAN
+	// UE NGAP ID is not known yet (TS 38.413 §8.4.2).
+	legHandoverPreparing
+	// legHandoverPrepared: Handover Request Acknowledge received.
+	legHandoverPrepared
+	// legReleasing: UE Context Release Command sent (at most once, TS
+	// 38.413 §8.3.3); the Complete frees the IDs.
+	legReleasing
+)
+
+func (s legState) String() string {
+	return [...]string{"signalling", "secured", "context", "handover-preparing", "handover-prepared", "releasing"}[s]
+}
+
+// ranUE is one UE-associated logical NG-connection (TS 38.413 §3.1): the
+// pair of NGAP IDs on one gNB. It belongs to exactly one UE context. A UE
+// has a serving one in CM-CONNECTED (ue.ran) and, during an N2 handover,
+// a target one (ue.target), each with its own IDs.
+type ranUE struct {
+	gnb    *gnb
+	ue     *ue
+	amfID  int64
+	ranID  int64 // 0 for a handover target before its Acknowledge
+	stream uint16
+
+	// Fields below are owned by ue's executor.
+	state legState
+	tai   identity.TAI
+	loc   ngap.UserLocationNR // last User Location Information (TS 38.413 §9.3.1.16)
+	// ambrSent: the gNB has the UE-AMBR (TS 38.413 §8.2.1.2).
+	ambrSent bool
+	// relSessions are the PDU sessions the gNB listed in UE Context
+	// Release Complete (TS 38.413 §9.2.2.6).
+	relSessions []uint8
+}
+
+// secured reports whether NAS messages on r are integrity protected
+// (TS 24.501 §4.4.4.3: secure exchange established). A connection being
+// released carries no more NAS.
+func (r *ranUE) secured() bool { return r.state >= legSecured && r.state != legReleasing }
+
+// ue is the AMF UE context (TS 23.502 §5.2.2.2 "UE context in AMF"). All
+// fields except exec and published are owned by the executor: every
+// message, timer expiry and SBI result for this UE runs there, one at a
+// time, so the procedures need no locks and different UEs run in parallel.
+type ue struct {
+	amf *AMF
+	log *slog.Logger
+
+	exec serial.Queue
+
+	st ueState // see ue_state.go: the only record of where the UE is
+	// published mirrors st for other goroutines (N1N2MessageTransfer
+	// answers from the SMF's goroutine); written only by setState.
+	published atomic.Uint32
+
+	ran    *ranUE // serving N2 connection; nil exactly in CM-IDLE
+	target *ranUE // N2 handover target connection; nil outside a handover
+
+	supi    string
+	suci    string
+	pei     string // IMEISV from Security Mode Complete
+	guti    *identity.GUTI
+	oldGUTI *identity.GUTI // kept valid until Registration Complete (TS 24.501 §5.5.1.2.4)
+	taiList []identity.TAI // registration area of the last Registration Accept
+
+	// NAS security (TS 33.501 §6.2, §6.7).
+	sec       *nas.SecurityContext // current context, nil before SMC
+	kamf      []byte
+	ngKSI     uint8
+	ueSecCap  nas.UESecurityCapability
+	hasSecCap bool
+
+	subscribed   []sbi.SubscribedSNSSAI // from Nudm_SDM am-data; nil until fetched
+	allowedNSSAI []identity.SNSSAI
+	ueAMBR       *ngap.AMBR // subscribed UE-AMBR from am-data (TS 23.501 §5.7.2.6); nil = none
+
+	// sessions are the UE's PDU sessions by PDU session ID (TS 23.502
+	// §5.2.2.2.2: PDU session ID, SMF, S-NSSAI, DNN).
+	sessions map[uint8]*pduSession
+
+	// The running procedure's data (st.proc says which one runs).
+	reg    registrationProc
+	common commonProc
+	auth   authProc
+	smc    securityModeProc
+
+	// nasTimer guards the downlink NAS message the current step waits on
+	// (one at a time: T3550, T3560 or T3570).
+	nasTimer   serial.Retransmission
+	nasTimerID timerID
+}
+
+// post queues f on u's executor after everything posted before it. Work
+// posted after the AMF closed is dropped.
+func (u *ue) post(f func()) { u.exec.Post(f) }
+
+// fire moves u through the state machine (ue_state.go). It returns false,
+// and leaves the state alone, when the table does not allow ev now; the
+// caller then answers as for a message not compatible with the state.
+func (u *ue) fire(ev event) bool {
+	n, ok := next(u.st, ev)
+	if !ok {
+		u.log.Info("event not allowed in this state", "event", ev.String(), "state", u.st.String())
+		u.amf.stats.refused.Add(1)
+		return false
+	}
+	u.setState(n)
+	return true
+}
+
+func (u *ue) setState(n ueState) {
+	a := u.amf
+	if u.st.rm == rmRegistered && n.rm != rmRegistered {
+		a.stats.registered.Add(-1)
+	} else if u.st.rm != rmRegistered && n.rm == rmRegistered {
+		a.stats.registered.Add(1)
+	}
+	if u.st.cm == cmIdle && n.cm == cmConnected {
+		a.stats.connected.Add(1)
+	} else if u.st.cm == cmConnected && n.cm == cmIdle {
+		a.stats.connected.Add(-1)
+	}
+	u.st = n
+	u.published.Store(uint32(n.rm) | uint32(n.cm)<<8 | uint32(n.proc)<<16)
+}
+
+// publishedState is u's state as last set, for goroutines other than its
+// executor.
+func (u *ue) publishedState() ueState {
+	v := u.published.Load()
+	return ueState{rm: rmState(v), cm: cmState(v >> 8), proc: procedure(v >> 16)}
+}
+
+func (u *ue) gone() bool { return u.st.rm == rmGone }
+
+// ranUETable maps AMF UE NGAP IDs to N2 connections.
+type ranUETable struct{ shardmap.Map[int64, *ranUE] }
+
+func newRANUETable() *ranUETable {
+	t := &ranUETable{}
+	t.Init(func(id int64) uint32 { return uint32(id) })
+	return t
+}
+
+func (t *ranUETable) put(r *ranUE)    { t.Put(r.amfID, r) }
+func (t *ranUETable) delete(r *ranUE) { t.CompareAndDelete(r.amfID, r) }
+
+// supiTable maps SUPIs to UE contexts, so that a second registration of the
+// same subscriber replaces the first context (TS 23.502 §4.2.2.2.2 step 5).
+type supiTable struct{ shardmap.Map[string, *ue] }
+
+func newSUPITable() *supiTable {
+	t := &supiTable{}
+	t.Init(supiHash)
+	return t
+}
+
+// supiHash is FNV-1a over the last digits: enough spread, no allocation.
+func supiHash(s string) uint32 {
+	h := uint32(2166136261)
+	for i := max(0, len(s)-8); i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
+}
