@@ -218,8 +218,11 @@ func decodeRegistrationRequest(r *reader) (Message, error) {
 		case 0x2F:
 			m.RequestedNSSAI, err = decodeNSSAI(ie.v)
 		case 0x52:
-			t, e := decodeTAI(ie.v)
-			m.LastVisitedTAI, err = &t, e
+			t, err := decodeTAI(ie.v)
+			if err != nil {
+				return err
+			}
+			m.LastVisitedTAI = &t
 		case 0x40:
 			m.UplinkDataStatus, err = decodePSI(ie.v)
 		case 0x50:
@@ -259,10 +262,7 @@ func decodeRegistrationAccept(r *reader) (Message, error) {
 		case 0x50:
 			m.PDUSessionStatus, err = decodePSI(ie.v)
 		case 0x5E:
-			if len(ie.v) != 1 {
-				return fmt.Errorf("GPRS timer 3 of %d octets", len(ie.v))
-			}
-			m.T3512 = &GPRSTimer3{Unit: ie.v[0] >> 5, Value: ie.v[0] & 0x1F}
+			m.T3512, err = decodeGPRSTimer3(ie.v)
 		}
 		return err
 	})
@@ -360,8 +360,11 @@ func decodeULNASTransport(r *reader) (Message, error) {
 		case 0x80:
 			m.RequestType = ie.v[0] & 7
 		case 0x22:
-			s, e := decodeSNSSAI(ie.v)
-			m.SNSSAI, err = &s, e
+			s, err := decodeSNSSAI(ie.v)
+			if err != nil {
+				return err
+			}
+			m.SNSSAI = &s
 		case 0x25:
 			m.DNN, err = decodeDNN(ie.v)
 		}
