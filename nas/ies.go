@@ -487,6 +487,19 @@ func decodePSI(v []byte) (*uint16, error) {
 	return &x, nil
 }
 
+// PDU session reactivation result error cause value (TS 24.501 §9.11.3.43):
+// pairs of PDU session identity and 5GMM cause.
+func decodePDUSessionCauses(v []byte) ([]PDUSessionCause, error) {
+	if len(v) == 0 || len(v)%2 != 0 {
+		return nil, fmt.Errorf("PDU session reactivation result error cause of %d octets", len(v))
+	}
+	out := make([]PDUSessionCause, 0, len(v)/2)
+	for i := 0; i < len(v); i += 2 {
+		out = append(out, PDUSessionCause{PSI: v[i], Cause: Cause5GMM(v[i+1])})
+	}
+	return out, nil
+}
+
 // DNN (TS 24.501 §9.11.2.1B): APN encoding of TS 23.003 §9.1, labels each
 // prefixed by their length.
 func encodeDNN(s string) ([]byte, error) {

@@ -130,6 +130,26 @@ func TestDecodeDropsIncorrectOptionalIEs(t *testing.T) {
 			&ServiceAccept{PDUSessionStatus: u16(2)},
 		},
 		{
+			"Service Accept: reactivation result error cause of 3 octets, empty T3448",
+			encodeWith(t, &ServiceAccept{EAPMessage: []byte{3, 1, 0, 4}}, tlve(0x72, 1, 22, 2), tlv(0x6B)),
+			&ServiceAccept{EAPMessage: []byte{3, 1, 0, 4}},
+		},
+		{
+			"Service Request: allowed PDU session status of 1 octet",
+			encodeWith(t, &ServiceRequest{ServiceType: ServiceData, STMSI: tGUTI.STMSI(), PDUSessionStatus: u16(4)}, tlv(0x25, 4)),
+			&ServiceRequest{ServiceType: ServiceData, STMSI: tGUTI.STMSI(), PDUSessionStatus: u16(4)},
+		},
+		{
+			"Registration Accept: empty T3502",
+			encodeWith(t, &RegistrationAccept{Result: Registered3GPP, T3512: &t3512}, tlv(0x16)),
+			&RegistrationAccept{Result: Registered3GPP, T3512: &t3512},
+		},
+		{
+			"De-registration Request (UE terminated): empty T3346, rejected NSSAI skipped",
+			encodeWith(t, &DeregistrationRequestUETerminated{AccessType: Access3GPP, Cause: CauseIllegalUE}, tlv(0x5F), tlv(0x6D, 0x41, 1)),
+			&DeregistrationRequestUETerminated{AccessType: Access3GPP, Cause: CauseIllegalUE},
+		},
+		{
 			"Service Reject: empty T3346",
 			encodeWith(t, &ServiceReject{Cause: CauseCongestion}, tlv(0x5F), tlv(0x6B, 0x21)),
 			&ServiceReject{Cause: CauseCongestion, T3448: &GPRSTimer2{Unit: 1, Value: 1}},
