@@ -13,6 +13,7 @@ var (
 	tvSecurityModeCommand = map[uint8]int{0x57: 2}
 	tvULNASTransport      = map[uint8]int{0x12: 2, 0x59: 2}
 	tvDLNASTransport      = map[uint8]int{0x12: 2, 0x58: 2}
+	tvDeregRequestUETerm  = map[uint8]int{0x58: 2}
 )
 
 func decode(b []byte) (Message, error) {
@@ -152,6 +153,11 @@ func decodeBody(t MsgType, r *reader) (Message, error) {
 	case MsgDeregistrationAcceptUEOrig:
 		r.optionals(nil, skip)
 		return &DeregistrationAcceptUEOriginating{}, nil
+	case MsgDeregistrationRequestUETerm:
+		return decodeDeregistrationRequestUETerminated(r)
+	case MsgDeregistrationAcceptUETerm:
+		r.optionals(nil, skip)
+		return &DeregistrationAcceptUETerminated{}, nil
 	case MsgServiceRequest:
 		return decodeServiceRequest(r)
 	case MsgServiceReject:
@@ -164,6 +170,12 @@ func decodeBody(t MsgType, r *reader) (Message, error) {
 				m.PDUSessionStatus, err = decodePSI(ie.v)
 			case 0x26:
 				m.PDUSessionReactivationResult, err = decodePSI(ie.v)
+			case 0x72:
+				m.PDUSessionReactivationResultErrorCause, err = decodePDUSessionCauses(ie.v)
+			case 0x78:
+				m.EAPMessage = ie.v
+			case 0x6B:
+				m.T3448, err = decodeGPRSTimer2(ie.v)
 			}
 			return err
 		})
@@ -218,8 +230,11 @@ func decodeRegistrationRequest(r *reader) (Message, error) {
 		case 0x2F:
 			m.RequestedNSSAI, err = decodeNSSAI(ie.v)
 		case 0x52:
-			t, e := decodeTAI(ie.v)
-			m.LastVisitedTAI, err = &t, e
+			t, err := decodeTAI(ie.v)
+			if err != nil {
+				return err
+			}
+			m.LastVisitedTAI = &t
 		case 0x40:
 			m.UplinkDataStatus, err = decodePSI(ie.v)
 		case 0x50:
@@ -259,11 +274,33 @@ func decodeRegistrationAccept(r *reader) (Message, error) {
 		case 0x50:
 			m.PDUSessionStatus, err = decodePSI(ie.v)
 		case 0x5E:
-			if len(ie.v) != 1 {
-				return fmt.Errorf("GPRS timer 3 of %d octets", len(ie.v))
-			}
-			m.T3512 = &GPRSTimer3{Unit: ie.v[0] >> 5, Value: ie.v[0] & 0x1F}
+			m.T3512, err = decodeGPRSTimer3(ie.v)
+		case 0x16:
+			m.T3502, err = decodeGPRSTimer2(ie.v)
 		}
+		return err
+	})
+	return m, nil
+}
+
+func decodeDeregistrationRequestUETerminated(r *reader) (Message, error) {
+	o := r.u8()
+	if r.err != nil {
+		return nil, r.err
+	}
+	// TS 24.501 §9.11.3.20: the switch off bit is spare in this direction.
+	m := &DeregistrationRequestUETerminated{ReRegistrationRequired: o&4 != 0, AccessType: AccessType(o & 3)}
+	if m.AccessType == 0 {
+		return nil, errors.New("de-registration type: access type 0 is reserved")
+	}
+	r.optionals(tvDeregRequestUETerm, func(ie optIE) (err error) {
+		switch ie.iei {
+		case 0x58:
+			m.Cause = Cause5GMM(ie.v[0])
+		case 0x5F:
+			m.T3346, err = decodeGPRSTimer2(ie.v)
+		}
+		// rejected NSSAI (0x6D) and the CAG information lists are skipped
 		return err
 	})
 	return m, nil
@@ -340,6 +377,8 @@ func decodeServiceRequest(r *reader) (Message, error) {
 			m.UplinkDataStatus, err = decodePSI(ie.v)
 		case 0x50:
 			m.PDUSessionStatus, err = decodePSI(ie.v)
+		case 0x25:
+			m.AllowedPDUSessionStatus, err = decodePSI(ie.v)
 		case 0x71:
 			m.NASMessageContainer = ie.v
 		}
@@ -360,8 +399,11 @@ func decodeULNASTransport(r *reader) (Message, error) {
 		case 0x80:
 			m.RequestType = ie.v[0] & 7
 		case 0x22:
-			s, e := decodeSNSSAI(ie.v)
-			m.SNSSAI, err = &s, e
+			s, err := decodeSNSSAI(ie.v)
+			if err != nil {
+				return err
+			}
+			m.SNSSAI = &s
 		case 0x25:
 			m.DNN, err = decodeDNN(ie.v)
 		}

@@ -109,6 +109,10 @@ func encodeMessage(m Message) ([]byte, error) {
 		return w.b, nil
 	case *DeregistrationAcceptUEOriginating:
 		return header(MsgDeregistrationAcceptUEOrig, 3).b, nil
+	case *DeregistrationRequestUETerminated:
+		return m.encode()
+	case *DeregistrationAcceptUETerminated:
+		return header(MsgDeregistrationAcceptUETerm, 3).b, nil
 	case *ServiceRequest:
 		w := header(MsgServiceRequest, 24+len(m.NASMessageContainer))
 		w.u8(m.ServiceType<<4 | m.NgKSI.half())
@@ -119,19 +123,15 @@ func encodeMessage(m Message) ([]byte, error) {
 		if m.PDUSessionStatus != nil {
 			w.tlv(0x50, psiBytes(*m.PDUSessionStatus))
 		}
+		if m.AllowedPDUSessionStatus != nil {
+			w.tlv(0x25, psiBytes(*m.AllowedPDUSessionStatus))
+		}
 		if m.NASMessageContainer != nil {
 			w.tlve(0x71, m.NASMessageContainer)
 		}
 		return w.b, nil
 	case *ServiceAccept:
-		w := header(MsgServiceAccept, 11)
-		if m.PDUSessionStatus != nil {
-			w.tlv(0x50, psiBytes(*m.PDUSessionStatus))
-		}
-		if m.PDUSessionReactivationResult != nil {
-			w.tlv(0x26, psiBytes(*m.PDUSessionReactivationResult))
-		}
-		return w.b, nil
+		return m.encode()
 	case *Status5GMM:
 		return causeOnly(MsgStatus5GMM, m.Cause)
 	case *ULNASTransport:
@@ -228,7 +228,59 @@ func (m *RegistrationAccept) encode() ([]byte, error) {
 		w.tlv(0x50, psiBytes(*m.PDUSessionStatus))
 	}
 	if m.T3512 != nil {
-		w.tlv(0x5E, []byte{m.T3512.Unit<<5 | m.T3512.Value&0x1F})
+		w.tlv(0x5E, []byte{m.T3512.octet()})
+	}
+	if m.T3502 != nil {
+		w.tlv(0x16, []byte{m.T3502.octet()})
+	}
+	return w.b, nil
+}
+
+func (m *DeregistrationRequestUETerminated) encode() ([]byte, error) {
+	if m.AccessType < Access3GPP || m.AccessType > AccessBoth {
+		return nil, fmt.Errorf("access type %d", m.AccessType)
+	}
+	w := header(MsgDeregistrationRequestUETerm, 8)
+	// TS 24.501 §8.2.14: de-registration type in bits 4-1 (§9.11.3.20:
+	// switch off 0, re-registration required, access type), spare half
+	// octet in bits 8-5.
+	dt := uint8(m.AccessType)
+	if m.ReRegistrationRequired {
+		dt |= 4
+	}
+	w.u8(dt)
+	if m.Cause != 0 {
+		w.raw([]byte{0x58, uint8(m.Cause)})
+	}
+	if m.T3346 != nil {
+		w.tlv(0x5F, []byte{m.T3346.octet()})
+	}
+	return w.b, nil
+}
+
+func (m *ServiceAccept) encode() ([]byte, error) {
+	w := header(MsgServiceAccept, 16+2*len(m.PDUSessionReactivationResultErrorCause)+len(m.EAPMessage))
+	if m.PDUSessionStatus != nil {
+		w.tlv(0x50, psiBytes(*m.PDUSessionStatus))
+	}
+	if m.PDUSessionReactivationResult != nil {
+		w.tlv(0x26, psiBytes(*m.PDUSessionReactivationResult))
+	}
+	if l := m.PDUSessionReactivationResultErrorCause; l != nil {
+		if len(l) == 0 || len(l) > 256 {
+			return nil, fmt.Errorf("PDU session reactivation result error cause of %d entries", len(l))
+		}
+		v := make([]byte, 0, 2*len(l))
+		for _, e := range l {
+			v = append(v, e.PSI, uint8(e.Cause))
+		}
+		w.tlve(0x72, v)
+	}
+	if m.EAPMessage != nil {
+		w.tlve(0x78, m.EAPMessage)
+	}
+	if m.T3448 != nil {
+		w.tlv(0x6B, []byte{m.T3448.octet()})
 	}
 	return w.b, nil
 }

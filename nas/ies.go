@@ -473,16 +473,31 @@ func decodeTAIList(v []byte) ([]identity.TAI, error) {
 	return out, nil
 }
 
-// PSI bitmaps (TS 24.501 §9.11.3.44, §9.11.3.57, §9.11.3.42): octet 3 has
-// PSI(7)..PSI(0), octet 4 PSI(15)..PSI(8); further octets are spare.
+// PSI bitmaps (TS 24.501 §9.11.3.44, §9.11.3.57, §9.11.3.42, §9.11.3.13):
+// octet 3 has PSI(7)..PSI(0), octet 4 PSI(15)..PSI(8); further octets are
+// spare, and TS 24.007 §11.4.2 has a receiver ignore octets beyond the
+// 32 the IE may hold rather than treat them as a syntactical error.
 func psiBytes(v uint16) []byte { return []byte{byte(v), byte(v >> 8)} }
 
 func decodePSI(v []byte) (*uint16, error) {
-	if len(v) < 2 || len(v) > 32 {
+	if len(v) < 2 {
 		return nil, fmt.Errorf("PSI bitmap: %d octets", len(v))
 	}
 	x := uint16(v[0]) | uint16(v[1])<<8
 	return &x, nil
+}
+
+// PDU session reactivation result error cause value (TS 24.501 §9.11.3.43):
+// pairs of PDU session identity and 5GMM cause.
+func decodePDUSessionCauses(v []byte) ([]PDUSessionCause, error) {
+	if len(v) == 0 || len(v)%2 != 0 {
+		return nil, fmt.Errorf("PDU session reactivation result error cause of %d octets", len(v))
+	}
+	out := make([]PDUSessionCause, 0, len(v)/2)
+	for i := 0; i < len(v); i += 2 {
+		out = append(out, PDUSessionCause{PSI: v[i], Cause: Cause5GMM(v[i+1])})
+	}
+	return out, nil
 }
 
 // DNN (TS 24.501 §9.11.2.1B): APN encoding of TS 23.003 §9.1, labels each

@@ -29,6 +29,7 @@ type RegistrationAccept struct {
 	TAIList          []identity.TAI    // optional; encoded as one or more partial lists
 	AllowedNSSAI     []identity.SNSSAI // optional
 	T3512            *GPRSTimer3       // optional
+	T3502            *GPRSTimer2       // optional
 	PDUSessionStatus *uint16           // optional
 }
 
@@ -118,6 +119,19 @@ type DeregistrationRequestUEOriginating struct {
 // DeregistrationAcceptUEOriginating (TS 24.501 §8.2.13).
 type DeregistrationAcceptUEOriginating struct{}
 
+// DeregistrationRequestUETerminated (TS 24.501 §8.2.14). Its
+// de-registration type has the switch off bit 0 (TS 24.501 §9.11.3.20:
+// spare in this direction).
+type DeregistrationRequestUETerminated struct {
+	ReRegistrationRequired bool        // re-registration required bit
+	AccessType             AccessType  // Access3GPP, AccessNon3GPP or AccessBoth
+	Cause                  Cause5GMM   // optional; 0 = absent
+	T3346                  *GPRSTimer2 // optional
+}
+
+// DeregistrationAcceptUETerminated (TS 24.501 §8.2.15).
+type DeregistrationAcceptUETerminated struct{}
+
 // Service type values (TS 24.501 §9.11.3.50).
 const (
 	ServiceSignalling         uint8 = 0
@@ -131,18 +145,28 @@ const (
 
 // ServiceRequest (TS 24.501 §8.2.16).
 type ServiceRequest struct {
-	ServiceType         uint8
-	NgKSI               NgKSI
-	STMSI               identity.STMSI // 5G-S-TMSI mobile identity
-	UplinkDataStatus    *uint16        // optional
-	PDUSessionStatus    *uint16        // optional
-	NASMessageContainer []byte         // optional
+	ServiceType      uint8
+	NgKSI            NgKSI
+	STMSI            identity.STMSI // 5G-S-TMSI mobile identity
+	UplinkDataStatus *uint16        // optional
+	PDUSessionStatus *uint16        // optional
+	// AllowedPDUSessionStatus (§9.11.3.13): the PDU sessions of non-3GPP
+	// access whose user plane the UE allows to be re-established over 3GPP
+	// access. nil = absent.
+	AllowedPDUSessionStatus *uint16
+	NASMessageContainer     []byte // optional
 }
 
 // ServiceAccept (TS 24.501 §8.2.17).
 type ServiceAccept struct {
 	PDUSessionStatus             *uint16 // optional
 	PDUSessionReactivationResult *uint16 // optional
+	// PDUSessionReactivationResultErrorCause (§9.11.3.43): the sessions
+	// whose user plane was not re-established, with the cause. nil =
+	// absent; when present it has at least one entry.
+	PDUSessionReactivationResultErrorCause []PDUSessionCause
+	EAPMessage                             []byte      // optional
+	T3448                                  *GPRSTimer2 // optional
 }
 
 // Status5GMM is the 5GMM STATUS message (TS 24.501 §8.2.29).
@@ -198,8 +222,12 @@ func (*DeregistrationRequestUEOriginating) MessageType() MsgType {
 	return MsgDeregistrationRequestUEOrig
 }
 func (*DeregistrationAcceptUEOriginating) MessageType() MsgType { return MsgDeregistrationAcceptUEOrig }
-func (*ServiceRequest) MessageType() MsgType                    { return MsgServiceRequest }
-func (*ServiceAccept) MessageType() MsgType                     { return MsgServiceAccept }
-func (*Status5GMM) MessageType() MsgType                        { return MsgStatus5GMM }
-func (*ULNASTransport) MessageType() MsgType                    { return MsgULNASTransport }
-func (*DLNASTransport) MessageType() MsgType                    { return MsgDLNASTransport }
+func (*DeregistrationRequestUETerminated) MessageType() MsgType {
+	return MsgDeregistrationRequestUETerm
+}
+func (*DeregistrationAcceptUETerminated) MessageType() MsgType { return MsgDeregistrationAcceptUETerm }
+func (*ServiceRequest) MessageType() MsgType                   { return MsgServiceRequest }
+func (*ServiceAccept) MessageType() MsgType                    { return MsgServiceAccept }
+func (*Status5GMM) MessageType() MsgType                       { return MsgStatus5GMM }
+func (*ULNASTransport) MessageType() MsgType                   { return MsgULNASTransport }
+func (*DLNASTransport) MessageType() MsgType                   { return MsgDLNASTransport }

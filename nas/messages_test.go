@@ -3,6 +3,7 @@ package nas
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -111,6 +112,31 @@ func sampleMessages() []Message {
 		&ULNASTransport{PayloadContainerType: PayloadSMS, Payload: []byte{1}},
 		&DLNASTransport{PayloadContainerType: PayloadN1SMInformation, Payload: []byte{0x2e, 5, 1, 0xc2}, PDUSessionID: 5, Cause: CauseDNNNotSupportedOrNotSubscribed},
 		&DLNASTransport{PayloadContainerType: PayloadN1SMInformation, Payload: []byte{0x2e}},
+		// 40-: appended so that the seeds under testdata keep their numbers
+		&DeregistrationRequestUETerminated{
+			ReRegistrationRequired: true, AccessType: Access3GPP, Cause: CauseImplicitlyDeregistered,
+			T3346: &GPRSTimer2{Unit: 1, Value: 5},
+		},
+		&DeregistrationRequestUETerminated{AccessType: AccessBoth},
+		&DeregistrationAcceptUETerminated{},
+		&ServiceRequest{
+			ServiceType: ServiceMobileTerminated, NgKSI: NgKSI{KSI: 1}, STMSI: tGUTI.STMSI(),
+			UplinkDataStatus: u16(0x0004), PDUSessionStatus: u16(0x0026), AllowedPDUSessionStatus: u16(0x0020),
+			NASMessageContainer: []byte{0x7e, 0, 0x4c},
+		},
+		&ServiceAccept{
+			PDUSessionStatus: u16(0x0026), PDUSessionReactivationResult: u16(0x0024),
+			PDUSessionReactivationResultErrorCause: []PDUSessionCause{
+				{PSI: 2, Cause: CauseInsufficientUserPlaneResources}, {PSI: 5, Cause: CauseRestrictedServiceArea},
+			},
+			EAPMessage: []byte{3, 1, 0, 4}, T3448: &GPRSTimer2{Unit: 2, Value: 3},
+		},
+		&RegistrationAccept{Result: Registered3GPPAndNon3GPP, T3512: &t3512, T3502: &GPRSTimer2{Unit: 1, Value: 12}},
+		&ServiceReject{
+			Cause: CauseCongestion, PDUSessionStatus: u16(0x0022), T3346: &GPRSTimer2{Unit: 1, Value: 5},
+			EAPMessage: []byte{4, 3, 0, 4}, T3448: &GPRSTimer2{Unit: 0, Value: 10},
+		},
+		&ServiceReject{Cause: CauseRestrictedServiceArea},
 	}
 }
 
@@ -142,8 +168,8 @@ func TestMessageRoundTrip(t *testing.T) {
 			t.Errorf("free5gc reads %v for %T", x.MsgType(), m)
 		}
 	}
-	if len(seen) != 21 {
-		t.Errorf("samples cover %d message types, want 21", len(seen))
+	if len(seen) != 24 {
+		t.Errorf("samples cover %d message types, want 24", len(seen))
 	}
 }
 
@@ -315,9 +341,133 @@ func TestEncodeErrors(t *testing.T) {
 		&IdentityResponse{MobileIdentity: MobileIdentity{Type: IdentityIMEI, IMEI: "12"}},
 		&SecurityModeComplete{IMEISV: "12345678901234x6"},
 		&ULNASTransport{DNN: "a..b"},
+		&DeregistrationRequestUETerminated{},
+		&DeregistrationRequestUETerminated{AccessType: 4},
+		&ServiceAccept{PDUSessionReactivationResultErrorCause: []PDUSessionCause{}},
 	} {
 		if _, err := Encode(m); err == nil {
 			t.Errorf("Encode(%+v) succeeded", m)
+		}
+	}
+}
+
+// TestFree5GCReadsServiceAndUETerminatedIEs checks the fields free5gc
+// decodes from the UE-terminated de-registration messages and the service
+// and registration accept IEs, and that free5gc, marshalling what it read,
+// gives our octets back.
+func TestFree5GCReadsServiceAndUETerminatedIEs(t *testing.T) {
+	var msgs []Message
+	for _, m := range sampleMessages() {
+		switch m := m.(type) {
+		case *DeregistrationRequestUETerminated, *DeregistrationAcceptUETerminated, *ServiceRequest, *ServiceAccept,
+			*ServiceReject:
+			msgs = append(msgs, m)
+		case *RegistrationAccept:
+			// free5gc re-marshals TAI lists differently (see doc.go)
+			if m.TAIList == nil {
+				msgs = append(msgs, m)
+			}
+		}
+	}
+	for _, m := range msgs {
+		b, err := Encode(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := f5.ParseGMM(b)
+		if err != nil {
+			t.Errorf("free5gc rejects our %T (% x): %v", m, b, err)
+			continue
+		}
+		switch m := m.(type) {
+		case *DeregistrationRequestUETerminated:
+			d := x.(*f5.DeregReqUETerm)
+			if d.DeregType.Switchoff || d.DeregType.ReregRequired != m.ReRegistrationRequired || d.DeregType.AccessType != uint8(m.AccessType) ||
+				(m.Cause != 0) != (d.Cause5GMM != nil) || (m.T3346 != nil) != (d.T3346Value != nil) {
+				t.Errorf("free5gc reads %+v for %+v", d, m)
+			}
+			if m.Cause != 0 && (d.Cause5GMM.Value != uint8(m.Cause) || uint8(d.T3346Value.Unit) != m.T3346.Unit || d.T3346Value.Value != m.T3346.Value) {
+				t.Errorf("free5gc reads cause %+v, T3346 %+v", d.Cause5GMM, d.T3346Value)
+			}
+		case *ServiceRequest:
+			s := x.(*f5.SvcReq)
+			if uint8(s.SvcType.Value) != m.ServiceType || s.Ngksi.Ksi != m.NgKSI.KSI || s.TMSI5GS.TMSIStr() != fmt.Sprintf("%08x", m.STMSI.TMSI) ||
+				(m.AllowedPDUSessionStatus != nil) != (s.AllowedPDUSessStatus != nil) || (m.NASMessageContainer != nil) != (s.NASMsgCntr != nil) {
+				t.Errorf("free5gc reads %+v for %+v", s, m)
+			}
+			if m.AllowedPDUSessionStatus != nil && psiOf(s.AllowedPDUSessStatus.PSI) != *m.AllowedPDUSessionStatus {
+				t.Errorf("free5gc reads allowed PDU session status %v", s.AllowedPDUSessStatus.PSI)
+			}
+			if m.NASMessageContainer != nil && !bytes.Equal(s.NASMsgCntr.Contents, m.NASMessageContainer) {
+				t.Errorf("free5gc reads NAS message container % x", s.NASMsgCntr.Contents)
+			}
+		case *ServiceAccept:
+			s := x.(*f5.SvcAccept)
+			if m.PDUSessionReactivationResultErrorCause == nil {
+				break
+			}
+			var got []PDUSessionCause
+			for _, p := range s.PDUSessReactivationResultErrCause.IdCause {
+				got = append(got, PDUSessionCause{PSI: p.PDUSessID, Cause: Cause5GMM(p.Value)})
+			}
+			if !reflect.DeepEqual(got, m.PDUSessionReactivationResultErrorCause) || !bytes.Equal(s.EAPMsg.Eap, m.EAPMessage) ||
+				uint8(s.T3448Value.Unit) != m.T3448.Unit || s.T3448Value.Value != m.T3448.Value ||
+				psiOf(s.PDUSessReactivationResult.PSI) != *m.PDUSessionReactivationResult {
+				t.Errorf("free5gc reads %+v for %+v", s, m)
+			}
+		case *RegistrationAccept:
+			r := x.(*f5.RegAccept)
+			if r.RegResult5GS.Value != uint8(m.Result) || r.RegResult5GS.SMSAllowed != m.SMSAllowed || (m.T3502 != nil) != (r.T3502Value != nil) {
+				t.Errorf("free5gc reads %+v for %+v", r, m)
+			}
+			if m.T3502 != nil && (uint8(r.T3502Value.Unit) != m.T3502.Unit || r.T3502Value.Value != m.T3502.Value) {
+				t.Errorf("free5gc reads T3502 %+v", r.T3502Value)
+			}
+		}
+		out, err := x.MarshalBinary()
+		if err != nil || !bytes.Equal(out, b) {
+			t.Errorf("%T: free5gc marshals what it read as\n % x\nours\n % x (%v)", m, out, b, err)
+		}
+	}
+
+	// free5gc's own test input sets the switch off bit, which is spare in
+	// this direction (TS 24.501 §9.11.3.20): it is ignored.
+	got, err := Decode([]byte{0x7e, 0x00, 0x47, 0x09, 0x58, 0x05, 0x5f, 0x01, 0x56})
+	want := &DeregistrationRequestUETerminated{AccessType: Access3GPP, Cause: CausePEINotAccepted, T3346: &GPRSTimer2{Unit: 2, Value: 0x16}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, %v\nwant %+v", got, err, want)
+	}
+	if m, err := Decode([]byte{0x7e, 0x00, 0x47, 0x08}); err == nil {
+		t.Errorf("access type 0 decoded as %+v", m)
+	}
+}
+
+func psiOf(p [16]bool) uint16 {
+	var v uint16
+	for i, set := range p {
+		if set {
+			v |= 1 << i
+		}
+	}
+	return v
+}
+
+// TestServiceTypes runs every service type of TS 24.501 §9.11.3.50 through
+// our codec and free5gc's.
+func TestServiceTypes(t *testing.T) {
+	for st := ServiceSignalling; st <= ServiceElevatedSignalling; st++ {
+		m := &ServiceRequest{ServiceType: st, NgKSI: NgKSI{KSI: 3}, STMSI: tGUTI.STMSI()}
+		b, err := Encode(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Decode(b)
+		if err != nil || !reflect.DeepEqual(got, m) {
+			t.Errorf("service type %d: %+v, %v", st, got, err)
+		}
+		x, err := f5.ParseGMM(b)
+		if err != nil || uint8(x.(*f5.SvcReq).SvcType.Value) != st || x.(*f5.SvcReq).Ngksi.Ksi != 3 {
+			t.Errorf("service type %d: free5gc reads %+v, %v", st, x, err)
 		}
 	}
 }

@@ -39,11 +39,19 @@ var (
 	tvSMCause      = map[uint8]int{ieiSMCause: 2}
 )
 
+// qosIE makes an error in an optional QoS rules or QoS flow descriptions IE
+// fail the message instead of dropping the IE (TS 24.501 §7.7.1): the
+// procedures answer errors in these IEs with causes of their own (#83, #84,
+// #44, #45; §6.3.2.4 for the UE, §6.4.2 for the SMF), which a message
+// without the IE would hide.
+func qosIE(err error) error { return failMessage(err) }
+
 // ErrNot5GSM is returned by DecodeSM for a PDU whose EPD is not 5GSM.
 var ErrNot5GSM = errors.New("not a 5GSM message")
 
 // DecodeSM parses a plain 5GSM message (the N1 SM container of UL/DL NAS
-// TRANSPORT). It never panics. Byte-slice fields alias b.
+// TRANSPORT). It never panics, and treats optional IEs as Decode does.
+// Byte-slice fields alias b.
 func DecodeSM(b []byte) (m SMMessage, err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -228,8 +236,11 @@ func decodeEstablishmentAccept(h SMHeader, r *reader) (SMMessage, error) {
 		case ieiPDUAddress:
 			m.PDUAddress, err = decodePDUAddress(ie.v)
 		case ieiSNSSAISM:
-			s, e := decodeSNSSAI(ie.v)
-			m.SNSSAI, err = &s, e
+			s, err := decodeSNSSAI(ie.v)
+			if err != nil {
+				return err
+			}
+			m.SNSSAI = &s
 		case ieiAlwaysOnInd:
 			v := ie.v[0]&1 != 0
 			m.AlwaysOn = &v
@@ -237,6 +248,7 @@ func decodeEstablishmentAccept(h SMHeader, r *reader) (SMMessage, error) {
 			m.EAPMessage = ie.v
 		case ieiQoSFlowDescs:
 			m.QoSFlowDescriptions, err = decodeQoSFlowDescriptions(ie.v)
+			err = qosIE(err)
 		case ieiExtendedPCO:
 			m.ExtendedPCO = ie.v
 		case ieiDNNSM:
@@ -264,8 +276,10 @@ func decodeModificationRequest(h SMHeader, r *reader) (SMMessage, error) {
 			m.IntegrityMaxDataRate = &v
 		case ieiQoSRules:
 			m.RequestedQoSRules, err = decodeQoSRules(ie.v)
+			err = qosIE(err)
 		case ieiQoSFlowDescs:
 			m.RequestedQoSFlowDescriptions, err = decodeQoSFlowDescriptions(ie.v)
+			err = qosIE(err)
 		case ieiExtendedPCO:
 			m.ExtendedPCO = ie.v
 		}
@@ -281,15 +295,20 @@ func decodeModificationCommand(h SMHeader, r *reader) (SMMessage, error) {
 		case ieiSMCause:
 			m.Cause = Cause5GSM(ie.v[0])
 		case ieiSessionAMBR:
-			a, e := decodeSessionAMBR(ie.v)
-			m.SessionAMBR, err = &a, e
+			a, err := decodeSessionAMBR(ie.v)
+			if err != nil {
+				return err
+			}
+			m.SessionAMBR = &a
 		case ieiAlwaysOnInd:
 			v := ie.v[0]&1 != 0
 			m.AlwaysOn = &v
 		case ieiQoSRules:
 			m.QoSRules, err = decodeQoSRules(ie.v)
+			err = qosIE(err)
 		case ieiQoSFlowDescs:
 			m.QoSFlowDescriptions, err = decodeQoSFlowDescriptions(ie.v)
+			err = qosIE(err)
 		case ieiExtendedPCO:
 			m.ExtendedPCO = ie.v
 		}

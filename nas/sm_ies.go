@@ -554,19 +554,22 @@ func (d *QoSFlowDescription) setParameter(id uint8, p []byte) error {
 func encodeMaxPacketFilters(n uint16) []byte { return []byte{byte(n >> 3), byte(n<<5) & 0xE0} }
 func decodeMaxPacketFilters(v []byte) uint16 { return uint16(v[0])<<3 | uint16(v[1]>>5) }
 
-// GPRS timer 3 value as a one-octet TLV body.
+// GPRS timer 3 value as a one-octet TLV body. TS 24.007 §11.4.2: a length
+// beyond the value part is not a syntactical error, the extra octets are
+// ignored; an empty value is one.
 func decodeGPRSTimer3(v []byte) (*GPRSTimer3, error) {
-	if len(v) != 1 {
-		return nil, fmt.Errorf("GPRS timer 3 of %d octets", len(v))
+	if len(v) < 1 {
+		return nil, errors.New("GPRS timer 3: empty")
 	}
 	return &GPRSTimer3{Unit: v[0] >> 5, Value: v[0] & 0x1F}, nil
 }
 
 func (t GPRSTimer3) octet() byte { return t.Unit<<5 | t.Value&0x1F }
 
+// GPRS timer 2 value, read as decodeGPRSTimer3.
 func decodeGPRSTimer2(v []byte) (*GPRSTimer2, error) {
-	if len(v) != 1 {
-		return nil, fmt.Errorf("GPRS timer 2 of %d octets", len(v))
+	if len(v) < 1 {
+		return nil, errors.New("GPRS timer 2: empty")
 	}
 	return &GPRSTimer2{Unit: v[0] >> 5, Value: v[0] & 0x1F}, nil
 }

@@ -26,6 +26,8 @@ const (
 	MsgRegistrationReject          MsgType = 0x44
 	MsgDeregistrationRequestUEOrig MsgType = 0x45
 	MsgDeregistrationAcceptUEOrig  MsgType = 0x46
+	MsgDeregistrationRequestUETerm MsgType = 0x47
+	MsgDeregistrationAcceptUETerm  MsgType = 0x48
 	MsgServiceRequest              MsgType = 0x4C
 	MsgServiceReject               MsgType = 0x4D
 	MsgServiceAccept               MsgType = 0x4E
@@ -51,6 +53,8 @@ var msgTypeNames = map[MsgType]string{
 	MsgRegistrationReject:          "RegistrationReject",
 	MsgDeregistrationRequestUEOrig: "DeregistrationRequestUEOriginating",
 	MsgDeregistrationAcceptUEOrig:  "DeregistrationAcceptUEOriginating",
+	MsgDeregistrationRequestUETerm: "DeregistrationRequestUETerminated",
+	MsgDeregistrationAcceptUETerm:  "DeregistrationAcceptUETerminated",
 	MsgServiceRequest:              "ServiceRequest",
 	MsgServiceReject:               "ServiceReject",
 	MsgServiceAccept:               "ServiceAccept",
@@ -151,7 +155,8 @@ const (
 	RegistrationSNPNOnboarding   RegistrationType = 5
 )
 
-// RegistrationResult is the 5GS registration result value (TS 24.501 §9.11.3.6).
+// RegistrationResult is the 5GS registration result value (TS 24.501
+// §9.11.3.6, bits 3-1 of the IE; values 0 and 4-7 are reserved).
 type RegistrationResult uint8
 
 // 5GS registration result values.
@@ -232,6 +237,14 @@ func (c UESecurityCapability) SupportsEA(alg uint8) bool { return alg < 8 && c.E
 
 // SupportsIA reports whether the UE supports 5G-IA alg (0..7).
 func (c UESecurityCapability) SupportsIA(alg uint8) bool { return alg < 8 && c.IA&(0x80>>alg) != 0 }
+
+// PDUSessionCause is one entry of the PDU session reactivation result error
+// cause IE (TS 24.501 §9.11.3.43): a PDU session identity and the 5GMM cause
+// of its failed re-activation.
+type PDUSessionCause struct {
+	PSI   uint8
+	Cause Cause5GMM
+}
 
 // GPRSTimer3 is a GPRS timer 3 value (TS 24.008 §10.5.7.4a), used for T3512.
 type GPRSTimer3 struct {

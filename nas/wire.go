@@ -78,9 +78,19 @@ type optIE struct {
 // optionals walks the optional part of a message. tv gives the total length
 // (IEI included) of the message's type-3 TV IEs; all other IEIs follow the
 // TS 24.007 §11.2.4 rules: 0x8X-0xFX type 1 (one octet), 0x7X TLV-E,
-// otherwise TLV. fn is called once per IE; unknown IEs are the caller's to
+// otherwise TLV. fn is called for the first occurrence of each IEI only: a
+// repeated IE is ignored (TS 24.501 §7.6.3). Unknown IEs are the caller's to
 // skip (return nil).
+//
+// An error from fn marks the IE as syntactically incorrect: the IE is
+// treated as not present and the walk goes on (TS 24.501 §7.7.1), so fn
+// must set the message's fields only once the IE has decoded. Only an error
+// wrapped by failMessage (a conditional IE, §7.7.2, or an IE whose errors a
+// procedure answers with a cause of its own) fails the message, as does an
+// IE that runs past the end of the message: what follows it cannot be
+// located.
 func (r *reader) optionals(tv map[uint8]int, fn func(ie optIE) error) {
+	var seen [4]uint64 // one bit per IEI (type 1: the high nibble)
 	for r.err == nil && len(r.b) > 0 {
 		iei := r.b[0]
 		var ie optIE
@@ -104,9 +114,30 @@ func (r *reader) optionals(tv map[uint8]int, fn func(ie optIE) error) {
 			r.err = fmt.Errorf("IE 0x%02x: %w", iei, r.err)
 			return
 		}
+		word, bit := ie.iei>>6, uint64(1)<<(ie.iei&63)
+		if seen[word]&bit != 0 {
+			continue
+		}
+		seen[word] |= bit
 		if err := fn(ie); err != nil {
-			r.fail(fmt.Errorf("IE 0x%02x: %w", iei, err))
-			return
+			var f fatalIE
+			if errors.As(err, &f) {
+				r.fail(fmt.Errorf("IE 0x%02x: %w", iei, f.error))
+				return
+			}
+			// TS 24.501 §7.7.1: not present.
 		}
 	}
+}
+
+// fatalIE is an optional-part IE error that fails the whole message.
+type fatalIE struct{ error }
+
+// failMessage makes err, returned by an optionals callback, fail the
+// message instead of dropping the IE.
+func failMessage(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fatalIE{err}
 }

@@ -137,8 +137,12 @@ func KgNB(kamf []byte, ulNASCount uint32, accessType uint8) []byte {
 	return Derive(kamf, FCKgNB, count[:], []byte{accessType})
 }
 
-// NH derives the next hop key (TS 33.501 A.10): P0 = SYNC-input, which is
-// the fresh KgNB for the first NH and the previous NH afterwards. 32 octets.
+// NH derives a next hop key (TS 33.501 Annex A.10): KDF(KAMF, FC = 0x6F,
+// P0 = SYNC-input, L0 = 0x00 0x20). SYNC-input, 32 octets, is the KgNB
+// derived by A.9 for the first NH of the chain and the previous NH after
+// that (TS 33.501 §6.9.2.1.1): the initial KgNB goes with NCC 0, the NH
+// from it with NCC 1, and each further NH raises the NCC by one. The result
+// is 32 octets.
 func NH(kamf, syncInput []byte) []byte {
 	return Derive(kamf, FCNH, syncInput)
 }

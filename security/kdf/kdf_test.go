@@ -1,6 +1,9 @@
 package kdf
 
 import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/hex"
 	"strings"
 	"testing"
@@ -139,5 +142,47 @@ func TestKgNBAccessTypeAndCount(t *testing.T) {
 	}
 	if SUPIForKDF("imsi-001010000000001") != "001010000000001" || SUPIForKDF("nai-x@y") != "nai-x@y" {
 		t.Error("SUPIForKDF")
+	}
+}
+
+// TestNHChain follows the NH/NCC chain of TS 33.501 §6.9.2.1.1 from the
+// published KAMF and KgNB of TestAnnexAChain: NCC 1 from KgNB, then each NH
+// from the previous one. Each step is checked against HMAC-SHA-256 over the
+// input string S = FC || P0 || L0 of TS 33.220 Annex B.2 written out octet
+// by octet, without Derive, and against values computed outside this code
+// with Python's hmac/hashlib:
+//
+//	s = KgNB
+//	for ncc in 1..4: s = hmac.new(KAMF, b'\x6f' + s + b'\x00\x20', sha256).digest()
+//
+// No published NH value was found (searched open5gs, free5gc, OAI:
+// they derive NH but their tests assert no value).
+func TestNHChain(t *testing.T) {
+	kamf := unhex(t, "7E9F97707CEF48318DF182A7F9E7BA838A6FB36AB83A7D1BAF2610B97A5B9DCF")
+	kgnb := unhex(t, "617C2F3DB714A5A10597591A25FEB21A159EA7796109292B0B2CA579D9002B0C")
+	want := []string{
+		"9d0cc1b779988300eec09233069f1a9b27ef15747454ce7f7ec5255372678b5e",
+		"10b79df076a20589b021654c751ab5e461fd6530529caed8f91f6b56deb9a1fa",
+		"5cf61ab84bae87ca424aa908f8e03cc66f44efcb3857429bb0eb8c10aaa33ec1",
+		"055aaee5d12442b61f3357d142268ea7ee45b02487ddc8f490480c63ea42e00f",
+	}
+	sync := kgnb
+	for ncc := 1; ncc <= len(want); ncc++ {
+		nh := NH(kamf, sync)
+		s := append([]byte{0x6F}, sync...)
+		s = append(s, 0x00, 0x20) // L0: SYNC-input is 32 octets
+		mac := hmac.New(sha256.New, kamf)
+		mac.Write(s)
+		if ref := mac.Sum(nil); !bytes.Equal(nh, ref) {
+			t.Errorf("NCC %d: NH = %x, HMAC-SHA-256(KAMF, S) = %x", ncc, nh, ref)
+		}
+		expect(t, "NH", nh, want[ncc-1])
+		if len(nh) != 32 {
+			t.Fatalf("NCC %d: NH of %d octets", ncc, len(nh))
+		}
+		sync = nh
+	}
+	if bytes.Equal(NH(kamf, kgnb), NH(kgnb, kamf)) {
+		t.Error("NH does not tell the key from the SYNC-input")
 	}
 }
