@@ -167,6 +167,14 @@ func (e *DecodeError) readRawIDs(target f5.Message) {
 			e.AMFUENGAPID = &x
 		}
 	}
+	// Path Switch Request names the UE by the AMF UE NGAP ID it had at the
+	// source (TS 38.413 §9.2.3.8): the one an Error Indication can carry.
+	if f := s.FieldByName("SourceAMFUENGAPID"); f.IsValid() && e.AMFUENGAPID == nil {
+		if id, ok := f.Interface().(*ie.AMFUENGAPID); ok && id != nil {
+			x := id.Value
+			e.AMFUENGAPID = &x
+		}
+	}
 	if f := s.FieldByName("RANUENGAPID"); f.IsValid() {
 		if id, ok := f.Interface().(*ie.RANUENGAPID); ok && id != nil {
 			x := id.Value
@@ -360,6 +368,40 @@ func convert(x f5.Message) (Message, error) {
 		return pduSessionResourceReleaseCommandFrom(x)
 	case *f5.PDUSessionResourceReleaseResponse:
 		return pduSessionResourceReleaseResponseFrom(x)
+	case *f5.Paging:
+		return pagingFrom(x)
+	case *f5.PathSwitchRequest:
+		return pathSwitchRequestFrom(x)
+	case *f5.PathSwitchRequestAcknowledge:
+		return pathSwitchRequestAcknowledgeFrom(x)
+	case *f5.PathSwitchRequestFailure:
+		return pathSwitchRequestFailureFrom(x)
+	case *f5.HandoverRequired:
+		return handoverRequiredFrom(x)
+	case *f5.HandoverCommand:
+		return handoverCommandFrom(x)
+	case *f5.HandoverPreparationFailure:
+		return handoverPreparationFailureFrom(x)
+	case *f5.HandoverRequest:
+		return handoverRequestFrom(x)
+	case *f5.HandoverRequestAcknowledge:
+		return handoverRequestAcknowledgeFrom(x)
+	case *f5.HandoverFailure:
+		return handoverFailureFrom(x)
+	case *f5.HandoverNotify:
+		return handoverNotifyFrom(x)
+	case *f5.HandoverCancel:
+		return handoverCancelFrom(x)
+	case *f5.HandoverCancelAcknowledge:
+		return handoverCancelAcknowledgeFrom(x)
+	case *f5.UplinkRANStatusTransfer:
+		return ranStatusTransferFrom(x.AMFUENGAPID, x.RANUENGAPID, x.RANStatusTransferTransparentContainer, func(a, r int64, d []DRBStatus) Message {
+			return &UplinkRANStatusTransfer{AMFUENGAPID: a, RANUENGAPID: r, DRBs: d}
+		})
+	case *f5.DownlinkRANStatusTransfer:
+		return ranStatusTransferFrom(x.AMFUENGAPID, x.RANUENGAPID, x.RANStatusTransferTransparentContainer, func(a, r int64, d []DRBStatus) Message {
+			return &DownlinkRANStatusTransfer{AMFUENGAPID: a, RANUENGAPID: r, DRBs: d}
+		})
 	case *f5.ErrorIndication:
 		m := &ErrorIndication{CriticalityDiagnostics: critDiagFrom(x.CriticalityDiagnostics)}
 		if x.AMFUENGAPID != nil {

@@ -160,6 +160,36 @@ func toFree5GC(m Message) (f5.Message, error) {
 		return m.toFree5GC()
 	case *PDUSessionResourceReleaseResponse:
 		return m.toFree5GC()
+	case *Paging:
+		return m.toFree5GC()
+	case *PathSwitchRequest:
+		return m.toFree5GC()
+	case *PathSwitchRequestAcknowledge:
+		return m.toFree5GC()
+	case *PathSwitchRequestFailure:
+		return m.toFree5GC()
+	case *HandoverRequired:
+		return m.toFree5GC()
+	case *HandoverCommand:
+		return m.toFree5GC()
+	case *HandoverPreparationFailure:
+		return m.toFree5GC()
+	case *HandoverRequest:
+		return m.toFree5GC()
+	case *HandoverRequestAcknowledge:
+		return m.toFree5GC()
+	case *HandoverFailure:
+		return m.toFree5GC()
+	case *HandoverNotify:
+		return m.toFree5GC()
+	case *HandoverCancel:
+		return m.toFree5GC()
+	case *HandoverCancelAcknowledge:
+		return m.toFree5GC()
+	case *UplinkRANStatusTransfer:
+		return m.toFree5GC()
+	case *DownlinkRANStatusTransfer:
+		return m.toFree5GC()
 	case *ErrorIndication:
 		x := &f5.ErrorIndication{CriticalityDiagnostics: critDiagIE(m.CriticalityDiagnostics)}
 		if m.AMFUENGAPID != nil {
