@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/free5gc/ngap/aper"
 	"github.com/free5gc/ngap/ie"
 	f5 "github.com/free5gc/ngap/message"
 
@@ -163,6 +162,14 @@ func (e *DecodeError) readRawIDs(target f5.Message) {
 	}
 	s := v.Elem()
 	if f := s.FieldByName("AMFUENGAPID"); f.IsValid() {
+		if id, ok := f.Interface().(*ie.AMFUENGAPID); ok && id != nil {
+			x := id.Value
+			e.AMFUENGAPID = &x
+		}
+	}
+	// Path Switch Request names the UE by the AMF UE NGAP ID it had at the
+	// source (TS 38.413 §9.2.3.8): the one an Error Indication can carry.
+	if f := s.FieldByName("SourceAMFUENGAPID"); f.IsValid() && e.AMFUENGAPID == nil {
 		if id, ok := f.Interface().(*ie.AMFUENGAPID); ok && id != nil {
 			x := id.Value
 			e.AMFUENGAPID = &x
@@ -361,6 +368,40 @@ func convert(x f5.Message) (Message, error) {
 		return pduSessionResourceReleaseCommandFrom(x)
 	case *f5.PDUSessionResourceReleaseResponse:
 		return pduSessionResourceReleaseResponseFrom(x)
+	case *f5.Paging:
+		return pagingFrom(x)
+	case *f5.PathSwitchRequest:
+		return pathSwitchRequestFrom(x)
+	case *f5.PathSwitchRequestAcknowledge:
+		return pathSwitchRequestAcknowledgeFrom(x)
+	case *f5.PathSwitchRequestFailure:
+		return pathSwitchRequestFailureFrom(x)
+	case *f5.HandoverRequired:
+		return handoverRequiredFrom(x)
+	case *f5.HandoverCommand:
+		return handoverCommandFrom(x)
+	case *f5.HandoverPreparationFailure:
+		return handoverPreparationFailureFrom(x)
+	case *f5.HandoverRequest:
+		return handoverRequestFrom(x)
+	case *f5.HandoverRequestAcknowledge:
+		return handoverRequestAcknowledgeFrom(x)
+	case *f5.HandoverFailure:
+		return handoverFailureFrom(x)
+	case *f5.HandoverNotify:
+		return handoverNotifyFrom(x)
+	case *f5.HandoverCancel:
+		return handoverCancelFrom(x)
+	case *f5.HandoverCancelAcknowledge:
+		return handoverCancelAcknowledgeFrom(x)
+	case *f5.UplinkRANStatusTransfer:
+		return ranStatusTransferFrom(x.AMFUENGAPID, x.RANUENGAPID, x.RANStatusTransferTransparentContainer, func(a, r int64, d []DRBStatus) Message {
+			return &UplinkRANStatusTransfer{AMFUENGAPID: a, RANUENGAPID: r, DRBs: d}
+		})
+	case *f5.DownlinkRANStatusTransfer:
+		return ranStatusTransferFrom(x.AMFUENGAPID, x.RANUENGAPID, x.RANStatusTransferTransparentContainer, func(a, r int64, d []DRBStatus) Message {
+			return &DownlinkRANStatusTransfer{AMFUENGAPID: a, RANUENGAPID: r, DRBs: d}
+		})
 	case *f5.ErrorIndication:
 		m := &ErrorIndication{CriticalityDiagnostics: critDiagFrom(x.CriticalityDiagnostics)}
 		if x.AMFUENGAPID != nil {
@@ -410,24 +451,12 @@ func ngSetupRequestFrom(x *f5.NGSetupRequest) (Message, error) {
 	if x.DefaultPagingDRX == nil {
 		return nil, missing("DefaultPagingDRX", ie.ProtocolIEIDDefaultPagingDRX)
 	}
-	g, ok := x.GlobalRANNodeID.Choice.(*ie.GlobalGNBID)
-	if !ok || g.GNBID == nil {
-		return nil, fmt.Errorf("global RAN node ID: unsupported choice %T", x.GlobalRANNodeID.Choice)
-	}
-	gid, ok := g.GNBID.Choice.(*ie.GNBIDForGNBID)
-	if !ok {
-		return nil, fmt.Errorf("gNB ID: unsupported choice %T", g.GNBID.Choice)
-	}
-	p, err := plmnFrom(g.PLMNIdentity)
+	g, err := globalGNBIDFrom(x.GlobalRANNodeID)
 	if err != nil {
-		return nil, fmt.Errorf("global gNB ID: %w", err)
-	}
-	id, err := bitsValue(gid.Value)
-	if err != nil || gid.Value.BitLength < 22 || gid.Value.BitLength > 32 {
-		return nil, fmt.Errorf("gNB ID of %d bits", gid.Value.BitLength)
+		return nil, err
 	}
 	m := &NGSetupRequest{
-		GlobalRANNodeID:  GlobalGNBID{PLMN: p, GNBID: uint32(id), BitLen: uint8(gid.Value.BitLength)},
+		GlobalRANNodeID:  g,
 		DefaultPagingDRX: PagingDRX(x.DefaultPagingDRX.Value),
 		SupportedTAs:     make([]SupportedTA, len(x.SupportedTAList.List)),
 	}
@@ -519,17 +548,12 @@ func initialUEMessageFrom(x *f5.InitialUEMessage) (Message, error) {
 		RRCEstablishmentCause: RRCEstablishmentCause(x.RRCEstablishmentCause.Value),
 		UEContextRequest:      x.UEContextRequest != nil,
 	}
-	if s := x.FiveGSTMSI; s != nil {
-		if s.AMFSetID == nil || s.AMFPointer == nil || s.FiveGTMSI == nil || len(s.FiveGTMSI.Value) != 4 {
-			return nil, errors.New("incomplete 5G-S-TMSI")
+	if x.FiveGSTMSI != nil {
+		s, err := stmsiFrom(x.FiveGSTMSI)
+		if err != nil {
+			return nil, err
 		}
-		set, err1 := bitsValue(s.AMFSetID.Value)
-		ptr, err2 := bitsValue(s.AMFPointer.Value)
-		if err := errors.Join(err1, err2); err != nil {
-			return nil, fmt.Errorf("5G-S-TMSI: %w", err)
-		}
-		t := s.FiveGTMSI.Value
-		m.FiveGSTMSI = &identity.STMSI{SetID: uint16(set), Pointer: uint8(ptr), TMSI: uint32(t[0])<<24 | uint32(t[1])<<16 | uint32(t[2])<<8 | uint32(t[3])}
+		m.FiveGSTMSI = &s
 	}
 	return m, nil
 }
@@ -556,36 +580,22 @@ func initialContextSetupRequestFrom(x *f5.InitialContextSetupRequest) (Message, 
 	if err != nil {
 		return nil, err
 	}
-	sc := x.UESecurityCapabilities
-	if sc.NRencryptionAlgorithms == nil || sc.NRintegrityProtectionAlgorithms == nil ||
-		sc.EUTRAencryptionAlgorithms == nil || sc.EUTRAintegrityProtectionAlgorithms == nil {
-		return nil, errors.New("incomplete UE security capabilities")
+	caps, err := ueSecurityCapabilitiesFrom(x.UESecurityCapabilities)
+	if err != nil {
+		return nil, err
 	}
-	var caps [4]uint64
-	for i, bs := range []aper.BitString{sc.NRencryptionAlgorithms.Value, sc.NRintegrityProtectionAlgorithms.Value,
-		sc.EUTRAencryptionAlgorithms.Value, sc.EUTRAintegrityProtectionAlgorithms.Value} {
-		if bs.BitLength != 16 {
-			return nil, fmt.Errorf("UE security capability of %d bits", bs.BitLength)
-		}
-		if caps[i], err = bitsValue(bs); err != nil {
-			return nil, err
-		}
-	}
-	key := x.SecurityKey.Value
-	if key.BitLength != 256 || len(key.Bytes) != 32 {
-		return nil, fmt.Errorf("security key of %d bits", key.BitLength)
+	key, err := securityKeyFrom(x.SecurityKey)
+	if err != nil {
+		return nil, err
 	}
 	m := &InitialContextSetupRequest{
-		AMFUENGAPID:  x.AMFUENGAPID.Value,
-		RANUENGAPID:  x.RANUENGAPID.Value,
-		GUAMI:        g,
-		AllowedNSSAI: an,
-		UESecurityCapabilities: UESecurityCapabilities{
-			NREncryption: uint16(caps[0]), NRIntegrity: uint16(caps[1]),
-			EUTRAEncryption: uint16(caps[2]), EUTRAIntegrity: uint16(caps[3]),
-		},
+		AMFUENGAPID:            x.AMFUENGAPID.Value,
+		RANUENGAPID:            x.RANUENGAPID.Value,
+		GUAMI:                  g,
+		AllowedNSSAI:           an,
+		UESecurityCapabilities: caps,
+		SecurityKey:            key,
 	}
-	copy(m.SecurityKey[:], key.Bytes)
 	if a := x.UEAggregateMaximumBitRate; a != nil {
 		if m.UEAggregateMaxBitRate, err = ueAMBRFrom(a); err != nil {
 			return nil, err

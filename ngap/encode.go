@@ -160,6 +160,36 @@ func toFree5GC(m Message) (f5.Message, error) {
 		return m.toFree5GC()
 	case *PDUSessionResourceReleaseResponse:
 		return m.toFree5GC()
+	case *Paging:
+		return m.toFree5GC()
+	case *PathSwitchRequest:
+		return m.toFree5GC()
+	case *PathSwitchRequestAcknowledge:
+		return m.toFree5GC()
+	case *PathSwitchRequestFailure:
+		return m.toFree5GC()
+	case *HandoverRequired:
+		return m.toFree5GC()
+	case *HandoverCommand:
+		return m.toFree5GC()
+	case *HandoverPreparationFailure:
+		return m.toFree5GC()
+	case *HandoverRequest:
+		return m.toFree5GC()
+	case *HandoverRequestAcknowledge:
+		return m.toFree5GC()
+	case *HandoverFailure:
+		return m.toFree5GC()
+	case *HandoverNotify:
+		return m.toFree5GC()
+	case *HandoverCancel:
+		return m.toFree5GC()
+	case *HandoverCancelAcknowledge:
+		return m.toFree5GC()
+	case *UplinkRANStatusTransfer:
+		return m.toFree5GC()
+	case *DownlinkRANStatusTransfer:
+		return m.toFree5GC()
 	case *ErrorIndication:
 		x := &f5.ErrorIndication{CriticalityDiagnostics: critDiagIE(m.CriticalityDiagnostics)}
 		if m.AMFUENGAPID != nil {
@@ -187,16 +217,9 @@ func toFree5GC(m Message) (f5.Message, error) {
 }
 
 func (m *NGSetupRequest) toFree5GC() (f5.Message, error) {
-	g := m.GlobalRANNodeID
-	if g.BitLen < 22 || g.BitLen > 32 {
-		return nil, fmt.Errorf("gNB ID length %d (22..32)", g.BitLen)
-	}
-	if g.BitLen < 32 && g.GNBID>>g.BitLen != 0 {
-		return nil, fmt.Errorf("gNB ID 0x%x wider than %d bits", g.GNBID, g.BitLen)
-	}
-	p, err := plmnIE(g.PLMN)
+	g, err := globalGNBIDIE(m.GlobalRANNodeID)
 	if err != nil {
-		return nil, fmt.Errorf("global gNB ID: %w", err)
+		return nil, err
 	}
 	if len(m.SupportedTAs) == 0 {
 		return nil, errors.New("empty supported TA list")
@@ -221,10 +244,7 @@ func (m *NGSetupRequest) toFree5GC() (f5.Message, error) {
 		tas.List[i] = ie.SupportedTAItem{TAC: tacIE(ta.TAC), BroadcastPLMNList: bl}
 	}
 	x := &f5.NGSetupRequest{
-		GlobalRANNodeID: &ie.GlobalRANNodeID{Choice: &ie.GlobalGNBID{
-			PLMNIdentity: p,
-			GNBID:        &ie.GNBID{Choice: &ie.GNBIDForGNBID{Value: bitString(uint64(g.GNBID), int(g.BitLen))}},
-		}},
+		GlobalRANNodeID:  g,
 		SupportedTAList:  tas,
 		DefaultPagingDRX: &ie.PagingDRX{Value: aper.Enumerated(m.DefaultPagingDRX)},
 	}
@@ -284,11 +304,9 @@ func (m *InitialUEMessage) toFree5GC() (f5.Message, error) {
 		UserLocationInformation: loc,
 		RRCEstablishmentCause:   &ie.RRCEstablishmentCause{Value: aper.Enumerated(m.RRCEstablishmentCause)},
 	}
-	if s := m.FiveGSTMSI; s != nil {
-		x.FiveGSTMSI = &ie.FiveGSTMSI{
-			AMFSetID:   &ie.AMFSetID{Value: bitString(uint64(s.SetID&0x3FF), 10)},
-			AMFPointer: &ie.AMFPointer{Value: bitString(uint64(s.Pointer&0x3F), 6)},
-			FiveGTMSI:  &ie.FiveGTMSI{Value: aper.OctetString{byte(s.TMSI >> 24), byte(s.TMSI >> 16), byte(s.TMSI >> 8), byte(s.TMSI)}},
+	if m.FiveGSTMSI != nil {
+		if x.FiveGSTMSI, err = stmsiIE(*m.FiveGSTMSI); err != nil {
+			return nil, err
 		}
 	}
 	if m.UEContextRequest {
@@ -309,19 +327,13 @@ func (m *InitialContextSetupRequest) toFree5GC() (f5.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := m.UESecurityCapabilities
 	x := &f5.InitialContextSetupRequest{
-		AMFUENGAPID:  amfID(m.AMFUENGAPID),
-		RANUENGAPID:  ranID(m.RANUENGAPID),
-		GUAMI:        g,
-		AllowedNSSAI: an,
-		UESecurityCapabilities: &ie.UESecurityCapabilities{
-			NRencryptionAlgorithms:             &ie.NRencryptionAlgorithms{Value: bitString(uint64(c.NREncryption), 16)},
-			NRintegrityProtectionAlgorithms:    &ie.NRintegrityProtectionAlgorithms{Value: bitString(uint64(c.NRIntegrity), 16)},
-			EUTRAencryptionAlgorithms:          &ie.EUTRAencryptionAlgorithms{Value: bitString(uint64(c.EUTRAEncryption), 16)},
-			EUTRAintegrityProtectionAlgorithms: &ie.EUTRAintegrityProtectionAlgorithms{Value: bitString(uint64(c.EUTRAIntegrity), 16)},
-		},
-		SecurityKey: &ie.SecurityKey{Value: aper.BitString{Bytes: append([]byte(nil), m.SecurityKey[:]...), BitLength: 256}},
+		AMFUENGAPID:            amfID(m.AMFUENGAPID),
+		RANUENGAPID:            ranID(m.RANUENGAPID),
+		GUAMI:                  g,
+		AllowedNSSAI:           an,
+		UESecurityCapabilities: ueSecurityCapabilitiesIE(m.UESecurityCapabilities),
+		SecurityKey:            securityKeyIE(m.SecurityKey),
 	}
 	// TS 38.413 §9.2.2.1: UE Aggregate Maximum Bit Rate is present if and
 	// only if (for tern) PDU session resources are set up.

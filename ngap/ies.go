@@ -359,3 +359,121 @@ func nasPDU(b []byte) (*ie.NASPDU, error) {
 	}
 	return &ie.NASPDU{Value: aper.OctetString(b)}, nil
 }
+
+// globalGNBIDIE builds the Global gNB ID choice of Global RAN Node ID
+// (TS 38.413 §9.3.1.5, §9.3.1.6).
+func globalGNBIDIE(g GlobalGNBID) (*ie.GlobalRANNodeID, error) {
+	if g.BitLen < 22 || g.BitLen > 32 {
+		return nil, fmt.Errorf("gNB ID length %d (22..32)", g.BitLen)
+	}
+	if g.BitLen < 32 && g.GNBID>>g.BitLen != 0 {
+		return nil, fmt.Errorf("gNB ID 0x%x wider than %d bits", g.GNBID, g.BitLen)
+	}
+	p, err := plmnIE(g.PLMN)
+	if err != nil {
+		return nil, fmt.Errorf("global gNB ID: %w", err)
+	}
+	return &ie.GlobalRANNodeID{Choice: &ie.GlobalGNBID{
+		PLMNIdentity: p,
+		GNBID:        &ie.GNBID{Choice: &ie.GNBIDForGNBID{Value: bitString(uint64(g.GNBID), int(g.BitLen))}},
+	}}, nil
+}
+
+func globalGNBIDFrom(x *ie.GlobalRANNodeID) (GlobalGNBID, error) {
+	if x == nil {
+		return GlobalGNBID{}, errors.New("missing global RAN node ID")
+	}
+	g, ok := x.Choice.(*ie.GlobalGNBID)
+	if !ok || g.GNBID == nil {
+		return GlobalGNBID{}, fmt.Errorf("global RAN node ID: unsupported choice %T", x.Choice)
+	}
+	gid, ok := g.GNBID.Choice.(*ie.GNBIDForGNBID)
+	if !ok {
+		return GlobalGNBID{}, fmt.Errorf("gNB ID: unsupported choice %T", g.GNBID.Choice)
+	}
+	p, err := plmnFrom(g.PLMNIdentity)
+	if err != nil {
+		return GlobalGNBID{}, fmt.Errorf("global gNB ID: %w", err)
+	}
+	id, err := bitsValue(gid.Value)
+	if err != nil || gid.Value.BitLength < 22 || gid.Value.BitLength > 32 {
+		return GlobalGNBID{}, fmt.Errorf("gNB ID of %d bits", gid.Value.BitLength)
+	}
+	return GlobalGNBID{PLMN: p, GNBID: uint32(id), BitLen: uint8(gid.Value.BitLength)}, nil
+}
+
+// stmsiIE builds a 5G-S-TMSI (TS 38.413 §9.3.3.20).
+func stmsiIE(s identity.STMSI) (*ie.FiveGSTMSI, error) {
+	if s.SetID > 0x3FF || s.Pointer > 0x3F {
+		return nil, fmt.Errorf("5G-S-TMSI: AMF set ID %d (10 bits) or pointer %d (6 bits) out of range", s.SetID, s.Pointer)
+	}
+	return &ie.FiveGSTMSI{
+		AMFSetID:   &ie.AMFSetID{Value: bitString(uint64(s.SetID), 10)},
+		AMFPointer: &ie.AMFPointer{Value: bitString(uint64(s.Pointer), 6)},
+		FiveGTMSI:  &ie.FiveGTMSI{Value: aper.OctetString{byte(s.TMSI >> 24), byte(s.TMSI >> 16), byte(s.TMSI >> 8), byte(s.TMSI)}},
+	}, nil
+}
+
+func stmsiFrom(s *ie.FiveGSTMSI) (identity.STMSI, error) {
+	if s == nil || s.AMFSetID == nil || s.AMFPointer == nil || s.FiveGTMSI == nil || len(s.FiveGTMSI.Value) != 4 {
+		return identity.STMSI{}, errors.New("incomplete 5G-S-TMSI")
+	}
+	set, err1 := bitsValue(s.AMFSetID.Value)
+	ptr, err2 := bitsValue(s.AMFPointer.Value)
+	if err := errors.Join(err1, err2); err != nil {
+		return identity.STMSI{}, fmt.Errorf("5G-S-TMSI: %w", err)
+	}
+	t := s.FiveGTMSI.Value
+	return identity.STMSI{SetID: uint16(set), Pointer: uint8(ptr), TMSI: uint32(t[0])<<24 | uint32(t[1])<<16 | uint32(t[2])<<8 | uint32(t[3])}, nil
+}
+
+// ueSecurityCapabilitiesIE builds UE Security Capabilities (TS 38.413
+// §9.3.1.86).
+func ueSecurityCapabilitiesIE(c UESecurityCapabilities) *ie.UESecurityCapabilities {
+	return &ie.UESecurityCapabilities{
+		NRencryptionAlgorithms:             &ie.NRencryptionAlgorithms{Value: bitString(uint64(c.NREncryption), 16)},
+		NRintegrityProtectionAlgorithms:    &ie.NRintegrityProtectionAlgorithms{Value: bitString(uint64(c.NRIntegrity), 16)},
+		EUTRAencryptionAlgorithms:          &ie.EUTRAencryptionAlgorithms{Value: bitString(uint64(c.EUTRAEncryption), 16)},
+		EUTRAintegrityProtectionAlgorithms: &ie.EUTRAintegrityProtectionAlgorithms{Value: bitString(uint64(c.EUTRAIntegrity), 16)},
+	}
+}
+
+func ueSecurityCapabilitiesFrom(sc *ie.UESecurityCapabilities) (UESecurityCapabilities, error) {
+	if sc == nil || sc.NRencryptionAlgorithms == nil || sc.NRintegrityProtectionAlgorithms == nil ||
+		sc.EUTRAencryptionAlgorithms == nil || sc.EUTRAintegrityProtectionAlgorithms == nil {
+		return UESecurityCapabilities{}, errors.New("incomplete UE security capabilities")
+	}
+	var caps [4]uint64
+	for i, bs := range []aper.BitString{sc.NRencryptionAlgorithms.Value, sc.NRintegrityProtectionAlgorithms.Value,
+		sc.EUTRAencryptionAlgorithms.Value, sc.EUTRAintegrityProtectionAlgorithms.Value} {
+		if bs.BitLength != 16 {
+			return UESecurityCapabilities{}, fmt.Errorf("UE security capability of %d bits", bs.BitLength)
+		}
+		var err error
+		if caps[i], err = bitsValue(bs); err != nil {
+			return UESecurityCapabilities{}, err
+		}
+	}
+	return UESecurityCapabilities{
+		NREncryption: uint16(caps[0]), NRIntegrity: uint16(caps[1]),
+		EUTRAEncryption: uint16(caps[2]), EUTRAIntegrity: uint16(caps[3]),
+	}, nil
+}
+
+// securityKeyIE builds a Security Key (TS 38.413 §9.3.1.87).
+func securityKeyIE(k [32]byte) *ie.SecurityKey {
+	return &ie.SecurityKey{Value: aper.BitString{Bytes: append([]byte(nil), k[:]...), BitLength: 256}}
+}
+
+func securityKeyFrom(x *ie.SecurityKey) ([32]byte, error) {
+	var k [32]byte
+	if x == nil || x.Value.BitLength != 256 || len(x.Value.Bytes) != 32 {
+		var n uint64
+		if x != nil {
+			n = x.Value.BitLength
+		}
+		return k, fmt.Errorf("security key of %d bits", n)
+	}
+	copy(k[:], x.Value.Bytes)
+	return k, nil
+}

@@ -94,7 +94,8 @@ func sampleMessages() []Message {
 		&ErrorIndication{Cause: &Cause{CauseProtocol, ProtocolTransferSyntaxError}},
 		&ErrorIndication{AMFUENGAPID: i64(3), RANUENGAPID: i64(5), Cause: &Cause{CauseTransport, TransportUnspecified}, CriticalityDiagnostics: diag},
 	}
-	return append(msgs, samplePDUSessionMessages(diag)...)
+	msgs = append(msgs, samplePDUSessionMessages(diag)...)
+	return append(msgs, sampleMobilityMessages(diag)...)
 }
 
 func TestRoundTrip(t *testing.T) {

@@ -133,6 +133,24 @@ func transferDecoders() map[string]func([]byte) (any, error) {
 		"modify unsuccessful": func(b []byte) (any, error) { return DecodeModifyUnsuccessfulTransfer(b) },
 		"release command":     func(b []byte) (any, error) { return DecodeReleaseCommandTransfer(b) },
 		"release response":    func(b []byte) (any, error) { return DecodeReleaseResponseTransfer(b) },
+
+		"path switch request":             func(b []byte) (any, error) { return DecodePathSwitchRequestTransfer(b) },
+		"path switch request acknowledge": func(b []byte) (any, error) { return DecodePathSwitchRequestAcknowledgeTransfer(b) },
+		"path switch request unsuccessful": func(b []byte) (any, error) {
+			return DecodePathSwitchRequestUnsuccessfulTransfer(b)
+		},
+		"path switch request setup failed": func(b []byte) (any, error) {
+			return DecodePathSwitchRequestSetupFailedTransfer(b)
+		},
+		"handover required":            func(b []byte) (any, error) { return DecodeHandoverRequiredTransfer(b) },
+		"handover command":             func(b []byte) (any, error) { return DecodeHandoverCommandTransfer(b) },
+		"handover request acknowledge": func(b []byte) (any, error) { return DecodeHandoverRequestAcknowledgeTransfer(b) },
+		"handover resource allocation unsuccessful": func(b []byte) (any, error) {
+			return DecodeHandoverResourceAllocationUnsuccessfulTransfer(b)
+		},
+		"handover preparation unsuccessful": func(b []byte) (any, error) {
+			return DecodeHandoverPreparationUnsuccessfulTransfer(b)
+		},
 	}
 }
 
@@ -155,12 +173,30 @@ func reencode(v any) ([]byte, error) {
 		return EncodeReleaseCommandTransfer(t)
 	case *PDUSessionResourceReleaseResponseTransfer:
 		return EncodeReleaseResponseTransfer(t)
+	case *PathSwitchRequestTransfer:
+		return EncodePathSwitchRequestTransfer(t)
+	case *PathSwitchRequestAcknowledgeTransfer:
+		return EncodePathSwitchRequestAcknowledgeTransfer(t)
+	case *PathSwitchRequestUnsuccessfulTransfer:
+		return EncodePathSwitchRequestUnsuccessfulTransfer(t)
+	case *PathSwitchRequestSetupFailedTransfer:
+		return EncodePathSwitchRequestSetupFailedTransfer(t)
+	case *HandoverRequiredTransfer:
+		return EncodeHandoverRequiredTransfer(t)
+	case *HandoverCommandTransfer:
+		return EncodeHandoverCommandTransfer(t)
+	case *HandoverRequestAcknowledgeTransfer:
+		return EncodeHandoverRequestAcknowledgeTransfer(t)
+	case *HandoverResourceAllocationUnsuccessfulTransfer:
+		return EncodeHandoverResourceAllocationUnsuccessfulTransfer(t)
+	case *HandoverPreparationUnsuccessfulTransfer:
+		return EncodeHandoverPreparationUnsuccessfulTransfer(t)
 	}
 	return nil, errors.New("unknown transfer")
 }
 
 func transferCases() []transferCase {
-	return []transferCase{
+	return append([]transferCase{
 		tcase("setup request", setupReqT, EncodeSetupRequestTransfer, DecodeSetupRequestTransfer),
 		tcase("setup request minimal ipv6", setupReqMinT, EncodeSetupRequestTransfer, DecodeSetupRequestTransfer),
 		tcase("setup response", setupRespT, EncodeSetupResponseTransfer, DecodeSetupResponseTransfer),
@@ -173,7 +209,7 @@ func transferCases() []transferCase {
 		tcase("modify unsuccessful", modFailT, EncodeModifyUnsuccessfulTransfer, DecodeModifyUnsuccessfulTransfer),
 		tcase("release command", relCmdT, EncodeReleaseCommandTransfer, DecodeReleaseCommandTransfer),
 		tcase("release response", relRespT, EncodeReleaseResponseTransfer, DecodeReleaseResponseTransfer),
-	}
+	}, mobilityTransferCases()...)
 }
 
 func TestTransferRoundTrip(t *testing.T) {

@@ -67,7 +67,7 @@ func (e *DecodeError) salvageIDs(rest []byte) {
 	for _, x := range walkIEs(rest) {
 		pd := aper.NewPerBitData(x.value)
 		switch x.id {
-		case ie.ProtocolIEIDAMFUENGAPID:
+		case ie.ProtocolIEIDAMFUENGAPID, ie.ProtocolIEIDSourceAMFUENGAPID:
 			var id ie.AMFUENGAPID
 			if id.Read(pd) == nil && e.AMFUENGAPID == nil {
 				e.AMFUENGAPID = &id.Value
