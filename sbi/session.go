@@ -131,10 +131,23 @@ type Communication interface {
 	// sends PDU Session Resource Setup/Modify/Release Request (per
 	// Data.N2InfoContainer.SmInfo.N2InfoContent.NgapIeType) carrying the N1
 	// message as its NAS-PDU; N1 alone goes in a DL NAS Transport. The answer
-	// says N1_N2_TRANSFER_INITIATED. A UE in CM-IDLE would be paged (answer
-	// ATTEMPTING_TO_REACH_UE); until paging exists the AMF answers
-	// CauseUENotReachable. Errors: CauseContextNotFound (unknown UE).
+	// says N1_N2_TRANSFER_INITIATED for a UE in CM-CONNECTED, and
+	// ATTEMPTING_TO_REACH_UE for one in CM-IDLE, which the AMF pages
+	// (TS 23.502 §4.2.3.3): the content is delivered when the UE answers,
+	// and if it does not, the AMF calls the requester's
+	// Data.N1n2FailureTxfNotifURI (N1N2TransferFailureNotifier).
+	// Errors: CauseContextNotFound (unknown UE), CauseUENotReachable (the
+	// mobile reachable timer ran out, TS 24.501 §5.3.7).
 	N1N2MessageTransfer(ctx context.Context, ueContextID string, req *N1N2Message) (*models.Amf_Comm_N1N2MessageTransferRspData, error)
+}
+
+// N1N2TransferFailureNotifier receives Namf_Communication_N1N2Transfer
+// FailureNotification (TS 29.518 §5.2.2.3.2): the AMF could not deliver an
+// N1N2MessageTransfer it answered with ATTEMPTING_TO_REACH_UE (the paged UE
+// did not answer: cause UE_NOT_RESPONDING). uri is the
+// n1n2FailureTxfNotifURI of the transfer; the SMF serves it.
+type N1N2TransferFailureNotifier interface {
+	N1N2TransferFailureNotify(ctx context.Context, uri string, n *models.Amf_Comm_N1N2MsgTxfrFailureNotification) error
 }
 
 // SMContextStatusNotifier receives Nsmf_PDUSession_SMContextStatusNotify

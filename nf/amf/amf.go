@@ -283,6 +283,15 @@ type Stats struct {
 	SMContextsRejected  uint64 // establishments refused by the SMF or not forwarded
 	SMContextsReleased  uint64 // PDU sessions forgotten (SMF notify, AMF release)
 	N1N2Transfers       uint64 // Namf_Communication_N1N2MessageTransfer accepted
+
+	// Idle mode and mobility.
+	ServiceRequests         uint64 // Service Accept sent
+	ServiceRejects          uint64 // Service Reject sent
+	Pagings                 uint64 // paging procedures started (each may send several Paging rounds)
+	PagingFailures          uint64 // paging procedures ended by T3513's last expiry
+	ImplicitDeregistrations uint64 // UEs deregistered when their implicit deregistration timer expired
+	NetworkDeregistrations  uint64 // network-initiated deregistrations completed
+	PendingTransfers        int64  // N1N2MessageTransfers waiting for a paged UE
 }
 
 type counters struct {
@@ -294,6 +303,10 @@ type counters struct {
 	retransmissions, timeouts, releases             atomic.Uint64
 	pduSessions                                     atomic.Int64
 	smCreated, smRejected, smReleased, n1n2         atomic.Uint64
+	serviceRequests, serviceRejects                 atomic.Uint64
+	pagings, pagingFailures                         atomic.Uint64
+	implicitDeregs, networkDeregs                   atomic.Uint64
+	pendingTransfers                                atomic.Int64
 }
 
 // Stats returns a snapshot of the counters.
@@ -325,6 +338,14 @@ func (a *AMF) Stats() Stats {
 		SMContextsRejected:  c.smRejected.Load(),
 		SMContextsReleased:  c.smReleased.Load(),
 		N1N2Transfers:       c.n1n2.Load(),
+
+		ServiceRequests:         c.serviceRequests.Load(),
+		ServiceRejects:          c.serviceRejects.Load(),
+		Pagings:                 c.pagings.Load(),
+		PagingFailures:          c.pagingFailures.Load(),
+		ImplicitDeregistrations: c.implicitDeregs.Load(),
+		NetworkDeregistrations:  c.networkDeregs.Load(),
+		PendingTransfers:        c.pendingTransfers.Load(),
 	}
 }
 

@@ -69,7 +69,7 @@ func (u *ue) startAuthentication(resync *models.Udm_UEAU_ResynchronizationInfo) 
 			u.rejectAuthentication()
 			return
 		}
-		u.rejectRegistration(causeForSBIError(err))
+		u.rejectCommon(causeForSBIError(err))
 		return
 	}
 	av, err := sbi.Av5gAkaOf(res)
@@ -78,7 +78,7 @@ func (u *ue) startAuthentication(resync *models.Udm_UEAU_ResynchronizationInfo) 
 	}
 	if err != nil {
 		u.log.Warn("unusable 5G AKA challenge from AUSF", "err", err)
-		u.rejectRegistration(nas.CauseProtocolErrorUnspecified)
+		u.rejectCommon(nas.CauseProtocolErrorUnspecified)
 		return
 	}
 	autn, _ := hex.DecodeString(av.Autn) // length checked by decodeChallenge
@@ -147,7 +147,7 @@ func (u *ue) onAuthenticationResponse(m *nas.AuthenticationResponse) {
 	res, err := a.deps.AUSF.Confirm5gAka(ctx, u.auth.ctxID, &models.Ausf_UEAU_ConfirmationData{ResStar: &resStar})
 	if err != nil {
 		u.log.Info("Nausf 5g-aka-confirmation failed", "err", err)
-		u.rejectRegistration(causeForSBIError(err))
+		u.rejectCommon(causeForSBIError(err))
 		return
 	}
 	if res.AuthResult != models.Ausf_UEAU_AuthResult_SUCCESS {
@@ -158,7 +158,7 @@ func (u *ue) onAuthenticationResponse(m *nas.AuthenticationResponse) {
 	kseaf, err := hex.DecodeString(res.Kseaf)
 	if err != nil || len(kseaf) != 32 || res.Supi == "" {
 		u.log.Warn("AUSF confirmation lacks SUPI or a 256-bit KSEAF")
-		u.rejectRegistration(nas.CauseProtocolErrorUnspecified)
+		u.rejectCommon(nas.CauseProtocolErrorUnspecified)
 		return
 	}
 	// TS 33.501 §6.2.2.1, §A.7: KAMF from KSEAF, SUPI and ABBA.

@@ -22,6 +22,16 @@ const (
 	DefaultT3512              = 54 * time.Minute
 	DefaultMaxRetransmissions = 4 // TS 24.501 §5.4.1.3.7 c): on the fifth expiry the procedure is aborted
 	DefaultSBITimeout         = 5 * time.Second
+	// T3513 (paging) and T3522 (network deregistration) are network
+	// dependent in TS 24.501 Table 10.2.2; 2 s with two retransmissions
+	// pages for 6 s in all, as free5GC does.
+	DefaultT3513                 = 2 * time.Second
+	DefaultPagingRetransmissions = 2
+	DefaultT3522                 = 6 * time.Second
+	// DefaultReachabilityMargin is what the mobile reachable timer adds to
+	// T3512 by default (TS 24.501 §5.3.7: "4 minutes greater than T3512"),
+	// and the default implicit deregistration timer.
+	DefaultReachabilityMargin = 4 * time.Minute
 	DefaultRelativeCapacity   = 255
 )
 
@@ -82,7 +92,18 @@ type TimerConfig struct {
 	T3512 time.Duration `yaml:"t3512"` // periodic registration update timer sent to the UE
 	// MaxRetransmissions is how many times a message is resent before the
 	// procedure is aborted (4: five sends in all).
-	MaxRetransmissions int `yaml:"maxRetransmissions"`
+	MaxRetransmissions int           `yaml:"maxRetransmissions"`
+	T3513              time.Duration `yaml:"t3513"` // Paging sent (TS 24.501 §5.6.2.2.1)
+	T3522              time.Duration `yaml:"t3522"` // network-initiated DEREGISTRATION REQUEST sent
+	// PagingRetransmissions is how many times Paging is repeated on T3513
+	// expiry before paging fails (default 2).
+	PagingRetransmissions int `yaml:"pagingRetransmissions"`
+	// MobileReachable runs while a registered UE is CM-IDLE (TS 24.501
+	// §5.3.7; default T3512 + 4 min): when it expires the UE is not paged
+	// any more and ImplicitDeregistration starts (default 4 min), at whose
+	// expiry the UE is deregistered.
+	MobileReachable        time.Duration `yaml:"mobileReachable"`
+	ImplicitDeregistration time.Duration `yaml:"implicitDeregistration"`
 	// SBI bounds each call the AMF makes to another NF for a UE (AUSF,
 	// UDM, NSSF, SMF): a peer that does not answer in time fails the
 	// procedure with the spec's cause instead of holding the UE.
@@ -136,6 +157,21 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Timers.SBI == 0 {
 		c.Timers.SBI = DefaultSBITimeout
+	}
+	if c.Timers.T3513 == 0 {
+		c.Timers.T3513 = DefaultT3513
+	}
+	if c.Timers.PagingRetransmissions == 0 {
+		c.Timers.PagingRetransmissions = DefaultPagingRetransmissions
+	}
+	if c.Timers.T3522 == 0 {
+		c.Timers.T3522 = DefaultT3522
+	}
+	if c.Timers.MobileReachable == 0 {
+		c.Timers.MobileReachable = c.Timers.T3512 + DefaultReachabilityMargin
+	}
+	if c.Timers.ImplicitDeregistration == 0 {
+		c.Timers.ImplicitDeregistration = DefaultReachabilityMargin
 	}
 	if c.RelativeCapacity == nil {
 		rc := uint8(DefaultRelativeCapacity)
@@ -260,13 +296,17 @@ func (c Config) compile() (*servedConfig, error) {
 		name string
 		v    time.Duration
 	}{{"t3550", c.Timers.T3550}, {"t3560", c.Timers.T3560}, {"t3570", c.Timers.T3570}, {"t3512", c.Timers.T3512},
-		{"sbi", c.Timers.SBI}} {
+		{"t3513", c.Timers.T3513}, {"t3522", c.Timers.T3522}, {"mobileReachable", c.Timers.MobileReachable},
+		{"implicitDeregistration", c.Timers.ImplicitDeregistration}, {"sbi", c.Timers.SBI}} {
 		if d.v <= 0 {
 			return nil, fmt.Errorf("amf.timers.%s: %v must be positive", d.name, d.v)
 		}
 	}
 	if c.Timers.MaxRetransmissions < 0 || c.Timers.MaxRetransmissions > 16 {
 		return nil, fmt.Errorf("amf.timers.maxRetransmissions: %d out of 0..16", c.Timers.MaxRetransmissions)
+	}
+	if c.Timers.PagingRetransmissions < 0 || c.Timers.PagingRetransmissions > 16 {
+		return nil, fmt.Errorf("amf.timers.pagingRetransmissions: %d out of 0..16", c.Timers.PagingRetransmissions)
 	}
 	if c.RelativeCapacity != nil {
 		s.relCapacity = *c.RelativeCapacity

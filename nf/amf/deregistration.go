@@ -1,6 +1,11 @@
 package amf
 
 import (
+	"context"
+	"net/http"
+
+	"github.com/free5gc/openapi/models"
+
 	"github.com/tern5g/tern/nas"
 	"github.com/tern5g/tern/sbi"
 )
@@ -28,21 +33,113 @@ func (u *ue) onDeregistrationRequest(m *nas.DeregistrationRequestUEOriginating, 
 	// every PDU session of the UE.
 	u.releaseSessions("")
 	u.fire(evDeregistered)
-	if wasRegistered && u.supi != "" {
-		ctx, cancel := a.callCtx()
-		err := a.deps.UECM.DeregisterAMF3GPPAccess(ctx, u.supi)
-		cancel()
-		if err != nil &&
-			sbi.CauseOf(err) != sbi.CauseContextNotFound {
-			// The UE goes regardless (TS 23.502 §4.2.2.3.2 step 4 failure
-			// does not block deregistration).
-			u.log.Warn("Nudm_UECM_Deregistration failed", "err", err)
-		}
+	if wasRegistered {
+		u.deregisterAtUDM()
 	}
 	if !m.SwitchOff {
 		u.sendNASMessage(&nas.DeregistrationAcceptUEOriginating{})
 	}
 	a.stats.deregs.Add(1)
 	u.log.Debug("UE deregistered", "switch_off", m.SwitchOff)
+	u.releaseAndRemove(causeNASDeregister)
+}
+
+// deregisterAtUDM ends the AMF's registration for the UE at the UDM
+// (Nudm_UECM_Deregistration, TS 23.502 §4.2.2.3.2 step 4). The UE goes
+// regardless of the outcome (a failure there does not block
+// deregistration).
+func (u *ue) deregisterAtUDM() {
+	if u.supi == "" {
+		return
+	}
+	ctx, cancel := u.amf.callCtx()
+	err := u.amf.deps.UECM.DeregisterAMF3GPPAccess(ctx, u.supi)
+	cancel()
+	if err != nil && sbi.CauseOf(err) != sbi.CauseContextNotFound {
+		u.log.Warn("Nudm_UECM_Deregistration failed", "err", err)
+	}
+}
+
+// Network-initiated deregistration (TS 24.501 §5.5.2.3, TS 23.502
+// §4.2.2.3.3).
+
+// Deregister deregisters the UE of supi on the network's initiative (an
+// operator command, or the subscription withdrawn at the UDM). A UE in
+// CM-CONNECTED gets a Deregistration Request (T3522 guards the answer);
+// with reRegister it is told to register again (TS 24.501 §5.5.2.3.1). A
+// UE in CM-IDLE is deregistered locally (TS 23.502 §4.2.2.3.3: the AMF
+// need not page it), and finds out at its next contact (Service Reject
+// #9, Registration with identification). It returns once the procedure has
+// started.
+func (a *AMF) Deregister(ctx context.Context, supi string, cause nas.Cause5GMM, reRegister bool) error {
+	u := a.supis.Get(supi)
+	if u == nil {
+		return sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "no UE context for %s", supi)
+	}
+	u.post(func() { u.startNetworkDeregistration(cause, reRegister) })
+	return nil
+}
+
+func (u *ue) startNetworkDeregistration(cause nas.Cause5GMM, reRegister bool) {
+	if u.gone() || u.st.rm != rmRegistered {
+		return
+	}
+	if u.st.cm == cmIdle {
+		u.log.Info("network deregistration of an idle UE: local", "supi", u.supi)
+		u.networkDeregistrationDone()
+		return
+	}
+	// A procedure in progress ends first (TS 24.501 §5.5.2.3.6 e.g.:
+	// deregistration takes precedence).
+	switch u.st.proc {
+	case procRegistration:
+		u.endRegistration()
+	case procServiceRequest:
+		u.endServiceRequest()
+	}
+	if !u.fire(evDeregistrationStart) {
+		u.networkDeregistrationDone()
+		return
+	}
+	msg := &nas.DeregistrationRequestUETerminated{ReRegistrationRequired: reRegister, AccessType: nas.Access3GPP, Cause: cause}
+	plain, hdr, err := u.sendNASMessage(msg)
+	if plain == nil {
+		u.log.Warn("Deregistration Request not built", "err", err)
+		u.networkDeregistrationDone()
+		return
+	}
+	// TS 23.502 §4.2.2.3.3 step 2: the SM contexts are released while the
+	// UE is told.
+	u.releaseSessions(models.Smf_PDUSess_Cause_REL_DUE_TO_UNSPECIFIED_REASON)
+	u.startNASTimer(timerT3522, plain, hdr)
+}
+
+// onNetworkDeregistrationAccept: TS 24.501 §5.5.2.3.3: T3522 stops and the
+// UE is deregistered; the N2 connection is released (TS 23.502
+// §4.2.2.3.3 step 6).
+func (u *ue) onNetworkDeregistrationAccept() {
+	if u.st.proc != procNetworkDeregistration {
+		u.log.Debug("Deregistration Accept outside deregistration, ignored")
+		return
+	}
+	u.networkDeregistrationDone()
+}
+
+// networkDeregistrationTimedOut: TS 24.501 §5.5.2.3.5 b): on the fifth
+// expiry of T3522 the procedure is aborted and the UE considered
+// deregistered.
+func (u *ue) networkDeregistrationTimedOut() {
+	u.log.Info("T3522 expired the last time: UE deregistered locally", "supi", u.supi)
+	u.networkDeregistrationDone()
+}
+
+// networkDeregistrationDone ends the registration on the network side:
+// the UDM registration goes and the UE context with its connection.
+func (u *ue) networkDeregistrationDone() {
+	if u.gone() {
+		return
+	}
+	u.amf.stats.networkDeregs.Add(1)
+	u.deregisterAtUDM()
 	u.releaseAndRemove(causeNASDeregister)
 }

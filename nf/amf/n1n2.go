@@ -17,14 +17,16 @@ var (
 )
 
 // N1N2MessageTransfer implements sbi.Communication (TS 29.518 §5.2.2.3.1,
-// TS 23.502 §4.3.2.2.1 step 11). ueContextID is the SUPI.
+// TS 23.502 §4.3.2.2.1 step 11, §4.2.3.3 step 3). ueContextID is the SUPI.
 //
 // It never waits for the UE's executor: the SMF may call it from inside a
 // CreateSMContext or UpdateSMContext call the executor is making, so the
-// delivery is queued behind that call and the answer says the transfer was
-// initiated. Whether the UE is CM-CONNECTED is read from a flag the
-// executor maintains; a UE that goes idle before the queued delivery runs
-// misses it (logged), as a paging failure would.
+// delivery is queued behind that call and the answer is given from the
+// state the executor last published: N1_N2_TRANSFER_INITIATED for a UE in
+// CM-CONNECTED, ATTEMPTING_TO_REACH_UE for one in CM-IDLE (it is paged),
+// and 504 UE_NOT_REACHABLE once its mobile reachable timer ran out. The
+// executor decides again with the state it then finds (a UE that went idle
+// meanwhile is paged; one that came back gets the content at once).
 func (a *AMF) N1N2MessageTransfer(ctx context.Context, ueContextID string, req *sbi.N1N2Message) (*models.Amf_Comm_N1N2MessageTransferRspData, error) {
 	d, err := smDeliveryOf(req)
 	if err != nil {
@@ -34,16 +36,20 @@ func (a *AMF) N1N2MessageTransfer(ctx context.Context, ueContextID string, req *
 	if u == nil {
 		return nil, sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "no UE context for %s", ueContextID)
 	}
-	if u.publishedState().cm != cmConnected {
-		// TS 23.502 §4.2.3.3: a CM-IDLE UE would be paged. Not implemented:
-		// TS 29.518 §6.1.3.5.3.1 answers 504 UE_NOT_REACHABLE.
-		return nil, sbi.NewProblem(http.StatusGatewayTimeout, sbi.CauseUENotReachable, "%s is CM-IDLE", ueContextID)
+	st, reachable := u.publishedState()
+	cause := models.Amf_Comm_N1N2MessageTransferCause_N1_N2_TRANSFER_INITIATED
+	if st.cm == cmIdle {
+		if !reachable {
+			// TS 29.518 §6.1.3.5.3.1: 504 UE_NOT_REACHABLE.
+			return nil, sbi.NewProblem(http.StatusGatewayTimeout, sbi.CauseUENotReachable, "%s is not reachable", ueContextID)
+		}
+		cause = models.Amf_Comm_N1N2MessageTransferCause_ATTEMPTING_TO_REACH_UE
 	}
 	a.stats.n1n2.Add(1)
-	u.post(func() { u.deliverSM(d) })
-	return &models.Amf_Comm_N1N2MessageTransferRspData{
-		Cause: models.Amf_Comm_N1N2MessageTransferCause_N1_N2_TRANSFER_INITIATED,
-	}, nil
+	t := mtTransfer{d: d, failureURI: req.Data.N1n2FailureTxfNotifURI}
+	prio := pagingPriority(req.Data.Arp)
+	u.post(func() { u.onMobileTerminated(t, prio) })
+	return &models.Amf_Comm_N1N2MessageTransferRspData{Cause: cause}, nil
 }
 
 // smDeliveryOf validates an N1N2MessageTransfer request (TS 29.518

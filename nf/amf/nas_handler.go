@@ -34,6 +34,10 @@ func (u *ue) onInitialUEMessage(r *ranUE, pdu []byte, msg nas.Message) {
 	switch msg.(type) {
 	case *nas.RegistrationRequest, *nas.DeregistrationRequestUEOriginating:
 		u.dispatch(nasIn{msg: msg})
+	case *nas.ServiceRequest:
+		// TS 24.501 §5.6.1.5: the 5G-S-TMSI names no UE we know (or its
+		// claim did not verify while that UE is connected elsewhere).
+		u.rejectService(nas.CauseUEIdentityCannotBeDerived)
 	default:
 		// Not an initial NAS message this AMF serves for an unknown UE
 		// (TS 24.501 §4.4.4.3 / §5.6.1.5: a Service Request from a UE whose
@@ -69,6 +73,23 @@ func (u *ue) onInitialUEMessageForKnownGUTI(g *gnb, m *ngap.InitialUEMessage, ms
 		} else {
 			u.log.Info("initial NAS message with our 5G-GUTI fails integrity check", "err", err)
 		}
+	}
+	if sr, ok := msg.(*nas.ServiceRequest); ok && !u.gone() && u.st.rm == rmRegistered && u.st.cm == cmIdle {
+		// TS 24.501 §5.6.1.4.1, TS 33.501 §6.4.6: a Service Request of an
+		// idle UE whose security context is not usable (it did not
+		// verify) leads to a new authentication on this context; a UE
+		// that is connected elsewhere keeps its connection, and the
+		// unverified claim gets a fresh context (and is rejected).
+		r := a.newRANUE(g, u, m.RANUENGAPID, m.UserLocation)
+		if r == nil {
+			return
+		}
+		if !u.connect(r) {
+			u.forgetConnection(r)
+			return
+		}
+		u.onServiceRequest(sr, false)
+		return
 	}
 	// Unverified: hand the message to a fresh context.
 	a.newConnection(g, m, msg)
@@ -146,7 +167,8 @@ func (u *ue) unprotect(pdu []byte) (nasIn, bool) {
 	}
 	switch msg.(type) {
 	case *nas.RegistrationRequest, *nas.IdentityResponse, *nas.AuthenticationResponse,
-		*nas.AuthenticationFailure, *nas.SecurityModeReject, *nas.DeregistrationRequestUEOriginating:
+		*nas.AuthenticationFailure, *nas.SecurityModeReject, *nas.DeregistrationRequestUEOriginating,
+		*nas.ServiceRequest:
 		return nasIn{msg: msg}, true
 	}
 	u.log.Info("NAS message discarded: not allowed without integrity protection", "type", msg.MessageType().String())
@@ -181,10 +203,9 @@ func (u *ue) dispatch(in nasIn) {
 	case *nas.ULNASTransport:
 		u.onULNASTransport(m)
 	case *nas.ServiceRequest:
-		// Service Request (TS 24.501 §5.6.1) is not implemented yet: the
-		// connection is released and a registered UE keeps its context.
-		u.log.Info("Service Request not supported, releasing the connection")
-		u.abortProcedure(causeNASNormalRelease)
+		u.onServiceRequest(m, in.integrity)
+	case *nas.DeregistrationAcceptUETerminated:
+		u.onNetworkDeregistrationAccept()
 	case *nas.Status5GMM:
 		u.log.Info("5GMM STATUS from UE", "cause", uint8(m.Cause))
 	default:

@@ -317,6 +317,7 @@ func (a *AMF) newUE() *ue {
 	u := &ue{amf: a, log: a.log}
 	u.exec.Init(a.group)
 	u.setState(ueState{})
+	u.setReachable(true)
 	return u
 }
 

@@ -381,3 +381,14 @@ func allowedFromNSSF(info *models.Nssf_NSSel_AuthorizedNetworkSliceInfo) ([]iden
 	}
 	return out, nil
 }
+
+// rejectCommon ends the specific procedure a common procedure ran for
+// after a failure that rejects it: Registration Reject or Service Reject
+// (TS 24.501 §5.5.1.2.5, §5.6.1.5) with cause.
+func (u *ue) rejectCommon(cause nas.Cause5GMM) {
+	if u.st.proc == procServiceRequest {
+		u.rejectService(cause)
+		return
+	}
+	u.rejectRegistration(cause)
+}

@@ -40,12 +40,12 @@ func (a *AMF) selectAlgorithms(cap nas.UESecurityCapability) (enc, integ uint8, 
 func (u *ue) startSecurityMode() {
 	if !u.hasSecCap {
 		// TS 24.501 §8.2.6.5: mandatory in an initial registration.
-		u.rejectRegistration(nas.CauseConditionalIEError)
+		u.rejectCommon(nas.CauseConditionalIEError)
 		return
 	}
 	enc, integ, ok := u.amf.selectAlgorithms(u.ueSecCap)
 	if !ok {
-		u.rejectRegistration(nas.CauseUESecurityCapabilitiesMismatch)
+		u.rejectCommon(nas.CauseUESecurityCapabilitiesMismatch)
 		return
 	}
 	kEnc, kInt := kdf.NASKeys(u.kamf, enc, integ)
@@ -58,7 +58,7 @@ func (u *ue) startSecurityMode() {
 		IMEISVRequest:                true,
 		// TS 24.501 §5.4.2.2: ask for the complete initial message when the
 		// one received was not integrity checked.
-		RetransmitInitialNAS: !u.reg.initialIntegrity,
+		RetransmitInitialNAS: u.st.proc == procServiceRequest || !u.reg.initialIntegrity,
 	}
 	plain, err := nas.Encode(cmd)
 	if err != nil {
@@ -92,21 +92,30 @@ func (u *ue) onSecurityModeComplete(m *nas.SecurityModeComplete) {
 	if m.IMEISV != "" {
 		u.pei = "imeisv-" + m.IMEISV
 	}
+	var complete nas.Message
 	if len(m.NASMessageContainer) > 0 {
 		// TS 24.501 §4.4.6: the container holds the complete initial message.
-		if rm, err := nas.Decode(m.NASMessageContainer); err == nil {
-			if rr, ok := rm.(*nas.RegistrationRequest); ok {
-				u.reg.req = rr
-				if rr.UESecurityCapability != nil && *rr.UESecurityCapability != u.ueSecCap {
-					u.log.Info("UE security capability in the complete message differs; keeping the replayed one")
-				}
-			}
-		} else {
+		var err error
+		if complete, err = nas.Decode(m.NASMessageContainer); err != nil {
 			u.log.Info("NAS message container of Security Mode Complete undecodable", "err", err)
 		}
 	}
 	u.amf.stats.smcs.Add(1)
-	u.completeRegistration()
+	switch u.st.proc {
+	case procServiceRequest:
+		if sr, ok := complete.(*nas.ServiceRequest); ok {
+			u.svc.req = sr
+		}
+		u.acceptService()
+	default:
+		if rr, ok := complete.(*nas.RegistrationRequest); ok {
+			u.reg.req = rr
+			if rr.UESecurityCapability != nil && *rr.UESecurityCapability != u.ueSecCap {
+				u.log.Info("UE security capability in the complete message differs; keeping the replayed one")
+			}
+		}
+		u.completeRegistration()
+	}
 }
 
 // onSecurityModeReject aborts the procedure that needed security (TS 24.501

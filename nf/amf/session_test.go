@@ -64,6 +64,9 @@ type fakeSMF struct {
 	// stall holds CreateSMContext for a SUPI until the channel closes or
 	// the caller's deadline passes (an SMF that does not answer).
 	stall map[string]chan struct{}
+	// refuseActivation: UpdateSMContext(ACTIVATING) fails.
+	refuseActivation bool
+	failures         []models.Amf_Comm_N1N2MsgTxfrFailureNotification // N1N2TransferFailureNotify calls
 
 	mu      sync.Mutex
 	nextRef int
@@ -242,6 +245,17 @@ func (f *fakeSMF) UpdateSMContext(ctx context.Context, ref string, req *sbi.SMCo
 	}
 	f.record(smfCall{op: "update", ref: ref, supi: c.supi, id: c.id, n1: bytes.Clone(req.N1SmMsg),
 		n2: bytes.Clone(req.N2SmInfo), n2Type: req.Data.N2SmInfoType, upCnx: req.Data.UpCnxState})
+	if req.Data.UpCnxState == models.Smf_PDUSess_UpCnxState_ACTIVATING {
+		// TS 23.502 §4.2.3.2 step 5: the N2 content to set the user plane up.
+		if f.refuseActivation {
+			return nil, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseUPFNotResponding, "no user plane")
+		}
+		return &sbi.SMContextUpdated{
+			Data: &models.Smf_PDUSess_SmContextUpdatedData{UpCnxState: models.Smf_PDUSess_UpCnxState_ACTIVATING,
+				N2SmInfoType: models.Smf_PDUSess_N2SmInfoType_PDU_RES_SETUP_REQ},
+			N2SmInfo: []byte(fmt.Sprintf("activate-transfer-%d", c.id)),
+		}, nil
+	}
 	if len(req.N1SmMsg) < 4 {
 		return &sbi.SMContextUpdated{Data: &models.Smf_PDUSess_SmContextUpdatedData{}}, nil
 	}
@@ -286,6 +300,19 @@ func (f *fakeSMF) UpdateSMContext(ctx context.Context, ref string, req *sbi.SMCo
 		})
 	}
 	return &sbi.SMContextUpdated{Data: &models.Smf_PDUSess_SmContextUpdatedData{}}, nil
+}
+
+func (f *fakeSMF) N1N2TransferFailureNotify(ctx context.Context, uri string, n *models.Amf_Comm_N1N2MsgTxfrFailureNotification) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failures = append(f.failures, *n)
+	return nil
+}
+
+func (f *fakeSMF) failureCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.failures)
 }
 
 func (f *fakeSMF) ReleaseSMContext(ctx context.Context, ref string, req *sbi.SMContextRelease) error {
@@ -590,15 +617,16 @@ func TestN1N2MessageTransferErrors(t *testing.T) {
 		t.Errorf("payload % x", dl.Payload)
 	}
 
-	// A CM-IDLE UE is not reachable until paging exists.
+	// A CM-IDLE UE is paged (TS 23.502 §4.2.3.3): the answer says so.
 	u.g.send(1, &ngap.UEContextReleaseRequest{AMFUENGAPID: u.amfID, RANUENGAPID: u.ranID,
 		Cause: ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkUserInactivity}})
 	u.releaseComplete(expect[*ngap.UEContextReleaseCommand](t, u.recvNGAP()))
-	waitFor(t, "CM-IDLE", func() bool { return a.Stats().UEContextReleases == 1 })
-	_, err = a.N1N2MessageTransfer(ctx, u.supi, n1Only(7))
-	if sbi.CauseOf(err) != sbi.CauseUENotReachable {
-		t.Errorf("idle UE: %v", err)
+	waitFor(t, "CM-IDLE", func() bool { return a.Stats().ConnectedUEs == 0 })
+	rsp, err := a.N1N2MessageTransfer(ctx, u.supi, n1Only(7))
+	if err != nil || rsp.Cause != models.Amf_Comm_N1N2MessageTransferCause_ATTEMPTING_TO_REACH_UE {
+		t.Errorf("idle UE: %+v %v, want ATTEMPTING_TO_REACH_UE", rsp, err)
 	}
+	expect[*ngap.Paging](t, u.g.recv())
 }
 
 // TestANReleaseDeactivatesSessions: TS 23.502 §4.2.6 step 5.

@@ -15,10 +15,12 @@ const (
 	timerT3550         // REGISTRATION ACCEPT sent with a new 5G-GUTI
 	timerT3560         // AUTHENTICATION REQUEST / SECURITY MODE COMMAND sent
 	timerT3570         // IDENTITY REQUEST sent
+	timerT3513         // Paging sent (TS 24.501 §5.6.2.2.1)
+	timerT3522         // network-initiated DEREGISTRATION REQUEST sent
 )
 
 func (t timerID) String() string {
-	return [...]string{"none", "T3550", "T3560", "T3570"}[t]
+	return [...]string{"none", "T3550", "T3560", "T3570", "T3513", "T3522"}[t]
 }
 
 func (a *AMF) timerDuration(id timerID) time.Duration {
@@ -28,8 +30,12 @@ func (a *AMF) timerDuration(id timerID) time.Duration {
 		return t.T3550
 	case timerT3560:
 		return t.T3560
-	default:
+	case timerT3570:
 		return t.T3570
+	case timerT3513:
+		return t.T3513
+	default:
+		return t.T3522
 	}
 }
 
@@ -47,11 +53,15 @@ func (u *ue) startNASTimer(id timerID, plain []byte, hdr nas.SecurityHeaderType)
 
 // startRetransmission implements the common rule of TS 24.501 §5.4.1.3.7
 // c) (T3560), §5.4.2.7 b) (T3560), §5.4.3.6 b) (T3570), §5.5.1.2.8 d)
-// (T3550): resend on each of the first expiries, abort the procedure on
-// the last.
+// (T3550), §5.5.2.3.5 (T3522) and §5.6.2.2.1 (T3513, paging): resend on
+// each of the first expiries, abort the procedure on the last.
 func (u *ue) startRetransmission(id timerID, resend func()) {
 	u.nasTimerID = id
-	u.nasTimer.Start(&u.exec, u.amf.timerDuration(id), u.amf.cfg.timers.MaxRetransmissions,
+	max := u.amf.cfg.timers.MaxRetransmissions
+	if id == timerT3513 {
+		max = u.amf.cfg.timers.PagingRetransmissions
+	}
+	u.nasTimer.Start(&u.exec, u.amf.timerDuration(id), max,
 		func(n int) {
 			u.amf.stats.retransmissions.Add(1)
 			u.log.Debug("timer expired, retransmitting", "timer", id.String(), "send", n+1)
@@ -74,6 +84,7 @@ func (u *ue) stopNASTimer() {
 // stopAllTimers stops every timer of the UE (context deleted, AMF closing).
 func (u *ue) stopAllTimers() {
 	u.stopNASTimer()
+	u.reachTimer.Stop()
 }
 
 // onTimerAbort runs after the last expiry of a retransmission timer.
@@ -85,6 +96,10 @@ func (u *ue) onTimerAbort(id timerID) {
 		// The UE is unreachable, so tern also releases the connection.
 		u.registrationAccepted()
 		u.releaseConnection(causeNASNormalRelease)
+	case timerT3513:
+		u.pagingFailed()
+	case timerT3522:
+		u.networkDeregistrationTimedOut()
 	default:
 		// T3560 (TS 24.501 §5.4.1.3.7 b), §5.4.2.7 b)) and T3570
 		// (§5.4.3.7 b)): abort the procedure and release the N1 connection.

@@ -168,8 +168,9 @@ type ue struct {
 	exec serial.Queue
 
 	st ueState // see ue_state.go: the only record of where the UE is
-	// published mirrors st for other goroutines (N1N2MessageTransfer
-	// answers from the SMF's goroutine); written only by setState.
+	// published mirrors st (and reachable) for other goroutines
+	// (N1N2MessageTransfer answers from the SMF's goroutine); written only
+	// by setState and setReachable.
 	published atomic.Uint32
 
 	ran    *ranUE // serving N2 connection; nil exactly in CM-IDLE
@@ -202,11 +203,20 @@ type ue struct {
 	common commonProc
 	auth   authProc
 	smc    securityModeProc
+	svc    serviceRequestProc
+	page   pagingProc // transfers waiting for the UE outlive the paging
 
-	// nasTimer guards the downlink NAS message the current step waits on
-	// (one at a time: T3550, T3560 or T3570).
+	// nasTimer guards the downlink message the current step waits on (one
+	// at a time: T3550, T3560, T3570, T3522, or T3513 for paging).
 	nasTimer   serial.Retransmission
 	nasTimerID timerID
+	// reachTimer is the mobile reachable timer, then the implicit
+	// deregistration timer (TS 24.501 §5.3.7), while the UE is CM-IDLE.
+	reachTimer serial.Timer
+	// reachable is false once the mobile reachable timer has expired: the
+	// UE is not paged (TS 24.501 §5.3.7). The mirror published for other
+	// goroutines is the reachable bit of published.
+	reachable bool
 }
 
 // post queues f on u's executor after everything posted before it. Work
@@ -240,14 +250,28 @@ func (u *ue) setState(n ueState) {
 		a.stats.connected.Add(-1)
 	}
 	u.st = n
-	u.published.Store(uint32(n.rm) | uint32(n.cm)<<8 | uint32(n.proc)<<16)
+	u.publish()
+}
+
+// setReachable records whether the UE may be paged (TS 24.501 §5.3.7).
+func (u *ue) setReachable(ok bool) {
+	u.reachable = ok
+	u.publish()
+}
+
+func (u *ue) publish() {
+	var r uint32
+	if u.reachable {
+		r = 1 << 24
+	}
+	u.published.Store(uint32(u.st.rm) | uint32(u.st.cm)<<8 | uint32(u.st.proc)<<16 | r)
 }
 
 // publishedState is u's state as last set, for goroutines other than its
-// executor.
-func (u *ue) publishedState() ueState {
+// executor, and whether it may be paged.
+func (u *ue) publishedState() (ueState, bool) {
 	v := u.published.Load()
-	return ueState{rm: rmState(v), cm: cmState(v >> 8), proc: procedure(v >> 16)}
+	return ueState{rm: rmState(v), cm: cmState(v >> 8), proc: procedure(v >> 16)}, v&(1<<24) != 0
 }
 
 func (u *ue) gone() bool { return u.st.rm == rmGone }

@@ -21,6 +21,7 @@ func (u *ue) connect(r *ranUE) bool {
 	}
 	old := u.ran
 	u.ran = r
+	u.stopReachability()
 	if old != nil && old != r {
 		// After a gNB-initiated release (TS 23.502 §4.2.6) the command is
 		// already out and its Complete may still be in flight (messages of
@@ -47,6 +48,9 @@ func (u *ue) onInitialContextSetupResponse(r *ranUE, m *ngap.InitialContextSetup
 	for _, it := range m.PDUSessionResourceFailedItems {
 		u.forwardN2(it.ID, it.Transfer, models.Smf_PDUSess_N2SmInfoType_PDU_RES_SETUP_FAIL, upDeactivated)
 	}
+	if u.st.proc == procServiceRequest {
+		u.serviceRequestDone()
+	}
 }
 
 // onInitialContextSetupFailure: the gNB could not set the UE up (TS 38.413
@@ -66,6 +70,11 @@ func (u *ue) onInitialContextSetupFailure(r *ranUE, m *ngap.InitialContextSetupF
 			return
 		}
 		u.releaseAndRemove(causeNASUnspecified)
+	case procServiceRequest:
+		// TS 23.502 §4.2.3.2 step 11: the user plane could not be set up;
+		// the UE stays registered and goes back to CM-IDLE.
+		u.endServiceRequest()
+		u.releaseConnection(causeNASUnspecified)
 	default:
 		u.releaseConnection(causeNASUnspecified)
 	}
@@ -127,11 +136,23 @@ func (u *ue) servingLost(r *ranUE) {
 	if u.gone() {
 		return
 	}
+	if proc == procNetworkDeregistration {
+		// TS 24.501 §5.5.2.3.5 a): lower layer failure before the accept:
+		// the deregistration completes locally.
+		u.networkDeregistrationDone()
+		return
+	}
 	if u.st.rm != rmRegistered {
 		u.removeContext()
 		return
 	}
 	u.deactivateSessions(r.relSessions)
+	u.startMobileReachable()
+	if len(u.page.pending) > 0 && u.st.proc == procNone {
+		// Transfers that waited for a service request that did not
+		// complete: page again.
+		u.startPaging()
+	}
 }
 
 // releaseConnection sends UE Context Release Command for the serving
@@ -167,6 +188,8 @@ func (u *ue) abortProcedure(cause ngap.Cause) {
 	switch u.st.proc {
 	case procRegistration:
 		u.endRegistration()
+	case procServiceRequest:
+		u.endServiceRequest()
 	}
 	if u.st.rm == rmRegistered {
 		u.releaseConnection(cause)
@@ -184,6 +207,7 @@ func (u *ue) removeContext() {
 	}
 	a := u.amf
 	u.endProcedureData(u.st.proc)
+	u.failPending(models.Amf_Comm_N1N2MessageTransferCause_UE_NOT_RESPONDING)
 	u.releaseSessions(models.Smf_PDUSess_Cause_REL_DUE_TO_UNSPECIFIED_REASON)
 	u.fire(evDeregistered)
 	u.fire(evRemove)
@@ -212,5 +236,11 @@ func (u *ue) endProcedureData(p procedure) {
 		u.stopNASTimer()
 		u.reg = registrationProc{}
 		u.resetCommon()
+	case procServiceRequest:
+		u.stopNASTimer()
+		u.svc = serviceRequestProc{}
+		u.resetCommon()
+	case procPaging, procNetworkDeregistration:
+		u.stopNASTimer()
 	}
 }

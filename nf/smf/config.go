@@ -18,6 +18,24 @@ const (
 	DefaultMaxRetransmissions = 4                // TS 24.501 §6.3.2.5 a), §6.3.3.5 a): abort on the fifth expiry
 	DefaultHeartbeat          = 10 * time.Second // PFCP heartbeat / association retry period
 	DefaultMTU                = 1400
+	// DefaultBufferingPackets is the BAR's Suggested Buffering Packets
+	// Count for an idle UE (TS 29.244 §8.2.101: one octet, so 255 at most):
+	// 25 ms of a 10 kpps stream.
+	DefaultBufferingPackets = 255
+	DefaultPagingBackoff    = 10 * time.Second
+)
+
+// Handover data modes (MobilityConfig.HandoverData).
+const (
+	// HandoverForwarding is the 3GPP way (TS 23.502 §4.9.1.3.2-3): the
+	// source gNB sends the downlink it holds, and what keeps arriving,
+	// through an indirect data forwarding tunnel at the UPF to the target.
+	HandoverForwarding = "forwarding"
+	// HandoverSmart is L25GC's smart buffering: the UPF holds the session's
+	// downlink from handover preparation until Handover Notify, then sends
+	// it, in order, to the target and forwards live traffic after it. No
+	// hairpin through the source.
+	HandoverSmart = "smart"
 )
 
 // Config is the SMF configuration. The zero value of a field means
@@ -34,6 +52,26 @@ type Config struct {
 	UPFs []UPFConfig `yaml:"upfs"`
 	// Timers are the PFCP and 5GSM timers.
 	Timers TimerConfig `yaml:"timers"`
+	// Mobility is what the SMF does while UEs are idle or move.
+	Mobility MobilityConfig `yaml:"mobility"`
+}
+
+// MobilityConfig configures idle mode and handover at the SMF.
+type MobilityConfig struct {
+	// BufferingPackets is the Suggested Buffering Packets Count of the BAR
+	// (TS 29.244 §8.2.101, 1..255; default 255) by which the UPF bounds the
+	// downlink it buffers for a UE in CM-IDLE.
+	BufferingPackets int `yaml:"bufferingPackets"`
+	// PagingBackoff: when a paged UE does not answer, the UPF discards the
+	// session's buffered downlink and drops new downlink this long, then
+	// buffers (and so pages) again (default 10 s). TS 23.502 §4.2.3.3
+	// leaves this to the SMF; it keeps an unreachable UE from being paged
+	// for every packet.
+	PagingBackoff time.Duration `yaml:"pagingBackoff"`
+	// HandoverData is how downlink data reaches the UE during an N2
+	// handover: "forwarding" (default, TS 23.502 indirect forwarding) or
+	// "smart" (L25GC buffering at the UPF).
+	HandoverData string `yaml:"handoverData"`
 }
 
 // DNNConfig is one served DNN (TS 23.501 §5.6.1).
@@ -113,6 +151,15 @@ func (c Config) WithDefaults() Config {
 	if c.Timers.Heartbeat == 0 {
 		c.Timers.Heartbeat = DefaultHeartbeat
 	}
+	if c.Mobility.BufferingPackets == 0 {
+		c.Mobility.BufferingPackets = DefaultBufferingPackets
+	}
+	if c.Mobility.PagingBackoff == 0 {
+		c.Mobility.PagingBackoff = DefaultPagingBackoff
+	}
+	if c.Mobility.HandoverData == "" {
+		c.Mobility.HandoverData = HandoverForwarding
+	}
 	return c
 }
 
@@ -124,12 +171,13 @@ func (c Config) Validate() error {
 
 // servedConfig is Config parsed once by New.
 type servedConfig struct {
-	nodeID string
-	n4Addr netip.Addr
-	dnns   map[string]*dnnConf
-	order  []*dnnConf // configuration order, for Stats
-	upfs   []*upfNode
-	timers TimerConfig
+	nodeID   string
+	n4Addr   netip.Addr
+	dnns     map[string]*dnnConf
+	order    []*dnnConf // configuration order, for Stats
+	upfs     []*upfNode
+	timers   TimerConfig
+	mobility MobilityConfig
 }
 
 type dnnConf struct {
@@ -142,7 +190,7 @@ type dnnConf struct {
 }
 
 func (c Config) compile() (*servedConfig, error) {
-	s := &servedConfig{nodeID: c.NodeID, dnns: make(map[string]*dnnConf), timers: c.Timers}
+	s := &servedConfig{nodeID: c.NodeID, dnns: make(map[string]*dnnConf), timers: c.Timers, mobility: c.Mobility}
 	if c.NodeID == "" {
 		return nil, errors.New("smf.nodeId: empty")
 	}
@@ -237,6 +285,18 @@ func (c Config) compile() (*servedConfig, error) {
 	}
 	if t.MaxRetransmissions < 0 || t.MaxRetransmissions > 16 {
 		return nil, fmt.Errorf("smf.timers.maxRetransmissions: %d not in 0..16", t.MaxRetransmissions)
+	}
+	m := c.Mobility
+	if m.BufferingPackets < 1 || m.BufferingPackets > 255 {
+		return nil, fmt.Errorf("smf.mobility.bufferingPackets: %d not in 1..255 (TS 29.244 §8.2.101)", m.BufferingPackets)
+	}
+	if m.PagingBackoff <= 0 {
+		return nil, fmt.Errorf("smf.mobility.pagingBackoff: %v must be positive", m.PagingBackoff)
+	}
+	switch m.HandoverData {
+	case HandoverForwarding, HandoverSmart:
+	default:
+		return nil, fmt.Errorf("smf.mobility.handoverData: %q, want %q or %q", m.HandoverData, HandoverForwarding, HandoverSmart)
 	}
 	return s, nil
 }

@@ -57,6 +57,22 @@ func (s smState) String() string {
 	return "state?"
 }
 
+// dlState is what happens to a session's downlink data while its user
+// plane is deactivated (CM-IDLE UE).
+type dlState uint8
+
+const (
+	// dlBuffering: the UPF buffers and reports the first packet (FAR
+	// BUFF|NOCP), or the user plane is active.
+	dlBuffering dlState = iota
+	// dlNotified: a Downlink Data Report came; the AMF was asked to reach
+	// the UE (N1N2MessageTransfer) and the UPF keeps buffering.
+	dlNotified
+	// dlDiscarding: the UE did not answer the paging; the UPF drops the
+	// downlink until the paging backoff ends.
+	dlDiscarding
+)
+
 // qos is the authorized QoS of the session (from the PCF's session rule).
 type qos struct {
 	ambr   nas.SessionAMBR // bit/s
@@ -109,6 +125,12 @@ type smContext struct {
 	upSEID   uint64 // 0 once deleted
 	ulTunnel ngap.GTPTunnel
 	dlTunnel ngap.GTPTunnel // gNB side; valid Addr once known
+
+	// dl is where the session's downlink stands while its user plane is
+	// deactivated (network-triggered service request, TS 23.502 §4.2.3.3);
+	// backoff runs in dlDiscarding.
+	dl      dlState
+	backoff serial.Timer
 
 	// Procedure progress of stModifying / stReleasing.
 	n1Done, n2Done bool
@@ -243,6 +265,7 @@ func (s *SMF) forget(c *smContext) {
 	}
 	c.state = stReleased
 	s.stopTimer(c)
+	c.backoff.Stop()
 	if c.ue.sessions[c.psi] == c {
 		delete(c.ue.sessions, c.psi)
 	}

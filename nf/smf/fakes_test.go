@@ -170,11 +170,13 @@ func (fakeSDM) GetSmfSelectData(context.Context, string, identity.PLMN) (*models
 
 // transfer is one recorded N1N2MessageTransfer, decoded.
 type transfer struct {
-	supi   string
-	psi    uint8
-	n1     nas.SMMessage
-	n2Type models.Amf_Comm_NgapIeType
-	n2     []byte
+	supi       string
+	psi        uint8
+	n1         nas.SMMessage
+	n2Type     models.Amf_Comm_NgapIeType
+	n2         []byte
+	arp        *models.Arp
+	failureURI string
 }
 
 type statusNote struct {
@@ -233,7 +235,8 @@ func (a *fakeAMF) ref(supi string, psi uint8) string {
 }
 
 func (a *fakeAMF) N1N2MessageTransfer(ctx context.Context, supi string, req *sbi.N1N2Message) (*models.Amf_Comm_N1N2MessageTransferRspData, error) {
-	tr := transfer{supi: supi, psi: uint8(req.Data.PduSessionId), n2: req.N2Info}
+	tr := transfer{supi: supi, psi: uint8(req.Data.PduSessionId), n2: req.N2Info,
+		arp: req.Data.Arp, failureURI: req.Data.N1n2FailureTxfNotifURI}
 	if req.N1Msg != nil {
 		m, err := nas.DecodeSM(req.N1Msg)
 		if err != nil {

@@ -111,11 +111,20 @@ type n1n2 struct {
 	n1     []byte
 	n2     []byte
 	n2Type models.Amf_Comm_NgapIeType
+	// For a UE that may be CM-IDLE (downlink data, TS 23.502 §4.2.3.3
+	// step 3a): the ARP the AMF derives the paging priority from, and
+	// where it reports that the UE could not be reached.
+	arp        *models.Arp
+	failureURI string
 }
 
 // request builds the transfer body (TS 29.518 §6.1.6.2.4) for c.
 func (m n1n2) request(c *smContext) *sbi.N1N2Message {
-	d := &models.Amf_Comm_N1N2MessageTransferReqData{PduSessionId: int32(c.psi)}
+	d := &models.Amf_Comm_N1N2MessageTransferReqData{PduSessionId: int32(c.psi),
+		Arp: m.arp, N1n2FailureTxfNotifURI: m.failureURI}
+	if m.arp != nil {
+		d.Var5qi = int32(c.qos.fiveQI)
+	}
 	if m.n1 != nil {
 		d.N1MessageContainer = &models.Amf_Comm_N1MessageContainer{
 			N1MessageClass:   models.Amf_Comm_N1MessageClass_SM,

@@ -9,10 +9,6 @@ import (
 	"github.com/tern5g/tern/pfcp"
 )
 
-// suggestedBufferingPackets is what the BAR asks the UPF to buffer for a UE
-// without a downlink tunnel (TS 29.244 §8.2.101).
-const suggestedBufferingPackets = 64
-
 // selectUPF picks the associated UPF serving d with the fewest sessions
 // (TS 23.501 §6.3.3 UPF selection, by DNN and load).
 func selectUPF(d *dnnConf) *upfNode {
@@ -82,7 +78,7 @@ func (s *SMF) establishmentRequest(c *smContext) *pfcp.SessionEstablishmentReque
 		},
 		CreateQERs: []pfcp.CreateQER{{ID: qerSession, MBR: mbr(c.qos), QFI: defaultQFI}},
 		CreateURRs: []pfcp.CreateURR{{ID: urrSession, Method: pfcp.MethodVolume}},
-		CreateBAR:  &pfcp.CreateBAR{ID: barSession, SuggestedBufferingPackets: suggestedBufferingPackets},
+		CreateBAR:  &pfcp.CreateBAR{ID: barSession, SuggestedBufferingPackets: uint8(s.cfg.mobility.BufferingPackets)},
 		PDNType:    pfcp.PDNTypeIPv4,
 	}
 }
@@ -225,9 +221,8 @@ func (s *SMF) countUsage(c *smContext, reports []pfcp.UsageReport) {
 
 // HandleSessionReport implements pfcp.CPHandler (TS 29.244 §7.5.8,
 // TS 23.502 §4.2.3.3 step 2). Usage reports are counted and logged. A
-// downlink data report is acknowledged and counted; paging the UE
-// (Namf_Communication_N1N2MessageTransfer toward an idle UE) is not done yet,
-// so the UPF keeps buffering until the UE comes back or the session ends.
+// downlink data report is acknowledged at once; the network-triggered
+// service request it starts runs on the UE's executor.
 func (s *SMF) HandleSessionReport(ctx context.Context, seid uint64, req *pfcp.SessionReportRequest) *pfcp.SessionReportResponse {
 	c := s.seids.Get(seid)
 	if c == nil || req == nil {
@@ -235,11 +230,19 @@ func (s *SMF) HandleSessionReport(ctx context.Context, seid uint64, req *pfcp.Se
 	}
 	if req.ReportType&pfcp.ReportDLDR != 0 {
 		s.stats.dlDataReports.Add(1)
-		s.log.Info("downlink data for a UE without an active user plane (paging not implemented)",
-			"supi", c.supi, "psi", c.psi)
+		s.post(c.ue, func() { s.onDownlinkData(c) })
 	}
 	if req.ReportType&pfcp.ReportUSAR != 0 {
 		s.countUsage(c, req.UsageReports)
 	}
 	return &pfcp.SessionReportResponse{Cause: pfcp.CauseRequestAccepted}
+}
+
+// dropDownlink makes the UPF discard the session's buffered downlink and
+// drop what follows (paging failed, TS 23.502 §4.2.3.3 step 4b).
+func (s *SMF) dropDownlink(c *smContext) error {
+	act := pfcp.ActionDrop
+	return s.modifyN4(c, &pfcp.SessionModificationRequest{
+		UpdateFARs: []pfcp.UpdateFAR{{ID: farDownlink, ApplyAction: &act}},
+	})
 }

@@ -264,17 +264,18 @@ func (s *SMF) nodeID() pfcp.NodeID {
 
 // counters are the SMF's statistics (atomics: read without locks).
 type counters struct {
-	contexts      atomic.Int64
-	n4Sessions    atomic.Int64
-	policies      atomic.Int64
-	established   atomic.Uint64
-	rejected      atomic.Uint64
-	released      atomic.Uint64
-	modified      atomic.Uint64
-	usageReports  atomic.Uint64
-	dlDataReports atomic.Uint64
-	n4Failures    atomic.Uint64
-	amfFailures   atomic.Uint64
+	contexts       atomic.Int64
+	n4Sessions     atomic.Int64
+	policies       atomic.Int64
+	established    atomic.Uint64
+	rejected       atomic.Uint64
+	released       atomic.Uint64
+	modified       atomic.Uint64
+	usageReports   atomic.Uint64
+	dlDataReports  atomic.Uint64
+	n4Failures     atomic.Uint64
+	amfFailures    atomic.Uint64
+	pagingFailures atomic.Uint64
 }
 
 // Stats is a snapshot of the SMF's state and counters.
@@ -292,6 +293,9 @@ type Stats struct {
 	DLDataReports uint64 // PFCP downlink data reports received
 	N4Failures    uint64 // PFCP requests that failed or were rejected
 	AMFFailures   uint64 // N1N2MessageTransfer / status notifications that failed
+	// PagingFailures counts downlink data whose UE could not be reached:
+	// the UPF was told to discard the session's buffer.
+	PagingFailures uint64
 }
 
 // Stats returns a snapshot.
@@ -309,6 +313,8 @@ func (s *SMF) Stats() Stats {
 		DLDataReports: s.stats.dlDataReports.Load(),
 		N4Failures:    s.stats.n4Failures.Load(),
 		AMFFailures:   s.stats.amfFailures.Load(),
+
+		PagingFailures: s.stats.pagingFailures.Load(),
 	}
 	for _, d := range s.cfg.order {
 		st.IPs[d.name] = d.pool.allocated()

@@ -579,12 +579,23 @@ func TestANReleaseAndServiceRequest(t *testing.T) {
 	if f.ApplyAction == nil || *f.ApplyAction != pfcp.ActionBuffer|pfcp.ActionNotifyCP {
 		t.Errorf("DL FAR on AN release %+v", f)
 	}
-	// The UPF reports downlink data: acknowledged and counted.
+	// The UPF reports downlink data: acknowledged, counted, and the AMF is
+	// asked to reach the UE with the N2 content of the user plane (TS
+	// 23.502 §4.2.3.3 step 3a), the ARP for the paging priority and where
+	// to report a UE that does not answer.
 	seid := h.upf.establishes[0].CPFSEID.SEID
 	rsp := h.smf.HandleSessionReport(ctx, seid, &pfcp.SessionReportRequest{ReportType: pfcp.ReportDLDR, DownlinkDataReport: &pfcp.DownlinkDataReport{PDRIDs: []uint16{pdrDownlink}}})
 	if rsp.Cause != pfcp.CauseRequestAccepted || h.smf.Stats().DLDataReports != 1 {
 		t.Errorf("DL data report: %+v %+v", rsp, h.smf.Stats())
 	}
+	dl := h.amf.next(t)
+	if dl.n2Type != models.Amf_Comm_NgapIeType_PDU_RES_SETUP_REQ || dl.n1 != nil || dl.arp == nil || dl.arp.PriorityLevel != 8 ||
+		dl.failureURI == "" {
+		t.Fatalf("transfer for downlink data %+v", dl)
+	}
+	// A second report in the same episode starts nothing new.
+	h.smf.HandleSessionReport(ctx, seid, &pfcp.SessionReportRequest{ReportType: pfcp.ReportDLDR})
+	h.amf.noTransfer(t)
 	if rsp := h.smf.HandleSessionReport(ctx, 999999, &pfcp.SessionReportRequest{ReportType: pfcp.ReportUSAR}); rsp.Cause != pfcp.CauseSessionContextNotFound {
 		t.Errorf("unknown SEID: %+v", rsp)
 	}
@@ -692,5 +703,88 @@ func TestStartNeedsUserPlane(t *testing.T) {
 	}
 	if _, err := New(testConfig(), Deps{AMF: amf}, nil); err == nil {
 		t.Error("New without deps succeeded")
+	}
+}
+
+// TestPagingFailureDiscardsThenBuffersAgain: the AMF could not reach the
+// UE (TS 29.518 §5.2.2.3.2): the UPF discards the buffer and drops the
+// downlink for the backoff, then buffers (and so reports) again.
+func TestPagingFailureDiscardsThenBuffersAgain(t *testing.T) {
+	cfg := testConfig()
+	cfg.Mobility.PagingBackoff = 50 * time.Millisecond
+	h := newHarness(t, cfg, pcf.Config{})
+	ctx := context.Background()
+	ref, _, _ := h.establish(t, testSUPI, 1, "internet")
+	if _, err := h.smf.UpdateSMContext(ctx, ref, &sbi.SMContextUpdate{Data: &models.Smf_PDUSess_SmContextUpdateData{UpCnxState: models.Smf_PDUSess_UpCnxState_DEACTIVATED}}); err != nil {
+		t.Fatal(err)
+	}
+	seid := h.upf.establishes[0].CPFSEID.SEID
+	h.smf.HandleSessionReport(ctx, seid, &pfcp.SessionReportRequest{ReportType: pfcp.ReportDLDR})
+	tr := h.amf.next(t)
+	if err := h.smf.N1N2TransferFailureNotify(ctx, "urn:nowhere", &models.Amf_Comm_N1N2MsgTxfrFailureNotification{}); !errors.Is(err, sbi.ErrContextNotFound) {
+		t.Errorf("unknown URI: %v", err)
+	}
+	mods := len(h.upf.mods)
+	if err := h.smf.N1N2TransferFailureNotify(ctx, tr.failureURI, &models.Amf_Comm_N1N2MsgTxfrFailureNotification{
+		Cause: models.Amf_Comm_N1N2MessageTransferCause_UE_NOT_RESPONDING}); err != nil {
+		t.Fatal(err)
+	}
+	if a := h.upf.lastMod(t).UpdateFARs[0].ApplyAction; len(h.upf.mods) != mods+1 || a == nil || *a != pfcp.ActionDrop {
+		t.Fatalf("DL FAR after the paging failure %v, want DROP", a)
+	}
+	if s := h.smf.Stats(); s.PagingFailures != 1 {
+		t.Errorf("stats %+v", s)
+	}
+	waitForCond(t, "buffering again", func() bool {
+		h.upf.mu.Lock()
+		defer h.upf.mu.Unlock()
+		return len(h.upf.mods) == mods+2
+	})
+	if a := h.upf.lastMod(t).UpdateFARs[0].ApplyAction; a == nil || *a != pfcp.ActionBuffer|pfcp.ActionNotifyCP {
+		t.Errorf("DL FAR after the backoff %v, want BUFF|NOCP", a)
+	}
+	// The next report pages again.
+	h.smf.HandleSessionReport(ctx, seid, &pfcp.SessionReportRequest{ReportType: pfcp.ReportDLDR})
+	if tr := h.amf.next(t); tr.n2Type != models.Amf_Comm_NgapIeType_PDU_RES_SETUP_REQ {
+		t.Errorf("second transfer %+v", tr)
+	}
+}
+
+// TestUnreachableUEDiscards: an AMF that refuses the transfer at once (the
+// UE is not reachable, TS 24.501 §5.3.7) is a paging failure too.
+func TestUnreachableUEDiscards(t *testing.T) {
+	h := newHarness(t, testConfig(), pcf.Config{})
+	ctx := context.Background()
+	ref, _, _ := h.establish(t, testSUPI, 1, "internet")
+	if _, err := h.smf.UpdateSMContext(ctx, ref, &sbi.SMContextUpdate{Data: &models.Smf_PDUSess_SmContextUpdateData{UpCnxState: models.Smf_PDUSess_UpCnxState_DEACTIVATED}}); err != nil {
+		t.Fatal(err)
+	}
+	h.amf.fail = true
+	h.smf.HandleSessionReport(ctx, h.upf.establishes[0].CPFSEID.SEID, &pfcp.SessionReportRequest{ReportType: pfcp.ReportDLDR})
+	h.amf.next(t)
+	waitForCond(t, "the drop", func() bool { return h.smf.Stats().PagingFailures == 1 })
+	if a := h.upf.lastMod(t).UpdateFARs[0].ApplyAction; a == nil || *a != pfcp.ActionDrop {
+		t.Errorf("DL FAR %v, want DROP", a)
+	}
+	// The UE comes back: activation turns the downlink to the new tunnel.
+	if _, err := h.smf.UpdateSMContext(ctx, ref, &sbi.SMContextUpdate{Data: &models.Smf_PDUSess_SmContextUpdateData{UpCnxState: models.Smf_PDUSess_UpCnxState_ACTIVATING}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.smf.UpdateSMContext(ctx, ref, setupResponse(t, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if a := h.upf.lastMod(t).UpdateFARs[0].ApplyAction; a == nil || *a != pfcp.ActionForward {
+		t.Errorf("DL FAR %v, want FORW", a)
+	}
+}
+
+func waitForCond(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -81,6 +81,7 @@ func (s *SMF) handleN2(ctx context.Context, c *smContext, typ models.Smf_PDUSess
 		}
 		c.dlTunnel = t.DLTunnel
 		c.upCnx = models.Smf_PDUSess_UpCnxState_ACTIVATED
+		c.dl = dlBuffering
 		if c.state == stWaitN2Setup {
 			c.state = stActive
 			s.stats.established.Add(1)
@@ -109,8 +110,10 @@ func (s *SMF) handleN2(ctx context.Context, c *smContext, typ models.Smf_PDUSess
 			return updated(n1, nil, "", models.Smf_PDUSess_UpCnxState_DEACTIVATED), nil
 		}
 		if c.upCnx == models.Smf_PDUSess_UpCnxState_ACTIVATING && c.state != stReleasing {
-			// Service request: the session stays, without user plane.
+			// Service request: the session stays, without user plane; the
+			// UPF keeps buffering, and reports again in the next episode.
 			c.upCnx = models.Smf_PDUSess_UpCnxState_DEACTIVATED
+			c.dl = dlBuffering
 		}
 		return updated(nil, nil, "", c.upCnx), nil
 
@@ -229,6 +232,8 @@ func (s *SMF) deactivateUP(c *smContext) (*sbi.SMContextUpdated, error) {
 	}
 	c.upCnx = models.Smf_PDUSess_UpCnxState_DEACTIVATED
 	c.dlTunnel = ngap.GTPTunnel{}
+	c.dl = dlBuffering
+	c.backoff.Stop()
 	switch c.state {
 	case stWaitN2Setup:
 		// The RAN went away before answering the setup: the session exists
@@ -254,6 +259,12 @@ func (s *SMF) activateUP(c *smContext) (*sbi.SMContextUpdated, error) {
 	n2, err := c.setupRequestTransfer()
 	if err != nil {
 		return nil, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "%v", err)
+	}
+	if c.dl == dlDiscarding {
+		// The UE is back during the paging backoff: the setup response
+		// turns the downlink to the new tunnel.
+		c.backoff.Stop()
+		c.dl = dlBuffering
 	}
 	c.upCnx = models.Smf_PDUSess_UpCnxState_ACTIVATING
 	return updated(nil, n2, models.Smf_PDUSess_N2SmInfoType_PDU_RES_SETUP_REQ, c.upCnx), nil
