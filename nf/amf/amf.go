@@ -292,6 +292,11 @@ type Stats struct {
 	ImplicitDeregistrations uint64 // UEs deregistered when their implicit deregistration timer expired
 	NetworkDeregistrations  uint64 // network-initiated deregistrations completed
 	PendingTransfers        int64  // N1N2MessageTransfers waiting for a paged UE
+	Handovers               uint64 // N2 handovers prepared (Handover Request sent)
+	HandoversCompleted      uint64 // N2 handovers completed (Handover Notify)
+	HandoverFailures        uint64 // N2 handovers failed, cancelled or timed out
+	PathSwitches            uint64 // Xn handovers (Path Switch Request Acknowledge sent)
+	PathSwitchFailures      uint64 // Path Switch Request Failure sent
 }
 
 type counters struct {
@@ -307,6 +312,8 @@ type counters struct {
 	pagings, pagingFailures                         atomic.Uint64
 	implicitDeregs, networkDeregs                   atomic.Uint64
 	pendingTransfers                                atomic.Int64
+	handovers, handoversDone, handoverFailures      atomic.Uint64
+	pathSwitches, pathSwitchFailures                atomic.Uint64
 }
 
 // Stats returns a snapshot of the counters.
@@ -346,6 +353,11 @@ func (a *AMF) Stats() Stats {
 		ImplicitDeregistrations: c.implicitDeregs.Load(),
 		NetworkDeregistrations:  c.networkDeregs.Load(),
 		PendingTransfers:        c.pendingTransfers.Load(),
+		Handovers:               c.handovers.Load(),
+		HandoversCompleted:      c.handoversDone.Load(),
+		HandoverFailures:        c.handoverFailures.Load(),
+		PathSwitches:            c.pathSwitches.Load(),
+		PathSwitchFailures:      c.pathSwitchFailures.Load(),
 	}
 }
 

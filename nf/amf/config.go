@@ -32,6 +32,9 @@ const (
 	// T3512 by default (TS 24.501 §5.3.7: "4 minutes greater than T3512"),
 	// and the default implicit deregistration timer.
 	DefaultReachabilityMargin = 4 * time.Minute
+	// DefaultHandoverGuard bounds each phase of an N2 handover at the AMF
+	// (preparation, then execution up to Handover Notify).
+	DefaultHandoverGuard = 5 * time.Second
 	DefaultRelativeCapacity   = 255
 )
 
@@ -104,6 +107,10 @@ type TimerConfig struct {
 	// expiry the UE is deregistered.
 	MobileReachable        time.Duration `yaml:"mobileReachable"`
 	ImplicitDeregistration time.Duration `yaml:"implicitDeregistration"`
+	// Handover bounds each phase of an N2 handover: from Handover Request
+	// to its acknowledgement, and from Handover Command to Handover Notify
+	// (default 5 s; the AMF's counterpart of TNGRELOCprep/overall).
+	Handover time.Duration `yaml:"handover"`
 	// SBI bounds each call the AMF makes to another NF for a UE (AUSF,
 	// UDM, NSSF, SMF): a peer that does not answer in time fails the
 	// procedure with the spec's cause instead of holding the UE.
@@ -172,6 +179,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Timers.ImplicitDeregistration == 0 {
 		c.Timers.ImplicitDeregistration = DefaultReachabilityMargin
+	}
+	if c.Timers.Handover == 0 {
+		c.Timers.Handover = DefaultHandoverGuard
 	}
 	if c.RelativeCapacity == nil {
 		rc := uint8(DefaultRelativeCapacity)
@@ -297,7 +307,8 @@ func (c Config) compile() (*servedConfig, error) {
 		v    time.Duration
 	}{{"t3550", c.Timers.T3550}, {"t3560", c.Timers.T3560}, {"t3570", c.Timers.T3570}, {"t3512", c.Timers.T3512},
 		{"t3513", c.Timers.T3513}, {"t3522", c.Timers.T3522}, {"mobileReachable", c.Timers.MobileReachable},
-		{"implicitDeregistration", c.Timers.ImplicitDeregistration}, {"sbi", c.Timers.SBI}} {
+		{"implicitDeregistration", c.Timers.ImplicitDeregistration}, {"handover", c.Timers.Handover},
+		{"sbi", c.Timers.SBI}} {
 		if d.v <= 0 {
 			return nil, fmt.Errorf("amf.timers.%s: %v must be positive", d.name, d.v)
 		}

@@ -96,6 +96,8 @@ func (u *ue) startNetworkDeregistration(cause nas.Cause5GMM, reRegister bool) {
 		u.endRegistration()
 	case procServiceRequest:
 		u.endServiceRequest()
+	case procHandoverPreparation, procHandoverExecution:
+		u.cancelHandover(causeNASDeregister)
 	}
 	if !u.fire(evDeregistrationStart) {
 		u.networkDeregistrationDone()

@@ -175,6 +175,7 @@ type testUE struct {
 	kamf         []byte
 	guti         *identity.GUTI
 	lastICS      *ngap.InitialContextSetupRequest
+	loc          *ngap.UserLocationNR // the cell the UE is in; nil = cell 0x10 of testTAI
 	smcUL        uint32 // uplink count of Security Mode Complete
 	smcDone      bool   // Security Mode Complete sent for the current context
 }
@@ -240,7 +241,7 @@ func (u *testUE) sendInitial(m nas.Message, hdr nas.SecurityHeaderType) {
 	u.g.send(1, &ngap.InitialUEMessage{
 		RANUENGAPID:           u.ranID,
 		NASPDU:                pdu,
-		UserLocation:          ngap.UserLocationNR{NRCGI: ngap.NRCGI{PLMN: testPLMN, CellID: 0x10}, TAI: testTAI},
+		UserLocation:          u.location(),
 		RRCEstablishmentCause: ngap.RRCMOSignalling,
 	})
 }
@@ -262,8 +263,15 @@ func (u *testUE) sendULPDU(pdu []byte) {
 	u.t.Helper()
 	u.g.send(1, &ngap.UplinkNASTransport{
 		AMFUENGAPID: u.amfID, RANUENGAPID: u.ranID, NASPDU: pdu,
-		UserLocation: ngap.UserLocationNR{NRCGI: ngap.NRCGI{PLMN: testPLMN, CellID: 0x10}, TAI: testTAI},
+		UserLocation: u.location(),
 	})
+}
+
+func (u *testUE) location() ngap.UserLocationNR {
+	if u.loc != nil {
+		return *u.loc
+	}
+	return ngap.UserLocationNR{NRCGI: ngap.NRCGI{PLMN: testPLMN, CellID: 0x10}, TAI: testTAI}
 }
 
 // recvNGAP returns the next NGAP message for this UE's connection.

@@ -104,6 +104,23 @@ var ngapHandlers = map[ngapKey]ngapHandler{
 		(*ue).onPDUSessionResourceModifyResponse),
 	{ngap.ProcPDUSessionResourceRelease, ngap.SuccessfulOutcome}: onUE(func(m *ngap.PDUSessionResourceReleaseResponse) (int64, int64) { return m.AMFUENGAPID, m.RANUENGAPID },
 		(*ue).onPDUSessionResourceReleaseResponse),
+
+	// Mobility (TS 38.413 §8.4).
+	{ngap.ProcPathSwitchRequest, ngap.InitiatingMessage}: func(a *AMF, g *gnb, m ngap.Message) {
+		a.handlePathSwitchRequest(g, m.(*ngap.PathSwitchRequest))
+	},
+	{ngap.ProcHandoverPreparation, ngap.InitiatingMessage}: onUE(func(m *ngap.HandoverRequired) (int64, int64) { return m.AMFUENGAPID, m.RANUENGAPID },
+		(*ue).onHandoverRequired),
+	{ngap.ProcHandoverResourceAllocation, ngap.SuccessfulOutcome}: onTarget(func(m *ngap.HandoverRequestAcknowledge) int64 { return m.AMFUENGAPID },
+		(*ue).onHandoverRequestAcknowledge),
+	{ngap.ProcHandoverResourceAllocation, ngap.UnsuccessfulOutcome}: onTarget(func(m *ngap.HandoverFailure) int64 { return m.AMFUENGAPID },
+		(*ue).onHandoverFailure),
+	{ngap.ProcHandoverNotification, ngap.InitiatingMessage}: onUE(func(m *ngap.HandoverNotify) (int64, int64) { return m.AMFUENGAPID, m.RANUENGAPID },
+		(*ue).onHandoverNotify),
+	{ngap.ProcHandoverCancel, ngap.InitiatingMessage}: onUE(func(m *ngap.HandoverCancel) (int64, int64) { return m.AMFUENGAPID, m.RANUENGAPID },
+		(*ue).onHandoverCancel),
+	{ngap.ProcUplinkRANStatusTransfer, ngap.InitiatingMessage}: onUE(func(m *ngap.UplinkRANStatusTransfer) (int64, int64) { return m.AMFUENGAPID, m.RANUENGAPID },
+		(*ue).onUplinkRANStatusTransfer),
 }
 
 // onUE adapts a handler of one UE-associated message type to the table:

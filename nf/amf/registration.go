@@ -255,6 +255,9 @@ func (u *ue) sendInitialContextSetup(plain []byte, hdr nas.SecurityHeaderType, s
 	if err := r.gnb.send(r.stream, req); err != nil {
 		return err
 	}
+	// TS 33.501 §6.9.2.1.1: the KgNB goes with NCC 0 and is the SYNC-input
+	// of the first NH.
+	u.nh, u.ncc = kgnb, 0
 	r.state = legContext
 	r.ambrSent = req.UEAggregateMaxBitRate != nil
 	return nil

@@ -35,8 +35,9 @@ type smfCall struct {
 	snssai identity.SNSSAI
 	n1, n2 []byte
 	n2Type models.Smf_PDUSess_N2SmInfoType
-	upCnx  models.Smf_PDUSess_UpCnxState
-	cause  models.Smf_PDUSess_Cause
+	upCnx   models.Smf_PDUSess_UpCnxState
+	cause   models.Smf_PDUSess_Cause
+	hoState models.Smf_PDUSess_HoState
 }
 
 type smContext struct {
@@ -64,8 +65,9 @@ type fakeSMF struct {
 	// stall holds CreateSMContext for a SUPI until the channel closes or
 	// the caller's deadline passes (an SMF that does not answer).
 	stall map[string]chan struct{}
-	// refuseActivation: UpdateSMContext(ACTIVATING) fails.
-	refuseActivation bool
+	// refuseActivation: UpdateSMContext(ACTIVATING) fails; refuseHandover:
+	// every handover step does.
+	refuseActivation, refuseHandover bool
 	failures         []models.Amf_Comm_N1N2MsgTxfrFailureNotification // N1N2TransferFailureNotify calls
 
 	mu      sync.Mutex
@@ -244,7 +246,25 @@ func (f *fakeSMF) UpdateSMContext(ctx context.Context, ref string, req *sbi.SMCo
 		return nil, badRequest("n1SmMsg reference")
 	}
 	f.record(smfCall{op: "update", ref: ref, supi: c.supi, id: c.id, n1: bytes.Clone(req.N1SmMsg),
-		n2: bytes.Clone(req.N2SmInfo), n2Type: req.Data.N2SmInfoType, upCnx: req.Data.UpCnxState})
+		n2: bytes.Clone(req.N2SmInfo), n2Type: req.Data.N2SmInfoType, upCnx: req.Data.UpCnxState, hoState: req.Data.HoState})
+	if ho := req.Data.HoState; ho == models.Smf_PDUSess_HoState_COMPLETED || ho == models.Smf_PDUSess_HoState_CANCELLED {
+		return &sbi.SMContextUpdated{Data: &models.Smf_PDUSess_SmContextUpdatedData{HoState: ho}}, nil
+	}
+	// Handover (TS 23.502 §4.9.1): each N2 type has its answer.
+	if answer, ok := map[models.Smf_PDUSess_N2SmInfoType]models.Smf_PDUSess_N2SmInfoType{
+		models.Smf_PDUSess_N2SmInfoType_HANDOVER_REQUIRED:       models.Smf_PDUSess_N2SmInfoType_PDU_RES_SETUP_REQ,
+		models.Smf_PDUSess_N2SmInfoType_HANDOVER_REQ_ACK:        models.Smf_PDUSess_N2SmInfoType_HANDOVER_CMD,
+		models.Smf_PDUSess_N2SmInfoType_HANDOVER_RES_ALLOC_FAIL: models.Smf_PDUSess_N2SmInfoType_HANDOVER_PREP_FAIL,
+		models.Smf_PDUSess_N2SmInfoType_PATH_SWITCH_REQ:         models.Smf_PDUSess_N2SmInfoType_PATH_SWITCH_REQ_ACK,
+	}[req.Data.N2SmInfoType]; ok {
+		if f.refuseHandover {
+			return nil, sbi.NewProblem(http.StatusForbidden, sbi.CauseN2SMError, "no handover")
+		}
+		return &sbi.SMContextUpdated{
+			Data:     &models.Smf_PDUSess_SmContextUpdatedData{HoState: req.Data.HoState, N2SmInfoType: answer},
+			N2SmInfo: []byte(fmt.Sprintf("%s-%d", answer, c.id)),
+		}, nil
+	}
 	if req.Data.UpCnxState == models.Smf_PDUSess_UpCnxState_ACTIVATING {
 		// TS 23.502 §4.2.3.2 step 5: the N2 content to set the user plane up.
 		if f.refuseActivation {

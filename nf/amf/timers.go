@@ -85,6 +85,7 @@ func (u *ue) stopNASTimer() {
 func (u *ue) stopAllTimers() {
 	u.stopNASTimer()
 	u.reachTimer.Stop()
+	u.handoverTime.Stop()
 }
 
 // onTimerAbort runs after the last expiry of a retransmission timer.

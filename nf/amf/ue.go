@@ -183,6 +183,12 @@ type ue struct {
 	oldGUTI *identity.GUTI // kept valid until Registration Complete (TS 24.501 §5.5.1.2.4)
 	taiList []identity.TAI // registration area of the last Registration Accept
 
+	// Access stratum key chain (TS 33.501 §6.9.2.1.1): the KgNB of the
+	// last Initial Context Setup, then the last NH given to a gNB, and its
+	// NCC.
+	nh  []byte
+	ncc uint8
+
 	// NAS security (TS 33.501 §6.2, §6.7).
 	sec       *nas.SecurityContext // current context, nil before SMC
 	kamf      []byte
@@ -204,6 +210,7 @@ type ue struct {
 	auth   authProc
 	smc    securityModeProc
 	svc    serviceRequestProc
+	ho     handoverProc
 	page   pagingProc // transfers waiting for the UE outlive the paging
 
 	// nasTimer guards the downlink message the current step waits on (one
@@ -217,6 +224,8 @@ type ue struct {
 	// UE is not paged (TS 24.501 §5.3.7). The mirror published for other
 	// goroutines is the reachable bit of published.
 	reachable bool
+	// handoverTime guards an N2 handover's preparation and execution.
+	handoverTime serial.Timer
 }
 
 // post queues f on u's executor after everything posted before it. Work

@@ -96,6 +96,9 @@ func (u *ue) onContextReleaseRequest(r *ranUE, cause ngap.Cause) {
 		u.releaseAndRemove(cause)
 		return
 	}
+	// TS 23.502 §4.9.1.3: an AN release during a handover ends it; the UE
+	// goes idle from the source.
+	u.cancelHandover(ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkHandoverCancelled})
 	u.releaseConnection(cause)
 }
 
@@ -119,7 +122,10 @@ func (u *ue) forgetConnection(r *ranUE) {
 	a := u.amf
 	a.ranUEs.delete(r)
 	r.gnb.removeUE(r)
-	if r == u.ran {
+	switch r {
+	case u.target:
+		u.targetLost(r)
+	case u.ran:
 		u.servingLost(r)
 	}
 }
@@ -135,6 +141,9 @@ func (u *ue) servingLost(r *ranUE) {
 	u.fire(evDisconnect)
 	if u.gone() {
 		return
+	}
+	if proc == procHandoverPreparation || proc == procHandoverExecution {
+		u.handoverAbandoned()
 	}
 	if proc == procNetworkDeregistration {
 		// TS 24.501 §5.5.2.3.5 a): lower layer failure before the accept:
@@ -178,6 +187,9 @@ func (u *ue) releaseAndRemove(cause ngap.Cause) {
 			u.log.Debug("UE Context Release Command not sent", "err", err)
 			u.forgetConnection(r)
 		}
+	}
+	if t := u.target; t != nil {
+		u.releaseTarget(t, cause5GCGeneratedReason)
 	}
 }
 
@@ -242,5 +254,7 @@ func (u *ue) endProcedureData(p procedure) {
 		u.resetCommon()
 	case procPaging, procNetworkDeregistration:
 		u.stopNASTimer()
+	case procHandoverPreparation, procHandoverExecution:
+		u.handoverTime.Stop()
 	}
 }
