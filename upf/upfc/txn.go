@@ -284,19 +284,27 @@ func (tx *txn) updateFAR(u *pfcp.UpdateFAR) *reject {
 	if u.ApplyAction != nil {
 		spec.ApplyAction = *u.ApplyAction
 	}
-	if u.Forwarding != nil {
+	if uf := u.Forwarding; uf != nil {
 		// Update Forwarding Parameters (§7.5.4.3-2) carry only what
-		// changes; our codec always has a Destination Interface.
-		fw := pfcp.ForwardingParameters{Destination: u.Forwarding.Destination}
-		if spec.Forwarding != nil {
+		// changes; the rest of the FAR's Forwarding Parameters stays.
+		var fw pfcp.ForwardingParameters
+		switch {
+		case spec.Forwarding != nil:
 			fw = *spec.Forwarding
-			fw.Destination = u.Forwarding.Destination
+		case uf.NoDestination:
+			// Nothing to keep: the Destination Interface, mandatory in
+			// Forwarding Parameters (§7.5.2.3-2), must come now.
+			return missingIE(pfcp.CauseConditionalIEMissing, pfcp.IEDestinationInterface,
+				"FAR %d: first forwarding parameters without a destination interface", u.ID)
 		}
-		if u.Forwarding.NetworkInstance != "" {
-			fw.NetworkInstance = u.Forwarding.NetworkInstance
+		if !uf.NoDestination {
+			fw.Destination = uf.Destination
 		}
-		if u.Forwarding.OuterHeaderCreation != nil {
-			fw.OuterHeaderCreation = clonePtr(u.Forwarding.OuterHeaderCreation)
+		if uf.NetworkInstance != "" {
+			fw.NetworkInstance = uf.NetworkInstance
+		}
+		if uf.OuterHeaderCreation != nil {
+			fw.OuterHeaderCreation = clonePtr(uf.OuterHeaderCreation)
 		}
 		spec.Forwarding = &fw
 	}

@@ -503,7 +503,7 @@ func TestModificationKeepsState(t *testing.T) {
 	// §4.3.2.2.1 step 16) and the CP moves to a new F-SEID.
 	mod := &pfcp.SessionModificationRequest{
 		CPFSEID: &pfcp.FSEID{SEID: 8, IPv4: smfNode.IP},
-		UpdateFARs: []pfcp.UpdateFAR{{ID: 2, ApplyAction: ptr(pfcp.ActionForward), Forwarding: &pfcp.ForwardingParameters{
+		UpdateFARs: []pfcp.UpdateFAR{{ID: 2, ApplyAction: ptr(pfcp.ActionForward), Forwarding: &pfcp.UpdateForwardingParameters{
 			Destination: pfcp.InterfaceAccess, OuterHeaderCreation: &pfcp.OuterHeaderCreation{
 				Description: pfcp.OuterHeaderCreationGTPUUDPIPv4, TEID: 0x77, IPv4: gnbAddr}}}},
 	}
@@ -646,6 +646,11 @@ func TestModificationValidationLeavesSessionUnchanged(t *testing.T) {
 			expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypeQER, 1)}},
 		{"second BAR", &pfcp.SessionModificationRequest{CreateBAR: &pfcp.CreateBAR{ID: 2}},
 			expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypeBAR, 2)}},
+		{"first forwarding parameters without destination", &pfcp.SessionModificationRequest{
+			UpdateFARs: []pfcp.UpdateFAR{{ID: 2, ApplyAction: ptr(pfcp.ActionForward), Forwarding: &pfcp.UpdateForwardingParameters{
+				NoDestination: true, OuterHeaderCreation: &pfcp.OuterHeaderCreation{
+					Description: pfcp.OuterHeaderCreationGTPUUDPIPv4, TEID: 5, IPv4: gnbAddr}}}}},
+			expect{cause: pfcp.CauseConditionalIEMissing, ie: pfcp.IEDestinationInterface}},
 		{"FAR update breaks the action", &pfcp.SessionModificationRequest{
 			UpdateFARs: []pfcp.UpdateFAR{{ID: 2, ApplyAction: ptr(pfcp.ActionForward)}}},
 			expect{cause: pfcp.CauseConditionalIEMissing, ie: pfcp.IEUpdateFAR}},
