@@ -6,11 +6,13 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"gopkg.in/yaml.v3"
 
 	"github.com/tern5g/tern/gtpu"
 	"github.com/tern5g/tern/internal/ipv4pkt"
@@ -95,6 +97,12 @@ func TestConfigValidation(t *testing.T) {
 		{N6: []upf.N6Config{{DNN: "a", Pool: "10.0.0.0"}}},
 		{N6: []upf.N6Config{{DNN: "a", TUN: "a-very-long-device-name"}}},
 		{PDRTable: "per-flow"},
+		{BufferPackets: -1},
+		{BufferBytes: -1},
+		{BufferGlobalBytes: -1},
+		{BufferHoldTime: -time.Second},
+		{BufferBytes: 4 << 20, BufferGlobalBytes: 1 << 20}, // one session's buffer above the cap
+		{BufferGlobalBytes: 1 << 20},                       // below the default per-session 2 MiB
 	} {
 		if _, err := upf.New(cfg, nil); err == nil {
 			t.Errorf("%+v accepted", cfg)
@@ -102,6 +110,23 @@ func TestConfigValidation(t *testing.T) {
 	}
 	if _, err := upf.New(upf.DefaultConfig(), nil); err != nil {
 		t.Errorf("default config: %v", err)
+	}
+	// The buffering keys as a YAML document spells them.
+	var cfg upf.Config
+	doc := "bufferPackets: 64\nbufferBytes: 65536\nbufferGlobalBytes: 1048576\nbufferHoldTime: 5s\n"
+	if err := yaml.Unmarshal([]byte(doc), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	want := upf.Config{BufferPackets: 64, BufferBytes: 64 << 10, BufferGlobalBytes: 1 << 20, BufferHoldTime: 5 * time.Second}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Errorf("YAML %+v, want %+v", cfg, want)
+	}
+	if _, err := upf.New(cfg, nil); err != nil {
+		t.Errorf("%+v: %v", cfg, err)
+	}
+	d := upf.DefaultConfig()
+	if d.BufferPackets != 1024 || d.BufferBytes != 2<<20 || d.BufferGlobalBytes != 256<<20 || d.BufferHoldTime != 30*time.Second {
+		t.Errorf("defaults %+v", d)
 	}
 }
 

@@ -42,6 +42,12 @@ func (c *UPFC) compile(s *session) (*rules.Session, *reject) {
 	fars := make(map[uint32]*rules.FAR, len(s.fars))
 	for id, f := range s.fars {
 		fars[id] = compileFAR(&f.spec)
+		// TS 29.244 §5.2.4.1: a buffering FAR is controlled by the BAR it
+		// names; the BAR's Suggested Buffering Packets Count bounds the
+		// session's buffer (a session has one BAR, §7.5.2.6).
+		if b := s.bar; b != nil && b.SuggestedBufferingPackets != 0 && f.spec.BARID != nil && *f.spec.BARID == b.ID {
+			snap.BufferPackets = int(b.SuggestedBufferingPackets)
+		}
 	}
 	qers := make(map[uint32]*rules.QER, len(s.qers))
 	for id, q := range s.qers {

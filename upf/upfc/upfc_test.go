@@ -261,6 +261,10 @@ func TestEstablishmentCompiles(t *testing.T) {
 	if dl.Source != rules.InterfaceCore || dl.RemoveOuterHeader || dl.FAR.Action != rules.ActionBuffer|rules.ActionNotifyCP || dl.FAR.BARID != 1 {
 		t.Errorf("downlink PDR %+v FAR %+v", dl, dl.FAR)
 	}
+	// The BAR the buffering FAR names bounds the buffer (§5.2.4).
+	if s.BufferPackets != 10 {
+		t.Errorf("buffer packets %d, want the BAR's 10", s.BufferPackets)
+	}
 	// Both PDRs share one QER and URR object.
 	if len(ul.QERs) != 1 || ul.QERs[0] != dl.QERs[0] || ul.URRs[0] != dl.URRs[0] {
 		t.Fatal("QER/URR not shared between PDRs")
@@ -1055,5 +1059,42 @@ func TestSessionRuleLists(t *testing.T) {
 	}
 	if !reflect.DeepEqual(lists[0], lists[1]) {
 		t.Errorf("rule lists differ without tables:\n%+v\n%+v", lists[0], lists[1])
+	}
+}
+
+// The BAR's Suggested Buffering Packets Count reaches the data path while a
+// FAR names the BAR (TS 29.244 §5.2.4, §7.5.2.6, §7.5.4.11).
+func TestBARBoundsBuffer(t *testing.T) {
+	c, dp, _ := newUPFC(t)
+	ctx := context.Background()
+	seid := establish(t, c, establishment(1)).UPFSEID.SEID
+	if n := dp.get(seid).BufferPackets; n != 10 {
+		t.Fatalf("established: %d", n)
+	}
+	modify := func(req *pfcp.SessionModificationRequest) int {
+		t.Helper()
+		if mr := c.HandleSessionModification(ctx, seid, req); mr.Cause != pfcp.CauseRequestAccepted {
+			t.Fatalf("modification: %v %+v", mr.Cause, mr.FailedRuleID)
+		}
+		return dp.get(seid).BufferPackets
+	}
+	if n := modify(&pfcp.SessionModificationRequest{UpdateBAR: &pfcp.UpdateBAR{ID: 1, SuggestedBufferingPackets: ptr(uint8(3))}}); n != 3 {
+		t.Errorf("after Update BAR: %d, want 3", n)
+	}
+	// The FAR forwards and names no BAR: the data path's default.
+	if n := modify(&pfcp.SessionModificationRequest{UpdateFARs: []pfcp.UpdateFAR{{ID: 2, ApplyAction: ptr(pfcp.ActionForward),
+		Forwarding: &pfcp.UpdateForwardingParameters{Destination: pfcp.InterfaceAccess, OuterHeaderCreation: &pfcp.OuterHeaderCreation{
+			Description: pfcp.OuterHeaderCreationGTPUUDPIPv4, TEID: 5, IPv4: gnbAddr}}}}}); n != 3 {
+		t.Errorf("FAR still names the BAR: %d, want 3", n)
+	}
+	c.mu.Lock()
+	s := c.sessions[seid].clone()
+	c.mu.Unlock()
+	spec := s.fars[2].spec // the clone shares farState: replace, never edit
+	spec.BARID = nil
+	s.fars[2] = &farState{spec: spec}
+	snap, rej := c.compile(s)
+	if rej != nil || snap.BufferPackets != 0 {
+		t.Errorf("no FAR names the BAR: %d (%v)", snap.BufferPackets, rej)
 	}
 }

@@ -14,24 +14,28 @@ type DropReason uint8
 
 // Drop reasons.
 const (
-	DropMalformed    DropReason = iota // not parseable GTP-U / IP
-	DropUnsupported                    // GTP-U message type or extension the UPF does not handle
-	DropUnknownTEID                    // no session for the TEID (Error Indication sent, §7.3.1)
-	DropNoSession                      // no session for the downlink destination address
-	DropNoPDR                          // no PDR of the session matches
-	DropFAR                            // the FAR says drop (or has no usable action)
-	DropGate                           // QER gate closed
-	DropMBR                            // QER maximum bit rate exceeded
-	DropBufferFull                     // session buffer full
-	DropNoN6                           // FAR's network instance has no N6 port
-	DropNoHeadroom                     // no room to prepend the GTP-U header
-	DropUplinkBuffer                   // uplink FAR says buffer: not supported, dropped
+	DropMalformed       DropReason = iota // not parseable GTP-U / IP
+	DropUnsupported                       // GTP-U message type or extension the UPF does not handle
+	DropUnknownTEID                       // no session for the TEID (Error Indication sent, §7.3.1)
+	DropNoSession                         // no session for the downlink destination address
+	DropNoPDR                             // no PDR of the session matches
+	DropFAR                               // the FAR says drop (or has no usable action)
+	DropGate                              // QER gate closed
+	DropMBR                               // QER maximum bit rate exceeded
+	DropBufferFull                        // session buffer full
+	DropNoN6                              // FAR's network instance has no N6 port
+	DropNoHeadroom                        // no room to prepend the GTP-U header
+	DropUplinkBuffer                      // uplink FAR says buffer: not supported, dropped
+	DropBufferGlobalCap                   // the UPF-wide buffered bytes cap is reached
+	DropBufferExpired                     // buffered longer than the hold time (Config.BufferHold)
+	DropBufferDiscarded                   // buffered, then the session went or its FAR dropped
 	NumDropReasons
 )
 
 var dropNames = [NumDropReasons]string{
 	"malformed", "unsupported", "unknown-teid", "no-session", "no-pdr", "far-drop",
 	"gate-closed", "mbr", "buffer-full", "no-n6", "no-headroom", "uplink-buffer",
+	"buffer-global-cap", "buffer-expired", "buffer-discarded",
 }
 
 func (r DropReason) String() string {
@@ -291,10 +295,11 @@ func (w *Worker) downlinkOne(pk *Packet, e *entry, out []Packet, fromBuffer bool
 	switch {
 	case far.Action&rules.ActionBuffer != 0 && !fromBuffer:
 		// TS 29.244 §5.2.4: buffer; with NOCP, the first packet of the
-		// episode raises a Downlink Data Report (§5.2.4.1).
-		res, first := e.buf.Push(data, far.Action&rules.ActionNotifyCP != 0)
-		if res == rules.BufferFull {
-			w.drop(DropBufferFull)
+		// episode raises a Downlink Data Report (§5.2.4.1) with the PDR ID
+		// and, in its Downlink Data Service Information, the QFI (§8.2.27).
+		res, first := e.buf.Push(data, far.Action&rules.ActionNotifyCP != 0, w.now)
+		if res != rules.Buffered {
+			w.dropBuffered(res)
 			return out
 		}
 		w.local.buffered++
@@ -310,20 +315,25 @@ func (w *Worker) downlinkOne(pk *Packet, e *entry, out []Packet, fromBuffer bool
 		}
 		return out
 	case far.Action&rules.ActionForward == 0:
-		w.drop(DropFAR)
+		if fromBuffer {
+			w.drop(DropBufferDiscarded) // buffered, and the FAR now drops
+		} else {
+			w.drop(DropFAR)
+		}
 		return out
 	}
 	if !fromBuffer {
 		// Keep order behind packets buffered earlier and being drained.
-		switch e.buf.PushIfHolding(data) {
+		switch res := e.buf.PushIfHolding(data, w.now); res {
+		case rules.NotHolding:
 		case rules.Buffered:
 			w.local.buffered++
 			if e.replaced.Load() {
 				w.p.kick(s.SEID)
 			}
 			return out
-		case rules.BufferFull:
-			w.drop(DropBufferFull)
+		default:
+			w.dropBuffered(res)
 			return out
 		}
 	}
@@ -345,6 +355,18 @@ func (w *Worker) downlinkOne(pk *Packet, e *entry, out []Packet, fromBuffer bool
 	start := pk.Off - gtpu.GPDUHeaderLen
 	gtpu.PutGPDUHeader(pk.Buf[start:], far.Encap.TEID, qfiFor(pdr, far.Encap.QFI), true, n)
 	return append(out, Packet{Buf: pk.Buf, Off: start, Len: gtpu.GPDUHeaderLen + n, Peer: far.Encap.Peer, Port: PortN3})
+}
+
+// dropBuffered counts a packet a buffer refused.
+func (w *Worker) dropBuffered(r rules.PushResult) {
+	switch r {
+	case rules.BufferGlobalCap:
+		w.drop(DropBufferGlobalCap)
+	case rules.BufferClosed:
+		w.drop(DropBufferDiscarded)
+	default:
+		w.drop(DropBufferFull)
+	}
 }
 
 // qfiFor is the QFI to mark: the first QER's QFI (TS 29.244 §5.2.1A
@@ -453,11 +475,16 @@ type Stats struct {
 	ErrorIndicationsSent                   uint64
 	ErrorIndicationsReceived               uint64
 	EndMarkers                             uint64
-	BufferedTotal                          uint64 // packets ever buffered
-	Buffered                               int    // packets in buffers now
-	BufferedBytes                          int
-	Sessions                               int
-	ReportsDropped                         uint64
+	// Downlink buffering: packets ever buffered, and packets and bytes
+	// in buffers now (the global cap applies to BufferedBytes). Packets
+	// the buffers refused or discarded are in Drops: "buffer-full" (a
+	// session's limit), "buffer-global-cap", "buffer-expired",
+	// "buffer-discarded" (session removed, or its FAR went to DROP).
+	BufferedTotal  uint64
+	Buffered       int
+	BufferedBytes  int
+	Sessions       int
+	ReportsDropped uint64
 }
 
 // Stats sums the workers' counters.
@@ -485,10 +512,13 @@ func (p *Pipeline) Stats() Stats {
 	if v := p.drainDropped.Load(); v != 0 {
 		st.Drops["drain-no-sink"] += v
 	}
-	for _, e := range p.bySEID {
-		n, b := e.buf.Len()
-		st.Buffered += n
-		st.BufferedBytes += b
+	bs := p.pool.Stats()
+	st.Buffered, st.BufferedBytes = bs.Packets, bs.Bytes
+	if bs.Expired != 0 {
+		st.Drops[DropBufferExpired.String()] += bs.Expired
+	}
+	if bs.Discarded != 0 {
+		st.Drops[DropBufferDiscarded.String()] += bs.Discarded
 	}
 	return st
 }
