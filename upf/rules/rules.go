@@ -103,6 +103,12 @@ type FAR struct {
 	// Encap is the Outer Header Creation (GTP-U/UDP/IPv4); nil = none.
 	Encap *Encap
 	BARID uint8
+	// SendEndMarker: the modification that produced this snapshot set
+	// SNDEM in the FAR's Update Forwarding Parameters (TS 29.244
+	// §8.2.31). If Encap differs from the previous snapshot's for the same
+	// FAR ID, the data path sends an End Marker (TS 29.281 §7.3.2) on the
+	// previous tunnel. Set only in that one snapshot.
+	SendEndMarker bool
 }
 
 // Encap is an Outer Header Creation for GTP-U/UDP/IPv4 (§8.2.56).

@@ -1093,8 +1093,52 @@ func TestBARBoundsBuffer(t *testing.T) {
 	spec := s.fars[2].spec // the clone shares farState: replace, never edit
 	spec.BARID = nil
 	s.fars[2] = &farState{spec: spec}
-	snap, rej := c.compile(s)
+	snap, rej := c.compile(s, nil)
 	if rej != nil || snap.BufferPackets != 0 {
 		t.Errorf("no FAR names the BAR: %d (%v)", snap.BufferPackets, rej)
+	}
+}
+
+// Handover (TS 23.502 §4.9.1.2.2 step 6, §4.9.1.3.3 step 4): Update FAR
+// with a new Outer Header Creation and SNDEM marks the FAR of that one
+// snapshot, for UPF-U to send End Markers; the next snapshot is unmarked.
+func TestSendEndMarkerCompiles(t *testing.T) {
+	c, dp, _ := newUPFC(t)
+	ctx := context.Background()
+	seid := establish(t, c, establishment(1)).UPFSEID.SEID
+	target := netip.MustParseAddr("10.100.3.9")
+	tunnel := func(teid uint32, addr netip.Addr, sndem bool) *pfcp.SessionModificationRequest {
+		return &pfcp.SessionModificationRequest{UpdateFARs: []pfcp.UpdateFAR{{ID: 2, ApplyAction: ptr(pfcp.ActionForward),
+			Forwarding: &pfcp.UpdateForwardingParameters{Destination: pfcp.InterfaceAccess, SendEndMarker: sndem,
+				OuterHeaderCreation: &pfcp.OuterHeaderCreation{Description: pfcp.OuterHeaderCreationGTPUUDPIPv4, TEID: teid, IPv4: addr}}}}}
+	}
+	modify := func(req *pfcp.SessionModificationRequest) *rules.FAR {
+		t.Helper()
+		if mr := c.HandleSessionModification(ctx, seid, req); mr.Cause != pfcp.CauseRequestAccepted {
+			t.Fatalf("modification: %v %+v", mr.Cause, mr.FailedRuleID)
+		}
+		return dp.get(seid).PDRs[1].FAR
+	}
+	if f := modify(tunnel(0x77, gnbAddr, false)); f.SendEndMarker || f.Encap.TEID != 0x77 {
+		t.Fatalf("first tunnel: %+v", f)
+	}
+	f := modify(tunnel(0x88, target, true))
+	if !f.SendEndMarker || f.Encap.TEID != 0x88 || f.Encap.Peer != netip.AddrPortFrom(target, 2152) {
+		t.Fatalf("switch with SNDEM: %+v %+v", f, f.Encap)
+	}
+	if s := dp.get(seid); s.PDRs[0].FAR.SendEndMarker {
+		t.Error("the uplink FAR is marked too")
+	}
+	// Only the tunnel changes (no Destination Interface): the FAR keeps
+	// forwarding to the access.
+	f = modify(&pfcp.SessionModificationRequest{UpdateFARs: []pfcp.UpdateFAR{{ID: 2, Forwarding: &pfcp.UpdateForwardingParameters{
+		NoDestination: true, SendEndMarker: true,
+		OuterHeaderCreation: &pfcp.OuterHeaderCreation{Description: pfcp.OuterHeaderCreationGTPUUDPIPv4, TEID: 0x99, IPv4: gnbAddr}}}}})
+	if !f.SendEndMarker || f.Dest != rules.InterfaceAccess || f.Encap.TEID != 0x99 || f.Action != rules.ActionForward {
+		t.Fatalf("tunnel-only update: %+v", f)
+	}
+	// SNDEM is for its modification only.
+	if f := modify(&pfcp.SessionModificationRequest{UpdateQERs: []pfcp.UpdateQER{{ID: 1, Gate: &pfcp.GateStatus{}}}}); f.SendEndMarker {
+		t.Error("SNDEM carried into a later snapshot")
 	}
 }

@@ -57,6 +57,9 @@ type sessionOpts struct {
 	seid   uint64
 	ue     netip.Addr
 	ulTEID uint32
+	// The DL FAR's tunnel peer (default gnb), and SNDEM in this snapshot.
+	peer  netip.AddrPort
+	sndem bool
 }
 
 // session builds a two-PDR session: uplink by TEID, downlink by UE IP.
@@ -83,12 +86,15 @@ func session(t testing.TB, o sessionOpts) *rules.Session {
 	if o.ulTEID == 0 {
 		o.ulTEID = ulTEID
 	}
+	if !o.peer.IsValid() {
+		o.peer = gnb
+	}
 	ul := &rules.PDR{ID: 1, Precedence: 100, Source: rules.InterfaceAccess, RemoveOuterHeader: true,
 		FAR:  &rules.FAR{ID: 1, Action: o.ulFAR, Dest: rules.InterfaceCore, NetworkInstance: o.netInst},
 		QERs: o.qers, URRs: o.urrs}
 	dl := &rules.PDR{ID: 2, Precedence: 100, Source: rules.InterfaceCore,
 		FAR: &rules.FAR{ID: 2, Action: o.dlFAR, Dest: rules.InterfaceAccess,
-			Encap: &rules.Encap{TEID: o.encapTEID, Peer: gnb, QFI: qfi}},
+			Encap: &rules.Encap{TEID: o.encapTEID, Peer: o.peer, QFI: qfi}, SendEndMarker: o.sndem},
 		QERs: o.qers, URRs: o.urrs}
 	ulr := []classify.Rule{{ID: 0, Precedence: 100,
 		Has: classify.FieldSourceInterface | classify.FieldTEID, SourceInterface: 0, TEID: o.ulTEID}}

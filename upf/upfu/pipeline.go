@@ -20,10 +20,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/tern5g/tern/gtpu"
 	"github.com/tern5g/tern/upf/rules"
 )
 
@@ -127,6 +130,7 @@ type Pipeline struct {
 	pool    *rules.BufferPool // every session's DL buffer
 
 	reportsDropped, drainDropped atomic.Uint64
+	endMarkersSent               atomic.Uint64
 }
 
 type reporterBox struct{ r Reporter }
@@ -211,8 +215,10 @@ const (
 
 // ctlPacket returns room for an n-byte packet with Headroom before it in
 // ctlBuf, sending what ctlOut holds first if ctlBuf is full. p.mu held.
-func (p *Pipeline) ctlPacket(n int) []byte {
-	need := Headroom + n
+func (p *Pipeline) ctlPacket(n int) []byte { return p.ctlBytes(Headroom + n) }
+
+// ctlBytes returns need bytes of ctlBuf (see ctlPacket). p.mu held.
+func (p *Pipeline) ctlBytes(need int) []byte {
 	if len(p.ctlBuf)+need > cap(p.ctlBuf) {
 		p.flushCtl()
 		if need > cap(p.ctlBuf) {
@@ -246,7 +252,11 @@ func (p *Pipeline) lookupUE(ip uint32) *entry {
 // Install publishes a session snapshot (new, or replacing the one with the
 // same SEID). If the old snapshot buffered downlink packets and the new one
 // no longer buffers, the buffer is drained in order through the new rules
-// (TS 23.502 §4.2.3.3 step 12: buffered data goes to the new tunnel).
+// (TS 23.502 §4.2.3.3 step 12: buffered data goes to the new tunnel). A
+// FAR of the new snapshot with SendEndMarker whose tunnel changed gets an
+// End Marker on its old tunnel (TS 29.281 §7.3.2) after the last packet
+// sent there and before any on the new one; Install then waits for the
+// workers' batches in flight (see quiesceLocked), which is short.
 func (p *Pipeline) Install(s *rules.Session) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -284,6 +294,15 @@ func (p *Pipeline) Install(s *rules.Session) {
 		}
 	}
 
+	// End Markers (TS 29.244 §8.2.31 SNDEM, TS 29.281 §7.3.2): the old
+	// tunnels that SNDEM FARs of s leave. While they go out, the session's
+	// forwarded downlink queues in its buffer (Hold), to be drained to the
+	// new tunnels after them; see the ordering argument below.
+	ems := endMarkers(old, s)
+	if len(ems) > 0 && !buffers(s) {
+		e.buf.Hold()
+	}
+
 	if p.global != nil {
 		p.addGlobalLocked(e, old)
 	}
@@ -315,9 +334,105 @@ func (p *Pipeline) Install(s *rules.Session) {
 			p.global.remove(old.gids)
 		}
 	}
+	if len(ems) > 0 {
+		// Why no packet reaches an old tunnel after its End Marker, nor a
+		// new tunnel before it:
+		//  - From here on, a batch that starts sees only the new snapshot
+		//    (published above with atomic stores; Worker.beginBatch's
+		//    atomic add comes after them in the order of atomics).
+		//  - A batch that started before may still hold the old
+		//    snapshot and forward on the old tunnel. quiesceLocked waits
+		//    until each such batch has ended: for a driver's workers,
+		//    until its outputs are handed to the socket (Worker.Sent).
+		//  - Only then do the End Markers go to the sink, which sends
+		//    synchronously: every old-path packet precedes them.
+		//  - Downlink that the new snapshot forwards meanwhile (and any
+		//    an old-snapshot batch forwards after Hold) queues in the
+		//    held buffer (PushIfHolding), and the drain below, after the
+		//    End Markers, sends it to the new tunnel in order. Install
+		//    and drains run under p.mu, so no other drain interleaves.
+		// Uplink-side re-encapsulation (indirect forwarding) is not held.
+		p.quiesceLocked()
+		p.sendEndMarkersLocked(ems)
+	}
 	if e.buf.Holding() && !buffers(s) {
 		p.drainLocked(e)
 	}
+}
+
+// endMarkers returns the tunnels to send End Markers on when s replaces
+// old: each FAR of s with SendEndMarker whose Encap differs from the same
+// FAR's in old, the old Encap (TS 29.244 §8.2.31: "towards the old F-TEID
+// of the downstream node when switching to the new F-TEID").
+func endMarkers(old *entry, s *rules.Session) []rules.Encap {
+	if old == nil {
+		return nil
+	}
+	var out []rules.Encap
+	for _, pdr := range s.PDRs {
+		f := pdr.FAR
+		if f == nil || !f.SendEndMarker || f.Encap == nil {
+			continue
+		}
+		for _, op := range old.sess.PDRs {
+			of := op.FAR
+			if of == nil || of.ID != f.ID || of.Encap == nil {
+				continue
+			}
+			prev := *of.Encap
+			if (prev.TEID != f.Encap.TEID || prev.Peer != f.Encap.Peer) && !slices.ContainsFunc(out, func(x rules.Encap) bool {
+				return x.TEID == prev.TEID && x.Peer == prev.Peer
+			}) {
+				out = append(out, prev)
+			}
+			break
+		}
+	}
+	return out
+}
+
+// quiesceTimeout bounds the wait for in-flight batches (a driver that never
+// calls Sent): past it the End Markers go anyway, and the wait is logged.
+const quiesceTimeout = time.Second
+
+// quiesceLocked waits until every worker batch that was in flight when it
+// was called has ended. Workers take no lock, so holding p.mu cannot
+// block them. p.mu held.
+func (p *Pipeline) quiesceLocked() {
+	deadline := time.Now().Add(quiesceTimeout)
+	for _, w := range p.workers {
+		g := w.batch.Load()
+		if g&1 == 0 {
+			continue // idle
+		}
+		for spin := 0; w.batch.Load() == g; spin++ {
+			if time.Now().After(deadline) {
+				p.log.Warn("upfu: a worker batch did not end: End Markers sent without waiting for it")
+				return
+			}
+			if spin < 100 {
+				runtime.Gosched()
+			} else {
+				time.Sleep(20 * time.Microsecond)
+			}
+		}
+	}
+}
+
+// sendEndMarkersLocked sends one End Marker on each tunnel through the
+// sink. p.mu held.
+func (p *Pipeline) sendEndMarkersLocked(tunnels []rules.Encap) {
+	for _, t := range tunnels {
+		b := gtpu.AppendEndMarker(p.ctlBytes(gtpu.EndMarkerLen)[:0], t.TEID)
+		p.ctlOut = append(p.ctlOut, Packet{Buf: b, Len: len(b), Peer: t.Peer, Port: PortN3})
+		if len(p.ctlOut) == cap(p.ctlOut) {
+			p.flushCtl()
+		}
+	}
+	if p.sink.Load() != nil {
+		p.endMarkersSent.Add(uint64(len(tunnels)))
+	}
+	p.flushCtl()
 }
 
 // addGlobalLocked puts e's rules into the global table, replacing old's

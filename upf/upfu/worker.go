@@ -74,6 +74,11 @@ type Worker struct {
 	now     int64
 	local   localStats
 	stats   workerStats
+	// batch is odd while a batch is in flight: from Uplink or Downlink
+	// until they return, or with SendsLater until Sent. Install waits on
+	// it before sending End Markers.
+	batch      atomic.Uint64
+	sendsLater bool
 }
 
 // NewWorker creates a worker with its own scratch state.
@@ -87,23 +92,53 @@ func (p *Pipeline) NewWorker() *Worker {
 
 func (w *Worker) drop(r DropReason) { w.local.drops[r]++ }
 
+// SendsLater tells the pipeline that the caller hands a batch's outputs to
+// the network after Uplink or Downlink returns, and calls Sent when it has:
+// until then the batch counts as in flight, so that an End Marker never
+// overtakes a packet of it (Install). Call it before the first batch.
+func (w *Worker) SendsLater() { w.sendsLater = true }
+
+// Sent ends the last batch of a SendsLater worker: its outputs are sent.
+func (w *Worker) Sent() { w.endBatch() }
+
+func (w *Worker) beginBatch() {
+	if w.batch.Load()&1 != 0 {
+		// The previous batch was never marked sent: a new batch reuses
+		// its outputs, so it is over. Keep the count odd but change it.
+		w.batch.Add(2)
+		return
+	}
+	w.batch.Add(1)
+}
+
+func (w *Worker) endBatch() {
+	if w.batch.Load()&1 != 0 {
+		w.batch.Add(1)
+	}
+}
+
 // Uplink processes a batch of datagrams received on N3 and appends the
 // packets to send to out, which it returns. Outputs point into the input
 // buffers or into the worker's scratch space, valid until the next call.
 // No allocation happens when out has room for the outputs.
 func (w *Worker) Uplink(in []Packet, out []Packet) []Packet {
+	w.beginBatch()
 	w.scratch = w.scratch[:0]
 	w.now = w.p.now()
 	for i := range in {
 		out = w.uplinkOne(&in[i], out)
 	}
 	w.flushStats()
+	if !w.sendsLater {
+		w.endBatch()
+	}
 	return out
 }
 
 // Downlink processes a batch of IP packets received from N6 and appends
 // the packets to send to out (see Uplink).
 func (w *Worker) Downlink(in []Packet, out []Packet) []Packet {
+	w.beginBatch()
 	w.scratch = w.scratch[:0]
 	w.now = w.p.now()
 	for i := range in {
@@ -126,6 +161,9 @@ func (w *Worker) Downlink(in []Packet, out []Packet) []Packet {
 		out = w.downlinkOne(pk, e, out, false)
 	}
 	w.flushStats()
+	if !w.sendsLater {
+		w.endBatch()
+	}
 	return out
 }
 
@@ -474,7 +512,8 @@ type Stats struct {
 	EchoReplies                            uint64
 	ErrorIndicationsSent                   uint64
 	ErrorIndicationsReceived               uint64
-	EndMarkers                             uint64
+	EndMarkers                             uint64 // received (absorbed)
+	EndMarkersSent                         uint64 // on old tunnels (SNDEM)
 	// Downlink buffering: packets ever buffered, and packets and bytes
 	// in buffers now (the global cap applies to BufferedBytes). Packets
 	// the buffers refused or discarded are in Drops: "buffer-full" (a
@@ -509,6 +548,7 @@ func (p *Pipeline) Stats() Stats {
 		st.EndMarkers += s.endMarkers.Load()
 		st.BufferedTotal += s.buffered.Load()
 	}
+	st.EndMarkersSent = p.endMarkersSent.Load()
 	if v := p.drainDropped.Load(); v != 0 {
 		st.Drops["drain-no-sink"] += v
 	}
