@@ -1142,3 +1142,67 @@ func TestSendEndMarkerCompiles(t *testing.T) {
 		t.Error("SNDEM carried into a later snapshot")
 	}
 }
+
+// Indirect data forwarding (TS 23.502 §4.9.1.3.2-3): a PDR from the access
+// with a CHOOSE F-TEID and no UE IP address, whose FAR re-encapsulates to
+// the target NG-RAN's DL forwarding tunnel (Destination Interface access).
+// UPF-C accepts it next to the session's PDRs, announces the TEID, and
+// frees it when the PDR goes.
+func TestIndirectForwardingPDR(t *testing.T) {
+	c, dp, _ := newUPFC(t)
+	ctx := context.Background()
+	resp := establish(t, c, establishment(1))
+	seid, ulTEID := resp.UPFSEID.SEID, resp.CreatedPDRs[0].LocalFTEID.TEID
+	target := netip.MustParseAddr("10.100.3.9")
+	mr := c.HandleSessionModification(ctx, seid, &pfcp.SessionModificationRequest{
+		CreateFARs: []pfcp.CreateFAR{{ID: 3, ApplyAction: pfcp.ActionForward, Forwarding: &pfcp.ForwardingParameters{
+			Destination: pfcp.InterfaceAccess, OuterHeaderCreation: &pfcp.OuterHeaderCreation{
+				Description: pfcp.OuterHeaderCreationGTPUUDPIPv4, TEID: 0xf00d, IPv4: target}}}},
+		CreatePDRs: []pfcp.CreatePDR{{ID: 3, Precedence: 255, FARID: 3,
+			PDI:                pfcp.PDI{SourceInterface: pfcp.InterfaceAccess, FTEID: &pfcp.FTEID{Choose: true, ChooseID: 2}},
+			OuterHeaderRemoval: ptr(pfcp.OuterHeaderRemovalGTPUUDPIPv4)}},
+	})
+	if mr.Cause != pfcp.CauseRequestAccepted || len(mr.CreatedPDRs) != 1 || mr.CreatedPDRs[0].ID != 3 || mr.CreatedPDRs[0].LocalFTEID == nil {
+		t.Fatalf("forwarding PDR: %v %+v %+v", mr.Cause, mr.FailedRuleID, mr.CreatedPDRs)
+	}
+	fwdTEID := mr.CreatedPDRs[0].LocalFTEID.TEID
+	if fwdTEID == ulTEID || fwdTEID == 0 || mr.CreatedPDRs[0].LocalFTEID.IPv4 != n3Addr {
+		t.Fatalf("forwarding F-TEID %+v (uplink TEID %#x)", mr.CreatedPDRs[0].LocalFTEID, ulTEID)
+	}
+	s := dp.get(seid)
+	if len(s.TEIDs) != 2 || s.UEIPv4 != ueAddr || c.Stats().TEIDs != 2 {
+		t.Fatalf("TEIDs %v UE %v", s.TEIDs, s.UEIPv4)
+	}
+	// A downlink packet (DN -> UE) in the forwarding tunnel, as UPF-U
+	// classifies it: inner source = the DN server, QFI of the flow.
+	h := &classify.Header{SourceInterface: 0, TEID: fwdTEID, QFI: 9, UEIP: classify.AddrFromNetip(netip.MustParseAddr("8.8.8.8")),
+		SrcIP: classify.AddrFromNetip(netip.MustParseAddr("8.8.8.8")), DstIP: classify.AddrFromNetip(ueAddr), Proto: 17}
+	idx, ok := s.Uplink.Lookup(h)
+	if !ok || s.PDRs[idx].ID != 3 {
+		t.Fatalf("forwarding tunnel lookup: %d %v", idx, ok)
+	}
+	if f := s.PDRs[idx].FAR; f.Dest != rules.InterfaceAccess || f.Encap == nil || f.Encap.TEID != 0xf00d ||
+		f.Encap.Peer != netip.AddrPortFrom(target, 2152) || f.Action != rules.ActionForward {
+		t.Errorf("forwarding FAR %+v", f)
+	}
+	// The session's own uplink PDR still needs its TEID and UE address.
+	h.TEID = ulTEID
+	if idx, ok := s.Uplink.Lookup(h); ok && s.PDRs[idx].ID == 3 {
+		t.Error("the forwarding PDR matches the uplink tunnel")
+	}
+
+	// Handover done: Remove PDR/FAR frees the TEID.
+	mr = c.HandleSessionModification(ctx, seid, &pfcp.SessionModificationRequest{RemovePDRs: []uint16{3}, RemoveFARs: []uint32{3}})
+	if mr.Cause != pfcp.CauseRequestAccepted {
+		t.Fatalf("remove: %v", mr.Cause)
+	}
+	if s := dp.get(seid); len(s.TEIDs) != 1 || s.TEIDs[0] != ulTEID || c.Stats().TEIDs != 1 {
+		t.Errorf("after removal: TEIDs %v, %d allocated", s.TEIDs, c.Stats().TEIDs)
+	}
+	c.mu.Lock()
+	_, held := c.teids[fwdTEID]
+	c.mu.Unlock()
+	if held {
+		t.Error("forwarding TEID still allocated")
+	}
+}

@@ -241,28 +241,45 @@ func (w *Worker) uplinkOne(pk *Packet, out []Packet) []Packet {
 	s := e.sess
 	pdr := s.PDRs[idx]
 	far := pdr.FAR
-	switch {
-	case far == nil || far.Action&rules.ActionForward == 0:
+	if far == nil || far.Action&rules.ActionForward == 0 {
 		if far != nil && far.Action&rules.ActionBuffer != 0 {
 			w.drop(DropUplinkBuffer)
 		} else {
 			w.drop(DropFAR)
 		}
 		return out
-	case !w.qos(pdr, rules.Uplink, n):
+	}
+	// A FAR that re-encapsulates back towards the access carries downlink
+	// data: the indirect data forwarding tunnel of a handover (TS 23.502
+	// §4.9.1.3.2-3), fed by the source NG-RAN through a PDR from the
+	// access with its own F-TEID and no UE IP address. Its inner packets
+	// go to the UE; the classification above matched them on the TEID
+	// only (the inner source is a server, not the UE).
+	d := rules.Uplink
+	if far.Encap != nil && far.Dest == rules.InterfaceAccess {
+		d = rules.Downlink
+	}
+	if !w.qos(pdr, d, n) {
 		return out
 	}
-	w.count(e, pdr, rules.Uplink, n)
-	w.local.ulPackets++
-	w.local.ulBytes += uint64(n)
+	w.count(e, pdr, d, n)
+	if d == rules.Uplink {
+		w.local.ulPackets++
+		w.local.ulBytes += uint64(n)
+	} else {
+		w.local.dlPackets++
+		w.local.dlBytes += uint64(n)
+	}
 	if far.Encap != nil {
-		// N9 / indirect forwarding: re-encapsulate in place.
+		// N9 (towards the core) or indirect forwarding (towards the
+		// access, with a DL PDU Session Container, TS 38.415 §5.5.2.1):
+		// re-encapsulate in place, keeping the QFI unless a QER sets one.
 		if innerOff < gtpu.GPDUHeaderLen {
 			w.drop(DropNoHeadroom)
 			return out
 		}
 		start := innerOff - gtpu.GPDUHeaderLen
-		gtpu.PutGPDUHeader(pk.Buf[start:], far.Encap.TEID, qfiFor(pdr, h.QFI), false, n)
+		gtpu.PutGPDUHeader(pk.Buf[start:], far.Encap.TEID, qfiFor(pdr, h.QFI), d == rules.Downlink, n)
 		return append(out, Packet{Buf: pk.Buf, Off: start, Len: gtpu.GPDUHeaderLen + n, Peer: far.Encap.Peer, Port: PortN3})
 	}
 	port := e.n6[idx]
