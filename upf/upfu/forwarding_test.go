@@ -14,7 +14,7 @@ import (
 // withForwarding adds to s an indirect data forwarding PDR (TS 23.502
 // §4.9.1.3.2-3): from the access on its own TEID, no UE IP address, its FAR
 // re-encapsulating to the target NG-RAN's DL forwarding tunnel.
-func withForwarding(t *testing.T, s *rules.Session, teid uint32, target netip.AddrPort, targetTEID uint32) *rules.Session {
+func withForwarding(t testing.TB, s *rules.Session, teid uint32, target netip.AddrPort, targetTEID uint32) *rules.Session {
 	t.Helper()
 	n := *s
 	fwd := &rules.PDR{ID: 3, Precedence: 100, Source: rules.InterfaceAccess, RemoveOuterHeader: true,
