@@ -263,6 +263,44 @@ func AppendEchoResponse(dst []byte, seq uint16) []byte {
 	return dst
 }
 
+// EndMarkerLen is the length of the End Marker AppendEndMarker writes: the
+// mandatory header alone.
+const EndMarkerLen = MandatoryLen
+
+// AppendEndMarker appends an End Marker (§7.3.2) for the tunnel teid: the
+// mandatory header with message type 254 and no information elements (the
+// optional Private Extension is not sent). A UPF sends it on the old path
+// after the last G-PDU there when a downlink tunnel moves to another
+// F-TEID (TS 29.244 §8.2.31 SNDEM), so that the target NG-RAN node knows
+// the forwarded data has ended. No sequence number: §5.1 requires the S
+// flag only for Echo, Error Indication and Supported Extension Headers
+// Notification. It allocates only when dst must grow.
+func AppendEndMarker(dst []byte, teid uint32) []byte {
+	dst = append(dst, flagVersion1|flagPT, TypeEndMarker, 0, 0)
+	return binary.BigEndian.AppendUint32(dst, teid)
+}
+
+// ParseEndMarker returns the TEID of an End Marker (§7.3.2). Its
+// information elements (at most a Private Extension) are checked for
+// form and ignored.
+func ParseEndMarker(b []byte) (uint32, error) {
+	var h Header
+	if err := Parse(b, &h); err != nil {
+		return 0, err
+	}
+	if h.Type != TypeEndMarker {
+		return 0, fmt.Errorf("gtpu: message type %d is not an End Marker", h.Type)
+	}
+	if h.TEID == 0 {
+		// The End Marker names the tunnel it closes; TEID 0 is signalling.
+		return 0, fmt.Errorf("%w: End Marker with TEID 0", ErrBadIE)
+	}
+	if err := walkIEs(h.Payload(b), func(uint8, []byte) {}); err != nil {
+		return 0, err
+	}
+	return h.TEID, nil
+}
+
 // ErrorIndication is the content of an Error Indication (§7.3.1).
 type ErrorIndication struct {
 	Seq uint16

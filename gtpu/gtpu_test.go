@@ -174,6 +174,45 @@ func TestEndMarker(t *testing.T) {
 	if err := gtpu.Parse(wire, &h); err != nil || h.Type != gtpu.TypeEndMarker || h.TEID != 0x55 {
 		t.Errorf("%+v %v", h, err)
 	}
+	if teid, err := gtpu.ParseEndMarker(wire); err != nil || teid != 0x55 {
+		t.Errorf("go-gtp's End Marker: TEID %#x, %v", teid, err)
+	}
+
+	// Ours, byte for byte (TS 29.281 §7.3.2: header only, no S flag).
+	em := gtpu.AppendEndMarker(nil, 0xa0b0c0d0)
+	if want := unhex(t, "30 fe 0000 a0b0c0d0"); !bytes.Equal(em, want) || len(em) != gtpu.EndMarkerLen {
+		t.Fatalf("end marker %x, want %x", em, want)
+	}
+	if teid, err := gtpu.ParseEndMarker(em); err != nil || teid != 0xa0b0c0d0 {
+		t.Errorf("round trip: TEID %#x, %v", teid, err)
+	}
+	gm, err := gogtp.Parse(em)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := gm.(*gogtp.EndMarker); !ok || e.TEID() != 0xa0b0c0d0 {
+		t.Errorf("go-gtp sees %T %+v", gm, gm)
+	}
+	// Appending to a buffer with room allocates nothing.
+	buf := make([]byte, 0, 64)
+	if a := testing.AllocsPerRun(100, func() { buf = gtpu.AppendEndMarker(buf[:0], 7) }); a != 0 {
+		t.Errorf("AppendEndMarker: %v allocations", a)
+	}
+	// A Private Extension IE (TLV 255) is allowed and skipped.
+	if teid, err := gtpu.ParseEndMarker(unhex(t, "30 fe 0005 00000009 ff 0002 0001")); err != nil || teid != 9 {
+		t.Errorf("with private extension: %#x %v", teid, err)
+	}
+	for _, bad := range []string{
+		"30 fe 0000 00000000",         // TEID 0
+		"30 ff 0000 00000001",         // a G-PDU
+		"30 fe 0002 00000001 0e",      // Recovery IE cut short
+		"30 fe 0003 00000001 ff 0005", // TLV past the end
+		"30 fe 0004 00000001",         // length past the datagram
+	} {
+		if _, err := gtpu.ParseEndMarker(unhex(t, bad)); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
 }
 
 func TestParseErrors(t *testing.T) {
@@ -222,6 +261,8 @@ func FuzzParse(f *testing.F) {
 	f.Add(gtpu.AppendErrorIndication(nil, &gtpu.ErrorIndication{TEID: 5, PeerAddr: []byte{1, 2, 3, 4}, UDPPort: 9}))
 	f.Add(unhexF("34ff000c 00000001 00000020 01aabb85 01000300"))
 	f.Add(unhexF("34ff0008 00000001 00000085 01000985"))
+	f.Add(gtpu.AppendEndMarker(nil, 0x55))
+	f.Add(unhexF("30fe0005 00000009 ff000200 01"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var h gtpu.Header
 		if err := gtpu.Parse(b, &h); err != nil {
@@ -233,6 +274,11 @@ func FuzzParse(f *testing.F) {
 		_ = h.Payload(b)
 		if h.Type == gtpu.TypeErrorIndication {
 			_, _ = gtpu.ParseErrorIndication(b)
+		}
+		if h.Type == gtpu.TypeEndMarker {
+			if teid, err := gtpu.ParseEndMarker(b); err == nil && teid != h.TEID {
+				t.Fatalf("End Marker TEID %#x, header %#x", teid, h.TEID)
+			}
 		}
 		if h.Type == gtpu.TypeEchoResponse {
 			_, _ = gtpu.ParseRecovery(h.Payload(b))

@@ -1,6 +1,7 @@
 package pfcp
 
 import (
+	"bytes"
 	"errors"
 	"net"
 	"net/netip"
@@ -112,8 +113,13 @@ func fullMessages() []Message {
 				{ID: 3},
 			},
 			UpdateFARs: []UpdateFAR{
-				{ID: 2, ApplyAction: ptr(ActionForward), Forwarding: fwd, BARID: ptr[uint8](1)},
+				{ID: 2, ApplyAction: ptr(ActionForward), BARID: ptr[uint8](1), Forwarding: &UpdateForwardingParameters{
+					Destination: InterfaceAccess, NetworkInstance: "internet", OuterHeaderCreation: fwd.OuterHeaderCreation,
+					SendEndMarker: true}},
 				{ID: 3},
+				// Only the tunnel changes: no Destination Interface (§7.5.4.3-2, C).
+				{ID: 4, Forwarding: &UpdateForwardingParameters{NoDestination: true, OuterHeaderCreation: &OuterHeaderCreation{
+					Description: OuterHeaderCreationGTPUUDPIPv4, TEID: 0x0b0b, IPv4: gnbAddr}}},
 			},
 			UpdateURRs: []UpdateURR{
 				{ID: 1, Method: ptr(MethodVolume), Triggers: ptr(TriggerVolumeQuota), VolumeThreshold: fullVolume(),
@@ -269,6 +275,135 @@ func TestCrossDecodeGoPFCP(t *testing.T) {
 	}
 	if hdr.Seq != 9 || !reflect.DeepEqual(got, want) {
 		t.Errorf("go-pfcp request decoded as %+v (hdr %+v)", got, hdr)
+	}
+}
+
+// TestUpdateForwardingParametersOnTheWire checks the Update FAR of a handover
+// (TS 23.502 §4.9.1.2.2 step 6) as go-pfcp reads it: Update Forwarding
+// Parameters (IE type 11, not Forwarding Parameters, type 4) with the new
+// Outer Header Creation and PFCPSMReq-Flags SNDEM (IE type 49, §8.2.31); and
+// go-pfcp's encoding of the same through our decoder.
+func TestUpdateForwardingParametersOnTheWire(t *testing.T) {
+	ohc := &OuterHeaderCreation{Description: OuterHeaderCreationGTPUUDPIPv4, TEID: 0x77, IPv4: gnbAddr}
+	req := &SessionModificationRequest{UpdateFARs: []UpdateFAR{{ID: 2,
+		Forwarding: &UpdateForwardingParameters{NoDestination: true, OuterHeaderCreation: ohc, SendEndMarker: true}}}}
+	b, err := Encode(req, 1, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gm, err := message.ParseSessionModificationRequest(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gm.UpdateFAR) != 1 {
+		t.Fatalf("go-pfcp sees %d Update FARs", len(gm.UpdateFAR))
+	}
+	kids, err := gm.UpdateFAR[0].UpdateFAR()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ufp *ie.IE
+	for _, k := range kids {
+		if k.Type == ie.ForwardingParameters {
+			t.Error("Update FAR carries Forwarding Parameters (type 4)")
+		}
+		if k.Type == ie.UpdateForwardingParameters {
+			ufp = k
+		}
+	}
+	if ufp == nil || ufp.Type != 11 {
+		t.Fatalf("no Update Forwarding Parameters (type 11) in %+v", kids)
+	}
+	members, err := ufp.UpdateForwardingParameters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sndem, dest bool
+	var teid uint32
+	for _, k := range members {
+		switch k.Type {
+		case ie.PFCPSMReqFlags:
+			sndem = k.HasSNDEM() && !k.HasDROBU() && !k.HasQAURR()
+		case ie.DestinationInterface:
+			dest = true
+		case ie.OuterHeaderCreation:
+			o, err := k.OuterHeaderCreation()
+			if err != nil {
+				t.Fatal(err)
+			}
+			teid = o.TEID
+		}
+	}
+	if !sndem || dest || teid != 0x77 {
+		t.Errorf("go-pfcp sees SNDEM %v, destination interface %v, TEID %#x", sndem, dest, teid)
+	}
+
+	// go-pfcp's encoding, with other PFCPSMReq-Flags bits and no
+	// Destination Interface, through our decoder.
+	gb, err := message.NewSessionModificationRequest(0, 0, 9, 3, 0,
+		ie.NewUpdateFAR(ie.NewFARID(2),
+			ie.NewUpdateForwardingParameters(
+				ie.NewOuterHeaderCreation(0x0100, 0x77, "10.100.3.1", "", 0, 0, 0),
+				ie.NewPFCPSMReqFlags(0x01|0x02))), // DROBU|SNDEM
+		ie.NewUpdateFAR(ie.NewFARID(3),
+			ie.NewUpdateForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceCore), ie.NewPFCPSMReqFlags(0x04))),
+	).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, m, err := Decode(gb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &SessionModificationRequest{UpdateFARs: []UpdateFAR{
+		{ID: 2, Forwarding: &UpdateForwardingParameters{NoDestination: true, OuterHeaderCreation: ohc, SendEndMarker: true}},
+		{ID: 3, Forwarding: &UpdateForwardingParameters{Destination: InterfaceCore}},
+	}}
+	if !reflect.DeepEqual(m, want) {
+		t.Errorf("decoded %+v\nwant %+v", m.(*SessionModificationRequest).UpdateFARs, want.UpdateFARs)
+	}
+	// A PFCPSMReq-Flags IE without its octet is refused.
+	bad := encodeRaw(t, MsgSessionModificationRequest, 1, ie.NewUpdateFAR(ie.NewFARID(2),
+		ie.NewUpdateForwardingParameters(ie.New(ie.PFCPSMReqFlags, nil))))
+	var ieErr *IEError
+	if _, _, err := Decode(bad); !errors.As(err, &ieErr) || ieErr.OffendingIE != ie.PFCPSMReqFlags {
+		t.Errorf("empty PFCPSMReq-Flags: %v", err)
+	}
+}
+
+// TestDownlinkDataReportOnTheWire checks the Session Report Request of a
+// buffering UPF (§7.5.8.2) as go-pfcp reads it: the PDR ID and a Downlink
+// Data Service Information (§8.2.27) with the QFII flag and the QFI.
+func TestDownlinkDataReportOnTheWire(t *testing.T) {
+	b, err := Encode(&SessionReportRequest{ReportType: ReportDLDR,
+		DownlinkDataReport: &DownlinkDataReport{PDRIDs: []uint16{2}, QFIs: []uint8{9}}}, 1, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gm, err := message.ParseSessionReportRequest(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gm.DownlinkDataReport == nil {
+		t.Fatal("no Downlink Data Report")
+	}
+	kids, err := gm.DownlinkDataReport.DownlinkDataReport()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pdr uint16
+	var dsi []byte
+	for _, k := range kids {
+		switch k.Type {
+		case ie.PDRID:
+			pdr, _ = k.PDRID()
+		case ie.DownlinkDataServiceInformation:
+			dsi = k.Payload
+		}
+	}
+	// Octet 5: QFII (bit 2) without PPI; then the QFI.
+	if pdr != 2 || !bytes.Equal(dsi, []byte{0x02, 9}) {
+		t.Errorf("go-pfcp sees PDR %d, DL Data Service Information % x", pdr, dsi)
 	}
 }
 
@@ -460,6 +595,15 @@ func FuzzDecode(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte{0x20, 1, 0, 4, 0, 0, 1, 0})
+	// Update FAR with Update Forwarding Parameters: Outer Header Creation
+	// and PFCPSMReq-Flags (DROBU|SNDEM), no Destination Interface.
+	gb, err := message.NewSessionModificationRequest(0, 0, 9, 3, 0,
+		ie.NewUpdateFAR(ie.NewFARID(2), ie.NewUpdateForwardingParameters(
+			ie.NewOuterHeaderCreation(0x0100, 0x77, "10.100.3.1", "", 0, 0, 0), ie.NewPFCPSMReqFlags(0x03)))).Marshal()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(gb)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		hdr, m, err := Decode(b)
 		if err != nil {

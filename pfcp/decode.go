@@ -558,7 +558,7 @@ func (d *decoder) reportRequest(m *SessionReportRequest, ies []*ie.IE) {
 				case ie.PDRID:
 					r.PDRIDs = append(r.PDRIDs, d.u16(k))
 				case ie.DownlinkDataServiceInformation:
-					// §8.2.67: flags (PPI bit 1, QFII bit 2), [PPI], [QFI].
+					// §8.2.27: flags (PPI bit 1, QFII bit 2), [PPI], [QFI].
 					p := k.Payload
 					if len(p) < 1 {
 						d.bad(k.Type, io.ErrUnexpectedEOF)
@@ -694,36 +694,51 @@ func (d *decoder) applyAction(k *ie.IE) ApplyAction {
 	return a
 }
 
-func (d *decoder) forwarding(x *ie.IE, destMandatory bool) *ForwardingParameters {
+// forwarding decodes Forwarding Parameters (§7.5.2.3-2): Destination
+// Interface is mandatory there.
+func (d *decoder) forwarding(x *ie.IE) *ForwardingParameters {
 	kids := d.kids(x)
 	f := &ForwardingParameters{}
-	var dst *ie.IE
-	if destMandatory {
-		dst = d.must(kids, ie.DestinationInterface)
-	} else {
-		dst = find(kids, ie.DestinationInterface)
-	}
-	if dst != nil {
+	if dst := d.must(kids, ie.DestinationInterface); dst != nil {
 		f.Destination = Interface(d.u8(dst) & 0x0f)
 	}
+	f.NetworkInstance, f.OuterHeaderCreation = d.forwardingCommon(kids)
+	return f
+}
+
+// updateForwarding decodes Update Forwarding Parameters (§7.5.4.3-2):
+// every member is conditional.
+func (d *decoder) updateForwarding(x *ie.IE) *UpdateForwardingParameters {
+	kids := d.kids(x)
+	f := &UpdateForwardingParameters{NoDestination: true}
+	if dst := find(kids, ie.DestinationInterface); dst != nil {
+		f.Destination, f.NoDestination = Interface(d.u8(dst)&0x0f), false
+	}
+	f.NetworkInstance, f.OuterHeaderCreation = d.forwardingCommon(kids)
+	if k := find(kids, ie.PFCPSMReqFlags); k != nil {
+		f.SendEndMarker = d.u8(k)&pfcpsmreqSNDEM != 0
+	}
+	return f
+}
+
+func (d *decoder) forwardingCommon(kids []*ie.IE) (ni string, ohc *OuterHeaderCreation) {
 	for _, k := range kids {
 		switch k.Type {
 		case ie.NetworkInstance:
-			f.NetworkInstance = d.networkInstance(k)
+			ni = d.networkInstance(k)
 		case ie.OuterHeaderCreation:
 			o, err := k.OuterHeaderCreation()
 			if err != nil {
 				d.bad(k.Type, err)
 				continue
 			}
-			ohc := &OuterHeaderCreation{Description: o.OuterHeaderCreationDescription, TEID: o.TEID, Port: o.PortNumber}
+			ohc = &OuterHeaderCreation{Description: o.OuterHeaderCreationDescription, TEID: o.TEID, Port: o.PortNumber}
 			if o.IPv4Address != nil {
 				ohc.IPv4, _ = netip.AddrFromSlice(o.IPv4Address.To4())
 			}
-			f.OuterHeaderCreation = ohc
 		}
 	}
-	return f
+	return ni, ohc
 }
 
 func (d *decoder) createFAR(x *ie.IE) CreateFAR {
@@ -737,7 +752,7 @@ func (d *decoder) createFAR(x *ie.IE) CreateFAR {
 		f.ApplyAction = d.applyAction(k)
 	}
 	if k := find(kids, ie.ForwardingParameters); k != nil {
-		f.Forwarding = d.forwarding(k, true)
+		f.Forwarding = d.forwarding(k)
 	}
 	if k := find(kids, ie.BARID); k != nil {
 		v := d.u8(k)
@@ -757,7 +772,7 @@ func (d *decoder) updateFAR(x *ie.IE) UpdateFAR {
 		f.ApplyAction = &a
 	}
 	if k := find(kids, ie.UpdateForwardingParameters); k != nil {
-		f.Forwarding = d.forwarding(k, false)
+		f.Forwarding = d.updateForwarding(k)
 	}
 	if k := find(kids, ie.BARID); k != nil {
 		v := d.u8(k)

@@ -161,6 +161,7 @@ func encodeIEs(m Message) ([]*ie.IE, error) {
 				kids = append(kids, ie.NewPDRID(id))
 			}
 			for _, q := range d.QFIs {
+				// §8.2.27: QFII flag, then the QFI octet (no PPI).
 				kids = append(kids, ie.NewDownlinkDataServiceInformation(false, true, 0, q&0x3f))
 			}
 			e.add(ie.NewDownlinkDataReport(kids...))
@@ -491,14 +492,31 @@ func updateFARIE(f *UpdateFAR) *ie.IE {
 	if f.ApplyAction != nil {
 		kids = append(kids, applyActionIE(*f.ApplyAction))
 	}
-	if f.Forwarding != nil {
-		kids = append(kids, ie.NewUpdateForwardingParameters(forwardingKids(f.Forwarding)...))
+	if u := f.Forwarding; u != nil {
+		var fk []*ie.IE
+		if !u.NoDestination {
+			fk = append(fk, ie.NewDestinationInterface(uint8(u.Destination)))
+		}
+		if u.NetworkInstance != "" {
+			fk = append(fk, ie.NewNetworkInstanceFQDN(u.NetworkInstance))
+		}
+		if o := u.OuterHeaderCreation; o != nil {
+			fk = append(fk, outerHeaderCreationIE(o))
+		}
+		if u.SendEndMarker {
+			fk = append(fk, ie.NewPFCPSMReqFlags(pfcpsmreqSNDEM))
+		}
+		kids = append(kids, ie.NewUpdateForwardingParameters(fk...))
 	}
 	if f.BARID != nil {
 		kids = append(kids, ie.NewBARID(*f.BARID))
 	}
 	return ie.NewUpdateFAR(kids...)
 }
+
+// pfcpsmreqSNDEM is the SNDEM bit of the PFCPSMReq-Flags IE (§8.2.31,
+// octet 5 bit 2).
+const pfcpsmreqSNDEM uint8 = 0x02
 
 func gateIE(g GateStatus) *ie.IE {
 	var ul, dl uint8

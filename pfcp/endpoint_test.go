@@ -175,7 +175,7 @@ func TestEndpointSessionLifecycle(t *testing.T) {
 	}
 
 	mr, err := client.ModifySession(ctx, upSEID, &SessionModificationRequest{
-		UpdateFARs: []UpdateFAR{{ID: 2, ApplyAction: ptr(ActionForward), Forwarding: &ForwardingParameters{
+		UpdateFARs: []UpdateFAR{{ID: 2, ApplyAction: ptr(ActionForward), Forwarding: &UpdateForwardingParameters{
 			Destination: InterfaceAccess, OuterHeaderCreation: &OuterHeaderCreation{Description: OuterHeaderCreationGTPUUDPIPv4, TEID: 5, IPv4: gnbAddr}}}},
 		QueryURRs: []uint32{1},
 	})

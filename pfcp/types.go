@@ -157,12 +157,34 @@ type OuterHeaderCreation struct {
 	Port        uint16 // only with a UDP/IP description; 0 = absent
 }
 
-// ForwardingParameters is the Forwarding Parameters (§7.5.2.3-2) or, inside
-// an Update FAR, the Update Forwarding Parameters (§7.5.4.3-2) grouped IE.
+// ForwardingParameters is the Forwarding Parameters grouped IE of a Create
+// FAR (IE type 4, §7.5.2.3 Table 7.5.2.3-2).
 type ForwardingParameters struct {
 	Destination         Interface
 	NetworkInstance     string
 	OuterHeaderCreation *OuterHeaderCreation
+}
+
+// UpdateForwardingParameters is the Update Forwarding Parameters grouped IE
+// of an Update FAR (IE type 11, §7.5.4.3 Table 7.5.4.3-2): the forwarding
+// parameters that change; those left out keep their values.
+type UpdateForwardingParameters struct {
+	// Destination is the Destination Interface, sent unless NoDestination
+	// (the IE is conditional: present when it changes).
+	Destination Interface
+	// NoDestination leaves the Destination Interface out. The decoder sets
+	// it when the IE is absent, so that an absent IE is not read as Access
+	// (value 0).
+	NoDestination       bool
+	NetworkInstance     string
+	OuterHeaderCreation *OuterHeaderCreation
+	// SendEndMarker is the SNDEM flag of a PFCPSMReq-Flags IE (§8.2.31)
+	// in the Update Forwarding Parameters: when the Outer Header Creation
+	// switches the traffic to a new F-TEID (handover, TS 23.502
+	// §4.9.1.2.2 step 6, §4.9.1.3.3 step 4), the UP function sends End
+	// Marker packets (TS 29.281 §7.3.2) on the old tunnel after the last
+	// packet there.
+	SendEndMarker bool
 }
 
 // CreateFAR is the Create FAR grouped IE (§7.5.2.3).
@@ -173,16 +195,15 @@ type CreateFAR struct {
 	BARID       *uint8
 }
 
-// UpdateFAR is the Update FAR grouped IE (§7.5.4.3); Forwarding is sent as
-// Update Forwarding Parameters.
+// UpdateFAR is the Update FAR grouped IE (§7.5.4.3); nil = unchanged.
 type UpdateFAR struct {
 	ID          uint32
 	ApplyAction *ApplyAction
-	Forwarding  *ForwardingParameters
+	Forwarding  *UpdateForwardingParameters
 	BARID       *uint8
 }
 
-// GateStatus is the Gate Status IE (§8.2.27).
+// GateStatus is the Gate Status IE (§8.2.7).
 type GateStatus struct {
 	ULClosed, DLClosed bool
 }
@@ -316,7 +337,9 @@ const (
 // DownlinkDataReport is the Downlink Data Report grouped IE (§7.5.8.2).
 type DownlinkDataReport struct {
 	PDRIDs []uint16
-	QFIs   []uint8 // from Downlink Data Service Information
+	// QFIs are sent as one Downlink Data Service Information IE (§8.2.27)
+	// each, with the QFII flag and the QFI.
+	QFIs []uint8
 }
 
 // UsageReport is the Usage Report grouped IE of Session Modification /

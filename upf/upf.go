@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/tern5g/tern/pfcp"
 	"github.com/tern5g/tern/upf/portable"
@@ -34,10 +35,23 @@ type Config struct {
 	PFCPAddr string `yaml:"pfcpAddr"`
 	// Workers is the number of N3 reader goroutines (default 1).
 	Workers int `yaml:"workers"`
-	// BufferPackets bounds each session's downlink buffer (default 1024).
+	// BufferPackets bounds each session's downlink buffer (TS 29.244
+	// §5.2.4) unless its FAR names a BAR with a Suggested Buffering Packets
+	// Count (default 1024; 0 = default).
 	BufferPackets int `yaml:"bufferPackets"`
-	// BufferBytes bounds each session's downlink buffer (default 2 MiB).
+	// BufferBytes bounds each session's downlink buffer (default 2 MiB;
+	// 0 = default).
 	BufferBytes int `yaml:"bufferBytes"`
+	// BufferGlobalBytes caps the downlink bytes buffered across all
+	// sessions: a packet that would pass it is dropped and counted
+	// ("buffer-global-cap"; default 256 MiB; 0 = default). At least
+	// BufferBytes.
+	BufferGlobalBytes int `yaml:"bufferGlobalBytes"`
+	// BufferHoldTime is how long a buffered downlink packet is kept for an
+	// idle or moving UE before it is discarded and counted
+	// ("buffer-expired"; TS 23.502 §4.2.3.3 leaves it to the UPF's
+	// configuration; default 30s; 0 = default).
+	BufferHoldTime time.Duration `yaml:"bufferHoldTime"`
 	// NoN6 runs without N6 devices: the DNNs stay network instances for
 	// PFCP, but packets for the data network are dropped and counted. For
 	// control-plane work and hosts where TUN is not allowed (no
@@ -55,6 +69,28 @@ const (
 	PDRTableSession = "session"
 	PDRTableGlobal  = "global"
 )
+
+// validateBuffers checks the buffering fields (0 means the default).
+func (c *Config) validateBuffers() error {
+	switch {
+	case c.BufferPackets < 0:
+		return fmt.Errorf("upf: bufferPackets: %d is negative", c.BufferPackets)
+	case c.BufferBytes < 0:
+		return fmt.Errorf("upf: bufferBytes: %d is negative", c.BufferBytes)
+	case c.BufferGlobalBytes < 0:
+		return fmt.Errorf("upf: bufferGlobalBytes: %d is negative", c.BufferGlobalBytes)
+	case c.BufferHoldTime < 0:
+		return fmt.Errorf("upf: bufferHoldTime: %v is negative", c.BufferHoldTime)
+	}
+	perSession, global := c.BufferBytes, c.BufferGlobalBytes
+	if perSession == 0 {
+		perSession = upfu.DefaultBufferBytes
+	}
+	if global != 0 && global < perSession {
+		return fmt.Errorf("upf: bufferGlobalBytes: %d is less than one session's bufferBytes %d", global, perSession)
+	}
+	return nil
+}
 
 // N6Config is one N6 device.
 type N6Config struct {
@@ -75,7 +111,11 @@ func DefaultConfig() Config {
 			{DNN: "internet", TUN: TUNName("internet"), Pool: "10.60.0.0/16"},
 			{DNN: "ims", TUN: TUNName("ims"), Pool: "10.61.0.0/16"},
 		},
-		Workers: 1,
+		Workers:           1,
+		BufferPackets:     upfu.DefaultBufferPackets,
+		BufferBytes:       upfu.DefaultBufferBytes,
+		BufferGlobalBytes: upfu.DefaultBufferGlobalBytes,
+		BufferHoldTime:    upfu.DefaultBufferHold,
 	}
 }
 
@@ -122,6 +162,9 @@ func New(cfg Config, logger *slog.Logger) (*UPF, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 1
 	}
+	if err := cfg.validateBuffers(); err != nil {
+		return nil, err
+	}
 	switch cfg.PDRTable {
 	case "", PDRTableSession, PDRTableGlobal:
 	default:
@@ -164,6 +207,7 @@ func New(cfg Config, logger *slog.Logger) (*UPF, error) {
 	u.pipe, err = upfu.New(upfu.Config{
 		N3Addr: n3.Addr(), NetworkInstances: names,
 		BufferPackets: cfg.BufferPackets, BufferBytes: cfg.BufferBytes,
+		BufferGlobalBytes: cfg.BufferGlobalBytes, BufferHold: cfg.BufferHoldTime,
 		GlobalPDRTable: global,
 	}, logger.With("part", "upf-u"))
 	if err != nil {

@@ -6,11 +6,13 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"gopkg.in/yaml.v3"
 
 	"github.com/tern5g/tern/gtpu"
 	"github.com/tern5g/tern/internal/ipv4pkt"
@@ -95,6 +97,12 @@ func TestConfigValidation(t *testing.T) {
 		{N6: []upf.N6Config{{DNN: "a", Pool: "10.0.0.0"}}},
 		{N6: []upf.N6Config{{DNN: "a", TUN: "a-very-long-device-name"}}},
 		{PDRTable: "per-flow"},
+		{BufferPackets: -1},
+		{BufferBytes: -1},
+		{BufferGlobalBytes: -1},
+		{BufferHoldTime: -time.Second},
+		{BufferBytes: 4 << 20, BufferGlobalBytes: 1 << 20}, // one session's buffer above the cap
+		{BufferGlobalBytes: 1 << 20},                       // below the default per-session 2 MiB
 	} {
 		if _, err := upf.New(cfg, nil); err == nil {
 			t.Errorf("%+v accepted", cfg)
@@ -102,6 +110,23 @@ func TestConfigValidation(t *testing.T) {
 	}
 	if _, err := upf.New(upf.DefaultConfig(), nil); err != nil {
 		t.Errorf("default config: %v", err)
+	}
+	// The buffering keys as a YAML document spells them.
+	var cfg upf.Config
+	doc := "bufferPackets: 64\nbufferBytes: 65536\nbufferGlobalBytes: 1048576\nbufferHoldTime: 5s\n"
+	if err := yaml.Unmarshal([]byte(doc), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	want := upf.Config{BufferPackets: 64, BufferBytes: 64 << 10, BufferGlobalBytes: 1 << 20, BufferHoldTime: 5 * time.Second}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Errorf("YAML %+v, want %+v", cfg, want)
+	}
+	if _, err := upf.New(cfg, nil); err != nil {
+		t.Errorf("%+v: %v", cfg, err)
+	}
+	d := upf.DefaultConfig()
+	if d.BufferPackets != 1024 || d.BufferBytes != 2<<20 || d.BufferGlobalBytes != 256<<20 || d.BufferHoldTime != 30*time.Second {
+		t.Errorf("defaults %+v", d)
 	}
 }
 
@@ -290,4 +315,113 @@ func testPDUSessionOverTUN(t *testing.T, mode string, i byte) {
 	}
 	downlink("after")
 	expect("after")
+}
+
+// Without root, over PFCP on UDP: a handover with indirect data forwarding
+// (TS 23.502 §4.9.1.3.2-3) and a path switch with End Markers (§4.9.1.3.3
+// step 4). The source gNB's forwarded downlink reaches the target's
+// forwarding tunnel; the Update FAR with SNDEM sends an End Marker to the
+// source; removing the forwarding PDR frees its TEID.
+func TestHandoverOverPFCP(t *testing.T) {
+	src := listen(t, netip.AddrPortFrom(gnbAddr(), gtpu.Port))
+	pid := os.Getpid()
+	targetAddr := netip.AddrFrom4([4]byte{127, 78, byte(pid >> 8), byte(pid)})
+	dst := listen(t, netip.AddrPortFrom(targetAddr, gtpu.Port))
+	u, err := upf.New(upf.Config{N3Addr: "127.0.0.1:0", PFCPAddr: "127.0.0.1:0", NoN6: true,
+		N6: []upf.N6Config{{DNN: "internet", Pool: "10.60.0.0/16"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { u.Close() })
+	ctx := context.Background()
+	smfID := pfcp.NodeID{IP: netip.MustParseAddr("127.0.0.1")}
+	smf, err := pfcp.Listen(pfcp.EndpointConfig{Addr: "127.0.0.1:0", NodeID: smfID, CP: &cp{got: make(chan struct{}, 16)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer smf.Close()
+	up := smf.UserPlane(u.PFCPAddr())
+	if r, err := up.SetupAssociation(ctx, &pfcp.AssociationSetupRequest{NodeID: smfID, RecoveryTime: time.Now()}); err != nil || r.Cause != pfcp.CauseRequestAccepted {
+		t.Fatalf("association: %+v %v", r, err)
+	}
+	ue := netip.MustParseAddr("10.60.0.5")
+	ohc := func(addr netip.Addr, teid uint32) *pfcp.OuterHeaderCreation {
+		return &pfcp.OuterHeaderCreation{Description: pfcp.OuterHeaderCreationGTPUUDPIPv4, TEID: teid, IPv4: addr}
+	}
+	est, err := up.EstablishSession(ctx, &pfcp.SessionEstablishmentRequest{
+		NodeID: smfID, CPFSEID: pfcp.FSEID{SEID: 1, IPv4: smfID.IP},
+		CreatePDRs: []pfcp.CreatePDR{
+			{ID: 1, Precedence: 255, FARID: 1, OuterHeaderRemoval: ptr(pfcp.OuterHeaderRemovalGTPUUDPIPv4),
+				PDI: pfcp.PDI{SourceInterface: pfcp.InterfaceAccess, FTEID: &pfcp.FTEID{Choose: true, ChooseID: 1},
+					UEIP: &pfcp.UEIPAddress{IPv4: ue}}},
+			{ID: 2, Precedence: 255, FARID: 2, PDI: pfcp.PDI{SourceInterface: pfcp.InterfaceCore,
+				UEIP: &pfcp.UEIPAddress{IPv4: ue, Destination: true}}},
+		},
+		CreateFARs: []pfcp.CreateFAR{
+			{ID: 1, ApplyAction: pfcp.ActionForward, Forwarding: &pfcp.ForwardingParameters{Destination: pfcp.InterfaceCore, NetworkInstance: "internet"}},
+			{ID: 2, ApplyAction: pfcp.ActionForward, Forwarding: &pfcp.ForwardingParameters{Destination: pfcp.InterfaceAccess,
+				OuterHeaderCreation: ohc(gnbAddr(), 0x200)}},
+		},
+	})
+	if err != nil || est.Cause != pfcp.CauseRequestAccepted {
+		t.Fatalf("establishment: %+v %v", est, err)
+	}
+	seid := est.UPFSEID.SEID
+	modify := func(req *pfcp.SessionModificationRequest) *pfcp.SessionModificationResponse {
+		t.Helper()
+		mr, err := up.ModifySession(ctx, seid, req)
+		if err != nil || mr.Cause != pfcp.CauseRequestAccepted {
+			t.Fatalf("modification: %+v %v", mr, err)
+		}
+		return mr
+	}
+	// Handover preparation: the indirect forwarding tunnel.
+	mr := modify(&pfcp.SessionModificationRequest{
+		CreateFARs: []pfcp.CreateFAR{{ID: 3, ApplyAction: pfcp.ActionForward, Forwarding: &pfcp.ForwardingParameters{
+			Destination: pfcp.InterfaceAccess, OuterHeaderCreation: ohc(targetAddr, 0xf00d)}}},
+		CreatePDRs: []pfcp.CreatePDR{{ID: 3, Precedence: 255, FARID: 3, OuterHeaderRemoval: ptr(pfcp.OuterHeaderRemovalGTPUUDPIPv4),
+			PDI: pfcp.PDI{SourceInterface: pfcp.InterfaceAccess, FTEID: &pfcp.FTEID{Choose: true, ChooseID: 1}}}},
+	})
+	if len(mr.CreatedPDRs) != 1 || mr.CreatedPDRs[0].LocalFTEID == nil {
+		t.Fatalf("created %+v", mr.CreatedPDRs)
+	}
+	fwdTEID := mr.CreatedPDRs[0].LocalFTEID.TEID
+	if u.Stats().Control.TEIDs != 2 {
+		t.Fatalf("TEIDs %d", u.Stats().Control.TEIDs)
+	}
+	n3 := net.UDPAddrFromAddrPort(u.N3Addr())
+	inner := ipv4UDP(netip.MustParseAddrPort("10.100.6.2:53"), netip.AddrPortFrom(ue, 1000), []byte("forwarded"))
+	if _, err := src.WriteToUDP(gtpu.AppendGPDU(nil, fwdTEID, 9, true, inner), n3); err != nil {
+		t.Fatal(err)
+	}
+	b := read(t, dst)
+	var h gtpu.Header
+	if err := gtpu.Parse(b, &h); err != nil || h.Type != gtpu.TypeGPDU || h.TEID != 0xf00d || h.PDUType != gtpu.PDUTypeDL ||
+		h.QFI != 9 || string(h.Payload(b)) != string(inner) {
+		t.Fatalf("forwarded %+v %v; stats %+v", h, err, u.Stats())
+	}
+
+	// Path switch: the DL FAR moves to the target with SNDEM. The source
+	// gets an End Marker for its tunnel.
+	modify(&pfcp.SessionModificationRequest{UpdateFARs: []pfcp.UpdateFAR{{ID: 2, Forwarding: &pfcp.UpdateForwardingParameters{
+		NoDestination: true, OuterHeaderCreation: ohc(targetAddr, 0x300), SendEndMarker: true}}}})
+	b = read(t, src)
+	if teid, err := gtpu.ParseEndMarker(b); err != nil || teid != 0x200 {
+		t.Fatalf("source got % x: TEID %#x %v", b, teid, err)
+	}
+	// Forwarding ends: the PDR and FAR go, and with them the TEID.
+	modify(&pfcp.SessionModificationRequest{RemovePDRs: []uint16{3}, RemoveFARs: []uint32{3}})
+	if _, err := src.WriteToUDP(gtpu.AppendGPDU(nil, fwdTEID, 9, true, inner), n3); err != nil {
+		t.Fatal(err)
+	}
+	if ei, err := gtpu.ParseErrorIndication(read(t, src)); err != nil || ei.TEID != fwdTEID {
+		t.Fatalf("after removal: %+v %v", ei, err)
+	}
+	st := u.Stats()
+	if st.Control.TEIDs != 1 || st.Pipeline.EndMarkersSent != 1 || st.Pipeline.DLPackets != 1 {
+		t.Errorf("stats %+v", st)
+	}
 }

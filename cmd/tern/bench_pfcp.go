@@ -211,7 +211,7 @@ func (b *pfcpBinding) cycle(ctx context.Context, cpSEID uint64, rec *report.Reco
 	act := pfcp.ActionForward
 	mod := &pfcp.SessionModificationRequest{UpdateFARs: []pfcp.UpdateFAR{{
 		ID: 2, ApplyAction: &act,
-		Forwarding: &pfcp.ForwardingParameters{Destination: pfcp.InterfaceAccess, OuterHeaderCreation: &pfcp.OuterHeaderCreation{
+		Forwarding: &pfcp.UpdateForwardingParameters{Destination: pfcp.InterfaceAccess, OuterHeaderCreation: &pfcp.OuterHeaderCreation{
 			Description: pfcp.OuterHeaderCreationGTPUUDPIPv4, TEID: uint32(cpSEID), IPv4: benchGNB}},
 	}}}
 	t0 = time.Now()

@@ -155,7 +155,7 @@ func (s *SMF) forwardDownlink(c *smContext, dl ngap.GTPTunnel) error {
 		UpdateFARs: []pfcp.UpdateFAR{{
 			ID:          farDownlink,
 			ApplyAction: &act,
-			Forwarding: &pfcp.ForwardingParameters{
+			Forwarding: &pfcp.UpdateForwardingParameters{
 				Destination: pfcp.InterfaceAccess,
 				OuterHeaderCreation: &pfcp.OuterHeaderCreation{
 					Description: pfcp.OuterHeaderCreationGTPUUDPIPv4,

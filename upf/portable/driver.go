@@ -280,6 +280,7 @@ func (d *Driver) readN3() {
 	defer d.wg.Done()
 	batch := d.cfg.Batch
 	w := d.p.NewWorker()
+	w.SendsLater()
 	wr := d.newWriter()
 	rb := newUDPBatch(batch)
 	in := make([]upfu.Packet, batch)
@@ -317,6 +318,7 @@ func (d *Driver) readN3() {
 		}
 		out = w.Uplink(in[:k], out[:0])
 		wr.send(out)
+		w.Sent() // the batch is on the wire: End Markers may follow it
 	}
 }
 
@@ -330,6 +332,7 @@ func (d *Driver) readN6(idx int) {
 	}
 	batch := d.cfg.Batch
 	w := d.p.NewWorker()
+	w.SendsLater()
 	wr := d.newWriter()
 	in := make([]upfu.Packet, batch)
 	out := make([]upfu.Packet, 0, batch)
@@ -376,5 +379,6 @@ func (d *Driver) readN6(idx int) {
 		d.n6rx.Add(uint64(n))
 		out = w.Downlink(in[:n], out[:0])
 		wr.send(out)
+		w.Sent()
 	}
 }

@@ -5,9 +5,9 @@
 // through DataPath.Install; UPF-U reads it without locks. A Session and
 // everything reachable from it is never modified after Install, except the
 // deliberately shared, concurrency-safe state objects (TokenBucket,
-// Counters, Buffer) that UPF-C carries over from one snapshot of a session
-// to the next, so that rates, usage and buffered packets survive a
-// modification.
+// Counters) that UPF-C carries over from one snapshot of a session to the
+// next, so that rates and usage survive a modification. The data path
+// keeps each session's Buffer itself, across snapshots.
 package rules
 
 import (
@@ -72,10 +72,11 @@ type Session struct {
 	// these instead of the per-session classifiers.
 	UplinkRules, DownlinkRules []classify.Rule
 
-	// Buffer holds the session's buffered downlink packets. Optional: when
-	// nil the data path creates one per SEID with its configured limits and
-	// keeps it across Installs of the same SEID until Remove.
-	Buffer *Buffer
+	// BufferPackets bounds the session's downlink buffer in packets: the
+	// Suggested Buffering Packets Count of the BAR its buffering FARs name
+	// (TS 29.244 §5.2.4, §7.5.2.6); 0: the data path's default. The data
+	// path keeps one Buffer per SEID across Installs until Remove.
+	BufferPackets int
 }
 
 // PDR is a Packet Detection Rule with its associated action rules resolved
@@ -102,6 +103,12 @@ type FAR struct {
 	// Encap is the Outer Header Creation (GTP-U/UDP/IPv4); nil = none.
 	Encap *Encap
 	BARID uint8
+	// SendEndMarker: the modification that produced this snapshot set
+	// SNDEM in the FAR's Update Forwarding Parameters (TS 29.244
+	// §8.2.31). If Encap differs from the previous snapshot's for the same
+	// FAR ID, the data path sends an End Marker (TS 29.281 §7.3.2) on the
+	// previous tunnel. Set only in that one snapshot.
+	SendEndMarker bool
 }
 
 // Encap is an Outer Header Creation for GTP-U/UDP/IPv4 (§8.2.56).

@@ -3,6 +3,7 @@ package rules
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // TokenBucket limits a byte rate with a burst allowance. It implements the
@@ -99,32 +100,165 @@ func Crossed(threshold, after uint64, n int) bool {
 	return threshold != 0 && after >= threshold && after-uint64(n) < threshold
 }
 
-// Buffer is a session's downlink packet buffer (TS 29.244 §5.2.4 BAR;
-// TS 23.502 §4.2.3.3 paging, and handover "smart buffering"): a bounded
-// FIFO in packets and bytes that keeps packets in arrival order.
-//
-// The buffer is "holding" from the first Push until Release has handed out
-// every packet. While it holds, packets that a forwarding FAR would send
-// must be queued behind the buffered ones (PushIfHolding), so that the
-// drain keeps the order. Packet copies live in one arena that grows up to
-// the byte limit, so steady buffering allocates nothing per packet.
-type Buffer struct {
-	maxPackets, maxBytes int
-	holding              atomic.Bool
+// BufferPool is the UPF-wide side of downlink buffering: it counts the
+// packets and bytes every Buffer created from it holds now, caps those
+// bytes, counts the packets discarded other than at a push (expired, or
+// dropped with the buffer), and recycles the buffers' packet storage, so
+// that buffering allocates nothing in steady state and an idle session
+// keeps no storage. Safe for concurrent use.
+type BufferPool struct {
+	maxBytes           int64 // 0: no cap
+	bytes, packets     atomic.Int64
+	expired, discarded atomic.Uint64
 
-	mu       sync.Mutex
-	arena    []byte
-	ends     []int // end offset of each packet in arena
-	spare    []byte
-	spareEnd []int
-	notified bool // a downlink data report was raised for this episode
-	dropped  uint64
+	mu   sync.Mutex
+	free []*chunk
+}
+
+// Storage recycling: a chunk starts at chunkInitial bytes and grows by
+// append up to the buffer's byte limit; the pool keeps at most maxFree
+// chunks of at most keepChunk bytes each (16 MiB in all) for reuse.
+const (
+	chunkInitial = 16 << 10
+	keepChunk    = 64 << 10
+	maxFree      = 256
+)
+
+// chunk is one run of buffered packets: their bytes back to back, the end
+// offset and the arrival time of each.
+type chunk struct {
+	data  []byte
+	ends  []int
+	times []int64
+}
+
+// start is the offset of packet i.
+func (c *chunk) start(i int) int {
+	if i == 0 {
+		return 0
+	}
+	return c.ends[i-1]
+}
+
+// NewBufferPool creates a pool whose buffers together hold at most
+// maxBytes bytes (0: no cap).
+func NewBufferPool(maxBytes int) *BufferPool {
+	p := &BufferPool{maxBytes: int64(max(maxBytes, 0))}
+	p.free = make([]*chunk, 0, maxFree)
+	return p
+}
+
+// BufferPoolStats are a pool's counters.
+type BufferPoolStats struct {
+	Packets, Bytes int // held by the pool's buffers now
+	// Expired counts packets discarded for being older than the hold time;
+	// Discarded those dropped with their buffer (Drop, Close).
+	Expired, Discarded uint64
+}
+
+// Stats returns the pool's counters.
+func (p *BufferPool) Stats() BufferPoolStats {
+	return BufferPoolStats{Packets: int(p.packets.Load()), Bytes: int(p.bytes.Load()),
+		Expired: p.expired.Load(), Discarded: p.discarded.Load()}
+}
+
+// reserve accounts one packet of n bytes, or refuses it when the bytes
+// would pass the cap. Add-then-check: concurrent reservations near the cap
+// may refuse a packet that a serial order would have fitted, never admit
+// one beyond it.
+func (p *BufferPool) reserve(n int) bool {
+	if b := p.bytes.Add(int64(n)); p.maxBytes > 0 && b > p.maxBytes {
+		p.bytes.Add(-int64(n))
+		return false
+	}
+	p.packets.Add(1)
+	return true
+}
+
+func (p *BufferPool) release(packets, bytes int) {
+	if packets != 0 {
+		p.packets.Add(-int64(packets))
+		p.bytes.Add(-int64(bytes))
+	}
+}
+
+func (p *BufferPool) get() *chunk {
+	p.mu.Lock()
+	if n := len(p.free); n > 0 {
+		c := p.free[n-1]
+		p.free[n-1] = nil
+		p.free = p.free[:n-1]
+		p.mu.Unlock()
+		return c
+	}
+	p.mu.Unlock()
+	return &chunk{data: make([]byte, 0, chunkInitial), ends: make([]int, 0, 64), times: make([]int64, 0, 64)}
+}
+
+func (p *BufferPool) put(c *chunk) {
+	if c == nil || cap(c.data) > keepChunk {
+		return // a burst's storage goes back to the garbage collector
+	}
+	c.data, c.ends, c.times = c.data[:0], c.ends[:0], c.times[:0]
+	p.mu.Lock()
+	if len(p.free) < maxFree {
+		p.free = append(p.free, c)
+	}
+	p.mu.Unlock()
+}
+
+// Buffer is a session's downlink packet buffer (TS 29.244 §5.2.4 BAR;
+// TS 23.502 §4.2.3.3 paging, and handover "smart buffering"): a FIFO bounded
+// in packets, in bytes, by its pool's UPF-wide byte cap, and in time (the
+// hold time), that keeps packets in arrival order.
+//
+// A buffering episode starts with the first packet pushed and ends when
+// Release has handed out every packet, or Drop has discarded them, or every
+// packet has expired. While the episode lasts the buffer is "holding":
+// packets that a forwarding FAR would send must queue behind the buffered
+// ones (PushIfHolding), so that the drain keeps the order; and at most one
+// push per episode is told to notify the CP function (Push's first).
+//
+// Packet copies live in pooled storage (BufferPool), so buffering
+// allocates nothing per packet in steady state. Expiry is checked when
+// packets are pushed or released and by Expire, which the data path calls
+// at a coarse period: there are no per-packet timers.
+type Buffer struct {
+	pool     *BufferPool
+	maxBytes int
+	hold     int64 // ns; 0: packets never expire
+	holding  atomic.Bool
+
+	mu         sync.Mutex
+	maxPackets int
+	cur        *chunk // nil: nothing stored
+	head       int    // first live packet in cur
+	draining   bool   // Release is handing out packets it took from cur
+	held       bool   // Hold: holding without packets until Release
+	notified   bool   // a push of this episode was told to notify
+	closed     bool
 }
 
 // NewBuffer creates a buffer bounded to maxPackets packets and maxBytes
-// bytes (both at least 1).
+// bytes (both at least 1), in a pool of its own without a cap, whose
+// packets never expire.
 func NewBuffer(maxPackets, maxBytes int) *Buffer {
-	return &Buffer{maxPackets: max(maxPackets, 1), maxBytes: max(maxBytes, 1)}
+	return NewBufferPool(0).NewBuffer(maxPackets, maxBytes, 0)
+}
+
+// NewBuffer creates a buffer bounded to maxPackets packets and maxBytes
+// bytes (both at least 1) whose packets expire hold after they were pushed
+// (0: never).
+func (p *BufferPool) NewBuffer(maxPackets, maxBytes int, hold time.Duration) *Buffer {
+	return &Buffer{pool: p, maxPackets: max(maxPackets, 1), maxBytes: max(maxBytes, 1), hold: int64(max(hold, 0))}
+}
+
+// SetMaxPackets changes the packet limit (at least 1), e.g. to a BAR's
+// Suggested Buffering Packets Count. Packets already held stay.
+func (b *Buffer) SetMaxPackets(n int) {
+	b.mu.Lock()
+	b.maxPackets = max(n, 1)
+	b.mu.Unlock()
 }
 
 // PushResult says what Push did.
@@ -132,18 +266,26 @@ type PushResult uint8
 
 // Push results.
 const (
-	Buffered   PushResult = iota // stored
-	NotHolding                   // PushIfHolding only: the buffer is empty and idle; forward normally
-	BufferFull                   // dropped: the packet or byte limit is reached
+	Buffered        PushResult = iota // stored
+	NotHolding                        // PushIfHolding only: the buffer is empty and idle; forward normally
+	BufferFull                        // dropped: the buffer's packet or byte limit is reached
+	BufferGlobalCap                   // dropped: the pool's byte cap is reached
+	BufferClosed                      // dropped: the buffer is closed (its session is gone)
 )
 
-// Push stores a copy of pkt at the tail. first is true for the first
-// packet of a buffering episode that asked for notification: the caller
-// raises one Downlink Data Report for it.
-func (b *Buffer) Push(pkt []byte, notify bool) (r PushResult, first bool) {
+// Push stores a copy of pkt at the tail; now is the arrival time on the
+// clock of Expire and Release (nanoseconds). first is true for the first
+// packet stored in a buffering episode that asked for notification: the
+// caller raises the episode's one Downlink Data Report for it (TS 29.244
+// §5.2.4.1 NOCP).
+func (b *Buffer) Push(pkt []byte, notify bool, now int64) (r PushResult, first bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	r = b.pushLocked(pkt)
+	if b.closed {
+		return BufferClosed, false
+	}
+	b.expireLocked(now)
+	r = b.pushLocked(pkt, now)
 	if r == Buffered && notify && !b.notified {
 		b.notified = true
 		first = true
@@ -151,80 +293,186 @@ func (b *Buffer) Push(pkt []byte, notify bool) (r PushResult, first bool) {
 	return r, first
 }
 
-// PushIfHolding stores pkt only while the buffer holds packets (or is
-// being drained), to keep order behind them.
-func (b *Buffer) PushIfHolding(pkt []byte) PushResult {
+// PushIfHolding stores pkt only while the buffering episode lasts (packets
+// held, being drained, or Hold), to keep order behind them.
+func (b *Buffer) PushIfHolding(pkt []byte, now int64) PushResult {
 	if !b.holding.Load() {
 		return NotHolding
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.closed {
+		return BufferClosed
+	}
+	b.expireLocked(now) // may end the episode
 	if !b.holding.Load() {
 		return NotHolding
 	}
-	return b.pushLocked(pkt)
+	return b.pushLocked(pkt, now)
 }
 
-func (b *Buffer) pushLocked(pkt []byte) PushResult {
-	if len(b.ends) >= b.maxPackets || len(b.arena)+len(pkt) > b.maxBytes {
-		b.dropped++
+func (b *Buffer) live() (packets, bytes int) {
+	if b.cur == nil {
+		return 0, 0
+	}
+	return len(b.cur.ends) - b.head, len(b.cur.data) - b.cur.start(b.head)
+}
+
+func (b *Buffer) pushLocked(pkt []byte, now int64) PushResult {
+	packets, bytes := b.live()
+	if packets >= b.maxPackets || bytes+len(pkt) > b.maxBytes {
 		return BufferFull
 	}
-	if b.arena == nil {
-		// One allocation per buffering session, sized for a few packets;
-		// append grows it up to maxBytes.
-		b.arena = make([]byte, 0, min(b.maxBytes, 64<<10))
-		b.ends = make([]int, 0, min(b.maxPackets, 64))
+	if !b.pool.reserve(len(pkt)) {
+		return BufferGlobalCap
 	}
-	b.arena = append(b.arena, pkt...)
-	b.ends = append(b.ends, len(b.arena))
+	c := b.cur
+	if c == nil {
+		c = b.pool.get()
+		b.cur, b.head = c, 0
+	} else if b.head > 0 && len(c.data)+len(pkt) > cap(c.data) {
+		b.compactLocked()
+	}
+	c.data = append(c.data, pkt...)
+	c.ends = append(c.ends, len(c.data))
+	c.times = append(c.times, now)
 	b.holding.Store(true)
 	return Buffered
 }
 
-// Holding reports whether the buffer holds or is draining packets.
-func (b *Buffer) Holding() bool { return b.holding.Load() }
+// compactLocked moves the live packets to the front of their storage.
+func (b *Buffer) compactLocked() {
+	c := b.cur
+	off := c.start(b.head)
+	n := copy(c.data, c.data[off:])
+	c.data = c.data[:n]
+	k := copy(c.ends, c.ends[b.head:])
+	for i := range k {
+		c.ends[i] -= off
+	}
+	c.ends = c.ends[:k]
+	c.times = c.times[:copy(c.times, c.times[b.head:])]
+	b.head = 0
+}
 
-// Release hands every buffered packet to fn in order, including packets
-// pushed while it runs, then leaves the buffer idle. pkt is only valid
-// during the call. Calls to Release must not overlap.
-func (b *Buffer) Release(fn func(pkt []byte)) int {
-	n := 0
-	for {
-		b.mu.Lock()
-		if len(b.ends) == 0 {
-			b.holding.Store(false)
-			b.notified = false
-			b.mu.Unlock()
-			return n
+// expireLocked discards the packets at the head older than the hold time.
+// Emptied outside a drain or Hold, the buffer ends its episode.
+func (b *Buffer) expireLocked(now int64) int {
+	c := b.cur
+	if b.hold == 0 || c == nil {
+		return 0
+	}
+	h := b.head
+	for h < len(c.ends) && now-c.times[h] > b.hold {
+		h++
+	}
+	n := h - b.head
+	if n == 0 {
+		return 0
+	}
+	b.pool.release(n, c.ends[h-1]-c.start(b.head))
+	b.pool.expired.Add(uint64(n))
+	b.head = h
+	if h == len(c.ends) {
+		c.data, c.ends, c.times, b.head = c.data[:0], c.ends[:0], c.times[:0], 0
+		if !b.draining && !b.held {
+			b.endEpisodeLocked()
 		}
-		arena, ends := b.arena, b.ends
-		b.arena, b.ends = b.spare[:0], b.spareEnd[:0]
-		b.mu.Unlock()
+	}
+	return n
+}
 
-		start := 0
-		for _, end := range ends {
-			fn(arena[start:end:end])
-			start = end
-			n++
-		}
+// endEpisodeLocked leaves the buffer empty and idle; its storage goes back
+// to the pool.
+func (b *Buffer) endEpisodeLocked() {
+	b.pool.put(b.cur)
+	b.cur, b.head = nil, 0
+	b.draining, b.held, b.notified = false, false, false
+	b.holding.Store(false)
+}
 
-		b.mu.Lock()
-		b.spare, b.spareEnd = arena[:0], ends[:0]
-		b.mu.Unlock()
+// Expire discards the packets older than the hold time at time now and
+// returns how many there were.
+func (b *Buffer) Expire(now int64) int {
+	if !b.holding.Load() {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.expireLocked(now)
+}
+
+// Hold starts (or prolongs) an episode without a packet: until the next
+// Release ends, packets pushed with PushIfHolding queue. The data path
+// holds a session's forwarded downlink while it sends End Markers on the
+// old tunnel, so that none reaches the new one before them.
+func (b *Buffer) Hold() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.closed {
+		b.held = true
+		b.holding.Store(true)
 	}
 }
 
-// Drop discards the buffered packets (session removed, or its FAR now
-// drops) and returns how many there were.
+// Holding reports whether a buffering episode lasts.
+func (b *Buffer) Holding() bool { return b.holding.Load() }
+
+// Release hands every buffered packet that has not expired at time now to
+// fn in order, including packets pushed while it runs, then ends the
+// episode. pkt is only valid during the call. Calls to Release, Drop and
+// Close must not overlap.
+func (b *Buffer) Release(now int64, fn func(pkt []byte)) int {
+	n := 0
+	for {
+		b.mu.Lock()
+		b.expireLocked(now)
+		packets, bytes := b.live()
+		if packets == 0 {
+			b.endEpisodeLocked()
+			b.mu.Unlock()
+			return n
+		}
+		c, head := b.cur, b.head
+		b.cur, b.head = nil, 0 // pushes during the drain start new storage
+		b.draining = true
+		b.pool.release(packets, bytes) // the packets are the caller's now
+		b.mu.Unlock()
+
+		start := c.start(head)
+		for _, end := range c.ends[head:] {
+			fn(c.data[start:end:end])
+			start = end
+			n++
+		}
+		b.pool.put(c)
+	}
+}
+
+// Drop discards the buffered packets (the FAR now drops, or the session
+// goes), ends the episode and returns how many there were.
 func (b *Buffer) Drop() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	n := len(b.ends)
-	b.arena, b.ends = b.arena[:0], b.ends[:0]
-	b.dropped += uint64(n)
-	b.notified = false
-	b.holding.Store(false)
+	return b.dropLocked()
+}
+
+func (b *Buffer) dropLocked() int {
+	packets, bytes := b.live()
+	b.pool.release(packets, bytes)
+	b.pool.discarded.Add(uint64(packets))
+	b.endEpisodeLocked()
+	return packets
+}
+
+// Close drops the buffered packets and refuses every later push
+// (BufferClosed): the session is removed, and a worker still holding its
+// old snapshot must not refill a buffer no one drains.
+func (b *Buffer) Close() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := b.dropLocked()
+	b.closed = true
 	return n
 }
 
@@ -232,12 +480,5 @@ func (b *Buffer) Drop() int {
 func (b *Buffer) Len() (packets, bytes int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.ends), len(b.arena)
-}
-
-// Dropped is the number of packets discarded so far (full or Drop).
-func (b *Buffer) Dropped() uint64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.dropped
+	return b.live()
 }

@@ -19,8 +19,9 @@ const maxRulesPerPDR = 1024
 
 // compile turns a session into the immutable form UPF-U executes
 // (rules.Session). The state objects of the session (token buckets,
-// counters) go into the snapshot by pointer.
-func (c *UPFC) compile(s *session) (*rules.Session, *reject) {
+// counters) go into the snapshot by pointer. endMarkers are the FARs whose
+// update asked for End Markers (SNDEM): set in this snapshot only.
+func (c *UPFC) compile(s *session, endMarkers map[uint32]bool) (*rules.Session, *reject) {
 	snap := &rules.Session{SEID: s.seid, CPSEID: s.cpSEID}
 
 	ids := sortedKeys(s.pdrs)
@@ -42,6 +43,13 @@ func (c *UPFC) compile(s *session) (*rules.Session, *reject) {
 	fars := make(map[uint32]*rules.FAR, len(s.fars))
 	for id, f := range s.fars {
 		fars[id] = compileFAR(&f.spec)
+		fars[id].SendEndMarker = endMarkers[id]
+		// TS 29.244 §5.2.4.1: a buffering FAR is controlled by the BAR it
+		// names; the BAR's Suggested Buffering Packets Count bounds the
+		// session's buffer (a session has one BAR, §7.5.2.6).
+		if b := s.bar; b != nil && b.SuggestedBufferingPackets != 0 && f.spec.BARID != nil && *f.spec.BARID == b.ID {
+			snap.BufferPackets = int(b.SuggestedBufferingPackets)
+		}
 	}
 	qers := make(map[uint32]*rules.QER, len(s.qers))
 	for id, q := range s.qers {

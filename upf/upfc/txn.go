@@ -32,6 +32,9 @@ type txn struct {
 	pending   map[uint32]struct{} // TEIDs allocated by this message
 	chooseIDs map[uint8]uint32    // CHOOSE ID -> TEID, within this message (§5.5.3)
 	created   []pfcp.CreatedPDR
+	// endMarkers are the FARs this message updated with SNDEM (§8.2.31):
+	// an instruction for this change only, not kept in the FAR.
+	endMarkers map[uint32]bool
 }
 
 func (c *UPFC) newTxn(s *session) *txn {
@@ -284,21 +287,38 @@ func (tx *txn) updateFAR(u *pfcp.UpdateFAR) *reject {
 	if u.ApplyAction != nil {
 		spec.ApplyAction = *u.ApplyAction
 	}
-	if u.Forwarding != nil {
+	if uf := u.Forwarding; uf != nil {
 		// Update Forwarding Parameters (§7.5.4.3-2) carry only what
-		// changes; our codec always has a Destination Interface.
-		fw := pfcp.ForwardingParameters{Destination: u.Forwarding.Destination}
-		if spec.Forwarding != nil {
+		// changes; the rest of the FAR's Forwarding Parameters stays.
+		var fw pfcp.ForwardingParameters
+		switch {
+		case spec.Forwarding != nil:
 			fw = *spec.Forwarding
-			fw.Destination = u.Forwarding.Destination
+		case uf.NoDestination:
+			// Nothing to keep: the Destination Interface, mandatory in
+			// Forwarding Parameters (§7.5.2.3-2), must come now.
+			return missingIE(pfcp.CauseConditionalIEMissing, pfcp.IEDestinationInterface,
+				"FAR %d: first forwarding parameters without a destination interface", u.ID)
 		}
-		if u.Forwarding.NetworkInstance != "" {
-			fw.NetworkInstance = u.Forwarding.NetworkInstance
+		if !uf.NoDestination {
+			fw.Destination = uf.Destination
 		}
-		if u.Forwarding.OuterHeaderCreation != nil {
-			fw.OuterHeaderCreation = clonePtr(u.Forwarding.OuterHeaderCreation)
+		if uf.NetworkInstance != "" {
+			fw.NetworkInstance = uf.NetworkInstance
+		}
+		if uf.OuterHeaderCreation != nil {
+			fw.OuterHeaderCreation = clonePtr(uf.OuterHeaderCreation)
 		}
 		spec.Forwarding = &fw
+		if uf.SendEndMarker {
+			// TS 23.502 §4.9.1.2.2 step 6 / §4.9.1.3.3 step 4: the SMF
+			// switches the downlink tunnel and asks for End Markers on
+			// the old one; UPF-U sends them if the tunnel changed.
+			if tx.endMarkers == nil {
+				tx.endMarkers = make(map[uint32]bool)
+			}
+			tx.endMarkers[u.ID] = true
+		}
 	}
 	if u.BARID != nil {
 		spec.BARID = clonePtr(u.BARID)
@@ -506,7 +526,7 @@ func (tx *txn) finish() *reject {
 			return ruleFailure(pfcp.RuleTypeFAR, id, "unknown BAR %d", *f.BARID)
 		}
 	}
-	snap, rej := tx.c.compile(s)
+	snap, rej := tx.c.compile(s, tx.endMarkers)
 	if rej != nil {
 		return rej
 	}

@@ -261,6 +261,10 @@ func TestEstablishmentCompiles(t *testing.T) {
 	if dl.Source != rules.InterfaceCore || dl.RemoveOuterHeader || dl.FAR.Action != rules.ActionBuffer|rules.ActionNotifyCP || dl.FAR.BARID != 1 {
 		t.Errorf("downlink PDR %+v FAR %+v", dl, dl.FAR)
 	}
+	// The BAR the buffering FAR names bounds the buffer (§5.2.4).
+	if s.BufferPackets != 10 {
+		t.Errorf("buffer packets %d, want the BAR's 10", s.BufferPackets)
+	}
 	// Both PDRs share one QER and URR object.
 	if len(ul.QERs) != 1 || ul.QERs[0] != dl.QERs[0] || ul.URRs[0] != dl.URRs[0] {
 		t.Fatal("QER/URR not shared between PDRs")
@@ -503,7 +507,7 @@ func TestModificationKeepsState(t *testing.T) {
 	// §4.3.2.2.1 step 16) and the CP moves to a new F-SEID.
 	mod := &pfcp.SessionModificationRequest{
 		CPFSEID: &pfcp.FSEID{SEID: 8, IPv4: smfNode.IP},
-		UpdateFARs: []pfcp.UpdateFAR{{ID: 2, ApplyAction: ptr(pfcp.ActionForward), Forwarding: &pfcp.ForwardingParameters{
+		UpdateFARs: []pfcp.UpdateFAR{{ID: 2, ApplyAction: ptr(pfcp.ActionForward), Forwarding: &pfcp.UpdateForwardingParameters{
 			Destination: pfcp.InterfaceAccess, OuterHeaderCreation: &pfcp.OuterHeaderCreation{
 				Description: pfcp.OuterHeaderCreationGTPUUDPIPv4, TEID: 0x77, IPv4: gnbAddr}}}},
 	}
@@ -646,6 +650,11 @@ func TestModificationValidationLeavesSessionUnchanged(t *testing.T) {
 			expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypeQER, 1)}},
 		{"second BAR", &pfcp.SessionModificationRequest{CreateBAR: &pfcp.CreateBAR{ID: 2}},
 			expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypeBAR, 2)}},
+		{"first forwarding parameters without destination", &pfcp.SessionModificationRequest{
+			UpdateFARs: []pfcp.UpdateFAR{{ID: 2, ApplyAction: ptr(pfcp.ActionForward), Forwarding: &pfcp.UpdateForwardingParameters{
+				NoDestination: true, OuterHeaderCreation: &pfcp.OuterHeaderCreation{
+					Description: pfcp.OuterHeaderCreationGTPUUDPIPv4, TEID: 5, IPv4: gnbAddr}}}}},
+			expect{cause: pfcp.CauseConditionalIEMissing, ie: pfcp.IEDestinationInterface}},
 		{"FAR update breaks the action", &pfcp.SessionModificationRequest{
 			UpdateFARs: []pfcp.UpdateFAR{{ID: 2, ApplyAction: ptr(pfcp.ActionForward)}}},
 			expect{cause: pfcp.CauseConditionalIEMissing, ie: pfcp.IEUpdateFAR}},
@@ -1050,5 +1059,150 @@ func TestSessionRuleLists(t *testing.T) {
 	}
 	if !reflect.DeepEqual(lists[0], lists[1]) {
 		t.Errorf("rule lists differ without tables:\n%+v\n%+v", lists[0], lists[1])
+	}
+}
+
+// The BAR's Suggested Buffering Packets Count reaches the data path while a
+// FAR names the BAR (TS 29.244 §5.2.4, §7.5.2.6, §7.5.4.11).
+func TestBARBoundsBuffer(t *testing.T) {
+	c, dp, _ := newUPFC(t)
+	ctx := context.Background()
+	seid := establish(t, c, establishment(1)).UPFSEID.SEID
+	if n := dp.get(seid).BufferPackets; n != 10 {
+		t.Fatalf("established: %d", n)
+	}
+	modify := func(req *pfcp.SessionModificationRequest) int {
+		t.Helper()
+		if mr := c.HandleSessionModification(ctx, seid, req); mr.Cause != pfcp.CauseRequestAccepted {
+			t.Fatalf("modification: %v %+v", mr.Cause, mr.FailedRuleID)
+		}
+		return dp.get(seid).BufferPackets
+	}
+	if n := modify(&pfcp.SessionModificationRequest{UpdateBAR: &pfcp.UpdateBAR{ID: 1, SuggestedBufferingPackets: ptr(uint8(3))}}); n != 3 {
+		t.Errorf("after Update BAR: %d, want 3", n)
+	}
+	// The FAR forwards and names no BAR: the data path's default.
+	if n := modify(&pfcp.SessionModificationRequest{UpdateFARs: []pfcp.UpdateFAR{{ID: 2, ApplyAction: ptr(pfcp.ActionForward),
+		Forwarding: &pfcp.UpdateForwardingParameters{Destination: pfcp.InterfaceAccess, OuterHeaderCreation: &pfcp.OuterHeaderCreation{
+			Description: pfcp.OuterHeaderCreationGTPUUDPIPv4, TEID: 5, IPv4: gnbAddr}}}}}); n != 3 {
+		t.Errorf("FAR still names the BAR: %d, want 3", n)
+	}
+	c.mu.Lock()
+	s := c.sessions[seid].clone()
+	c.mu.Unlock()
+	spec := s.fars[2].spec // the clone shares farState: replace, never edit
+	spec.BARID = nil
+	s.fars[2] = &farState{spec: spec}
+	snap, rej := c.compile(s, nil)
+	if rej != nil || snap.BufferPackets != 0 {
+		t.Errorf("no FAR names the BAR: %d (%v)", snap.BufferPackets, rej)
+	}
+}
+
+// Handover (TS 23.502 §4.9.1.2.2 step 6, §4.9.1.3.3 step 4): Update FAR
+// with a new Outer Header Creation and SNDEM marks the FAR of that one
+// snapshot, for UPF-U to send End Markers; the next snapshot is unmarked.
+func TestSendEndMarkerCompiles(t *testing.T) {
+	c, dp, _ := newUPFC(t)
+	ctx := context.Background()
+	seid := establish(t, c, establishment(1)).UPFSEID.SEID
+	target := netip.MustParseAddr("10.100.3.9")
+	tunnel := func(teid uint32, addr netip.Addr, sndem bool) *pfcp.SessionModificationRequest {
+		return &pfcp.SessionModificationRequest{UpdateFARs: []pfcp.UpdateFAR{{ID: 2, ApplyAction: ptr(pfcp.ActionForward),
+			Forwarding: &pfcp.UpdateForwardingParameters{Destination: pfcp.InterfaceAccess, SendEndMarker: sndem,
+				OuterHeaderCreation: &pfcp.OuterHeaderCreation{Description: pfcp.OuterHeaderCreationGTPUUDPIPv4, TEID: teid, IPv4: addr}}}}}
+	}
+	modify := func(req *pfcp.SessionModificationRequest) *rules.FAR {
+		t.Helper()
+		if mr := c.HandleSessionModification(ctx, seid, req); mr.Cause != pfcp.CauseRequestAccepted {
+			t.Fatalf("modification: %v %+v", mr.Cause, mr.FailedRuleID)
+		}
+		return dp.get(seid).PDRs[1].FAR
+	}
+	if f := modify(tunnel(0x77, gnbAddr, false)); f.SendEndMarker || f.Encap.TEID != 0x77 {
+		t.Fatalf("first tunnel: %+v", f)
+	}
+	f := modify(tunnel(0x88, target, true))
+	if !f.SendEndMarker || f.Encap.TEID != 0x88 || f.Encap.Peer != netip.AddrPortFrom(target, 2152) {
+		t.Fatalf("switch with SNDEM: %+v %+v", f, f.Encap)
+	}
+	if s := dp.get(seid); s.PDRs[0].FAR.SendEndMarker {
+		t.Error("the uplink FAR is marked too")
+	}
+	// Only the tunnel changes (no Destination Interface): the FAR keeps
+	// forwarding to the access.
+	f = modify(&pfcp.SessionModificationRequest{UpdateFARs: []pfcp.UpdateFAR{{ID: 2, Forwarding: &pfcp.UpdateForwardingParameters{
+		NoDestination: true, SendEndMarker: true,
+		OuterHeaderCreation: &pfcp.OuterHeaderCreation{Description: pfcp.OuterHeaderCreationGTPUUDPIPv4, TEID: 0x99, IPv4: gnbAddr}}}}})
+	if !f.SendEndMarker || f.Dest != rules.InterfaceAccess || f.Encap.TEID != 0x99 || f.Action != rules.ActionForward {
+		t.Fatalf("tunnel-only update: %+v", f)
+	}
+	// SNDEM is for its modification only.
+	if f := modify(&pfcp.SessionModificationRequest{UpdateQERs: []pfcp.UpdateQER{{ID: 1, Gate: &pfcp.GateStatus{}}}}); f.SendEndMarker {
+		t.Error("SNDEM carried into a later snapshot")
+	}
+}
+
+// Indirect data forwarding (TS 23.502 §4.9.1.3.2-3): a PDR from the access
+// with a CHOOSE F-TEID and no UE IP address, whose FAR re-encapsulates to
+// the target NG-RAN's DL forwarding tunnel (Destination Interface access).
+// UPF-C accepts it next to the session's PDRs, announces the TEID, and
+// frees it when the PDR goes.
+func TestIndirectForwardingPDR(t *testing.T) {
+	c, dp, _ := newUPFC(t)
+	ctx := context.Background()
+	resp := establish(t, c, establishment(1))
+	seid, ulTEID := resp.UPFSEID.SEID, resp.CreatedPDRs[0].LocalFTEID.TEID
+	target := netip.MustParseAddr("10.100.3.9")
+	mr := c.HandleSessionModification(ctx, seid, &pfcp.SessionModificationRequest{
+		CreateFARs: []pfcp.CreateFAR{{ID: 3, ApplyAction: pfcp.ActionForward, Forwarding: &pfcp.ForwardingParameters{
+			Destination: pfcp.InterfaceAccess, OuterHeaderCreation: &pfcp.OuterHeaderCreation{
+				Description: pfcp.OuterHeaderCreationGTPUUDPIPv4, TEID: 0xf00d, IPv4: target}}}},
+		CreatePDRs: []pfcp.CreatePDR{{ID: 3, Precedence: 255, FARID: 3,
+			PDI:                pfcp.PDI{SourceInterface: pfcp.InterfaceAccess, FTEID: &pfcp.FTEID{Choose: true, ChooseID: 2}},
+			OuterHeaderRemoval: ptr(pfcp.OuterHeaderRemovalGTPUUDPIPv4)}},
+	})
+	if mr.Cause != pfcp.CauseRequestAccepted || len(mr.CreatedPDRs) != 1 || mr.CreatedPDRs[0].ID != 3 || mr.CreatedPDRs[0].LocalFTEID == nil {
+		t.Fatalf("forwarding PDR: %v %+v %+v", mr.Cause, mr.FailedRuleID, mr.CreatedPDRs)
+	}
+	fwdTEID := mr.CreatedPDRs[0].LocalFTEID.TEID
+	if fwdTEID == ulTEID || fwdTEID == 0 || mr.CreatedPDRs[0].LocalFTEID.IPv4 != n3Addr {
+		t.Fatalf("forwarding F-TEID %+v (uplink TEID %#x)", mr.CreatedPDRs[0].LocalFTEID, ulTEID)
+	}
+	s := dp.get(seid)
+	if len(s.TEIDs) != 2 || s.UEIPv4 != ueAddr || c.Stats().TEIDs != 2 {
+		t.Fatalf("TEIDs %v UE %v", s.TEIDs, s.UEIPv4)
+	}
+	// A downlink packet (DN -> UE) in the forwarding tunnel, as UPF-U
+	// classifies it: inner source = the DN server, QFI of the flow.
+	h := &classify.Header{SourceInterface: 0, TEID: fwdTEID, QFI: 9, UEIP: classify.AddrFromNetip(netip.MustParseAddr("8.8.8.8")),
+		SrcIP: classify.AddrFromNetip(netip.MustParseAddr("8.8.8.8")), DstIP: classify.AddrFromNetip(ueAddr), Proto: 17}
+	idx, ok := s.Uplink.Lookup(h)
+	if !ok || s.PDRs[idx].ID != 3 {
+		t.Fatalf("forwarding tunnel lookup: %d %v", idx, ok)
+	}
+	if f := s.PDRs[idx].FAR; f.Dest != rules.InterfaceAccess || f.Encap == nil || f.Encap.TEID != 0xf00d ||
+		f.Encap.Peer != netip.AddrPortFrom(target, 2152) || f.Action != rules.ActionForward {
+		t.Errorf("forwarding FAR %+v", f)
+	}
+	// The session's own uplink PDR still needs its TEID and UE address.
+	h.TEID = ulTEID
+	if idx, ok := s.Uplink.Lookup(h); ok && s.PDRs[idx].ID == 3 {
+		t.Error("the forwarding PDR matches the uplink tunnel")
+	}
+
+	// Handover done: Remove PDR/FAR frees the TEID.
+	mr = c.HandleSessionModification(ctx, seid, &pfcp.SessionModificationRequest{RemovePDRs: []uint16{3}, RemoveFARs: []uint32{3}})
+	if mr.Cause != pfcp.CauseRequestAccepted {
+		t.Fatalf("remove: %v", mr.Cause)
+	}
+	if s := dp.get(seid); len(s.TEIDs) != 1 || s.TEIDs[0] != ulTEID || c.Stats().TEIDs != 1 {
+		t.Errorf("after removal: TEIDs %v, %d allocated", s.TEIDs, c.Stats().TEIDs)
+	}
+	c.mu.Lock()
+	_, held := c.teids[fwdTEID]
+	c.mu.Unlock()
+	if held {
+		t.Error("forwarding TEID still allocated")
 	}
 }

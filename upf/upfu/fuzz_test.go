@@ -18,12 +18,15 @@ func FuzzPipeline(f *testing.F) {
 	f.Add(gtpu.AppendGPDU(nil, 7, qfi, false, []byte{0x45}), true)
 	f.Add(ipv4UDP(dnIP, ueIP, 1, 2, 40), false)
 	f.Add([]byte{0x60, 0, 0, 0, 0, 0, 17, 64}, false)
+	f.Add(gtpu.AppendEndMarker(nil, ulTEID), true)
+	f.Add(gtpu.AppendGPDU(nil, fuzzFwdTEID, qfi, true, ipv4UDP(dnIP, ueIP, 1, 2, 60)), true)
 	var ws [2]*upfu.Worker
 	for i, global := range []bool{false, true} {
 		// Error Indications unlimited: the limiter's refill depends on timing.
 		p := newPipeline(f, upfu.Config{GlobalPDRTable: global, ErrorIndicationRate: 1 << 30})
 		u := &rules.URR{ID: 1, Counters: &rules.Counters{}, Threshold: rules.Volume{Total: 1000}}
-		p.Install(session(f, sessionOpts{urrs: []*rules.URR{u}}))
+		// With an indirect forwarding PDR: its re-encapsulation too.
+		p.Install(withForwarding(f, session(f, sessionOpts{urrs: []*rules.URR{u}}), fuzzFwdTEID, gnb2, 0xf00d))
 		ws[i] = p.NewWorker()
 	}
 	var outs [2][]upfu.Packet
@@ -53,3 +56,5 @@ func FuzzPipeline(f *testing.F) {
 		}
 	})
 }
+
+const fuzzFwdTEID = 0x150

@@ -51,8 +51,15 @@ type sessionOpts struct {
 	encapTEID    uint32
 	qers         []*rules.QER
 	urrs         []*rules.URR
-	buffer       *rules.Buffer
 	netInst      string
+	bufPackets   int // rules.Session.BufferPackets (a BAR's count)
+	// Another session than the default one (seid, ueIP, ulTEID).
+	seid   uint64
+	ue     netip.Addr
+	ulTEID uint32
+	// The DL FAR's tunnel peer (default gnb), and SNDEM in this snapshot.
+	peer  netip.AddrPort
+	sndem bool
 }
 
 // session builds a two-PDR session: uplink by TEID, downlink by UE IP.
@@ -70,17 +77,29 @@ func session(t testing.TB, o sessionOpts) *rules.Session {
 	if o.netInst == "" {
 		o.netInst = "internet"
 	}
+	if o.seid == 0 {
+		o.seid = seid
+	}
+	if !o.ue.IsValid() {
+		o.ue = ueIP
+	}
+	if o.ulTEID == 0 {
+		o.ulTEID = ulTEID
+	}
+	if !o.peer.IsValid() {
+		o.peer = gnb
+	}
 	ul := &rules.PDR{ID: 1, Precedence: 100, Source: rules.InterfaceAccess, RemoveOuterHeader: true,
 		FAR:  &rules.FAR{ID: 1, Action: o.ulFAR, Dest: rules.InterfaceCore, NetworkInstance: o.netInst},
 		QERs: o.qers, URRs: o.urrs}
 	dl := &rules.PDR{ID: 2, Precedence: 100, Source: rules.InterfaceCore,
 		FAR: &rules.FAR{ID: 2, Action: o.dlFAR, Dest: rules.InterfaceAccess,
-			Encap: &rules.Encap{TEID: o.encapTEID, Peer: gnb, QFI: qfi}},
+			Encap: &rules.Encap{TEID: o.encapTEID, Peer: o.peer, QFI: qfi}, SendEndMarker: o.sndem},
 		QERs: o.qers, URRs: o.urrs}
 	ulr := []classify.Rule{{ID: 0, Precedence: 100,
-		Has: classify.FieldSourceInterface | classify.FieldTEID, SourceInterface: 0, TEID: ulTEID}}
+		Has: classify.FieldSourceInterface | classify.FieldTEID, SourceInterface: 0, TEID: o.ulTEID}}
 	dlr := []classify.Rule{{ID: 1, Precedence: 100,
-		Has: classify.FieldSourceInterface, SourceInterface: 1, UEIP: classify.PrefixFromNetip(netip.PrefixFrom(ueIP, 32))}}
+		Has: classify.FieldSourceInterface, SourceInterface: 1, UEIP: classify.PrefixFromNetip(netip.PrefixFrom(o.ue, 32))}}
 	ulc, err := classify.NewLinear(ulr)
 	if err != nil {
 		t.Fatal(err)
@@ -89,8 +108,8 @@ func session(t testing.TB, o sessionOpts) *rules.Session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rules.Session{SEID: seid, CPSEID: 7, UEIPv4: ueIP, TEIDs: []uint32{ulTEID},
-		PDRs: []*rules.PDR{ul, dl}, Uplink: ulc, Downlink: dlc, UplinkRules: ulr, DownlinkRules: dlr, Buffer: o.buffer}
+	return &rules.Session{SEID: o.seid, CPSEID: 7, UEIPv4: o.ue, TEIDs: []uint32{o.ulTEID},
+		PDRs: []*rules.PDR{ul, dl}, Uplink: ulc, Downlink: dlc, UplinkRules: ulr, DownlinkRules: dlr, BufferPackets: o.bufPackets}
 }
 
 func newPipeline(t testing.TB, cfg upfu.Config) *upfu.Pipeline {

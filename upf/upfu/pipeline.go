@@ -20,10 +20,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/tern5g/tern/gtpu"
 	"github.com/tern5g/tern/upf/rules"
 )
 
@@ -48,9 +51,22 @@ type Config struct {
 	// NetworkInstances[i] forwards decapsulated packets to Port(i).
 	NetworkInstances []string
 	// BufferPackets and BufferBytes bound each session's DL buffer
-	// (defaults 1024 packets, 2 MiB: about the per-UE gNB buffer the
-	// L25GC paper estimates).
+	// (defaults DefaultBufferPackets, DefaultBufferBytes: about the
+	// per-UE gNB buffer the L25GC paper estimates). A session whose
+	// buffering FAR names a BAR with a Suggested Buffering Packets Count
+	// (rules.Session.BufferPackets) is bounded by that count instead of
+	// BufferPackets.
 	BufferPackets, BufferBytes int
+	// BufferGlobalBytes caps the bytes buffered across all sessions
+	// (default DefaultBufferGlobalBytes); a packet that would pass it is
+	// dropped ("buffer-global-cap").
+	BufferGlobalBytes int
+	// BufferHold is how long a buffered packet is kept before it is
+	// discarded ("buffer-expired"; default DefaultBufferHold). TS 23.502
+	// §4.2.3.3 leaves it to the UPF's configuration. Expiry is checked when
+	// a buffer is pushed to or drained and by Run every
+	// min(max(BufferHold/4, 10ms), 1s).
+	BufferHold time.Duration
 	// ReportQueue is the capacity of the report queue (default 1024).
 	ReportQueue int
 	// ErrorIndicationRate limits Error Indications per second, so unknown
@@ -64,6 +80,14 @@ type Config struct {
 	// compare with UPFs built that way.
 	GlobalPDRTable bool
 }
+
+// Buffering defaults (Config).
+const (
+	DefaultBufferPackets     = 1024
+	DefaultBufferBytes       = 2 << 20
+	DefaultBufferGlobalBytes = 256 << 20
+	DefaultBufferHold        = 30 * time.Second
+)
 
 const shards = 64
 
@@ -94,6 +118,7 @@ type Pipeline struct {
 	bySEID  map[uint64]*entry
 	ctl     *Worker // runs buffer drains, under mu
 	ctlOut  []Packet
+	ctlBuf  []byte // the bytes of ctlOut's packets, until flushCtl
 	workers []*Worker
 
 	reporter atomic.Pointer[reporterBox]
@@ -102,8 +127,10 @@ type Pipeline struct {
 	kicks    chan uint64
 
 	eiLimit *rules.TokenBucket
+	pool    *rules.BufferPool // every session's DL buffer
 
 	reportsDropped, drainDropped atomic.Uint64
+	endMarkersSent               atomic.Uint64
 }
 
 type reporterBox struct{ r Reporter }
@@ -119,11 +146,24 @@ func New(cfg Config, logger *slog.Logger) (*Pipeline, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.BufferPackets <= 0 {
-		cfg.BufferPackets = 1024
+	if cfg.BufferPackets < 0 || cfg.BufferBytes < 0 || cfg.BufferGlobalBytes < 0 || cfg.BufferHold < 0 {
+		return nil, fmt.Errorf("upfu: negative buffer limit (packets %d, bytes %d, global bytes %d, hold %v)",
+			cfg.BufferPackets, cfg.BufferBytes, cfg.BufferGlobalBytes, cfg.BufferHold)
 	}
-	if cfg.BufferBytes <= 0 {
-		cfg.BufferBytes = 2 << 20
+	if cfg.BufferPackets == 0 {
+		cfg.BufferPackets = DefaultBufferPackets
+	}
+	if cfg.BufferBytes == 0 {
+		cfg.BufferBytes = DefaultBufferBytes
+	}
+	if cfg.BufferGlobalBytes == 0 {
+		cfg.BufferGlobalBytes = max(DefaultBufferGlobalBytes, cfg.BufferBytes)
+	}
+	if cfg.BufferHold == 0 {
+		cfg.BufferHold = DefaultBufferHold
+	}
+	if cfg.BufferBytes > cfg.BufferGlobalBytes {
+		return nil, fmt.Errorf("upfu: per-session buffer of %d bytes exceeds the global cap of %d", cfg.BufferBytes, cfg.BufferGlobalBytes)
 	}
 	if cfg.ReportQueue <= 0 {
 		cfg.ReportQueue = 1024
@@ -143,6 +183,7 @@ func New(cfg Config, logger *slog.Logger) (*Pipeline, error) {
 		reports: make(chan pendingReport, cfg.ReportQueue),
 		kicks:   make(chan uint64, 256),
 		eiLimit: rules.NewTokenBucket(uint64(cfg.ErrorIndicationRate), uint64(max(cfg.ErrorIndicationRate/10, 1))),
+		pool:    rules.NewBufferPool(cfg.BufferGlobalBytes),
 	}
 	for i, name := range cfg.NetworkInstances {
 		if _, dup := p.n6[name]; dup {
@@ -166,7 +207,28 @@ func New(cfg Config, logger *slog.Logger) (*Pipeline, error) {
 	return p, nil
 }
 
-const ctlBatch = 64
+// ctlBatch packets of up to ctlBufSize bytes in all leave in one Sink.Send.
+const (
+	ctlBatch   = 64
+	ctlBufSize = ctlBatch * (Headroom + 1500)
+)
+
+// ctlPacket returns room for an n-byte packet with Headroom before it in
+// ctlBuf, sending what ctlOut holds first if ctlBuf is full. p.mu held.
+func (p *Pipeline) ctlPacket(n int) []byte { return p.ctlBytes(Headroom + n) }
+
+// ctlBytes returns need bytes of ctlBuf (see ctlPacket). p.mu held.
+func (p *Pipeline) ctlBytes(need int) []byte {
+	if len(p.ctlBuf)+need > cap(p.ctlBuf) {
+		p.flushCtl()
+		if need > cap(p.ctlBuf) {
+			p.ctlBuf = make([]byte, 0, max(need, ctlBufSize))
+		}
+	}
+	off := len(p.ctlBuf)
+	p.ctlBuf = p.ctlBuf[:off+need]
+	return p.ctlBuf[off : off+need : off+need]
+}
 
 // SetReporter sets where reports go (UPF-C). Until it is set, reports are
 // counted as dropped.
@@ -190,18 +252,27 @@ func (p *Pipeline) lookupUE(ip uint32) *entry {
 // Install publishes a session snapshot (new, or replacing the one with the
 // same SEID). If the old snapshot buffered downlink packets and the new one
 // no longer buffers, the buffer is drained in order through the new rules
-// (TS 23.502 §4.2.3.3 step 12: buffered data goes to the new tunnel).
+// (TS 23.502 §4.2.3.3 step 12: buffered data goes to the new tunnel). A
+// FAR of the new snapshot with SendEndMarker whose tunnel changed gets an
+// End Marker on its old tunnel (TS 29.281 §7.3.2) after the last packet
+// sent there and before any on the new one; Install then waits for the
+// workers' batches in flight (see quiesceLocked), which is short.
 func (p *Pipeline) Install(s *rules.Session) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	old := p.bySEID[s.SEID]
-	e := &entry{sess: s, buf: s.Buffer, n6: make([]Port, len(s.PDRs))}
-	if e.buf == nil {
-		if old != nil {
-			e.buf = old.buf
-		} else {
-			e.buf = rules.NewBuffer(p.cfg.BufferPackets, p.cfg.BufferBytes)
-		}
+	e := &entry{sess: s, n6: make([]Port, len(s.PDRs))}
+	if old != nil {
+		e.buf = old.buf
+	} else {
+		e.buf = p.pool.NewBuffer(p.cfg.BufferPackets, p.cfg.BufferBytes, p.cfg.BufferHold)
+	}
+	// TS 29.244 §5.2.4: the BAR's Suggested Buffering Packets Count, if
+	// the session's buffering FAR names one, bounds its buffer.
+	if s.BufferPackets > 0 {
+		e.buf.SetMaxPackets(s.BufferPackets)
+	} else {
+		e.buf.SetMaxPackets(p.cfg.BufferPackets)
 	}
 	for i, pdr := range s.PDRs {
 		e.n6[i] = PortN3
@@ -221,6 +292,15 @@ func (p *Pipeline) Install(s *rules.Session) {
 			}
 			e.n6[i] = port
 		}
+	}
+
+	// End Markers (TS 29.244 §8.2.31 SNDEM, TS 29.281 §7.3.2): the old
+	// tunnels that SNDEM FARs of s leave. While they go out, the session's
+	// forwarded downlink queues in its buffer (Hold), to be drained to the
+	// new tunnels after them; see the ordering argument below.
+	ems := endMarkers(old, s)
+	if len(ems) > 0 && !buffers(s) {
+		e.buf.Hold()
 	}
 
 	if p.global != nil {
@@ -254,9 +334,105 @@ func (p *Pipeline) Install(s *rules.Session) {
 			p.global.remove(old.gids)
 		}
 	}
+	if len(ems) > 0 {
+		// Why no packet reaches an old tunnel after its End Marker, nor a
+		// new tunnel before it:
+		//  - From here on, a batch that starts sees only the new snapshot
+		//    (published above with atomic stores; Worker.beginBatch's
+		//    atomic add comes after them in the order of atomics).
+		//  - A batch that started before may still hold the old
+		//    snapshot and forward on the old tunnel. quiesceLocked waits
+		//    until each such batch has ended: for a driver's workers,
+		//    until its outputs are handed to the socket (Worker.Sent).
+		//  - Only then do the End Markers go to the sink, which sends
+		//    synchronously: every old-path packet precedes them.
+		//  - Downlink that the new snapshot forwards meanwhile (and any
+		//    an old-snapshot batch forwards after Hold) queues in the
+		//    held buffer (PushIfHolding), and the drain below, after the
+		//    End Markers, sends it to the new tunnel in order. Install
+		//    and drains run under p.mu, so no other drain interleaves.
+		// Uplink-side re-encapsulation (indirect forwarding) is not held.
+		p.quiesceLocked()
+		p.sendEndMarkersLocked(ems)
+	}
 	if e.buf.Holding() && !buffers(s) {
 		p.drainLocked(e)
 	}
+}
+
+// endMarkers returns the tunnels to send End Markers on when s replaces
+// old: each FAR of s with SendEndMarker whose Encap differs from the same
+// FAR's in old, the old Encap (TS 29.244 §8.2.31: "towards the old F-TEID
+// of the downstream node when switching to the new F-TEID").
+func endMarkers(old *entry, s *rules.Session) []rules.Encap {
+	if old == nil {
+		return nil
+	}
+	var out []rules.Encap
+	for _, pdr := range s.PDRs {
+		f := pdr.FAR
+		if f == nil || !f.SendEndMarker || f.Encap == nil {
+			continue
+		}
+		for _, op := range old.sess.PDRs {
+			of := op.FAR
+			if of == nil || of.ID != f.ID || of.Encap == nil {
+				continue
+			}
+			prev := *of.Encap
+			if (prev.TEID != f.Encap.TEID || prev.Peer != f.Encap.Peer) && !slices.ContainsFunc(out, func(x rules.Encap) bool {
+				return x.TEID == prev.TEID && x.Peer == prev.Peer
+			}) {
+				out = append(out, prev)
+			}
+			break
+		}
+	}
+	return out
+}
+
+// quiesceTimeout bounds the wait for in-flight batches (a driver that never
+// calls Sent): past it the End Markers go anyway, and the wait is logged.
+const quiesceTimeout = time.Second
+
+// quiesceLocked waits until every worker batch that was in flight when it
+// was called has ended. Workers take no lock, so holding p.mu cannot
+// block them. p.mu held.
+func (p *Pipeline) quiesceLocked() {
+	deadline := time.Now().Add(quiesceTimeout)
+	for _, w := range p.workers {
+		g := w.batch.Load()
+		if g&1 == 0 {
+			continue // idle
+		}
+		for spin := 0; w.batch.Load() == g; spin++ {
+			if time.Now().After(deadline) {
+				p.log.Warn("upfu: a worker batch did not end: End Markers sent without waiting for it")
+				return
+			}
+			if spin < 100 {
+				runtime.Gosched()
+			} else {
+				time.Sleep(20 * time.Microsecond)
+			}
+		}
+	}
+}
+
+// sendEndMarkersLocked sends one End Marker on each tunnel through the
+// sink. p.mu held.
+func (p *Pipeline) sendEndMarkersLocked(tunnels []rules.Encap) {
+	for _, t := range tunnels {
+		b := gtpu.AppendEndMarker(p.ctlBytes(gtpu.EndMarkerLen)[:0], t.TEID)
+		p.ctlOut = append(p.ctlOut, Packet{Buf: b, Len: len(b), Peer: t.Peer, Port: PortN3})
+		if len(p.ctlOut) == cap(p.ctlOut) {
+			p.flushCtl()
+		}
+	}
+	if p.sink.Load() != nil {
+		p.endMarkersSent.Add(uint64(len(tunnels)))
+	}
+	p.flushCtl()
 }
 
 // addGlobalLocked puts e's rules into the global table, replacing old's
@@ -289,7 +465,9 @@ func buffers(s *rules.Session) bool {
 	return false
 }
 
-// Remove deletes a session; its buffered packets are dropped.
+// Remove deletes a session; its buffered packets are dropped
+// ("buffer-discarded") and its buffer refuses the pushes of workers still
+// holding the old snapshot.
 func (p *Pipeline) Remove(seid uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -310,7 +488,7 @@ func (p *Pipeline) Remove(seid uint64) {
 		p.global.remove(e.gids)
 	}
 	e.replaced.Store(true)
-	e.buf.Drop()
+	e.buf.Close()
 }
 
 // Sessions is the number of installed sessions.
@@ -362,18 +540,13 @@ func (p *Pipeline) setUE(a netip.Addr, e *entry) {
 func (p *Pipeline) drainLocked(e *entry) {
 	w := p.ctl
 	var in [1]Packet
-	scratch := make([]byte, Headroom+65536)
-	e.buf.Release(func(pkt []byte) {
-		n := copy(scratch[Headroom:], pkt)
-		in[0] = Packet{Buf: scratch, Off: Headroom, Len: n}
-		before := len(p.ctlOut)
+	e.buf.Release(p.now(), func(pkt []byte) {
+		// The worker encapsulates in place, in ctlBuf, which holds the
+		// packet until flushCtl has sent it.
+		b := p.ctlPacket(len(pkt))
+		copy(b[Headroom:], pkt)
+		in[0] = Packet{Buf: b, Off: Headroom, Len: len(pkt)}
 		p.ctlOut = w.downlinkOne(&in[0], e, p.ctlOut, true)
-		if len(p.ctlOut) > before {
-			// The worker encapsulated in place in scratch: keep a copy.
-			o := &p.ctlOut[len(p.ctlOut)-1]
-			o.Buf = append([]byte(nil), o.Data()...)
-			o.Off, o.Len = 0, len(o.Buf)
-		}
 		if len(p.ctlOut) == cap(p.ctlOut) {
 			p.flushCtl()
 		}
@@ -383,6 +556,7 @@ func (p *Pipeline) drainLocked(e *entry) {
 }
 
 func (p *Pipeline) flushCtl() {
+	p.ctlBuf = p.ctlBuf[:0] // its packets are sent (or dropped) below
 	if len(p.ctlOut) == 0 {
 		return
 	}
@@ -412,18 +586,23 @@ func (p *Pipeline) report(seid uint64, r rules.Report) {
 	}
 }
 
-// Run delivers reports and serves late buffer drains until ctx ends.
+// Run delivers reports, serves late buffer drains and expires buffered
+// packets older than Config.BufferHold until ctx ends.
 func (p *Pipeline) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		tick := time.NewTicker(min(max(p.cfg.BufferHold/4, 10*time.Millisecond), time.Second))
+		defer tick.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case seid := <-p.kicks:
 				p.recheck(seid)
+			case <-tick.C:
+				p.expire()
 			}
 		}
 	}()
@@ -442,13 +621,26 @@ func (p *Pipeline) Run(ctx context.Context) {
 	}
 }
 
+// expire discards buffered packets older than the hold time from every
+// session's buffer. Buffers of sessions that buffer nothing are skipped
+// without a lock.
+func (p *Pipeline) expire() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	for _, e := range p.bySEID {
+		if e.buf.Holding() {
+			e.buf.Expire(now)
+		}
+	}
+}
+
 func (p *Pipeline) recheck(seid uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e := p.bySEID[seid]
 	if e == nil {
-		// Removed: a late push may have refilled the dropped buffer. The
-		// buffer object is unreachable now; nothing to do.
+		// Removed: its buffer is closed and refused the late push.
 		return
 	}
 	if e.buf.Holding() && !buffers(e.sess) {

@@ -14,24 +14,28 @@ type DropReason uint8
 
 // Drop reasons.
 const (
-	DropMalformed    DropReason = iota // not parseable GTP-U / IP
-	DropUnsupported                    // GTP-U message type or extension the UPF does not handle
-	DropUnknownTEID                    // no session for the TEID (Error Indication sent, §7.3.1)
-	DropNoSession                      // no session for the downlink destination address
-	DropNoPDR                          // no PDR of the session matches
-	DropFAR                            // the FAR says drop (or has no usable action)
-	DropGate                           // QER gate closed
-	DropMBR                            // QER maximum bit rate exceeded
-	DropBufferFull                     // session buffer full
-	DropNoN6                           // FAR's network instance has no N6 port
-	DropNoHeadroom                     // no room to prepend the GTP-U header
-	DropUplinkBuffer                   // uplink FAR says buffer: not supported, dropped
+	DropMalformed       DropReason = iota // not parseable GTP-U / IP
+	DropUnsupported                       // GTP-U message type or extension the UPF does not handle
+	DropUnknownTEID                       // no session for the TEID (Error Indication sent, §7.3.1)
+	DropNoSession                         // no session for the downlink destination address
+	DropNoPDR                             // no PDR of the session matches
+	DropFAR                               // the FAR says drop (or has no usable action)
+	DropGate                              // QER gate closed
+	DropMBR                               // QER maximum bit rate exceeded
+	DropBufferFull                        // session buffer full
+	DropNoN6                              // FAR's network instance has no N6 port
+	DropNoHeadroom                        // no room to prepend the GTP-U header
+	DropUplinkBuffer                      // uplink FAR says buffer: not supported, dropped
+	DropBufferGlobalCap                   // the UPF-wide buffered bytes cap is reached
+	DropBufferExpired                     // buffered longer than the hold time (Config.BufferHold)
+	DropBufferDiscarded                   // buffered, then the session went or its FAR dropped
 	NumDropReasons
 )
 
 var dropNames = [NumDropReasons]string{
 	"malformed", "unsupported", "unknown-teid", "no-session", "no-pdr", "far-drop",
 	"gate-closed", "mbr", "buffer-full", "no-n6", "no-headroom", "uplink-buffer",
+	"buffer-global-cap", "buffer-expired", "buffer-discarded",
 }
 
 func (r DropReason) String() string {
@@ -70,6 +74,11 @@ type Worker struct {
 	now     int64
 	local   localStats
 	stats   workerStats
+	// batch is odd while a batch is in flight: from Uplink or Downlink
+	// until they return, or with SendsLater until Sent. Install waits on
+	// it before sending End Markers.
+	batch      atomic.Uint64
+	sendsLater bool
 }
 
 // NewWorker creates a worker with its own scratch state.
@@ -83,23 +92,53 @@ func (p *Pipeline) NewWorker() *Worker {
 
 func (w *Worker) drop(r DropReason) { w.local.drops[r]++ }
 
+// SendsLater tells the pipeline that the caller hands a batch's outputs to
+// the network after Uplink or Downlink returns, and calls Sent when it has:
+// until then the batch counts as in flight, so that an End Marker never
+// overtakes a packet of it (Install). Call it before the first batch.
+func (w *Worker) SendsLater() { w.sendsLater = true }
+
+// Sent ends the last batch of a SendsLater worker: its outputs are sent.
+func (w *Worker) Sent() { w.endBatch() }
+
+func (w *Worker) beginBatch() {
+	if w.batch.Load()&1 != 0 {
+		// The previous batch was never marked sent: a new batch reuses
+		// its outputs, so it is over. Keep the count odd but change it.
+		w.batch.Add(2)
+		return
+	}
+	w.batch.Add(1)
+}
+
+func (w *Worker) endBatch() {
+	if w.batch.Load()&1 != 0 {
+		w.batch.Add(1)
+	}
+}
+
 // Uplink processes a batch of datagrams received on N3 and appends the
 // packets to send to out, which it returns. Outputs point into the input
 // buffers or into the worker's scratch space, valid until the next call.
 // No allocation happens when out has room for the outputs.
 func (w *Worker) Uplink(in []Packet, out []Packet) []Packet {
+	w.beginBatch()
 	w.scratch = w.scratch[:0]
 	w.now = w.p.now()
 	for i := range in {
 		out = w.uplinkOne(&in[i], out)
 	}
 	w.flushStats()
+	if !w.sendsLater {
+		w.endBatch()
+	}
 	return out
 }
 
 // Downlink processes a batch of IP packets received from N6 and appends
 // the packets to send to out (see Uplink).
 func (w *Worker) Downlink(in []Packet, out []Packet) []Packet {
+	w.beginBatch()
 	w.scratch = w.scratch[:0]
 	w.now = w.p.now()
 	for i := range in {
@@ -122,6 +161,9 @@ func (w *Worker) Downlink(in []Packet, out []Packet) []Packet {
 		out = w.downlinkOne(pk, e, out, false)
 	}
 	w.flushStats()
+	if !w.sendsLater {
+		w.endBatch()
+	}
 	return out
 }
 
@@ -199,28 +241,45 @@ func (w *Worker) uplinkOne(pk *Packet, out []Packet) []Packet {
 	s := e.sess
 	pdr := s.PDRs[idx]
 	far := pdr.FAR
-	switch {
-	case far == nil || far.Action&rules.ActionForward == 0:
+	if far == nil || far.Action&rules.ActionForward == 0 {
 		if far != nil && far.Action&rules.ActionBuffer != 0 {
 			w.drop(DropUplinkBuffer)
 		} else {
 			w.drop(DropFAR)
 		}
 		return out
-	case !w.qos(pdr, rules.Uplink, n):
+	}
+	// A FAR that re-encapsulates back towards the access carries downlink
+	// data: the indirect data forwarding tunnel of a handover (TS 23.502
+	// §4.9.1.3.2-3), fed by the source NG-RAN through a PDR from the
+	// access with its own F-TEID and no UE IP address. Its inner packets
+	// go to the UE; the classification above matched them on the TEID
+	// only (the inner source is a server, not the UE).
+	d := rules.Uplink
+	if far.Encap != nil && far.Dest == rules.InterfaceAccess {
+		d = rules.Downlink
+	}
+	if !w.qos(pdr, d, n) {
 		return out
 	}
-	w.count(e, pdr, rules.Uplink, n)
-	w.local.ulPackets++
-	w.local.ulBytes += uint64(n)
+	w.count(e, pdr, d, n)
+	if d == rules.Uplink {
+		w.local.ulPackets++
+		w.local.ulBytes += uint64(n)
+	} else {
+		w.local.dlPackets++
+		w.local.dlBytes += uint64(n)
+	}
 	if far.Encap != nil {
-		// N9 / indirect forwarding: re-encapsulate in place.
+		// N9 (towards the core) or indirect forwarding (towards the
+		// access, with a DL PDU Session Container, TS 38.415 §5.5.2.1):
+		// re-encapsulate in place, keeping the QFI unless a QER sets one.
 		if innerOff < gtpu.GPDUHeaderLen {
 			w.drop(DropNoHeadroom)
 			return out
 		}
 		start := innerOff - gtpu.GPDUHeaderLen
-		gtpu.PutGPDUHeader(pk.Buf[start:], far.Encap.TEID, qfiFor(pdr, h.QFI), false, n)
+		gtpu.PutGPDUHeader(pk.Buf[start:], far.Encap.TEID, qfiFor(pdr, h.QFI), d == rules.Downlink, n)
 		return append(out, Packet{Buf: pk.Buf, Off: start, Len: gtpu.GPDUHeaderLen + n, Peer: far.Encap.Peer, Port: PortN3})
 	}
 	port := e.n6[idx]
@@ -291,10 +350,11 @@ func (w *Worker) downlinkOne(pk *Packet, e *entry, out []Packet, fromBuffer bool
 	switch {
 	case far.Action&rules.ActionBuffer != 0 && !fromBuffer:
 		// TS 29.244 §5.2.4: buffer; with NOCP, the first packet of the
-		// episode raises a Downlink Data Report (§5.2.4.1).
-		res, first := e.buf.Push(data, far.Action&rules.ActionNotifyCP != 0)
-		if res == rules.BufferFull {
-			w.drop(DropBufferFull)
+		// episode raises a Downlink Data Report (§5.2.4.1) with the PDR ID
+		// and, in its Downlink Data Service Information, the QFI (§8.2.27).
+		res, first := e.buf.Push(data, far.Action&rules.ActionNotifyCP != 0, w.now)
+		if res != rules.Buffered {
+			w.dropBuffered(res)
 			return out
 		}
 		w.local.buffered++
@@ -310,20 +370,25 @@ func (w *Worker) downlinkOne(pk *Packet, e *entry, out []Packet, fromBuffer bool
 		}
 		return out
 	case far.Action&rules.ActionForward == 0:
-		w.drop(DropFAR)
+		if fromBuffer {
+			w.drop(DropBufferDiscarded) // buffered, and the FAR now drops
+		} else {
+			w.drop(DropFAR)
+		}
 		return out
 	}
 	if !fromBuffer {
 		// Keep order behind packets buffered earlier and being drained.
-		switch e.buf.PushIfHolding(data) {
+		switch res := e.buf.PushIfHolding(data, w.now); res {
+		case rules.NotHolding:
 		case rules.Buffered:
 			w.local.buffered++
 			if e.replaced.Load() {
 				w.p.kick(s.SEID)
 			}
 			return out
-		case rules.BufferFull:
-			w.drop(DropBufferFull)
+		default:
+			w.dropBuffered(res)
 			return out
 		}
 	}
@@ -345,6 +410,18 @@ func (w *Worker) downlinkOne(pk *Packet, e *entry, out []Packet, fromBuffer bool
 	start := pk.Off - gtpu.GPDUHeaderLen
 	gtpu.PutGPDUHeader(pk.Buf[start:], far.Encap.TEID, qfiFor(pdr, far.Encap.QFI), true, n)
 	return append(out, Packet{Buf: pk.Buf, Off: start, Len: gtpu.GPDUHeaderLen + n, Peer: far.Encap.Peer, Port: PortN3})
+}
+
+// dropBuffered counts a packet a buffer refused.
+func (w *Worker) dropBuffered(r rules.PushResult) {
+	switch r {
+	case rules.BufferGlobalCap:
+		w.drop(DropBufferGlobalCap)
+	case rules.BufferClosed:
+		w.drop(DropBufferDiscarded)
+	default:
+		w.drop(DropBufferFull)
+	}
 }
 
 // qfiFor is the QFI to mark: the first QER's QFI (TS 29.244 §5.2.1A
@@ -452,12 +529,18 @@ type Stats struct {
 	EchoReplies                            uint64
 	ErrorIndicationsSent                   uint64
 	ErrorIndicationsReceived               uint64
-	EndMarkers                             uint64
-	BufferedTotal                          uint64 // packets ever buffered
-	Buffered                               int    // packets in buffers now
-	BufferedBytes                          int
-	Sessions                               int
-	ReportsDropped                         uint64
+	EndMarkers                             uint64 // received (absorbed)
+	EndMarkersSent                         uint64 // on old tunnels (SNDEM)
+	// Downlink buffering: packets ever buffered, and packets and bytes
+	// in buffers now (the global cap applies to BufferedBytes). Packets
+	// the buffers refused or discarded are in Drops: "buffer-full" (a
+	// session's limit), "buffer-global-cap", "buffer-expired",
+	// "buffer-discarded" (session removed, or its FAR went to DROP).
+	BufferedTotal  uint64
+	Buffered       int
+	BufferedBytes  int
+	Sessions       int
+	ReportsDropped uint64
 }
 
 // Stats sums the workers' counters.
@@ -482,13 +565,17 @@ func (p *Pipeline) Stats() Stats {
 		st.EndMarkers += s.endMarkers.Load()
 		st.BufferedTotal += s.buffered.Load()
 	}
+	st.EndMarkersSent = p.endMarkersSent.Load()
 	if v := p.drainDropped.Load(); v != 0 {
 		st.Drops["drain-no-sink"] += v
 	}
-	for _, e := range p.bySEID {
-		n, b := e.buf.Len()
-		st.Buffered += n
-		st.BufferedBytes += b
+	bs := p.pool.Stats()
+	st.Buffered, st.BufferedBytes = bs.Packets, bs.Bytes
+	if bs.Expired != 0 {
+		st.Drops[DropBufferExpired.String()] += bs.Expired
+	}
+	if bs.Discarded != 0 {
+		st.Drops[DropBufferDiscarded.String()] += bs.Discarded
 	}
 	return st
 }
