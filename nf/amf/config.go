@@ -34,8 +34,8 @@ const (
 	DefaultReachabilityMargin = 4 * time.Minute
 	// DefaultHandoverGuard bounds each phase of an N2 handover at the AMF
 	// (preparation, then execution up to Handover Notify).
-	DefaultHandoverGuard = 5 * time.Second
-	DefaultRelativeCapacity   = 255
+	DefaultHandoverGuard    = 5 * time.Second
+	DefaultRelativeCapacity = 255
 )
 
 // Config is the AMF configuration. The zero value of a field means "default"

@@ -35,7 +35,9 @@ func setupGNBAs(t testing.TB, a *AMF, id uint32, tac uint32) *testGNB {
 	return g
 }
 
-func gnbID(id uint32) ngap.GlobalGNBID { return ngap.GlobalGNBID{PLMN: testPLMN, GNBID: id, BitLen: 22} }
+func gnbID(id uint32) ngap.GlobalGNBID {
+	return ngap.GlobalGNBID{PLMN: testPLMN, GNBID: id, BitLen: 22}
+}
 
 // hoFixture: a UE registered on g1 (gNB 1, TAC 1) with session 1 set up,
 // and g2 (gNB 2, TAC 2) ready to take it.
@@ -171,9 +173,9 @@ func (f *hoFixture) prepare(t *testing.T) (*ngap.HandoverRequest, *ngap.Handover
 	t.Helper()
 	u := f.u
 	f.g1.send(1, &ngap.HandoverRequired{AMFUENGAPID: u.amfID, RANUENGAPID: u.ranID, HandoverType: ngap.HandoverIntra5GS,
-		Cause:    ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkHandoverDesirableForRadioReason},
-		TargetID: ngap.TargetRANNodeID{GlobalGNBID: gnbID(2), SelectedTAI: testTAI2},
-		Sessions: []ngap.PDUSessionResourceItem{{ID: 1, Transfer: []byte("ho-required-transfer")}},
+		Cause:                              ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkHandoverDesirableForRadioReason},
+		TargetID:                           ngap.TargetRANNodeID{GlobalGNBID: gnbID(2), SelectedTAI: testTAI2},
+		Sessions:                           []ngap.PDUSessionResourceItem{{ID: 1, Transfer: []byte("ho-required-transfer")}},
 		SourceToTargetTransparentContainer: []byte("s2t")})
 	req := expect[*ngap.HandoverRequest](t, f.g2.recv())
 	if len(req.Sessions) != 1 || req.Sessions[0].ID != 1 || string(req.Sessions[0].Transfer) != "PDU_RES_SETUP_REQ-1" ||

@@ -176,8 +176,8 @@ type testUE struct {
 	guti         *identity.GUTI
 	lastICS      *ngap.InitialContextSetupRequest
 	loc          *ngap.UserLocationNR // the cell the UE is in; nil = cell 0x10 of testTAI
-	smcUL        uint32 // uplink count of Security Mode Complete
-	smcDone      bool   // Security Mode Complete sent for the current context
+	smcUL        uint32               // uplink count of Security Mode Complete
+	smcDone      bool                 // Security Mode Complete sent for the current context
 }
 
 func newTestUE(t testing.TB, g *testGNB, hn *fakeHN, msin string) *testUE {

@@ -27,14 +27,14 @@ func smMsg(id, pti uint8, typ nas.MsgType, body ...byte) []byte {
 
 // smfCall is one Nsmf_PDUSession operation the fake SMF received.
 type smfCall struct {
-	op     string // "create", "update", "release"
-	ref    string
-	supi   string
-	id     uint8
-	dnn    string
-	snssai identity.SNSSAI
-	n1, n2 []byte
-	n2Type models.Smf_PDUSess_N2SmInfoType
+	op      string // "create", "update", "release"
+	ref     string
+	supi    string
+	id      uint8
+	dnn     string
+	snssai  identity.SNSSAI
+	n1, n2  []byte
+	n2Type  models.Smf_PDUSess_N2SmInfoType
 	upCnx   models.Smf_PDUSess_UpCnxState
 	cause   models.Smf_PDUSess_Cause
 	hoState models.Smf_PDUSess_HoState
@@ -68,7 +68,7 @@ type fakeSMF struct {
 	// refuseActivation: UpdateSMContext(ACTIVATING) fails; refuseHandover:
 	// every handover step does.
 	refuseActivation, refuseHandover bool
-	failures         []models.Amf_Comm_N1N2MsgTxfrFailureNotification // N1N2TransferFailureNotify calls
+	failures                         []models.Amf_Comm_N1N2MsgTxfrFailureNotification // N1N2TransferFailureNotify calls
 
 	mu      sync.Mutex
 	nextRef int
