@@ -23,6 +23,7 @@ const (
 	// 25 ms of a 10 kpps stream.
 	DefaultBufferingPackets = 255
 	DefaultPagingBackoff    = 10 * time.Second
+	DefaultForwardingHold   = time.Second
 )
 
 // Handover data modes (MobilityConfig.HandoverData).
@@ -72,6 +73,10 @@ type MobilityConfig struct {
 	// handover: "forwarding" (default, TS 23.502 indirect forwarding) or
 	// "smart" (L25GC buffering at the UPF).
 	HandoverData string `yaml:"handoverData"`
+	// ForwardingHold is how long the indirect forwarding tunnel stays after
+	// the handover completes, for what the source still sends (default
+	// 1 s).
+	ForwardingHold time.Duration `yaml:"forwardingHold"`
 }
 
 // DNNConfig is one served DNN (TS 23.501 §5.6.1).
@@ -159,6 +164,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Mobility.HandoverData == "" {
 		c.Mobility.HandoverData = HandoverForwarding
+	}
+	if c.Mobility.ForwardingHold == 0 {
+		c.Mobility.ForwardingHold = DefaultForwardingHold
 	}
 	return c
 }
@@ -289,6 +297,9 @@ func (c Config) compile() (*servedConfig, error) {
 	m := c.Mobility
 	if m.BufferingPackets < 1 || m.BufferingPackets > 255 {
 		return nil, fmt.Errorf("smf.mobility.bufferingPackets: %d not in 1..255 (TS 29.244 §8.2.101)", m.BufferingPackets)
+	}
+	if m.ForwardingHold <= 0 {
+		return nil, fmt.Errorf("smf.mobility.forwardingHold: %v must be positive", m.ForwardingHold)
 	}
 	if m.PagingBackoff <= 0 {
 		return nil, fmt.Errorf("smf.mobility.pagingBackoff: %v must be positive", m.PagingBackoff)

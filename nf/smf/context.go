@@ -132,6 +132,14 @@ type smContext struct {
 	dl      dlState
 	backoff serial.Timer
 
+	// N2 handover (handover.go): where the session stands, the target's
+	// DL tunnel once prepared, and whether indirect forwarding rules are
+	// installed at the UPF (fwdTimer removes them after the handover).
+	ho       hoState
+	hoTarget ngap.GTPTunnel
+	fwd      bool
+	fwdTimer serial.Timer
+
 	// Procedure progress of stModifying / stReleasing.
 	n1Done, n2Done bool
 	// timer is the 5GSM network timer of the running procedure (T3591 or
@@ -266,6 +274,7 @@ func (s *SMF) forget(c *smContext) {
 	c.state = stReleased
 	s.stopTimer(c)
 	c.backoff.Stop()
+	c.fwdTimer.Stop()
 	if c.ue.sessions[c.psi] == c {
 		delete(c.ue.sessions, c.psi)
 	}

@@ -89,7 +89,14 @@ func (f *fakeUPF) ModifySession(ctx context.Context, seid uint64, req *pfcp.Sess
 		return &pfcp.SessionModificationResponse{Cause: pfcp.CauseSessionContextNotFound}, nil
 	}
 	f.mods = append(f.mods, req)
-	return &pfcp.SessionModificationResponse{Cause: pfcp.CauseRequestAccepted}, nil
+	rsp := &pfcp.SessionModificationResponse{Cause: pfcp.CauseRequestAccepted}
+	for _, p := range req.CreatePDRs {
+		if p.PDI.FTEID != nil && p.PDI.FTEID.Choose {
+			f.nextTEID++
+			rsp.CreatedPDRs = append(rsp.CreatedPDRs, pfcp.CreatedPDR{ID: p.ID, LocalFTEID: &pfcp.FTEID{TEID: f.nextTEID, IPv4: upfN3}})
+		}
+	}
+	return rsp, nil
 }
 
 func (f *fakeUPF) DeleteSession(ctx context.Context, seid uint64) (*pfcp.SessionDeletionResponse, error) {

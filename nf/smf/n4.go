@@ -246,3 +246,8 @@ func (s *SMF) dropDownlink(c *smContext) error {
 		UpdateFARs: []pfcp.UpdateFAR{{ID: farDownlink, ApplyAction: &act}},
 	})
 }
+
+// contextWithTimeout bounds one PFCP request of the SMF.
+func contextWithTimeout(s *SMF) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(s.group.Context(), s.cfg.timers.PFCPTimeout)
+}

@@ -276,6 +276,8 @@ type counters struct {
 	n4Failures     atomic.Uint64
 	amfFailures    atomic.Uint64
 	pagingFailures atomic.Uint64
+	handovers      atomic.Uint64
+	pathSwitches   atomic.Uint64
 }
 
 // Stats is a snapshot of the SMF's state and counters.
@@ -296,6 +298,8 @@ type Stats struct {
 	// PagingFailures counts downlink data whose UE could not be reached:
 	// the UPF was told to discard the session's buffer.
 	PagingFailures uint64
+	Handovers      uint64 // N2 handovers completed (downlink switched to the target)
+	PathSwitches   uint64 // Xn path switches done
 }
 
 // Stats returns a snapshot.
@@ -315,6 +319,8 @@ func (s *SMF) Stats() Stats {
 		AMFFailures:   s.stats.amfFailures.Load(),
 
 		PagingFailures: s.stats.pagingFailures.Load(),
+		Handovers:      s.stats.handovers.Load(),
+		PathSwitches:   s.stats.pathSwitches.Load(),
 	}
 	for _, d := range s.cfg.order {
 		st.IPs[d.name] = d.pool.allocated()

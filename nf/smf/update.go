@@ -43,6 +43,8 @@ func (s *SMF) updateContext(ctx context.Context, c *smContext, req *sbi.SMContex
 		return out, nil
 	}
 	switch {
+	case d.HoState == models.Smf_PDUSess_HoState_COMPLETED || d.HoState == models.Smf_PDUSess_HoState_CANCELLED:
+		return s.handoverDone(c, d.HoState)
 	case d.Release:
 		return s.amfRequestedRelease(c)
 	case d.UpCnxState == models.Smf_PDUSess_UpCnxState_DEACTIVATED:
@@ -154,7 +156,7 @@ func (s *SMF) handleN2(ctx context.Context, c *smContext, typ models.Smf_PDUSess
 		}
 		return updated(nil, nil, "", c.upCnx), nil
 	}
-	return nil, n2Error("N2 SM information type %q not supported", typ)
+	return s.handover(c, typ, b)
 }
 
 // handleN1 handles a 5GSM message from the UE. Runs on c's executor.
@@ -234,6 +236,9 @@ func (s *SMF) deactivateUP(c *smContext) (*sbi.SMContextUpdated, error) {
 	c.dlTunnel = ngap.GTPTunnel{}
 	c.dl = dlBuffering
 	c.backoff.Stop()
+	// A handover in progress ends with the user plane.
+	s.dropForwarding(c)
+	c.ho, c.hoTarget = hoNone, ngap.GTPTunnel{}
 	switch c.state {
 	case stWaitN2Setup:
 		// The RAN went away before answering the setup: the session exists
