@@ -94,10 +94,11 @@ func sampleMobilityMessages(diag *CriticalityDiagnostics) []Message {
 			ULReceiveStatus: []byte{0xA5, 0x80}, ULReceiveStatusBits: 9},
 		{DRBID: 4, UL: COUNTValue{SNLength: 12, PDCPSN: 1, HFN: 2}, DL: COUNTValue{SNLength: 18, PDCPSN: 3, HFN: 4},
 			ULReceiveStatus: bytes.Repeat([]byte{0x5A}, 256), ULReceiveStatusBits: 2048},
-		// a bitmap in two fragments (16384 + 8 bits)
-		{DRBID: 5, UL: COUNTValue{SNLength: 18, PDCPSN: 6, HFN: 7}, DL: COUNTValue{SNLength: 12, PDCPSN: 8, HFN: 9},
-			ULReceiveStatus: bytes.Repeat([]byte{0x3C}, 2049), ULReceiveStatusBits: 16392},
 	}
+	// a bitmap in two fragments (16384 + 8 bits), in one sample only: big
+	// inputs slow the fuzzers down
+	bigDRB := DRBStatus{DRBID: 5, UL: COUNTValue{SNLength: 18, PDCPSN: 6, HFN: 7}, DL: COUNTValue{SNLength: 12, PDCPSN: 8, HFN: 9},
+		ULReceiveStatus: bytes.Repeat([]byte{0x3C}, 2049), ULReceiveStatusBits: 16392}
 	setupItems := []PDUSessionResourceSetupItemHOReq{
 		{ID: 1, SNSSAI: sl1, Transfer: must(EncodeSetupRequestTransfer(setupReqT))},
 		{ID: 255, SNSSAI: sl2, Transfer: must(EncodeSetupRequestTransfer(setupReqMinT))},
@@ -160,7 +161,7 @@ func sampleMobilityMessages(diag *CriticalityDiagnostics) []Message {
 		&HandoverCancelAcknowledge{AMFUENGAPID: 3, RANUENGAPID: 5},
 		&UplinkRANStatusTransfer{AMFUENGAPID: 3, RANUENGAPID: 5, DRBs: drbs},
 		&UplinkRANStatusTransfer{AMFUENGAPID: 3, RANUENGAPID: 5, DRBs: drbs[:1]},
-		&DownlinkRANStatusTransfer{AMFUENGAPID: 3, RANUENGAPID: 9, DRBs: drbs},
+		&DownlinkRANStatusTransfer{AMFUENGAPID: 3, RANUENGAPID: 9, DRBs: append(drbs[:3:3], bigDRB)},
 		&DownlinkRANStatusTransfer{AMFUENGAPID: 3, RANUENGAPID: 9, DRBs: drbs[1:2]},
 	}
 }
