@@ -59,7 +59,9 @@ func FuzzDecodeTransfer(f *testing.F) {
 		f.Add(b[:len(b)/2])
 	}
 	for _, b := range [][]byte{ueranemuSetupReqTransfer, ueranemuSetupRespTransfer, ueranemuModReqTransfer,
-		ueranemuModRespTransfer, ueranemuRelCmdTransfer, ueranemuRelRespTransfer} {
+		ueranemuModRespTransfer, ueranemuRelCmdTransfer, ueranemuRelRespTransfer,
+		ueranemuPathSwitchRequestTransfer, ueranemuPathSwitchRequestAcknowledgeTransfer, ueranemuPathSwitchRequestUnsuccessfulTransfer,
+		ueranemuHandoverCommandTransfer, ueranemuHandoverRequestAcknowledgeTransfer} {
 		f.Add(b)
 	}
 	decs := transferDecoders()

@@ -94,10 +94,11 @@ func sampleMobilityMessages(diag *CriticalityDiagnostics) []Message {
 			ULReceiveStatus: []byte{0xA5, 0x80}, ULReceiveStatusBits: 9},
 		{DRBID: 4, UL: COUNTValue{SNLength: 12, PDCPSN: 1, HFN: 2}, DL: COUNTValue{SNLength: 18, PDCPSN: 3, HFN: 4},
 			ULReceiveStatus: bytes.Repeat([]byte{0x5A}, 256), ULReceiveStatusBits: 2048},
-		// a bitmap in two fragments (16384 + 8 bits)
-		{DRBID: 5, UL: COUNTValue{SNLength: 18, PDCPSN: 6, HFN: 7}, DL: COUNTValue{SNLength: 12, PDCPSN: 8, HFN: 9},
-			ULReceiveStatus: bytes.Repeat([]byte{0x3C}, 2049), ULReceiveStatusBits: 16392},
 	}
+	// a bitmap in two fragments (16384 + 8 bits), in one sample only: big
+	// inputs slow the fuzzers down
+	bigDRB := DRBStatus{DRBID: 5, UL: COUNTValue{SNLength: 18, PDCPSN: 6, HFN: 7}, DL: COUNTValue{SNLength: 12, PDCPSN: 8, HFN: 9},
+		ULReceiveStatus: bytes.Repeat([]byte{0x3C}, 2049), ULReceiveStatusBits: 16392}
 	setupItems := []PDUSessionResourceSetupItemHOReq{
 		{ID: 1, SNSSAI: sl1, Transfer: must(EncodeSetupRequestTransfer(setupReqT))},
 		{ID: 255, SNSSAI: sl2, Transfer: must(EncodeSetupRequestTransfer(setupReqMinT))},
@@ -160,7 +161,7 @@ func sampleMobilityMessages(diag *CriticalityDiagnostics) []Message {
 		&HandoverCancelAcknowledge{AMFUENGAPID: 3, RANUENGAPID: 5},
 		&UplinkRANStatusTransfer{AMFUENGAPID: 3, RANUENGAPID: 5, DRBs: drbs},
 		&UplinkRANStatusTransfer{AMFUENGAPID: 3, RANUENGAPID: 5, DRBs: drbs[:1]},
-		&DownlinkRANStatusTransfer{AMFUENGAPID: 3, RANUENGAPID: 9, DRBs: drbs},
+		&DownlinkRANStatusTransfer{AMFUENGAPID: 3, RANUENGAPID: 9, DRBs: append(drbs[:3:3], bigDRB)},
 		&DownlinkRANStatusTransfer{AMFUENGAPID: 3, RANUENGAPID: 9, DRBs: drbs[1:2]},
 	}
 }
@@ -852,8 +853,6 @@ func TestMobilityTransferDecodeIsStrict(t *testing.T) {
 	}{
 		{"QFI 64", &ie.PathSwitchRequestTransfer{DLNGUUPTNLInformation: dl, QosFlowAcceptedList: accepted(64)},
 			func(b []byte) (any, error) { return DecodePathSwitchRequestTransfer(b) }},
-		{"no DL tunnel", &ie.PathSwitchRequestTransfer{QosFlowAcceptedList: accepted(1)},
-			func(b []byte) (any, error) { return DecodePathSwitchRequestTransfer(b) }},
 		{"DL NG-U TNL information reused extension value", &ie.PathSwitchRequestTransfer{DLNGUUPTNLInformation: dl, QosFlowAcceptedList: accepted(1),
 			DLNGUTNLInformationReused: &ie.DLNGUTNLInformationReused{Value: 1}},
 			func(b []byte) (any, error) { return DecodePathSwitchRequestTransfer(b) }},
@@ -868,8 +867,7 @@ func TestMobilityTransferDecodeIsStrict(t *testing.T) {
 	} {
 		pd := aper.NewPerBitData(nil)
 		if err := c.x.Write(pd); err != nil {
-			t.Logf("%s: free5gc refuses it: %v", c.name, err)
-			continue
+			t.Fatalf("%s: free5gc refuses it: %v", c.name, err)
 		}
 		if v, err := c.dec(pd.Bytes()); err == nil {
 			t.Errorf("%s: decoded %+v", c.name, v)

@@ -148,7 +148,11 @@ func TestTsharkDissectsMobility(t *testing.T) {
 		// failed) and hoAckMinT (IPv6, QFI 9)
 		reflect.TypeFor[*HandoverRequestAcknowledge](): {"ngap.gTP_TEID": "fedcba98,0000f00d,00000007", "ngap.qosFlowIdentifier": "1,2,3,9",
 			"ngap.dataForwardingAccepted": "0", "ngap.pDUSessionID": "1,5,1,5"},
-		reflect.TypeFor[*UplinkRANStatusTransfer](): {"ngap.dRB_ID": "1,32,4,5", "ngap.pDCP_SN12": "4095,907,1,8", "ngap.hFN_PDCP_SN12": "1048575,987,2,9",
+		reflect.TypeFor[*UplinkRANStatusTransfer](): {"ngap.dRB_ID": "1,32,4", "ngap.pDCP_SN12": "4095,907,1", "ngap.hFN_PDCP_SN12": "1048575,987,2",
+			"ngap.pDCP_SN18": "262143,5,3", "ngap.hFN_PDCP_SN18": "16383,0,4",
+			"ngap.receiveStatusOfUL_PDCP_SDUs": "a580," + strings.Repeat("5a", 256)},
+		// plus a DRB whose bitmap comes in two fragments
+		reflect.TypeFor[*DownlinkRANStatusTransfer](): {"ngap.dRB_ID": "1,32,4,5", "ngap.pDCP_SN12": "4095,907,1,8", "ngap.hFN_PDCP_SN12": "1048575,987,2,9",
 			"ngap.pDCP_SN18": "262143,5,3,6", "ngap.hFN_PDCP_SN18": "16383,0,4,7",
 			"ngap.receiveStatusOfUL_PDCP_SDUs": "a580," + strings.Repeat("5a", 256) + "," + strings.Repeat("3c", 2049)},
 	}
