@@ -7,8 +7,8 @@ import (
 
 	"github.com/free5gc/openapi/models"
 
-	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/nf/pcf"
+	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/pfcp"
 	"github.com/tern5g/tern/sbi"
 )
