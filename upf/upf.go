@@ -135,6 +135,61 @@ type UPF struct {
 	ep      *pfcp.Endpoint
 	cancel  context.CancelFunc
 	runDone chan struct{}
+
+	// inject is the state of InjectDownlink, created on first use.
+	injectMu sync.Mutex
+	inject   *injector
+}
+
+// injector runs downlink packets handed in by the process through the
+// pipeline: its own worker and preallocated batch.
+type injector struct {
+	w   *upfu.Worker
+	in  []upfu.Packet
+	out []upfu.Packet
+}
+
+// injectBatch is how many packets InjectDownlink runs through the
+// pipeline at once.
+const injectBatch = 64
+
+// InjectDownlink runs IPv4/IPv6 packets from the data network through the
+// pipeline as if they had come in on N6: classified, buffered, encapsulated
+// and sent on N3 exactly as packets read from an N6 device are. It is the
+// N6 of an in-process data network (tests, benchmarks, and hosts where the
+// UPF runs without TUN devices). The packets are copied; pkts may be
+// reused when it returns. It needs Start.
+func (u *UPF) InjectDownlink(pkts ...[]byte) error {
+	u.mu.Lock()
+	drv := u.drv
+	u.mu.Unlock()
+	if drv == nil {
+		return errors.New("upf: InjectDownlink before Start")
+	}
+	u.injectMu.Lock()
+	defer u.injectMu.Unlock()
+	if u.inject == nil {
+		j := &injector{w: u.pipe.NewWorker(), in: make([]upfu.Packet, injectBatch), out: make([]upfu.Packet, 0, injectBatch)}
+		for i := range j.in {
+			j.in[i].Buf = make([]byte, upfu.Headroom+65536)
+		}
+		u.inject = j
+	}
+	j := u.inject
+	for len(pkts) > 0 {
+		n := min(len(pkts), injectBatch)
+		for i, p := range pkts[:n] {
+			if len(p) > 65536 {
+				return fmt.Errorf("upf: injected packet of %d bytes", len(p))
+			}
+			j.in[i].Off, j.in[i].Len = upfu.Headroom, copy(j.in[i].Buf[upfu.Headroom:], p)
+		}
+		j.out = j.w.Downlink(j.in[:n], j.out[:0])
+		drv.Send(j.out)
+		clear(j.out)
+		pkts = pkts[n:]
+	}
+	return nil
 }
 
 // New validates cfg and builds UPF-C and the pipeline. It opens nothing:

@@ -425,3 +425,69 @@ func TestHandoverOverPFCP(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 }
+
+// TestInjectDownlinkBuffersAndDrainsInOrder: packets handed in by the
+// process take the N6 path: while the downlink FAR buffers (an idle UE)
+// they are held and one Downlink Data Report is raised; when the FAR
+// forwards again, every one reaches the gNB in order, then the live ones.
+func TestInjectDownlinkBuffersAndDrainsInOrder(t *testing.T) {
+	gnb := listen(t, netip.AddrPortFrom(gnbAddr(), gtpu.Port))
+	u, up, c := start(t, upf.Config{N3Addr: "127.0.0.1:0", NoN6: true, N6: []upf.N6Config{{DNN: "internet", Pool: "10.60.0.0/16"}}})
+	ctx := context.Background()
+	ue := netip.MustParseAddr("10.60.0.9")
+	smfID := pfcp.NodeID{IP: netip.MustParseAddr("127.0.0.1")}
+	bar := uint8(1)
+	est, err := up.EstablishSession(ctx, &pfcp.SessionEstablishmentRequest{
+		NodeID: smfID, CPFSEID: pfcp.FSEID{SEID: 7, IPv4: smfID.IP},
+		CreatePDRs: []pfcp.CreatePDR{{ID: 2, Precedence: 255, FARID: 2,
+			PDI: pfcp.PDI{SourceInterface: pfcp.InterfaceCore, UEIP: &pfcp.UEIPAddress{IPv4: ue, Destination: true}}}},
+		CreateFARs: []pfcp.CreateFAR{{ID: 2, ApplyAction: pfcp.ActionBuffer | pfcp.ActionNotifyCP, BARID: &bar}},
+		CreateBAR:  &pfcp.CreateBAR{ID: 1, SuggestedBufferingPackets: 100},
+	})
+	if err != nil || est.Cause != pfcp.CauseRequestAccepted {
+		t.Fatalf("establishment: %+v %v", est, err)
+	}
+	pkt := func(seq int) []byte {
+		return ipv4UDP(netip.MustParseAddrPort("10.100.6.2:9"), netip.AddrPortFrom(ue, 9), fmt.Appendf(nil, "seq %03d", seq))
+	}
+	var batch [][]byte
+	for i := range 50 {
+		batch = append(batch, pkt(i))
+	}
+	if err := u.InjectDownlink(batch...); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no Downlink Data Report")
+	}
+	act := pfcp.ActionForward
+	if r, err := up.ModifySession(ctx, est.UPFSEID.SEID, &pfcp.SessionModificationRequest{UpdateFARs: []pfcp.UpdateFAR{{ID: 2, ApplyAction: &act,
+		Forwarding: &pfcp.UpdateForwardingParameters{Destination: pfcp.InterfaceAccess, OuterHeaderCreation: &pfcp.OuterHeaderCreation{
+			Description: pfcp.OuterHeaderCreationGTPUUDPIPv4, TEID: 0x77, IPv4: gnbAddr()}}}}}); err != nil || r.Cause != pfcp.CauseRequestAccepted {
+		t.Fatalf("modification: %+v %v", r, err)
+	}
+	if err := u.InjectDownlink(pkt(50), pkt(51)); err != nil {
+		t.Fatal(err)
+	}
+	var h gtpu.Header
+	for i := range 52 {
+		b := read(t, gnb)
+		if err := gtpu.Parse(b, &h); err != nil || h.TEID != 0x77 {
+			t.Fatalf("packet %d: %+v %v", i, h, err)
+		}
+		if got, want := string(h.Payload(b)), string(pkt(i)); got != want {
+			t.Fatalf("packet %d out of order: got %q", i, got[len(got)-7:])
+		}
+	}
+	c.mu.Lock()
+	reports := len(c.reports)
+	c.mu.Unlock()
+	if reports != 1 {
+		t.Errorf("%d reports, want one for the episode", reports)
+	}
+	if err := (&upf.UPF{}).InjectDownlink(pkt(0)); err == nil {
+		t.Error("InjectDownlink on a UPF not started succeeded")
+	}
+}
