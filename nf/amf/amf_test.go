@@ -655,3 +655,35 @@ relativeCapacity: 0
 		t.Errorf("slices %v", got)
 	}
 }
+
+// TestBadIMEISVInSecurityModeComplete: an independent RAN simulator sends
+// an IMEISV of 17 digits (odd indicator set, no filler). TS 24.501 §7.7.1:
+// a syntactically incorrect optional IE is treated as not present, so the
+// registration goes on (it used to end in 5GMM STATUS #96).
+func TestBadIMEISVInSecurityModeComplete(t *testing.T) {
+	a, hn := newTestAMF(t, nil)
+	g := setupGNB(t, a)
+	u := newTestUE(t, g, hn, "0000000001")
+	req := u.registrationRequest(u.suci(), nas.RegistrationInitial)
+	u.sendInitial(req, nas.Plain)
+	u.answerAuth(expect[*nas.AuthenticationRequest](t, u.recvNAS()))
+	smc := expect[*nas.SecurityModeCommand](t, u.recvNAS())
+	plain := u.encode(&nas.SecurityModeComplete{IMEISV: "4370816125816151", NASMessageContainer: u.encode(req)})
+	i := bytes.Index(plain, []byte{0x77, 0x00, 0x09})
+	if i < 0 || !smc.RetransmitInitialNAS {
+		t.Fatalf("no IMEISV IE in % x", plain)
+	}
+	plain[i+3] |= 1 << 3                    // odd number of digits
+	plain[i+3+8] = plain[i+3+8]&0x0f | 0x70 // a 17th digit where the filler was
+	u.smcDone = true
+	pdu, err := u.sec.Protect(plain, nas.IntegrityProtectedAndCipheredNewContext, nas.Uplink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.sendULPDU(pdu)
+	u.acceptRegistration(u.recvNAS())
+	waitFor(t, "registered", func() bool { return a.Stats().RegisteredUEs == 1 })
+	if s := a.Stats(); s.NASDiscarded != 0 {
+		t.Errorf("stats %+v", s)
+	}
+}
