@@ -115,11 +115,13 @@ type BufferPool struct {
 	free []*chunk
 }
 
-// Storage recycling: a chunk starts at chunkInitial bytes and grows by
-// append up to the buffer's byte limit; the pool keeps at most maxFree
-// chunks of at most keepChunk bytes each (16 MiB in all) for reuse.
+// Storage recycling: a chunk starts at chunkInitial bytes (two full-size
+// packets: paging buffers few) and grows by append up to the buffer's byte
+// limit; the pool keeps at most maxFree chunks of at most keepChunk bytes
+// each (16 MiB in all) for reuse. The byte limits count packet bytes, not
+// this storage, which can reach twice a buffer's packet bytes.
 const (
-	chunkInitial = 16 << 10
+	chunkInitial = 4 << 10
 	keepChunk    = 64 << 10
 	maxFree      = 256
 )
@@ -192,7 +194,7 @@ func (p *BufferPool) get() *chunk {
 		return c
 	}
 	p.mu.Unlock()
-	return &chunk{data: make([]byte, 0, chunkInitial), ends: make([]int, 0, 64), times: make([]int64, 0, 64)}
+	return &chunk{data: make([]byte, 0, chunkInitial), ends: make([]int, 0, 8), times: make([]int64, 0, 8)}
 }
 
 func (p *BufferPool) put(c *chunk) {

@@ -183,16 +183,23 @@ func TestOneReportPerEpisode(t *testing.T) {
 	}
 }
 
-// Buffering a packet allocates nothing once the pool has storage.
+// Buffering a packet allocates nothing once the pool has storage: after
+// one episode has grown it, the next reuses it.
 func TestBufferingNoAllocations(t *testing.T) {
 	p := newPipeline(t, upfu.Config{BufferPackets: 1 << 20, BufferBytes: 12 << 10})
-	p.Install(session(t, sessionOpts{dlFAR: rules.ActionBuffer | rules.ActionNotifyCP}))
+	buffering := session(t, sessionOpts{dlFAR: rules.ActionBuffer | rules.ActionNotifyCP})
+	p.Install(buffering)
 	w := p.NewWorker()
 	const batch = 32
 	in := make([]upfu.Packet, batch)
 	for i := range in {
 		in[i] = dlPacket(ueIP, uint16(i), 100)
 	}
+	for range 4 {
+		w.Downlink(in, nil)
+	}
+	p.Install(session(t, sessionOpts{})) // drain: the storage goes back to the pool
+	p.Install(buffering)
 	// 32 packets of 100 bytes per run, 12 KiB per session: the fourth run
 	// fills the buffer, the rest are dropped; both without allocation.
 	if a := testing.AllocsPerRun(6, func() { w.Downlink(in, nil) }); a != 0 {
