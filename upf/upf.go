@@ -170,6 +170,9 @@ func (u *UPF) InjectDownlink(pkts ...[]byte) error {
 	defer u.injectMu.Unlock()
 	if u.inject == nil {
 		j := &injector{w: u.pipe.NewWorker(), in: make([]upfu.Packet, injectBatch), out: make([]upfu.Packet, 0, injectBatch)}
+		// The batch goes out after Downlink returns: an End Marker must
+		// wait for it (upfu.Worker.SendsLater).
+		j.w.SendsLater()
 		for i := range j.in {
 			j.in[i].Buf = make([]byte, upfu.Headroom+65536)
 		}
@@ -186,6 +189,7 @@ func (u *UPF) InjectDownlink(pkts ...[]byte) error {
 		}
 		j.out = j.w.Downlink(j.in[:n], j.out[:0])
 		drv.Send(j.out)
+		j.w.Sent()
 		clear(j.out)
 		pkts = pkts[n:]
 	}
