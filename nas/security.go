@@ -282,6 +282,26 @@ func (c *SecurityContext) Unprotect(pdu []byte, dir Direction) ([]byte, Security
 	return plain, hdr, nil
 }
 
+// OpenContainer deciphers the NAS message container of an initial NAS
+// message (REGISTRATION REQUEST, SERVICE REQUEST) that this context has just
+// verified (TS 24.501 §4.4.6): the UE ciphers the complete message with the
+// NAS COUNT of the message that carries it, which is the last COUNT of dir
+// this context accepted. It returns the plain message in a new slice.
+func (c *SecurityContext) OpenContainer(container []byte, dir Direction) ([]byte, error) {
+	st := c.counts[dir&1]
+	if !st.used {
+		return nil, errors.New("nas container: no message verified yet")
+	}
+	plain := append([]byte(nil), container...)
+	if err := c.cipher(st.last, dir&1, plain); err != nil {
+		return nil, fmt.Errorf("nas container: %w", err)
+	}
+	if len(plain) < 3 || plain[0] != EPD5GMM || plain[1]&0x0F != 0 {
+		return nil, errors.New("nas container: not a plain 5GMM message")
+	}
+	return plain, nil
+}
+
 // SecurityHeader returns the security header type of a 5GMM PDU.
 func SecurityHeader(pdu []byte) (SecurityHeaderType, error) {
 	if len(pdu) < 3 {

@@ -242,3 +242,53 @@ func TestFree5GCInterop(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenContainer: TS 24.501 §4.4.6: the UE ciphers the complete initial
+// message with the COUNT of the integrity protected message carrying it;
+// the network, having verified the outer message, deciphers the container
+// with that COUNT.
+func TestOpenContainer(t *testing.T) {
+	for _, enc := range []uint8{NEA1, NEA2, NEA3} {
+		ue, amf := pair(enc, NIA2)
+		full := &ServiceRequest{ServiceType: ServiceData, NgKSI: NgKSI{KSI: 1}, UplinkDataStatus: ptr16(1 << 5), PDUSessionStatus: ptr16(1<<5 | 1<<6)}
+		plain, err := Encode(full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 { // a few messages, so the COUNT is not 0
+			pdu, _ := ue.Protect(plainMsg(t), IntegrityProtectedAndCiphered, Uplink)
+			if _, _, err := amf.Unprotect(pdu, Uplink); err != nil {
+				t.Fatal(i, err)
+			}
+		}
+		ciphered, err := ue.Clone().Protect(plain, IntegrityProtectedAndCiphered, Uplink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outer, err := Encode(&ServiceRequest{ServiceType: ServiceData, NgKSI: NgKSI{KSI: 1}, NASMessageContainer: ciphered[secHdrLen:]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pdu, err := ue.Protect(outer, IntegrityProtected, Uplink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := amf.Unprotect(pdu, Uplink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := Decode(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inner, err := amf.OpenContainer(m.(*ServiceRequest).NASMessageContainer, Uplink)
+		if err != nil || !bytes.Equal(inner, plain) {
+			t.Fatalf("NEA%d: container % x (%v), want % x", enc, inner, err, plain)
+		}
+		if _, err := NewSecurityContext(testKEnc, testKInt, enc, NIA2, 1).OpenContainer(ciphered[secHdrLen:], Uplink); err == nil {
+			t.Error("a context that verified nothing opened a container")
+		}
+	}
+}
+
+func ptr16(v uint16) *uint16 { return &v }

@@ -413,3 +413,27 @@ func TestNetworkInitiatedDeregistration(t *testing.T) {
 		}
 	})
 }
+
+// TestServiceRequestNASContainer: TS 24.501 §4.4.6: the UE sends the
+// cleartext IEs outside and the complete request, with the Uplink data
+// status, ciphered in the NAS message container.
+func TestServiceRequestNASContainer(t *testing.T) {
+	smf := newFakeSMF()
+	a, hn := newTestAMFWithSMF(t, smf)
+	u := idleUEWithSessions(t, a, hn, smf, 1)
+	full := &nas.ServiceRequest{ServiceType: nas.ServiceData, NgKSI: nas.NgKSI{KSI: u.sec.NgKSI()}, STMSI: u.guti.STMSI(),
+		UplinkDataStatus: bits(1), PDUSessionStatus: bits(1)}
+	ciphered, err := u.sec.Clone().Protect(u.encode(full), nas.IntegrityProtectedAndCiphered, nas.Uplink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.sendInitial(&nas.ServiceRequest{ServiceType: nas.ServiceData, NgKSI: full.NgKSI, STMSI: full.STMSI,
+		NASMessageContainer: ciphered[7:]}, nas.IntegrityProtected)
+	ics := expect[*ngap.InitialContextSetupRequest](t, u.recvNGAP())
+	if len(ics.PDUSessionResourceSetupItems) != 1 || ics.PDUSessionResourceSetupItems[0].ID != 1 {
+		t.Fatalf("ICS items %+v: the container's Uplink data status was not used", ics.PDUSessionResourceSetupItems)
+	}
+	if acc := expect[*nas.ServiceAccept](t, u.openNAS(ics.NASPDU)); acc.PDUSessionStatus == nil {
+		t.Error("accept without the PDU session status the container asked for")
+	}
+}

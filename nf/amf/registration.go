@@ -62,6 +62,13 @@ func (u *ue) onRegistrationRequest(m *nas.RegistrationRequest, integrity bool) {
 		// procedure aborts the old one and the new one is progressed.
 		u.log.Debug("registration restarted")
 	}
+	if integrity && len(m.NASMessageContainer) > 0 {
+		// TS 24.501 §4.4.6: the complete request is in the ciphered
+		// container of the integrity protected one.
+		if full, ok := u.openInitial(m.NASMessageContainer).(*nas.RegistrationRequest); ok {
+			m = full
+		}
+	}
 	u.endProcedureData(u.st.proc)
 	if !u.fire(evRegistrationStart) {
 		u.sendStatus(nas.CauseMessageTypeNotCompatibleWithState)
@@ -394,4 +401,25 @@ func (u *ue) rejectCommon(cause nas.Cause5GMM) {
 		return
 	}
 	u.rejectRegistration(cause)
+}
+
+// openInitial deciphers and decodes the NAS message container of an
+// initial NAS message that verified with the UE's context (TS 24.501
+// §4.4.6); nil when it does not hold a readable message (the outer
+// message's cleartext IEs are used then).
+func (u *ue) openInitial(container []byte) nas.Message {
+	if u.sec == nil {
+		return nil
+	}
+	plain, err := u.sec.OpenContainer(container, nas.Uplink)
+	if err != nil {
+		u.log.Info("NAS message container not readable", "err", err)
+		return nil
+	}
+	m, err := nas.Decode(plain)
+	if err != nil {
+		u.log.Info("NAS message container undecodable", "err", err)
+		return nil
+	}
+	return m
 }

@@ -46,6 +46,13 @@ func (u *ue) onServiceRequest(m *nas.ServiceRequest, integrity bool) {
 		u.sendStatus(nas.CauseMessageTypeNotCompatibleWithState)
 		return
 	}
+	if integrity && len(m.NASMessageContainer) > 0 {
+		// TS 24.501 §4.4.6: the complete request (with the Uplink data
+		// status and PDU session status) is in the ciphered container.
+		if full, ok := u.openInitial(m.NASMessageContainer).(*nas.ServiceRequest); ok {
+			m = full
+		}
+	}
 	u.svc = serviceRequestProc{req: m}
 	if !integrity {
 		// TS 24.501 §5.6.1.4.1 / TS 33.501 §6.4.6: the security context is
