@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"runtime"
 	"sync"
 	"testing"
@@ -211,6 +212,55 @@ func TestServiceRequestRestoresUserPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitIdle(t, c.Core)
+}
+
+// TestServiceRequestNASContainer: a UE that sends its Service Request as
+// TS 24.501 §4.4.6 says (integrity protected, the cleartext IEs and a
+// ciphered NAS message container holding the complete request with the
+// Uplink data status) must get its session's user plane back. The AMF
+// reads the Uplink data status only from the outer message, so it sets up
+// nothing: this fails against the current core and runs only with
+// TERN_E2E_CORE_BUGS set.
+func TestServiceRequestNASContainer(t *testing.T) {
+	if os.Getenv("TERN_E2E_CORE_BUGS") == "" {
+		t.Skip("known core deviation (the AMF ignores the NAS message container of an initial Service Request); set TERN_E2E_CORE_BUGS=1 to run")
+	}
+	c := startCore(t, 1, nil)
+	g := dialIdleGNB(t, c, 1)
+	card, err := usim.New(usim.Subscriber{PLMN: plmn, MSIN: "0000000001", K: demoK, OPc: demoOP, AMF: []byte{0x80, 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := ue.New(ue.Config{USIM: card, ServingPLMN: plmn, RequestedNSSAI: slices, Timeout: 10 * time.Second, NASContainer: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := g.NewPort(u)
+	u.Attach(port)
+	ctx := context.Background()
+	if err := u.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := establish(t, u)
+	if err := u.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the AMF to see the UE idle", func() bool { return c.AMF.Stats().ConnectedUEs == 0 })
+	n := len(g.contextSetups())
+	if err := u.ServiceRequest(ctx, nas.ServiceData); err != nil {
+		t.Fatal(err)
+	}
+	ics := g.contextSetups()[n:]
+	if len(ics) != 1 || len(ics[0].PDUSessionResourceSetupItems) != 1 || ics[0].PDUSessionResourceSetupItems[0].ID != s.ID {
+		var items []ngap.PDUSessionResourceSetupItemSUReq
+		for _, m := range ics {
+			items = append(items, m.PDUSessionResourceSetupItems...)
+		}
+		t.Errorf("%d Initial Context Setup Requests with setup items %+v; want one with session %d's", len(ics), items, s.ID)
+	}
+	if cur, _ := u.Session(s.ID); !cur.UserPlane || len(port.Sessions()) != 1 {
+		t.Errorf("session %d has no user plane after the service request (gNB sessions %+v)", s.ID, port.Sessions())
+	}
 }
 
 // TestNetworkDeregistration: c.AMF.Deregister on a connected UE: it

@@ -104,7 +104,8 @@ func (u *UE) startServiceLocked(k procKind, a procArgs) error {
 // carries the Uplink data status and PDU session status itself, since
 // that is where tern's AMF reads them; §4.4.6 has a UE send those
 // non-cleartext IEs only in a ciphered NAS message container, which the
-// AMF does not open. Without a context only the cleartext IEs go.
+// AMF does not open (Config.NASContainer does that). Without a context
+// only the cleartext IEs go.
 func (u *UE) serviceRequestLocked(serviceType uint8, uplink uint16) ([]byte, error) {
 	status := u.sessionStatusLocked()
 	full := nas.ServiceRequest{
@@ -132,7 +133,23 @@ func (u *UE) serviceRequestLocked(serviceType uint8, uplink uint16) ([]byte, err
 		u.initialProt = false
 		return clear, nil
 	}
-	pdu, err := u.sec.Protect(plain, nas.IntegrityProtected, nas.Uplink)
+	outer := plain
+	if u.cfg.NASContainer {
+		// The complete message, ciphered with the uplink NAS COUNT that
+		// protects the outer one (a copy of the context ciphers it without
+		// advancing the COUNT), goes in the container; the outer message
+		// has the cleartext IEs.
+		enc, err := u.sec.Clone().Protect(plain, nas.IntegrityProtectedAndCiphered, nas.Uplink)
+		if err != nil {
+			return nil, fmt.Errorf("cipher service request: %w", err)
+		}
+		outer, err = nas.Encode(&nas.ServiceRequest{ServiceType: serviceType, NgKSI: full.NgKSI, STMSI: full.STMSI,
+			NASMessageContainer: enc[secHdrLen:]})
+		if err != nil {
+			return nil, fmt.Errorf("encode service request: %w", err)
+		}
+	}
+	pdu, err := u.sec.Protect(outer, nas.IntegrityProtected, nas.Uplink)
 	if err != nil {
 		return nil, fmt.Errorf("protect service request: %w", err)
 	}

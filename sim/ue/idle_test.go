@@ -457,6 +457,58 @@ func TestServiceRequestWithoutContext(t *testing.T) {
 	}
 }
 
+// TestServiceRequestNASContainer: with Config.NASContainer the integrity
+// protected Service Request has the cleartext IEs and a NAS message
+// container holding the complete request, ciphered with the COUNT of the
+// outer message (TS 24.501 §4.4.6).
+func TestServiceRequestNASContainer(t *testing.T) {
+	u, a := newUE(t, testK, 0)
+	u.cfg.NASContainer = true
+	a.register()
+	a.establish(1, "10.60.0.1")
+	u.HandleRelease(time.Now())
+	done := start(func(ctx context.Context) error { return u.ServiceRequest(ctx, nas.ServiceData) })
+	p := a.next()
+	if hdr, _ := nas.SecurityHeader(p.pdu); hdr != nas.IntegrityProtected {
+		t.Fatalf("header %s", hdr)
+	}
+	count := a.sec.NextCount(nas.Uplink)
+	plain, _, err := a.sec.Unprotect(p.pdu, nas.Uplink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := nas.Decode(plain)
+	sr, ok := m.(*nas.ServiceRequest)
+	if !ok || sr.UplinkDataStatus != nil || sr.PDUSessionStatus != nil || len(sr.NASMessageContainer) == 0 || sr.STMSI != guti1.STMSI() {
+		t.Fatalf("outer service request %+v", m)
+	}
+	// Decipher: the keystream of that COUNT, from ciphering a known
+	// message at least as long as the container.
+	known, err := nas.Encode(&nas.ULNASTransport{PayloadContainerType: nas.PayloadN1SMInformation, Payload: make([]byte, len(sr.NASMessageContainer))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := a.sec.Clone()
+	c.SetNextCount(nas.Uplink, count)
+	enc, err := c.Protect(known, nas.IntegrityProtectedAndCiphered, nas.Uplink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := make([]byte, len(sr.NASMessageContainer))
+	for i := range full {
+		full[i] = sr.NASMessageContainer[i] ^ enc[secHdrLen+i] ^ known[i]
+	}
+	inner, err := nas.Decode(full)
+	fsr, ok := inner.(*nas.ServiceRequest)
+	if err != nil || !ok || fsr.UplinkDataStatus == nil || *fsr.UplinkDataStatus != 1<<1 || fsr.PDUSessionStatus == nil || *fsr.PDUSessionStatus != 1<<1 {
+		t.Fatalf("container %+v %v", inner, err)
+	}
+	a.acceptService(&nas.ServiceAccept{}, time.Now(), 1)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestNetworkDeregistration: the UE answers a Deregistration Request (UE
 // terminated), releases its sessions locally and, when told to, registers
 // again after the release.
