@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tern5g/tern/config"
 	"github.com/tern5g/tern/gtpu"
 	"github.com/tern5g/tern/identity"
 	"github.com/tern5g/tern/internal/ipv4pkt"
@@ -426,6 +427,53 @@ func (r *nasRecorder) HandlePaging(time.Time)                     {}
 func (r *nasRecorder) HandleSessionSetup(uint8, time.Time, error) {}
 func (r *nasRecorder) HandleSessionReleased(uint8, time.Time)     {}
 func (r *nasRecorder) HandleData(uint8, []byte)                   {}
+
+// TestPeriodicRegistration: with the AMF's T3512 at 2 s and its mobile
+// reachable and implicit deregistration timers short, a UE that runs
+// periodic registration stays registered while one that does not is
+// implicitly deregistered, gets Service Reject #9 at its next service
+// request and registers again. Both go idle by the inactivity timer.
+func TestPeriodicRegistration(t *testing.T) {
+	c := startCore(t, 2, func(cfg *config.Config) {
+		cfg.AMF.Timers.T3512 = 2 * time.Second
+		cfg.AMF.Timers.MobileReachable = 2500 * time.Millisecond
+		cfg.AMF.Timers.ImplicitDeregistration = 500 * time.Millisecond
+	})
+	g := dialIdleGNB(t, c, 1)
+	newIdleUE := func(msin string, periodic bool) (*ue.UE, *report.Recorder) {
+		card, err := usim.New(usim.Subscriber{PLMN: plmn, MSIN: msin, K: demoK, OPc: demoOP, AMF: []byte{0x80, 0}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := report.NewRecorder()
+		u, err := ue.New(ue.Config{USIM: card, ServingPLMN: plmn, RequestedNSSAI: slices, Timeout: 10 * time.Second, Observer: rec,
+			PeriodicRegistration: periodic, InactivityTimeout: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.Attach(g.NewPort(u))
+		if err := u.Register(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return u, rec
+	}
+	periodic, prec := newIdleUE("0000000001", true)
+	lazy, lrec := newIdleUE("0000000002", false)
+	waitUntil(t, "the implicit deregistration", func() bool { return c.AMF.Stats().ImplicitDeregistrations == 1 })
+	st := c.AMF.Stats()
+	if st.RegisteredUEs != 1 || len(prec.Samples(ue.ProcPeriodicRegistration)) == 0 || periodic.Stats().PeriodicRegistrations == 0 {
+		t.Fatalf("AMF %d registered UEs; periodic UE: %d updates, stats %+v", st.RegisteredUEs,
+			len(prec.Samples(ue.ProcPeriodicRegistration)), periodic.Stats())
+	}
+	if n := len(lrec.Samples(ue.ProcANRelease)); n != 1 || lazy.Connected() || !lazy.Registered() {
+		t.Fatalf("UE without periodic registration: %d releases, connected %v, registered %v", n, lazy.Connected(), lazy.Registered())
+	}
+	var rej *ue.ServiceRejectError
+	if err := lazy.ServiceRequest(context.Background(), nas.ServiceSignalling); !errors.As(err, &rej) || rej.Cause != nas.CauseUEIdentityCannotBeDerived {
+		t.Fatalf("service request after the implicit deregistration: %v, want #9", err)
+	}
+	waitUntil(t, "the registration after #9", func() bool { return lazy.Registered() && c.AMF.Stats().RegisteredUEs == 2 })
+}
 
 // TestIdleCyclesLeaveNothingBehind: 20 UEs run register, session, idle,
 // service, release, deregister 10 times each (200 cycles); afterwards the
