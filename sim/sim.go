@@ -71,10 +71,10 @@
 // the inactivity timer); "service-request" from sending InitialUEMessage
 // (Service Request) to sending Initial Context Setup Response; "paging"
 // from the gNB receiving Paging to it sending the Initial Context Setup
-// Response of the UE's answer; "periodic-registration" like the
-// registrations;
-// "pdu-session" from sending the PDU Session Establishment Request (in UL
-// NAS Transport) to sending PDU Session Resource Setup Response;
+// Response of the UE's answer; "periodic-registration" like the other
+// registrations; "pdu-session" from sending the PDU Session Establishment
+// Request (in UL NAS Transport) to sending PDU Session Resource Setup
+// Response;
 // "pdu-release" from sending the PDU Session Release Request to the later
 // of PDU Session Release Complete and PDU Session Resource Release
 // Response. The instants are taken just before the SCTP send of the
