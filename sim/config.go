@@ -99,6 +99,13 @@ type Config struct {
 	// (with its TUN up in TUN mode), from that UE's worker goroutine.
 	OnSession func(supi string, s SessionOutcome)
 
+	// Idle mode (ue.Config): InactivityTimeout releases a connected UE
+	// without user-plane packets for that long to CM-IDLE (0 = never);
+	// PeriodicRegistration runs periodic registration every T3512 in
+	// CM-IDLE. Both off by default: they would add procedures to a bench.
+	InactivityTimeout    time.Duration
+	PeriodicRegistration bool
+
 	Logger *slog.Logger
 }
 
@@ -328,6 +335,9 @@ func (c Config) validate() error {
 	}
 	if !c.DataTarget.Is4() {
 		return fmt.Errorf("sim: data target %s: want IPv4", c.DataTarget)
+	}
+	if c.InactivityTimeout < 0 {
+		return fmt.Errorf("sim: inactivity timeout %v: want >= 0", c.InactivityTimeout)
 	}
 	if c.PingCount < 0 || c.PingCount > 1<<16 || c.TransferBytes < 0 || c.TransferSize < 0 || c.TransferSize > 65000 || c.TransferRate < 0 {
 		return fmt.Errorf("sim: bad ping/transfer parameters")

@@ -21,7 +21,10 @@ import (
 // without the real core: NG Setup, registration with SUCI (5G AKA with
 // resync, NIA2/NEA2 security mode), registration with a known 5G-GUTI
 // (integrity checked with the kept context, Identity Request otherwise),
-// and UE-originating deregistration. Every subscriber shares K/OPc.
+// UE-originating deregistration and, for idle mode (idle_test.go), the
+// service request (Service Accept in an Initial Context Setup with the
+// sessions to activate, or Service Reject), paging and network-initiated
+// deregistration. Every subscriber shares K/OPc.
 type testCore struct {
 	t        *testing.T
 	l        sctp.Listener
@@ -33,12 +36,14 @@ type testCore struct {
 	dropDupe bool
 
 	mu       sync.Mutex
+	gnbs     []sendFunc               // each association's sender, for Paging
 	sqn      map[string]uint64        // supi -> last SQN used
 	contexts map[uint32]*coreSecurity // 5G-TMSI -> kept context
 	nextTMSI uint32
 	nextAMF  int64
 	ues      map[int64]*coreUE // AMF UE NGAP ID -> UE
 	upf      *testUPF          // PDU sessions (session_test.go); nil = none
+	idle     idleCore          // idle mode (idle_test.go)
 	wg       sync.WaitGroup
 	errs     []error
 }
@@ -51,6 +56,7 @@ type coreSecurity struct {
 type coreUE struct {
 	amfID, ranID int64
 	stream       uint16
+	send         sendFunc // its association's
 	supi         string
 	rand, xres   []byte
 	kamf         []byte
@@ -141,13 +147,14 @@ func (c *testCore) serve(conn sctp.Conn) {
 				send(0, &ngap.NGSetupFailure{Cause: ngap.Cause{Group: ngap.CauseMisc, Value: ngap.MiscUnknownPLMNOrSNPN}})
 				break
 			}
+			c.gnbs = append(c.gnbs, send)
 			send(0, &ngap.NGSetupResponse{AMFName: "test-core", ServedGUAMIs: []identity.GUAMI{c.guami}, RelativeAMFCapacity: 255,
 				PLMNSupport: []ngap.PLMNSupport{{PLMN: c.plmn, Slices: []identity.SNSSAI{{SST: 1, SD: 0x010203}}}}})
 		case *ngap.InitialUEMessage:
-			u := &coreUE{amfID: c.nextAMF, ranID: m.RANUENGAPID, stream: msg.Stream}
+			u := &coreUE{amfID: c.nextAMF, ranID: m.RANUENGAPID, stream: msg.Stream, send: send}
 			c.nextAMF++
 			c.ues[u.amfID] = u
-			c.initial(u, m.NASPDU, send)
+			c.initial(u, m, send)
 		case *ngap.UplinkNASTransport:
 			u := c.ues[m.AMFUENGAPID]
 			if u == nil || u.ranID != m.RANUENGAPID {
@@ -156,17 +163,20 @@ func (c *testCore) serve(conn sctp.Conn) {
 			}
 			c.uplink(u, m.NASPDU, send)
 		case *ngap.UEContextReleaseRequest:
-			// AN release: the UE goes CM-IDLE; its context stays for GUTI registration.
+			// AN release: the UE goes CM-IDLE; its context stays for GUTI
+			// registration and service requests, its sessions lose their
+			// user plane.
 			if u := c.ues[m.AMFUENGAPID]; u != nil {
 				if u.tmsi != 0 && u.sec != nil {
 					c.contexts[u.tmsi] = &coreSecurity{supi: u.supi, sec: u.sec}
 				}
+				c.deactivate(u.supi)
 				delete(c.ues, m.AMFUENGAPID)
 			}
 			send(msg.Stream, &ngap.UEContextReleaseCommand{AMFUENGAPID: m.AMFUENGAPID, RANUENGAPID: m.RANUENGAPID,
 				Cause: ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkUserInactivity}})
-		case *ngap.InitialContextSetupResponse, *ngap.UEContextReleaseComplete:
-		case *ngap.PDUSessionResourceSetupResponse, *ngap.PDUSessionResourceReleaseResponse:
+		case *ngap.UEContextReleaseComplete:
+		case *ngap.InitialContextSetupResponse, *ngap.PDUSessionResourceSetupResponse, *ngap.PDUSessionResourceReleaseResponse:
 			c.n2Response(m)
 		default:
 			c.fail(errors.New("unexpected NGAP message"))
@@ -192,7 +202,8 @@ func (c *testCore) dl(u *coreUE, m nas.Message, hdr nas.SecurityHeaderType, send
 	send(u.stream, &ngap.DownlinkNASTransport{AMFUENGAPID: u.amfID, RANUENGAPID: u.ranID, NASPDU: b})
 }
 
-func (c *testCore) initial(u *coreUE, pdu []byte, send sendFunc) {
+func (c *testCore) initial(u *coreUE, im *ngap.InitialUEMessage, send sendFunc) {
+	pdu := im.NASPDU
 	plain, _, err := nas.PeekPlain(pdu)
 	if err != nil {
 		c.fail(err)
@@ -203,9 +214,13 @@ func (c *testCore) initial(u *coreUE, pdu []byte, send sendFunc) {
 		c.fail(err)
 		return
 	}
+	if sr, ok := m.(*nas.ServiceRequest); ok {
+		c.serviceRequest(u, im, sr, send)
+		return
+	}
 	rr, ok := m.(*nas.RegistrationRequest)
 	if !ok {
-		c.fail(errors.New("initial message is not a registration request"))
+		c.fail(errors.New("initial message is neither a registration nor a service request"))
 		return
 	}
 	switch rr.MobileIdentity.Type {
@@ -327,6 +342,7 @@ func (c *testCore) uplink(u *coreUE, pdu []byte, send sendFunc) {
 		c.registrationAccept(u, send)
 	case *nas.RegistrationComplete:
 		c.contexts[u.tmsi] = &coreSecurity{supi: u.supi, sec: u.sec}
+		c.idle.registrations++
 	case *nas.DeregistrationRequestUEOriginating:
 		if !m.SwitchOff {
 			c.dl(u, &nas.DeregistrationAcceptUEOriginating{}, nas.IntegrityProtectedAndCiphered, send)
@@ -337,6 +353,8 @@ func (c *testCore) uplink(u *coreUE, pdu []byte, send sendFunc) {
 		delete(c.ues, u.amfID)
 	case *nas.ULNASTransport:
 		c.smUplink(u, m, send)
+	case *nas.DeregistrationAcceptUETerminated:
+		c.networkDeregistrationDone(u, send)
 	default:
 		c.fail(errors.New("unexpected uplink " + m.MessageType().String()))
 	}

@@ -27,6 +27,13 @@ const (
 	StepTransfer Step = "transfer"
 	// StepRelease releases every PDU session (UE-requested).
 	StepRelease Step = "release"
+	// StepIdle takes every UE to CM-IDLE (AN release; a UE already idle
+	// passes).
+	StepIdle Step = "idle"
+	// StepService runs a UE-triggered service request from CM-IDLE:
+	// service type data, with every session in the Uplink data status, for
+	// a UE with PDU sessions; signalling for one without.
+	StepService Step = "service"
 )
 
 // Scenario is the sequence of steps. All UEs finish a step (with the
@@ -45,12 +52,14 @@ var namedScenarios = map[string]Scenario{
 	"session":                       {StepRegister, StepSession, StepRelease, StepDeregister},
 	"session+ping":                  {StepRegister, StepSession, StepPing, StepRelease, StepDeregister},
 	"session+data":                  {StepRegister, StepSession, StepPing, StepTransfer, StepRelease, StepDeregister},
+	"idle":                          {StepRegister, StepSession, StepIdle, StepService, StepRelease, StepDeregister},
+	"idle+ping":                     {StepRegister, StepSession, StepPing, StepIdle, StepService, StepPing, StepRelease, StepDeregister},
 }
 
 // ParseScenario reads a named scenario ("register", "register+deregister",
 // "register+switchoff", "register+reregister", "session", "session+ping",
-// "session+data") or a comma-separated list of steps
-// ("register,session,ping,transfer,release,deregister").
+// "session+data", "idle", "idle+ping") or a comma-separated list of steps
+// ("register,session,ping,transfer,idle,service,release,deregister").
 func ParseScenario(s string) (Scenario, error) {
 	if sc, ok := namedScenarios[s]; ok {
 		return append(Scenario(nil), sc...), nil
@@ -60,10 +69,10 @@ func ParseScenario(s string) (Scenario, error) {
 		st := Step(strings.TrimSpace(p))
 		switch st {
 		case StepRegister, StepReregister, StepDeregister, StepSwitchOff,
-			StepSession, StepPing, StepTransfer, StepRelease:
+			StepSession, StepPing, StepTransfer, StepRelease, StepIdle, StepService:
 			sc = append(sc, st)
 		default:
-			return nil, fmt.Errorf("scenario %q: unknown step %q (want register, reregister, deregister, switchoff, session, ping, transfer, release or one of %s)", s, st, scenarioNames())
+			return nil, fmt.Errorf("scenario %q: unknown step %q (want register, reregister, deregister, switchoff, session, ping, transfer, release, idle, service or one of %s)", s, st, scenarioNames())
 		}
 	}
 	return sc, nil
@@ -71,7 +80,8 @@ func ParseScenario(s string) (Scenario, error) {
 
 func scenarioNames() string {
 	return "register, register+deregister, register+switchoff, register+reregister, register+reregister+switchoff, " +
-		"session (register,session,release,deregister), session+ping, session+data (session+ping with transfer)"
+		"session (register,session,release,deregister), session+ping, session+data (session+ping with transfer), " +
+		"idle (register,session,idle,service,release,deregister), idle+ping (idle with ping before idle and after service)"
 }
 
 // String returns the comma-separated steps.

@@ -22,9 +22,11 @@ import (
 // with a data network host behind it: it answers ICMP echo requests and
 // echoes UDP to port 7, optionally dropping every n-th uplink packet.
 
+// sessKey names a session by SUPI: a UE keeps its sessions across
+// connections (CM-IDLE and back).
 type sessKey struct {
-	amfID int64
-	psi   uint8
+	supi string
+	psi  uint8
 }
 
 type upfSession struct {
@@ -177,7 +179,7 @@ func (c *testCore) smUplink(u *coreUE, m *nas.ULNASTransport, send sendFunc) {
 		c.fail(errors.New("5GSM without a test UPF"))
 		return
 	}
-	key := sessKey{u.amfID, sm.PDUSessionID()}
+	key := sessKey{u.supi, sm.PDUSessionID()}
 	switch sm := sm.(type) {
 	case *nas.PDUSessionEstablishmentRequest:
 		pool, ok := dnnPools[m.DNN]
@@ -241,6 +243,26 @@ func (c *testCore) smUplink(u *coreUE, m *nas.ULNASTransport, send sendFunc) {
 	}
 }
 
+// setDownlink stores the gNB's DL tunnels of the items (c.mu held).
+func (c *testCore) setDownlink(amfID int64, items []ngap.PDUSessionResourceItem) {
+	u := c.ues[amfID]
+	if u == nil || c.upf == nil {
+		return
+	}
+	for _, it := range items {
+		t, err := ngap.DecodeSetupResponseTransfer(it.Transfer)
+		if err != nil {
+			c.fail(err)
+			continue
+		}
+		c.upf.mu.Lock()
+		if s := c.upf.sessions[sessKey{u.supi, it.ID}]; s != nil {
+			s.dlTEID = t.DLTunnel.TEID
+		}
+		c.upf.mu.Unlock()
+	}
+}
+
 // n2Response takes the gNB's PDU session resource responses (c.mu held).
 func (c *testCore) n2Response(m ngap.Message) {
 	switch m := m.(type) {
@@ -248,18 +270,12 @@ func (c *testCore) n2Response(m ngap.Message) {
 		if len(m.Failed) > 0 {
 			c.fail(fmt.Errorf("gNB failed %d sessions", len(m.Failed)))
 		}
-		for _, it := range m.Setup {
-			t, err := ngap.DecodeSetupResponseTransfer(it.Transfer)
-			if err != nil {
-				c.fail(err)
-				continue
-			}
-			c.upf.mu.Lock()
-			if s := c.upf.sessions[sessKey{m.AMFUENGAPID, it.ID}]; s != nil {
-				s.dlTEID = t.DLTunnel.TEID
-			}
-			c.upf.mu.Unlock()
+		c.setDownlink(m.AMFUENGAPID, m.Setup)
+	case *ngap.InitialContextSetupResponse:
+		if len(m.PDUSessionResourceFailedItems) > 0 {
+			c.fail(fmt.Errorf("gNB failed %d sessions in the context setup", len(m.PDUSessionResourceFailedItems)))
 		}
+		c.setDownlink(m.AMFUENGAPID, m.PDUSessionResourceSetupItems)
 	case *ngap.PDUSessionResourceReleaseResponse:
 	}
 }

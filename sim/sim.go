@@ -13,11 +13,16 @@
 //     failure #21 with AUTS), Security Mode, Identity Requests and AMF
 //     retransmissions. 5GSM: EstablishSession (DNN, S-NSSAI, IPv4, SSC 1,
 //     T3580), ReleaseSession (T3582), network-requested modification and
-//     release; SendData/HandleData carry the sessions' IP packets.
+//     release; SendData/HandleData carry the sessions' IP packets. Idle
+//     mode: Release (to CM-IDLE), ServiceRequest, the answer to paging,
+//     uplink buffered in CM-IDLE that triggers a service request, Service
+//     Reject (#9/#10: registers again), network-initiated deregistration,
+//     periodic registration (T3512) and the inactivity release.
 //   - sim/gnb: one gNB: SCTP association, NG Setup, RAN UE NGAP ID
-//     allocation, routing, Initial Context Setup and UE Context Release;
-//     PDU Session Resource Setup/Modify/Release, and GTP-U on N3 (a UDP
-//     socket: UL G-PDUs with a PDU Session Container, DL by TEID, Echo).
+//     allocation, routing, Initial Context Setup and UE Context Release,
+//     Paging (to the idle UE with the paged 5G-S-TMSI); PDU Session
+//     Resource Setup/Modify/Release, and GTP-U on N3 (a UDP socket: UL
+//     G-PDUs with a PDU Session Container, DL by TEID, Echo).
 //   - sim/userplane: traffic on in-memory packets (ICMP echo prober, UDP bulk
 //     transfer, both counting every loss) and, with root, a TUN device per
 //     session with policy routing so that ping/curl/iperf3 use it.
@@ -50,7 +55,8 @@
 // (arbitrary NAS bytes), (*gnb.GNB).SendRaw (arbitrary NGAP bytes), with
 // (*gnb.GNB).Counters (Error Indications received) and gnb.Config.OnMessage
 // (every downlink NGAP message) to observe the core's answers.
-// (*ue.UE).Release takes a UE to CM-IDLE (AN release).
+// (*ue.UE).Release takes a UE to CM-IDLE (AN release);
+// (*ue.UE).ServiceRequest brings it back.
 //
 // SUCI: Config.SUCIScheme null (default), profile A or B; without
 // HNPublicKey the demo key matching `tern up`'s UDM is used.
@@ -61,9 +67,14 @@
 // "deregistration" and "deregistration-switchoff" from sending the
 // Deregistration Request to sending UE Context Release Complete;
 // "an-release" from UE Context Release Request to UE Context Release
-// Complete (the CM-IDLE transition before a re-registration);
-// "pdu-session" from sending the PDU Session Establishment Request (in UL
-// NAS Transport) to sending PDU Session Resource Setup Response;
+// Complete (the CM-IDLE transition: step idle, before a re-registration,
+// the inactivity timer); "service-request" from sending InitialUEMessage
+// (Service Request) to sending Initial Context Setup Response; "paging"
+// from the gNB receiving Paging to it sending the Initial Context Setup
+// Response of the UE's answer; "periodic-registration" like the other
+// registrations; "pdu-session" from sending the PDU Session Establishment
+// Request (in UL NAS Transport) to sending PDU Session Resource Setup
+// Response;
 // "pdu-release" from sending the PDU Session Release Request to the later
 // of PDU Session Release Complete and PDU Session Resource Release
 // Response. The instants are taken just before the SCTP send of the
@@ -71,6 +82,14 @@
 // (the RTT) and one failure per lost request; "transfer" one sample per
 // session (the sending time; throughput and echoed/lost counts are in
 // Result.Data).
+//
+// Idle mode (steps idle, service): "idle" takes every UE to CM-IDLE (AN
+// release, its sessions keep no user plane), "service" brings it back with
+// a UE-triggered service request (type data with every session flagged in
+// the Uplink data status, so that the user plane returns; signalling for a
+// UE without sessions). Config.InactivityTimeout and
+// Config.PeriodicRegistration (off by default) add the inactivity release
+// and T3512; a UE answers paging by itself (observed as "paging").
 //
 // PDU sessions and data (steps session, ping, transfer, release): the
 // "session" step establishes one session per Config.DNNs entry; "ping" and
@@ -97,6 +116,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tern5g/tern/nas"
 	"github.com/tern5g/tern/report"
 	"github.com/tern5g/tern/sim/gnb"
 	"github.com/tern5g/tern/sim/ue"
@@ -220,8 +240,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			EA:             cfg.EA,
 			IA:             cfg.IA,
 			Timeout:        cfg.Timeout,
-			Observer:       r.rec,
-			Logger:         log,
+			// Idle mode
+			InactivityTimeout:    cfg.InactivityTimeout,
+			PeriodicRegistration: cfg.PeriodicRegistration,
+			Observer:             r.rec,
+			Logger:               log,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("sim: ue %d: %w", i, err)
@@ -345,6 +368,17 @@ func (r *runner) doStep(ctx context.Context, su *simUE, step Step) error {
 		return r.transfer(ctx, su)
 	case StepRelease:
 		return r.release(ctx, su)
+	case StepIdle:
+		if !u.Connected() && u.Registered() {
+			return nil // already in CM-IDLE (e.g. the inactivity timer)
+		}
+		return u.Release(ctx)
+	case StepService:
+		st := nas.ServiceSignalling
+		if len(liveSessions(su)) > 0 {
+			st = nas.ServiceData
+		}
+		return u.ServiceRequest(ctx, st)
 	}
 	return errors.New("sim: unknown step " + string(step))
 }
@@ -367,6 +401,10 @@ func stepProcedure(s Step) string {
 		return ProcPing
 	case StepTransfer:
 		return ProcTransfer
+	case StepIdle:
+		return ue.ProcANRelease
+	case StepService:
+		return ue.ProcServiceRequest
 	}
 	return string(s)
 }

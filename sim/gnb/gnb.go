@@ -2,8 +2,13 @@
 // Setup (TS 38.413 §8.7.1), and the UE-associated NGAP the UEs need: Initial
 // UE Message, Uplink/Downlink NAS Transport, Initial Context Setup and UE
 // Context Release (TS 38.413 §8.2, §8.6), PDU Session Resource Setup,
-// Modify and Release (§8.2.1-§8.2.3), and the GTP-U end of N3 (TS 29.281)
-// for its UEs' PDU sessions (n3.go, session.go).
+// Modify and Release (§8.2.1-§8.2.3), Paging (§8.5.1), and the GTP-U end of
+// N3 (TS 29.281) for its UEs' PDU sessions (n3.go, session.go).
+//
+// Paging: the gNB has no radio to broadcast on, so it keeps the 5G-S-TMSI
+// each of its UEs listens for (Port.SetPagingIdentity) and hands a Paging
+// whose TAI list holds the gNB's TAI to the UE it names, if that UE has no
+// signalling connection (UE.HandlePaging).
 //
 // One reader goroutine per gNB receives every downlink message, routes it by
 // RAN UE NGAP ID to the UE's Port and calls the UE synchronously; no
@@ -59,13 +64,24 @@ type Config struct {
 	Logger    *slog.Logger
 }
 
-// UE is the receiving end of a Port: *ue.UE implements it. Both methods are
-// called on the gNB's reader goroutine and must not block for long.
+// UE is the receiving end of a Port: *ue.UE implements it. The methods are
+// called on the gNB's reader goroutine (HandleData on its N3 goroutine) and
+// must not block for long.
 type UE interface {
 	HandleNAS(pdu []byte)
 	// HandleRelease reports that the UE context was released; sentAt is
 	// when UE Context Release Complete went out.
 	HandleRelease(sentAt time.Time)
+	// HandleContextSetup reports that the gNB answered an Initial Context
+	// Setup Request: its Response went out at sentAt. It comes before the
+	// setup reports of the request's PDU sessions (HandleSessionSetup) and
+	// before the request's NAS PDU (HandleNAS).
+	HandleContextSetup(sentAt time.Time)
+	// HandlePaging hands over a Paging for the UE's 5G-S-TMSI while it has
+	// no signalling connection; receivedAt is when the gNB received it.
+	// The UE must not wait on the reader: it answers (Service Request) by
+	// sending in place or from another goroutine.
+	HandlePaging(receivedAt time.Time)
 	// HandleSessionSetup reports the gNB's answer to the setup of PDU
 	// session psi's resources: sentAt is when the PDU Session Resource
 	// Setup Response (or Initial Context Setup Response) went out; err is
@@ -106,11 +122,14 @@ type GNB struct {
 
 	mu      sync.Mutex
 	byRAN   map[int64]*Port
+	bySTMSI map[identity.STMSI]*Port // the paging identities of the ports
 	nextRAN int64
 
 	errorIndications atomic.Int64
 	decodeErrors     atomic.Int64
 	unknownUE        atomic.Int64
+	pagings          atomic.Int64
+	pagedUEs         atomic.Int64
 }
 
 // Dial connects to the AMF and runs NG Setup. On NG Setup Failure the
@@ -165,6 +184,7 @@ func Dial(ctx context.Context, cfg Config) (*GNB, error) {
 		setupCh: make(chan ngap.Message, 1),
 		done:    make(chan struct{}),
 		byRAN:   make(map[int64]*Port),
+		bySTMSI: make(map[identity.STMSI]*Port),
 		nextRAN: 1,
 	}
 	go g.read()
@@ -257,6 +277,8 @@ type Counters struct {
 	ErrorIndications int64 // Error Indications received
 	DecodeErrors     int64 // downlink PDUs that did not decode
 	UnknownUE        int64 // UE-associated messages for no known RAN UE NGAP ID
+	Pagings          int64 // Paging messages received
+	PagedUEs         int64 // Pagings handed to an idle UE of this gNB
 }
 
 // Counters returns the gNB's counters.
@@ -265,8 +287,13 @@ func (g *GNB) Counters() Counters {
 		ErrorIndications: g.errorIndications.Load(),
 		DecodeErrors:     g.decodeErrors.Load(),
 		UnknownUE:        g.unknownUE.Load(),
+		Pagings:          g.pagings.Load(),
+		PagedUEs:         g.pagedUEs.Load(),
 	}
 }
+
+// TAI returns the tracking area the gNB serves.
+func (g *GNB) TAI() identity.TAI { return g.uli.TAI }
 
 // SendRaw puts data on the association as an NGAP message as it is; for
 // tests that feed the AMF garbled PDUs.
@@ -314,6 +341,9 @@ type Port struct {
 	ue    UE
 	ranID atomic.Int64 // 0 = no signalling connection
 	amfID atomic.Int64 // -1 = not yet known
+	// stmsi is the paging identity (guarded by g.mu; ok = set).
+	stmsi   identity.STMSI
+	stmsiOK bool
 	// sessions: AN resources by PDU session ID (index 0 unused); written
 	// on the NGAP reader, read by SendData.
 	sessions [16]atomic.Pointer[session]
@@ -332,9 +362,27 @@ func (p *Port) RANUENGAPID() int64 { return p.ranID.Load() }
 // AMFUENGAPID returns the AMF UE NGAP ID learnt from the AMF, -1 if none.
 func (p *Port) AMFUENGAPID() int64 { return p.amfID.Load() }
 
+// SetPagingIdentity sets the 5G-S-TMSI the UE answers Paging for (from its
+// 5G-GUTI); nil: none. A 5G-S-TMSI belongs to one port of the gNB: the
+// port that sets it last.
+func (p *Port) SetPagingIdentity(stmsi *identity.STMSI) {
+	g := p.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if p.stmsiOK && g.bySTMSI[p.stmsi] == p {
+		delete(g.bySTMSI, p.stmsi)
+	}
+	p.stmsiOK = stmsi != nil
+	if stmsi != nil {
+		p.stmsi = *stmsi
+		g.bySTMSI[*stmsi] = p
+	}
+}
+
 // SendInitial allocates a RAN UE NGAP ID and sends InitialUEMessage
-// (TS 38.413 §8.6.1).
-func (p *Port) SendInitial(nasPDU []byte, stmsi *identity.STMSI) (time.Time, error) {
+// (TS 38.413 §8.6.1) with the RRC establishment cause the UE gave and its
+// 5G-S-TMSI (nil: none).
+func (p *Port) SendInitial(nasPDU []byte, cause ngap.RRCEstablishmentCause, stmsi *identity.STMSI) (time.Time, error) {
 	g := p.g
 	g.mu.Lock()
 	if old := p.ranID.Load(); old != 0 {
@@ -355,7 +403,7 @@ func (p *Port) SendInitial(nasPDU []byte, stmsi *identity.STMSI) (time.Time, err
 		RANUENGAPID:           id,
 		NASPDU:                nasPDU,
 		UserLocation:          g.uli,
-		RRCEstablishmentCause: ngap.RRCMOSignalling,
+		RRCEstablishmentCause: cause,
 		FiveGSTMSI:            stmsi,
 		UEContextRequest:      true,
 	}
@@ -458,6 +506,7 @@ func (g *GNB) read() {
 	// sctp.Serve runs the handler on the transport's receive goroutine
 	// where it can, saving a goroutine handoff per message.
 	g.readErr = sctp.Serve(g.conn, func(msg sctp.Message) {
+		at := time.Now() // the receiving instant (the paging window starts here)
 		if msg.PPID != ngap.PPID {
 			g.log.Debug("non-NGAP message ignored", "ppid", msg.PPID)
 			return
@@ -485,14 +534,14 @@ func (g *GNB) read() {
 				return
 			}
 		}
-		g.dispatch(m, msg.Stream)
+		g.dispatch(m, msg.Stream, at)
 		if g.cfg.OnMessage != nil {
 			g.cfg.OnMessage(m)
 		}
 	})
 }
 
-func (g *GNB) dispatch(m ngap.Message, stream uint16) {
+func (g *GNB) dispatch(m ngap.Message, stream uint16, at time.Time) {
 	if g.debug {
 		g.log.Debug("NGAP recv", "msg", fmt.Sprintf("%T", m), "stream", stream, "ids", ueIDs(m))
 	}
@@ -528,6 +577,8 @@ func (g *GNB) dispatch(m ngap.Message, stream uint16) {
 		t, err := g.sendTimed(g.ueStream(m.RANUENGAPID), resp)
 		if err != nil {
 			g.log.Warn("initial context setup response", "err", err)
+		} else {
+			p.ue.HandleContextSetup(t)
 		}
 		if len(results) > 0 {
 			g.reportSetup(p, results, t, err)
@@ -560,6 +611,8 @@ func (g *GNB) dispatch(m ngap.Message, stream uint16) {
 			p.amfID.Store(-1)
 			p.ue.HandleRelease(t)
 		}
+	case *ngap.Paging:
+		g.onPaging(m, at)
 	case *ngap.PDUSessionResourceSetupRequest:
 		g.onSetupRequest(m, stream)
 	case *ngap.PDUSessionResourceModifyRequest:
@@ -582,6 +635,35 @@ func (g *GNB) dispatch(m ngap.Message, stream uint16) {
 	default:
 		g.log.Debug("NGAP message not handled", "type", fmt.Sprintf("%T", m))
 	}
+}
+
+// onPaging hands a Paging (TS 38.413 §8.5.1) to the idle UE it names when
+// the gNB's TAI is in its TAI List for Paging. A UE with a signalling
+// connection is not paged (the AMF pages only UEs in CM-IDLE; one that
+// already answered is on its way).
+func (g *GNB) onPaging(m *ngap.Paging, at time.Time) {
+	g.pagings.Add(1)
+	tai := g.uli.TAI
+	here := false
+	for _, t := range m.TAIListForPaging {
+		if t == tai {
+			here = true
+			break
+		}
+	}
+	if !here {
+		g.log.Debug("paging for other tracking areas", "tais", len(m.TAIListForPaging))
+		return
+	}
+	g.mu.Lock()
+	p := g.bySTMSI[m.UEPagingIdentity]
+	g.mu.Unlock()
+	if p == nil || p.ranID.Load() != 0 {
+		g.log.Debug("paging for no idle UE of this gNB", "tmsi", m.UEPagingIdentity.TMSI, "known", p != nil)
+		return
+	}
+	g.pagedUEs.Add(1)
+	p.ue.HandlePaging(at)
 }
 
 func (g *GNB) unknownUEMessage(amf, ran int64, stream uint16) {

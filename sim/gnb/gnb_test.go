@@ -151,6 +151,9 @@ type ue struct {
 	mu       sync.Mutex
 	nas      [][]byte
 	releases int
+	evs      []string // "nas", "release", "ics", "paging", "setup", in order
+	icsAt    []time.Time
+	pagedAt  []time.Time
 	got      chan struct{}
 	// PDU sessions (session_test.go)
 	setups   []sessionEvent
@@ -163,6 +166,7 @@ func newUE() *ue { return &ue{got: make(chan struct{}, 16), data: make(chan data
 func (u *ue) HandleNAS(pdu []byte) {
 	u.mu.Lock()
 	u.nas = append(u.nas, append([]byte(nil), pdu...))
+	u.evs = append(u.evs, "nas")
 	u.mu.Unlock()
 	u.got <- struct{}{}
 }
@@ -170,8 +174,31 @@ func (u *ue) HandleNAS(pdu []byte) {
 func (u *ue) HandleRelease(time.Time) {
 	u.mu.Lock()
 	u.releases++
+	u.evs = append(u.evs, "release")
 	u.mu.Unlock()
 	u.got <- struct{}{}
+}
+
+func (u *ue) HandleContextSetup(sentAt time.Time) {
+	u.mu.Lock()
+	u.icsAt = append(u.icsAt, sentAt)
+	u.evs = append(u.evs, "ics")
+	u.mu.Unlock()
+	u.got <- struct{}{}
+}
+
+func (u *ue) HandlePaging(receivedAt time.Time) {
+	u.mu.Lock()
+	u.pagedAt = append(u.pagedAt, receivedAt)
+	u.evs = append(u.evs, "paging")
+	u.mu.Unlock()
+	u.got <- struct{}{}
+}
+
+func (u *ue) eventList() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]string(nil), u.evs...)
 }
 
 func (u *ue) wait(t *testing.T) {
@@ -219,13 +246,14 @@ func TestUEAssociatedSignalling(t *testing.T) {
 	p := g.NewPort(u)
 
 	stmsi := identity.STMSI{SetID: 0x3F8, TMSI: 0x1234}
-	if _, err := p.SendInitial([]byte{0x7e, 0x00, 0x41}, &stmsi); err != nil {
+	if _, err := p.SendInitial([]byte{0x7e, 0x00, 0x41}, ngap.RRCMOData, &stmsi); err != nil {
 		t.Fatal(err)
 	}
 	r := a.recv()
 	init, ok := r.m.(*ngap.InitialUEMessage)
 	if !ok || r.stream == 0 || init.RANUENGAPID != p.RANUENGAPID() || !bytes.Equal(init.NASPDU, []byte{0x7e, 0x00, 0x41}) ||
-		init.FiveGSTMSI == nil || *init.FiveGSTMSI != stmsi || init.UserLocation.TAI.TAC != 1 {
+		init.FiveGSTMSI == nil || *init.FiveGSTMSI != stmsi || init.UserLocation.TAI.TAC != 1 ||
+		init.RRCEstablishmentCause != ngap.RRCMOData || !init.UEContextRequest {
 		t.Fatalf("Initial UE Message %+v on stream %d", r.m, r.stream)
 	}
 	ueStream, ran := r.stream, init.RANUENGAPID
@@ -258,8 +286,13 @@ func TestUEAssociatedSignalling(t *testing.T) {
 		t.Fatalf("want Initial Context Setup Response, got %+v", r.m)
 	}
 	u.wait(t)
+	u.wait(t)
 	if len(u.nas) != 2 {
 		t.Fatalf("ICS NAS PDU not delivered: %x", u.nas)
+	}
+	// The Response's instant comes first, then the NAS PDU.
+	if ev := u.eventList(); len(ev) != 3 || ev[1] != "ics" || ev[2] != "nas" || len(u.icsAt) != 1 || u.icsAt[0].IsZero() {
+		t.Fatalf("events %v, ICS response at %v", ev, u.icsAt)
 	}
 
 	a.send(ueStream, &ngap.UEContextReleaseCommand{AMFUENGAPID: 42, RANUENGAPID: ran,
@@ -274,11 +307,11 @@ func TestUEAssociatedSignalling(t *testing.T) {
 	}
 
 	// A new connection gets a new RAN UE NGAP ID.
-	if _, err := p.SendInitial([]byte{0x7e, 0x00, 0x41}, nil); err != nil {
+	if _, err := p.SendInitial([]byte{0x7e, 0x00, 0x41}, ngap.RRCMTAccess, nil); err != nil {
 		t.Fatal(err)
 	}
 	r = a.recv()
-	if init := r.m.(*ngap.InitialUEMessage); init.RANUENGAPID == ran || init.FiveGSTMSI != nil {
+	if init := r.m.(*ngap.InitialUEMessage); init.RANUENGAPID == ran || init.FiveGSTMSI != nil || init.RRCEstablishmentCause != ngap.RRCMTAccess {
 		t.Fatalf("second connection %+v", init)
 	}
 	// AMF-ID-only release finds the UE by its AMF UE NGAP ID.

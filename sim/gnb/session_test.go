@@ -29,6 +29,7 @@ type dataEvent struct {
 func (u *ue) HandleSessionSetup(psi uint8, sentAt time.Time, err error) {
 	u.mu.Lock()
 	u.setups = append(u.setups, sessionEvent{psi, sentAt, err})
+	u.evs = append(u.evs, "setup")
 	u.mu.Unlock()
 	u.got <- struct{}{}
 }
@@ -96,7 +97,7 @@ func connectUE(t *testing.T, a *fakeAMF, g *GNB, amfID int64) (*Port, *ue, uint1
 	t.Helper()
 	u := newUE()
 	p := g.NewPort(u)
-	if _, err := p.SendInitial([]byte{0x7e, 0x00, 0x41}, nil); err != nil {
+	if _, err := p.SendInitial([]byte{0x7e, 0x00, 0x41}, ngap.RRCMOSignalling, nil); err != nil {
 		t.Fatal(err)
 	}
 	r := a.recv()
@@ -302,8 +303,12 @@ func TestPDUSessionsGoWithTheUEContext(t *testing.T) {
 	if err != nil || len(st.QoSFlows) != 2 {
 		t.Fatalf("two-flow session %+v %v", st, err)
 	}
-	u.wait(t)
-	u.wait(t)
+	for range 3 { // the response's instant, two setup reports
+		u.wait(t)
+	}
+	if ev := u.eventList(); len(ev) < 3 || ev[len(ev)-3] != "ics" || ev[len(ev)-1] != "setup" {
+		t.Fatalf("events %v: want the ICS response before the setup reports", ev)
+	}
 
 	a.send(stream, &ngap.UEContextReleaseCommand{AMFUENGAPID: 7, RANUENGAPID: ran,
 		Cause: ngap.Cause{Group: ngap.CauseNAS, Value: ngap.NASNormalRelease}})

@@ -78,6 +78,12 @@ func (u *UE) HandleNAS(pdu []byte) {
 		u.onRegistrationRejectLocked(m)
 	case *nas.DeregistrationAcceptUEOriginating:
 		u.onDeregistrationAcceptLocked()
+	case *nas.DeregistrationRequestUETerminated:
+		u.onNetworkDeregistrationLocked(m)
+	case *nas.ServiceAccept:
+		u.onServiceAcceptLocked(m)
+	case *nas.ServiceReject:
+		u.onServiceRejectLocked(m)
 	case *nas.SecurityModeCommand:
 		// An SMC must come with header type 3 (TS 24.501 §4.4.5).
 		u.discardLocked("security mode command with header "+hdr.String(), nil)
@@ -100,12 +106,23 @@ func plainAllowed(m nas.Message) bool {
 	switch m := m.(type) {
 	case *nas.IdentityRequest:
 		return m.IdentityType == nas.IdentitySUCI
-	case *nas.AuthenticationRequest, *nas.AuthenticationReject, *nas.RegistrationReject,
+	case *nas.AuthenticationRequest, *nas.AuthenticationReject,
 		*nas.DeregistrationAcceptUEOriginating, *nas.Status5GMM:
 		return true
+	case *nas.RegistrationReject:
+		return m.Cause != causeNotAuthorizedForCAG && m.Cause != causeWirelessAccessBarred
+	case *nas.ServiceReject:
+		return m.Cause != causeNotAuthorizedForCAG && m.Cause != causeWirelessAccessBarred
 	}
 	return false
 }
+
+// 5GMM causes whose rejects must come integrity protected (TS 24.501
+// §4.4.4.2).
+const (
+	causeNotAuthorizedForCAG  nas.Cause5GMM = 76
+	causeWirelessAccessBarred nas.Cause5GMM = 78
+)
 
 func (u *UE) discardLocked(why string, err error) {
 	u.stats.DiscardedOther++
@@ -113,13 +130,28 @@ func (u *UE) discardLocked(why string, err error) {
 }
 
 // HandleRelease tells the UE that its signalling connection is gone: the gNB
-// got UE Context Release Command and sent UE Context Release Complete at sentAt.
+// got UE Context Release Command and sent UE Context Release Complete at
+// sentAt. What the UE does next in CM-IDLE (register again, a service
+// request for buffered uplink data, T3512) starts here.
 func (u *UE) HandleRelease(sentAt time.Time) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.connected = false
 	u.secured = false
 	switch u.proc {
+	case procServiceRequest, procPagingResponse:
+		if u.mm == mmServiceRequestInitiated {
+			u.mm = mmRegistered
+		}
+		if u.svcReject != 0 {
+			u.finishLocked(sentAt, &ServiceRejectError{Cause: u.svcReject})
+		} else {
+			u.finishLocked(sentAt, ErrReleased)
+		}
+	case procPeriodic:
+		// The update did not complete; the registration stands.
+		u.mm = mmRegistered
+		u.finishLocked(sentAt, ErrReleased)
 	case procDeregister:
 		u.mm = mmDeregistered
 		if u.deregAck {
@@ -144,6 +176,7 @@ func (u *UE) HandleRelease(sentAt time.Time) {
 		// CM-IDLE: the sessions stay, their user plane is gone (TS 23.502 §4.2.6).
 		u.userPlaneLostLocked()
 	}
+	u.idleLocked()
 }
 
 // sendLocked encodes m and sends it on the open connection, protected
@@ -225,7 +258,8 @@ func (u *UE) onAuthenticationRequestLocked(m *nas.AuthenticationRequest) {
 
 func (u *UE) onAuthenticationRejectLocked() {
 	// TS 24.501 §5.4.1.3.5: delete the 5G-GUTI, TAI list, ngKSI and contexts.
-	u.guti, u.taiList, u.sec, u.kamf, u.ksi = nil, nil, nil, nil, nas.KSINoKey
+	u.setGUTILocked(nil)
+	u.taiList, u.sec, u.kamf, u.ksi = nil, nil, nil, nas.KSINoKey
 	u.pendingKAMF, u.lastRAND, u.lastRES = nil, nil, nil
 	u.mm = mmDeregistered
 	u.releaseAllSessionsLocked(ErrAuthenticationReject)
@@ -367,14 +401,30 @@ func imeiOf(imeisv string) string {
 // with Registration Complete. An Accept outside a registration is the
 // network's T3550 retransmission: acknowledge it again.
 func (u *UE) onRegistrationAcceptLocked(m *nas.RegistrationAccept) {
-	inProc := u.proc == procRegister || u.proc == procReregister
+	inProc := u.proc.registration()
 	if !inProc && u.mm != mmRegistered {
 		u.discardLocked("registration accept outside registration", nil)
 		return
 	}
 	if m.GUTI != nil {
-		g := *m.GUTI
-		u.guti = &g
+		u.setGUTILocked(m.GUTI)
+	}
+	if inProc {
+		// TS 24.501 §5.3.7: T3512 from the accept; without the IE the
+		// default (54 min); deactivated: no periodic updating.
+		u.t3512 = DefaultT3512
+		if m.T3512 != nil {
+			d, ok := m.T3512.Duration()
+			if !ok {
+				d = 0
+			}
+			u.t3512 = d
+		}
+	}
+	if m.PDUSessionStatus != nil {
+		// TS 24.501 §5.5.1.3.4: sessions the network does not hold are
+		// released locally.
+		u.syncSessionsLocked(*m.PDUSessionStatus)
 	}
 	if m.TAIList != nil {
 		u.taiList = append(u.taiList[:0], m.TAIList...)
@@ -400,17 +450,19 @@ func (u *UE) onRegistrationAcceptLocked(m *nas.RegistrationAccept) {
 
 // onRegistrationRejectLocked handles TS 24.501 §5.5.1.2.5.
 func (u *UE) onRegistrationRejectLocked(m *nas.RegistrationReject) {
-	if u.proc != procRegister && u.proc != procReregister {
+	if !u.proc.registration() {
 		u.discardLocked("registration reject outside registration", nil)
 		return
 	}
 	switch m.Cause {
 	case nas.CauseIllegalUE, nas.CauseIllegalME, nas.Cause5GSServicesNotAllowed:
 		// The USIM is invalid for 5GS: forget identity and keys.
-		u.guti, u.taiList, u.sec, u.kamf, u.ksi = nil, nil, nil, nil, nas.KSINoKey
+		u.setGUTILocked(nil)
+		u.taiList, u.sec, u.kamf, u.ksi = nil, nil, nil, nas.KSINoKey
 	case nas.CauseUEIdentityCannotBeDerived, nas.CauseImplicitlyDeregistered:
 		// The network lost our context: the next registration uses SUCI.
-		u.guti, u.sec, u.kamf, u.ksi = nil, nil, nil, nas.KSINoKey
+		u.setGUTILocked(nil)
+		u.sec, u.kamf, u.ksi = nil, nil, nas.KSINoKey
 	}
 	u.mm = mmDeregistered
 	u.releaseAllSessionsLocked(&RejectError{Cause: m.Cause})

@@ -20,7 +20,8 @@ import (
 // establishment, T3582 for release (§10.3, 16 s, four retransmissions).
 // Procedures on different sessions run independently of each other and of
 // the 5GMM procedure; they need a registered UE with an open, secured
-// signalling connection (Service Request is not implemented).
+// signalling connection, which a UE in CM-IDLE first gets back with a
+// service request (service type signalling).
 
 // Procedure names used with the Observer for 5GSM.
 const (
@@ -89,7 +90,7 @@ func (e *NotForwardedError) Error() string {
 
 // Errors of 5GSM procedures.
 var (
-	ErrNotRegistered   = errors.New("ue: not registered with an open signalling connection (service request is not supported)")
+	ErrNotRegistered   = errors.New("ue: not registered with an open, secured signalling connection")
 	ErrNoSessionID     = errors.New("ue: no free PDU session identity")
 	ErrSessionBusy     = errors.New("ue: a procedure is already running on this PDU session")
 	ErrNoSession       = errors.New("ue: no such active PDU session")
@@ -211,6 +212,10 @@ func (u *UE) ReleaseSession(ctx context.Context, id uint8) error {
 func (u *UE) runSM(ctx context.Context, k smProcKind, req SessionRequest) (Session, error) {
 	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
 	defer cancel()
+	if err := u.connectForSM(ctx); err != nil {
+		u.failSM(k)
+		return Session{}, fmt.Errorf("%s %s: %w", k.name(), u.SUPI(), err)
+	}
 	u.mu.Lock()
 	s, err := u.startSMLocked(k, req)
 	u.mu.Unlock()
@@ -244,6 +249,21 @@ func (u *UE) runSM(ctx context.Context, k smProcKind, req SessionRequest) (Sessi
 	snap := s.snapshotLocked()
 	u.mu.Unlock()
 	return snap, nil
+}
+
+// connectForSM gives a registered UE in CM-IDLE its signalling connection
+// back for a 5GSM procedure: a service request with service type signalling
+// (TS 24.501 §5.6.1.1), observed as ProcServiceRequest. A procedure the UE
+// started itself is waited for first.
+func (u *UE) connectForSM(ctx context.Context) error {
+	u.mu.Lock()
+	err := u.waitAsyncLocked(ctx)
+	idle := u.mm == mmRegistered && !u.connected && u.proc == procNone && u.guti != nil
+	u.mu.Unlock()
+	if err != nil || !idle {
+		return err
+	}
+	return u.runArgs(ctx, procServiceRequest, procArgs{serviceType: nas.ServiceSignalling})
 }
 
 // startSMLocked checks the preconditions, allocates the PTI and sends the
@@ -477,13 +497,15 @@ func (u *UE) finishIfCompleteLocked(s *pduSession) {
 	}
 }
 
-// removeSessionLocked makes s INACTIVE and forgets it.
+// removeSessionLocked makes s INACTIVE and forgets it (and its buffered
+// uplink).
 func (u *UE) removeSessionLocked(s *pduSession) {
 	s.state = smInactive
 	u.setUserPlaneLocked(s, false)
 	if u.sessions[s.id] == s {
 		u.sessions[s.id] = nil
 		u.data[s.id].Store(nil)
+		u.dropUplinkLocked(s.id)
 	}
 }
 
@@ -892,6 +914,11 @@ func (u *UE) userPlaneLostLocked() {
 }
 
 func (u *UE) setUserPlaneLocked(s *pduSession, up bool) {
+	if up {
+		// The buffered uplink goes first, before SendData's fast path
+		// sees the user plane.
+		u.flushUplinkLocked(s)
+	}
 	s.userPlane = up
 	if s.data != nil {
 		s.data.up.Store(up)
@@ -904,7 +931,13 @@ func (u *UE) failSM(k smProcKind) {
 	}
 }
 
-// SendData sends one uplink IP packet on session id's user plane.
+// SendData sends one uplink IP packet on session id's user plane. In
+// CM-IDLE (and while a service request or an AN release runs) the packet is
+// buffered (Config.UplinkBuffer; ErrUplinkBufferFull beyond) and an idle UE
+// starts a service request with the session in its Uplink data status; the
+// buffered packets go out in order once the user plane is back, or are
+// dropped (Stats.DroppedUplink) if it does not come back. A connected UE
+// whose session has no user plane gets ErrNoUserPlane.
 func (u *UE) SendData(id uint8, pkt []byte) error {
 	if id == 0 || id > 15 {
 		return ErrNoSession
@@ -914,13 +947,47 @@ func (u *UE) SendData(id uint8, pkt []byte) error {
 		return ErrNoSession
 	}
 	if !dp.up.Load() || dp.link == nil {
-		return ErrNoUserPlane
+		return u.sendDataIdle(id, dp, pkt)
 	}
+	return sendOn(dp, id, pkt)
+}
+
+func sendOn(dp *dataPath, id uint8, pkt []byte) error {
 	if err := dp.link.SendData(id, pkt); err != nil {
 		return err
 	}
 	dp.uplink.Add(1)
 	return nil
+}
+
+// sendDataIdle is SendData's path for a session without user plane.
+func (u *UE) sendDataIdle(id uint8, dp *dataPath, pkt []byte) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	s := u.sessions[id]
+	if s == nil || s.data != dp || dp.link == nil {
+		return ErrNoSession
+	}
+	if dp.up.Load() {
+		return sendOn(dp, id, pkt) // it came back meanwhile, the buffer flushed
+	}
+	switch {
+	case u.proc.service(), u.proc == procRelease:
+		// The user plane is on its way back, or a service request follows
+		// the release (HandleRelease).
+		return u.queueUplinkLocked(id, pkt)
+	case u.proc == procNone && !u.connected && u.mm == mmRegistered && s.state == smActive:
+		if err := u.queueUplinkLocked(id, pkt); err != nil {
+			return err
+		}
+		if err := u.startAsyncLocked(procServiceRequest, procArgs{serviceType: nas.ServiceData}); err != nil {
+			u.fail(procServiceRequest)
+			u.dropUplinkLocked(0)
+			return err
+		}
+		return nil
+	}
+	return ErrNoUserPlane
 }
 
 // HandleData is the gNB delivering a downlink packet of session id. The

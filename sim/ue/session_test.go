@@ -352,14 +352,31 @@ func TestSessionUserPlaneFollowsConnection(t *testing.T) {
 	if s, ok := u.Session(1); !ok || s.UserPlane {
 		t.Fatalf("after AN release: %+v %v", s, ok)
 	}
-	if err := u.SendData(1, []byte{0x45}); !errors.Is(err, ErrNoUserPlane) {
+	// Uplink in CM-IDLE is buffered and brings the user plane back with a
+	// service request (idle_test.go has the details).
+	if err := u.SendData(1, []byte{0x45, 1}); err != nil {
 		t.Fatalf("uplink in CM-IDLE: %v", err)
 	}
-	// Resources set up again (Initial Context Setup after a service request).
+	if sr := a.recvServiceRequest(); sr.UplinkDataStatus == nil || *sr.UplinkDataStatus != 1<<1 {
+		t.Fatalf("service request %+v", sr)
+	}
+	select {
+	case d := <-a.l.data:
+		t.Fatalf("uplink %x sent without user plane", d.pkt)
+	default:
+	}
+	// Resources set up again (Initial Context Setup after the service request).
 	u.HandleSessionSetup(1, time.Now(), nil)
-	if err := u.SendData(1, []byte{0x45}); err != nil {
+	if err := u.SendData(1, []byte{0x45, 2}); err != nil {
 		t.Fatal(err)
 	}
+	for want := byte(1); want <= 2; want++ {
+		if d := <-a.l.data; d.psi != 1 || d.pkt[1] != want {
+			t.Fatalf("uplink %d: %+v", want, d)
+		}
+	}
+	a.sendProtected(&nas.ServiceAccept{}, nas.IntegrityProtectedAndCiphered)
+	waitFor(t, "service request done", func() bool { return u.Stats().QueuedUplink == 1 && !u.busyAsync() })
 }
 
 // FuzzHandleSM feeds arbitrary 5GSM payloads to a registered UE with an

@@ -3,11 +3,22 @@
 // authentication, security mode and identity procedures, and deregisters.
 //
 // A UE does not own a goroutine. A procedure method (Register, Reregister,
-// Deregister) sends the first message from the caller's goroutine and then
-// waits; every downlink message is handled synchronously in the goroutine of
-// whoever delivers it (the gNB's single reader, or a test), which answers on
-// the spot. The UE's state is guarded by one mutex, so a UE runs one
-// procedure at a time and different UEs run in parallel.
+// Deregister, ServiceRequest) sends the first message from the caller's
+// goroutine and then waits; every downlink message is handled synchronously
+// in the goroutine of whoever delivers it (the gNB's single reader, or a
+// test), which answers on the spot. The UE's state is guarded by one mutex,
+// so a UE runs one procedure at a time and different UEs run in parallel.
+//
+// Idle mode (idle.go): a registered UE in CM-IDLE answers Paging with a
+// Service Request, starts one itself for uplink data (SendData buffers the
+// packets meanwhile) and re-registers when the network says so (Service
+// Reject #9/#10, network-initiated deregistration with re-registration
+// required); with Config.PeriodicRegistration it runs periodic registration
+// every T3512, and with Config.InactivityTimeout it goes idle after that
+// long without user-plane traffic. These procedures start without a caller
+// (from the gNB's reader or a timer, by sending their first message in
+// place): nobody waits on them, their outcome goes to the Observer, and a
+// caller's procedure started meanwhile waits for them to end.
 //
 // The radio side is a Link (a gNB port): the UE hands it NAS PDUs and the
 // gNB hands back downlink NAS (HandleNAS) and the release of the signalling
@@ -32,6 +43,7 @@ import (
 
 	"github.com/tern5g/tern/identity"
 	"github.com/tern5g/tern/nas"
+	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/security/kdf"
 	"github.com/tern5g/tern/sim/usim"
 )
@@ -40,9 +52,12 @@ import (
 // time just before the NGAP message went to the SCTP association: the
 // latency windows of benchmarks.md start and end at those instants.
 type Link interface {
-	// SendInitial opens a NAS signalling connection: InitialUEMessage. stmsi
-	// is the 5G-S-TMSI the UE gave in RRC setup, nil if none.
-	SendInitial(nasPDU []byte, stmsi *identity.STMSI) (time.Time, error)
+	// SendInitial opens a NAS signalling connection: InitialUEMessage.
+	// cause is the RRC establishment cause (TS 24.501 §4.5.6: mt-Access
+	// when answering paging, mo-Data with uplink data, mo-Signalling
+	// otherwise); stmsi is the 5G-S-TMSI the UE gave in RRC setup, nil if
+	// none.
+	SendInitial(nasPDU []byte, cause ngap.RRCEstablishmentCause, stmsi *identity.STMSI) (time.Time, error)
 	// SendUplink sends UplinkNASTransport on the open connection.
 	SendUplink(nasPDU []byte) (time.Time, error)
 	// RequestRelease asks the AMF to release the connection (UE Context
@@ -55,6 +70,9 @@ type Link interface {
 	// gNB asks the AMF to release it (UE Context Release Request) and
 	// forgets it without waiting.
 	Drop()
+	// SetPagingIdentity tells the gNB the 5G-S-TMSI the UE listens for in
+	// Paging (from its 5G-GUTI); nil: none.
+	SetPagingIdentity(stmsi *identity.STMSI)
 }
 
 // Observer records procedure latencies; *report.Recorder is one.
@@ -73,6 +91,16 @@ const (
 	// (UE Context Release Request to UE Context Release Complete) that
 	// takes a registered UE to CM-IDLE.
 	ProcANRelease = "an-release"
+	// ProcServiceRequest is a UE-triggered service request from CM-IDLE:
+	// sending the InitialUEMessage (Service Request) to the gNB sending
+	// the Initial Context Setup Response (the Service Accept's carrier).
+	ProcServiceRequest = "service-request"
+	// ProcPaging is the answer to paging: from the gNB receiving Paging to
+	// it sending the Initial Context Setup Response (benchmarks.md).
+	ProcPaging = "paging"
+	// ProcPeriodicRegistration is the periodic registration update
+	// (T3512), timed like the other registrations.
+	ProcPeriodicRegistration = "periodic-registration"
 )
 
 // Config is one UE.
@@ -93,9 +121,31 @@ type Config struct {
 	// T3580 and T3582 are the 5GSM retransmission timers for PDU session
 	// establishment and release (default 16 s, TS 24.501 §10.3).
 	T3580, T3582 time.Duration
+	// InactivityTimeout: a connected, registered UE without user-plane
+	// packets (either way) for this long is released to CM-IDLE by its
+	// gNB (UE Context Release Request, cause user inactivity), as Release
+	// does; it is checked every InactivityTimeout, so the release comes
+	// between one and two timeouts after the last packet. 0 = never.
+	InactivityTimeout time.Duration
+	// PeriodicRegistration: a registered UE in CM-IDLE runs a periodic
+	// registration update every T3512 (TS 24.501 §5.3.7; the value of the
+	// last Registration Accept, 54 min without one). Off by default.
+	PeriodicRegistration bool
+	// UplinkBuffer is how many uplink packets SendData keeps while the
+	// user plane comes back from CM-IDLE (default DefaultUplinkBuffer);
+	// more are dropped and counted (Stats.DroppedUplink).
+	UplinkBuffer int
+	// NASContainer: an integrity protected Service Request carries its
+	// non-cleartext IEs (Uplink data status, PDU session status) only in
+	// a ciphered NAS message container, as TS 24.501 §4.4.6 has a UE do.
+	// Off by default: tern's AMF reads those IEs from the message itself.
+	NASContainer bool
 	Observer     Observer // optional
 	Logger       *slog.Logger
 }
+
+// DefaultUplinkBuffer is the default Config.UplinkBuffer.
+const DefaultUplinkBuffer = 64
 
 type mmState uint8
 
@@ -105,6 +155,7 @@ const (
 	mmRegisteredInitiated
 	mmRegistered
 	mmDeregisteredInitiated
+	mmServiceRequestInitiated
 )
 
 func (s mmState) String() string {
@@ -117,6 +168,8 @@ func (s mmState) String() string {
 		return "5GMM-REGISTERED"
 	case mmDeregisteredInitiated:
 		return "5GMM-DEREGISTERED-INITIATED"
+	case mmServiceRequestInitiated:
+		return "5GMM-SERVICE-REQUEST-INITIATED"
 	}
 	return "?"
 }
@@ -130,6 +183,9 @@ const (
 	procDeregister
 	procSwitchOff
 	procRelease
+	procServiceRequest // UE-triggered (a caller, or uplink data)
+	procPagingResponse // the service request answering paging
+	procPeriodic       // periodic registration update (T3512)
 )
 
 func (k procKind) name() string {
@@ -144,8 +200,31 @@ func (k procKind) name() string {
 		return ProcSwitchOff
 	case procRelease:
 		return ProcANRelease
+	case procServiceRequest:
+		return ProcServiceRequest
+	case procPagingResponse:
+		return ProcPaging
+	case procPeriodic:
+		return ProcPeriodicRegistration
 	}
 	return "none"
+}
+
+// registration reports whether k is a registration procedure.
+func (k procKind) registration() bool {
+	return k == procRegister || k == procReregister || k == procPeriodic
+}
+
+// service reports whether k is a service request.
+func (k procKind) service() bool {
+	return k == procServiceRequest || k == procPagingResponse
+}
+
+// procArgs are the parameters of a procedure besides its kind.
+type procArgs struct {
+	serviceType uint8     // service request: nas.Service*
+	allUplink   bool      // service request: every active session in the Uplink data status
+	pagedAt     time.Time // paging response: when the gNB received the Paging
 }
 
 type outcome struct {
@@ -167,6 +246,19 @@ type Stats struct {
 	SMRejects         int // establishment/release rejects, 5GSM STATUS, not-forwarded returns
 	Modifications     int // network-requested modifications completed
 	NetworkReleases   int // network-requested releases completed
+
+	// Idle mode
+	Pagings                int // Pagings the gNB handed over
+	PagingsIgnored         int // of those: not answered (not idle and registered, or busy)
+	ServiceRejects         int // Service Reject messages taken
+	NetworkDeregistrations int // network-initiated deregistrations answered
+	Reregistrations        int // registrations the UE started itself (Service Reject #9/#10, re-registration required)
+	PeriodicRegistrations  int // periodic registration updates started (T3512)
+	InactivityReleases     int // releases to CM-IDLE the inactivity timer started
+	ReactivationFailures   int // sessions whose user plane a Service Accept says was not re-established
+	LocalReleases          int // sessions released locally: the network's PDU session status lacked them
+	QueuedUplink           int // uplink packets buffered while the user plane was down
+	DroppedUplink          int // buffered packets dropped: buffer full, or no user plane came back
 }
 
 // UE is one simulated UE.
@@ -187,8 +279,16 @@ type UE struct {
 	busy      bool // a caller is inside runProc
 	proc      procKind
 	procStart time.Time
-	deregAck  bool          // Deregistration Accept seen (normal deregistration)
-	authCause nas.Cause5GMM // last Authentication Failure cause sent in this procedure
+	// async: the current procedure was started by the UE itself (paging,
+	// uplink data, a timer, a re-registration the network asked for); no
+	// caller waits on done, the outcome goes to the Observer. asyncDone is
+	// closed when it ends; asyncTimer bounds it (Config.Timeout).
+	async      bool
+	asyncDone  chan struct{}
+	asyncSeq   uint64
+	asyncTimer *time.Timer
+	deregAck   bool          // Deregistration Accept seen (normal deregistration)
+	authCause  nas.Cause5GMM // last Authentication Failure cause sent in this procedure
 
 	// security: sec is the current 5G NAS security context (nil = none).
 	// kamf/ksi is the partial native context from the last successful
@@ -212,6 +312,18 @@ type UE struct {
 	initialProt  bool   // the initial message went integrity protected
 	lastWindow   time.Duration
 	stats        Stats
+
+	// idle mode (idle.go)
+	icsAt      time.Time     // the gNB's Initial Context Setup Response in this procedure
+	svcReject  nas.Cause5GMM // Service Reject cause of the running service request; 0 = none
+	reregister bool          // register again once the connection is released
+	t3512      time.Duration // periodic registration timer from the last Registration Accept
+	t3512Timer *time.Timer
+	t3512Due   time.Time
+	inactTimer *time.Timer
+	inactDue   time.Time
+	inactMark  int64          // user-plane packet count at the last inactivity check
+	ulQueue    []queuedPacket // uplink held while the user plane comes back
 
 	// 5GSM: sessions by PDU session identity (index 0 unused); data is
 	// each session's user plane, read without mu on the data path.
@@ -248,6 +360,9 @@ func New(cfg Config) (*UE, error) {
 	if cfg.T3582 <= 0 {
 		cfg.T3582 = DefaultT3582
 	}
+	if cfg.UplinkBuffer <= 0 {
+		cfg.UplinkBuffer = DefaultUplinkBuffer
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -260,15 +375,23 @@ func New(cfg Config) (*UE, error) {
 		debug: log.Enabled(context.Background(), slog.LevelDebug),
 		done:  make(chan outcome, 1),
 		ksi:   nas.KSINoKey,
+		t3512: DefaultT3512,
 	}, nil
 }
 
 // Attach sets the UE's radio link (a gNB port). A UE can be moved to another
-// link only while it has no signalling connection.
+// link only while it has no signalling connection. The link learns the
+// UE's paging identity (the old one forgets it).
 func (u *UE) Attach(l Link) {
 	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.link != nil && u.link != l {
+		u.link.SetPagingIdentity(nil)
+	}
 	u.link = l
-	u.mu.Unlock()
+	if l != nil {
+		l.SetPagingIdentity(u.stmsiLocked())
+	}
 }
 
 // SUPI returns the USIM's SUPI.
@@ -284,11 +407,12 @@ func (u *UE) GUTI() (identity.GUTI, bool) {
 	return *u.guti, true
 }
 
-// Registered reports whether the UE is 5GMM-REGISTERED.
+// Registered reports whether the UE is registered: 5GMM-REGISTERED, or a
+// service request in progress (5GMM-SERVICE-REQUEST-INITIATED).
 func (u *UE) Registered() bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.mm == mmRegistered
+	return u.mm == mmRegistered || u.mm == mmServiceRequestInitiated
 }
 
 // Connected reports whether the UE has a NAS signalling connection.
@@ -417,7 +541,7 @@ func (u *UE) SendRaw(pdu []byte) error {
 	if u.connected {
 		_, err = u.link.SendUplink(pdu)
 	} else {
-		_, err = u.link.SendInitial(pdu, nil)
+		_, err = u.link.SendInitial(pdu, ngap.RRCMOSignalling, nil)
 		if err == nil {
 			u.connected = true
 		}
@@ -454,6 +578,10 @@ func (u *UE) SendNAS(m nas.Message, corruptMAC bool) error {
 }
 
 func (u *UE) run(ctx context.Context, k procKind) error {
+	return u.runArgs(ctx, k, procArgs{})
+}
+
+func (u *UE) runArgs(ctx context.Context, k procKind, a procArgs) error {
 	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
 	defer cancel()
 	if k == procReregister {
@@ -461,8 +589,13 @@ func (u *UE) run(ctx context.Context, k procKind) error {
 		// mobility registration update: release the connection first
 		// (not part of the re-registration window).
 		u.mu.Lock()
+		err := u.waitAsyncLocked(ctx)
 		connected := u.connected && u.mm == mmRegistered && u.proc == procNone
 		u.mu.Unlock()
+		if err != nil {
+			u.fail(k)
+			return fmt.Errorf("%s %s: %w", k.name(), u.SUPI(), err)
+		}
 		if connected {
 			if err := u.run(ctx, procRelease); err != nil {
 				u.fail(k)
@@ -470,7 +603,7 @@ func (u *UE) run(ctx context.Context, k procKind) error {
 			}
 		}
 	}
-	window, err := u.runProc(ctx, k)
+	window, err := u.runProc(ctx, k, a)
 	if err != nil {
 		u.fail(k)
 		return fmt.Errorf("%s %s: %w", k.name(), u.SUPI(), err)
@@ -481,14 +614,19 @@ func (u *UE) run(ctx context.Context, k procKind) error {
 	return nil
 }
 
-// runProc starts procedure k and waits for its outcome.
-func (u *UE) runProc(ctx context.Context, k procKind) (time.Duration, error) {
+// runProc starts procedure k and waits for its outcome. A procedure the
+// UE started itself is waited for first.
+func (u *UE) runProc(ctx context.Context, k procKind, a procArgs) (time.Duration, error) {
 	u.mu.Lock()
+	if err := u.waitAsyncLocked(ctx); err != nil {
+		u.mu.Unlock()
+		return 0, err
+	}
 	if u.busy {
 		u.mu.Unlock()
 		return 0, ErrBusy
 	}
-	err := u.startLocked(k)
+	err := u.startLocked(k, a)
 	u.busy = err == nil
 	u.mu.Unlock()
 	if err != nil {
@@ -506,7 +644,7 @@ func (u *UE) runProc(ctx context.Context, k procKind) (time.Duration, error) {
 	case out = <-u.done:
 	case <-ctx.Done():
 		u.mu.Lock()
-		if u.proc == k {
+		if u.proc == k && !u.async { // (an async one started after ours finished)
 			state := u.mm
 			u.abortLocked()
 			u.mu.Unlock()
@@ -525,7 +663,7 @@ func (u *UE) fail(k procKind) {
 }
 
 // startLocked checks the preconditions of k and sends its first message.
-func (u *UE) startLocked(k procKind) error {
+func (u *UE) startLocked(k procKind, a procArgs) error {
 	if u.proc != procNone {
 		return ErrBusy
 	}
@@ -533,12 +671,15 @@ func (u *UE) startLocked(k procKind) error {
 		return ErrNoLink
 	}
 	switch k {
-	case procRegister, procReregister:
+	case procRegister, procReregister, procPeriodic:
 		if u.connected {
 			return fmt.Errorf("ue: registration needs an idle UE (state %s, connected)", u.mm)
 		}
-		if k == procReregister && u.guti == nil {
+		if k != procRegister && u.guti == nil {
 			return errors.New("ue: no stored 5G-GUTI to re-register with")
+		}
+		if k == procPeriodic && u.mm != mmRegistered {
+			return fmt.Errorf("ue: periodic registration needs a registered UE (state %s)", u.mm)
 		}
 		pdu, stmsi, err := u.registrationRequestLocked(k)
 		if err != nil {
@@ -546,13 +687,17 @@ func (u *UE) startLocked(k procKind) error {
 		}
 		u.beginLocked(k)
 		u.mm = mmRegisteredInitiated
-		t, err := u.link.SendInitial(pdu, stmsi)
+		t, err := u.link.SendInitial(pdu, ngap.RRCMOSignalling, stmsi)
 		if err != nil {
 			u.abortLocked()
 			return fmt.Errorf("send registration request: %w", err)
 		}
-		u.connected = true
+		u.connectedLocked()
 		u.procStart = t
+	case procServiceRequest, procPagingResponse:
+		if err := u.startServiceLocked(k, a); err != nil {
+			return err
+		}
 	case procDeregister, procSwitchOff:
 		if u.mm != mmRegistered {
 			return fmt.Errorf("ue: deregistration needs a registered UE (state %s)", u.mm)
@@ -570,8 +715,10 @@ func (u *UE) startLocked(k procKind) error {
 		if u.connected {
 			t, err = u.link.SendUplink(pdu)
 		} else {
-			t, err = u.link.SendInitial(pdu, u.stmsiLocked())
-			u.connected = err == nil
+			t, err = u.link.SendInitial(pdu, ngap.RRCMOSignalling, u.stmsiLocked())
+			if err == nil {
+				u.connectedLocked()
+			}
 		}
 		if err != nil {
 			u.abortLocked()
@@ -599,28 +746,49 @@ func (u *UE) beginLocked(k procKind) {
 	u.proc = k
 	u.deregAck = false
 	u.authCause = 0
+	u.icsAt = time.Time{}
+	u.svcReject = 0
 }
 
 // abortLocked ends the current procedure without an outcome (timeout or send
-// error) and falls back to a state from which a new procedure can start.
+// error) and falls back to a state from which a new procedure can start: a
+// failed release, service request or periodic registration leaves the UE
+// registered (in CM-IDLE), any other failure deregistered.
 func (u *UE) abortLocked() {
-	if u.proc != procRelease {
+	k := u.proc
+	switch {
+	case k == procRelease:
+	case k.service() || k == procPeriodic:
+		if u.mm == mmServiceRequestInitiated || u.mm == mmRegisteredInitiated {
+			u.mm = mmRegistered
+		}
+		u.dropUplinkLocked(0) // nothing brings the user plane back now
+	default:
 		u.mm = mmDeregistered
 		u.releaseAllSessionsLocked(ErrReleased)
 	}
 	u.proc = procNone
 	u.initialPlain = nil
+	u.endAsyncLocked()
+	wasConnected := u.connected
 	if u.connected && u.link != nil {
 		u.link.Drop()
 	}
 	u.connected, u.secured = false, false
+	if wasConnected && u.mm == mmRegistered {
+		u.userPlaneLostLocked()
+		u.armPeriodicLocked()
+	}
 }
 
 // finishLocked ends the current procedure; end is when its window closed.
+// The outcome goes to the waiting caller, or for a procedure the UE
+// started itself, to the Observer.
 func (u *UE) finishLocked(end time.Time, err error) {
 	if u.proc == procNone {
 		return
 	}
+	k := u.proc
 	if err != nil && u.authCause != 0 {
 		err = &AuthFailureError{Cause: u.authCause, Err: err}
 	}
@@ -631,7 +799,22 @@ func (u *UE) finishLocked(end time.Time, err error) {
 	}
 	u.proc = procNone
 	u.initialPlain = nil
-	u.done <- out
+	if u.connected && u.mm == mmRegistered {
+		u.armInactivityLocked()
+	}
+	if !u.async {
+		u.done <- out
+		return
+	}
+	u.endAsyncLocked()
+	if err != nil {
+		u.log.Info("procedure failed", "proc", k.name(), "err", err)
+		u.fail(k)
+		return
+	}
+	if u.cfg.Observer != nil {
+		u.cfg.Observer.Observe(k.name(), out.window)
+	}
 }
 
 func (u *UE) stmsiLocked() *identity.STMSI {
@@ -640,6 +823,19 @@ func (u *UE) stmsiLocked() *identity.STMSI {
 	}
 	s := u.guti.STMSI()
 	return &s
+}
+
+// setGUTILocked stores g (nil: none) and tells the gNB the paging
+// identity that goes with it.
+func (u *UE) setGUTILocked(g *identity.GUTI) {
+	if g != nil {
+		c := *g
+		g = &c
+	}
+	u.guti = g
+	if u.link != nil {
+		u.link.SetPagingIdentity(u.stmsiLocked())
+	}
 }
 
 func (u *UE) secCap() nas.UESecurityCapability {
@@ -662,7 +858,8 @@ func (u *UE) registrationRequestLocked(k procKind) ([]byte, *identity.STMSI, err
 	var stmsi *identity.STMSI
 	if k == procRegister {
 		// A fresh start: like a newly inserted USIM.
-		u.guti, u.sec, u.kamf, u.ksi = nil, nil, nil, nas.KSINoKey
+		u.setGUTILocked(nil)
+		u.sec, u.kamf, u.ksi = nil, nil, nas.KSINoKey
 		u.mm = mmDeregistered
 		u.releaseAllSessionsLocked(errors.New("ue: new registration"))
 		s, err := u.usim.SUCI()
@@ -671,7 +868,10 @@ func (u *UE) registrationRequestLocked(k procKind) ([]byte, *identity.STMSI, err
 		}
 		req.MobileIdentity = nas.MobileIdentity{Type: nas.IdentitySUCI, SUCI: s.String()}
 	} else {
-		if u.mm == mmRegistered {
+		switch {
+		case k == procPeriodic:
+			req.RegistrationType = nas.RegistrationPeriodicUpdating
+		case u.mm == mmRegistered:
 			req.RegistrationType = nas.RegistrationMobilityUpdating
 		}
 		req.MobileIdentity = nas.MobileIdentity{Type: nas.IdentityGUTI, GUTI: *u.guti}
@@ -691,7 +891,7 @@ func (u *UE) registrationRequestLocked(k procKind) ([]byte, *identity.STMSI, err
 		return nil, nil, fmt.Errorf("encode registration request: %w", err)
 	}
 	u.initialProt = false
-	if k == procReregister && u.sec != nil {
+	if k != procRegister && u.sec != nil {
 		pdu, err := u.sec.Protect(clear, nas.IntegrityProtected, nas.Uplink)
 		if err != nil {
 			return nil, nil, fmt.Errorf("protect registration request: %w", err)

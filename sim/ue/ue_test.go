@@ -11,6 +11,7 @@ import (
 
 	"github.com/tern5g/tern/identity"
 	"github.com/tern5g/tern/nas"
+	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/security/kdf"
 	"github.com/tern5g/tern/security/milenage"
 	"github.com/tern5g/tern/sim/usim"
@@ -43,7 +44,8 @@ type link struct {
 	mu              sync.Mutex
 	dropped         int
 	releaseRequests int
-	data            chan dataPDU // nil: SendData fails
+	paging          *identity.STMSI // SetPagingIdentity
+	data            chan dataPDU    // nil: SendData fails
 }
 
 type dataPDU struct {
@@ -54,14 +56,32 @@ type dataPDU struct {
 type upPDU struct {
 	pdu     []byte
 	initial bool
+	cause   ngap.RRCEstablishmentCause
 	stmsi   *identity.STMSI
 }
 
 func newLink() *link { return &link{up: make(chan upPDU, 16)} }
 
-func (l *link) SendInitial(pdu []byte, s *identity.STMSI) (time.Time, error) {
-	l.up <- upPDU{pdu: append([]byte(nil), pdu...), initial: true, stmsi: s}
+func (l *link) SendInitial(pdu []byte, cause ngap.RRCEstablishmentCause, s *identity.STMSI) (time.Time, error) {
+	l.up <- upPDU{pdu: append([]byte(nil), pdu...), initial: true, cause: cause, stmsi: s}
 	return time.Now(), nil
+}
+
+func (l *link) SetPagingIdentity(s *identity.STMSI) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s == nil {
+		l.paging = nil
+		return
+	}
+	c := *s
+	l.paging = &c
+}
+
+func (l *link) pagingIdentity() *identity.STMSI {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.paging
 }
 
 func (l *link) SendUplink(pdu []byte) (time.Time, error) {
