@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"runtime"
 	"sync"
 	"testing"
@@ -33,7 +32,14 @@ import (
 // the given payload from the data network to the UE address dst through
 // c's UPF (as if it had come in on N6), or nil while the UPF cannot take
 // injected downlink; the paging test is skipped then.
-var downlinkInjector = func(c *testCore) func(dst netip.Addr, payload []byte) { return nil }
+var downlinkInjector = func(c *testCore) func(dst netip.Addr, payload []byte) {
+	dn := netip.MustParseAddr("10.100.6.2")
+	return func(dst netip.Addr, p []byte) {
+		// An error means a UPF not started: the packets then never arrive,
+		// which the test sees.
+		_ = c.UPF.InjectDownlink(ipv4pkt.AppendUDP(nil, dn, dst, 9, 40000, p))
+	}
+}
 
 // idleGNB is a gNB that keeps every NGAP message the AMF sent it.
 type idleGNB struct {
@@ -218,21 +224,22 @@ func TestServiceRequestRestoresUserPlane(t *testing.T) {
 // TestServiceRequestNASContainer: a UE that sends its Service Request as
 // TS 24.501 §4.4.6 says (integrity protected, the cleartext IEs and a
 // ciphered NAS message container holding the complete request with the
-// Uplink data status) must get its session's user plane back. The AMF
-// reads the Uplink data status only from the outer message, so it sets up
-// nothing: this fails against the current core and runs only with
-// TERN_E2E_CORE_BUGS set.
+// Uplink data status) gets its session's user plane back; so does one
+// that puts those IEs outside.
 func TestServiceRequestNASContainer(t *testing.T) {
-	if os.Getenv("TERN_E2E_CORE_BUGS") == "" {
-		t.Skip("known core deviation (the AMF ignores the NAS message container of an initial Service Request); set TERN_E2E_CORE_BUGS=1 to run")
+	for _, outer := range []bool{false, true} {
+		t.Run(fmt.Sprintf("outer=%v", outer), func(t *testing.T) { testServiceRequestNASContainer(t, outer) })
 	}
+}
+
+func testServiceRequestNASContainer(t *testing.T, outer bool) {
 	c := startCore(t, 1, nil)
 	g := dialIdleGNB(t, c, 1)
 	card, err := usim.New(usim.Subscriber{PLMN: plmn, MSIN: "0000000001", K: demoK, OPc: demoOP, AMF: []byte{0x80, 0}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := ue.New(ue.Config{USIM: card, ServingPLMN: plmn, RequestedNSSAI: slices, Timeout: 10 * time.Second, NASContainer: true})
+	u, err := ue.New(ue.Config{USIM: card, ServingPLMN: plmn, RequestedNSSAI: slices, Timeout: 10 * time.Second, OuterServiceRequestIEs: outer})
 	if err != nil {
 		t.Fatal(err)
 	}

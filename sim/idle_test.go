@@ -109,6 +109,17 @@ func (c *testCore) serviceRequest(u *coreUE, im *ngap.InitialUEMessage, sr *nas.
 		return
 	}
 	sr = m.(*nas.ServiceRequest)
+	if len(sr.NASMessageContainer) > 0 {
+		// TS 24.501 §4.4.6: the complete request is in the container.
+		inner, err := kept.sec.OpenContainer(sr.NASMessageContainer, nas.Uplink)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		if full, err := nas.Decode(inner); err == nil {
+			sr = full.(*nas.ServiceRequest)
+		}
+	}
 	u.supi, u.sec, u.tmsi = kept.supi, kept.sec, sr.STMSI.TMSI
 	if im.FiveGSTMSI == nil || *im.FiveGSTMSI != sr.STMSI {
 		c.fail(fmt.Errorf("service request: 5G-S-TMSI %+v in NGAP, %+v in NAS", im.FiveGSTMSI, sr.STMSI))

@@ -100,12 +100,11 @@ func (u *UE) startServiceLocked(k procKind, a procArgs) error {
 
 // serviceRequestLocked builds the Service Request (TS 24.501 §8.2.16) and
 // keeps the complete plain message for a Security Mode Complete (§4.4.6).
-// With a context the message goes integrity protected, not ciphered, and
-// carries the Uplink data status and PDU session status itself, since
-// that is where tern's AMF reads them; §4.4.6 has a UE send those
-// non-cleartext IEs only in a ciphered NAS message container, which the
-// AMF does not open (Config.NASContainer does that). Without a context
-// only the cleartext IEs go.
+// With a context the message goes integrity protected, not ciphered, with
+// the cleartext IEs, and the complete message (with the Uplink data status
+// and PDU session status) ciphered in its NAS message container (§4.4.6;
+// Config.OuterServiceRequestIEs puts them outside instead). Without a
+// context only the cleartext IEs go.
 func (u *UE) serviceRequestLocked(serviceType uint8, uplink uint16) ([]byte, error) {
 	status := u.sessionStatusLocked()
 	full := nas.ServiceRequest{
@@ -134,7 +133,7 @@ func (u *UE) serviceRequestLocked(serviceType uint8, uplink uint16) ([]byte, err
 		return clear, nil
 	}
 	outer := plain
-	if u.cfg.NASContainer {
+	if !u.cfg.OuterServiceRequestIEs {
 		// The complete message, ciphered with the uplink NAS COUNT that
 		// protects the outer one (a copy of the context ciphers it without
 		// advancing the COUNT), goes in the container; the outer message

@@ -68,6 +68,18 @@ func (a *amf) recvServiceRequestCause() (*nas.ServiceRequest, ngap.RRCEstablishm
 	if sr.STMSI != guti1.STMSI() || sr.NgKSI.KSI != a.ksi {
 		a.t.Fatalf("service request %+v", sr)
 	}
+	if len(sr.NASMessageContainer) > 0 {
+		// TS 24.501 §4.4.6: the complete request is in the container.
+		inner, err := a.sec.OpenContainer(sr.NASMessageContainer, nas.Uplink)
+		if err != nil {
+			a.t.Fatal(err)
+		}
+		full, err := nas.Decode(inner)
+		if err != nil {
+			a.t.Fatal(err)
+		}
+		sr = full.(*nas.ServiceRequest)
+	}
 	return sr, p.cause
 }
 
@@ -457,13 +469,11 @@ func TestServiceRequestWithoutContext(t *testing.T) {
 	}
 }
 
-// TestServiceRequestNASContainer: with Config.NASContainer the integrity
-// protected Service Request has the cleartext IEs and a NAS message
-// container holding the complete request, ciphered with the COUNT of the
-// outer message (TS 24.501 §4.4.6).
+// TestServiceRequestNASContainer: the integrity protected Service Request
+// has the cleartext IEs and a NAS message container holding the complete
+// request, ciphered with the COUNT of the outer message (TS 24.501 §4.4.6).
 func TestServiceRequestNASContainer(t *testing.T) {
 	u, a := newUE(t, testK, 0)
-	u.cfg.NASContainer = true
 	a.register()
 	a.establish(1, "10.60.0.1")
 	u.HandleRelease(time.Now())

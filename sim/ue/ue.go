@@ -135,13 +135,14 @@ type Config struct {
 	// user plane comes back from CM-IDLE (default DefaultUplinkBuffer);
 	// more are dropped and counted (Stats.DroppedUplink).
 	UplinkBuffer int
-	// NASContainer: an integrity protected Service Request carries its
-	// non-cleartext IEs (Uplink data status, PDU session status) only in
-	// a ciphered NAS message container, as TS 24.501 §4.4.6 has a UE do.
-	// Off by default: tern's AMF reads those IEs from the message itself.
-	NASContainer bool
-	Observer     Observer // optional
-	Logger       *slog.Logger
+	// OuterServiceRequestIEs puts the non-cleartext IEs of an integrity
+	// protected Service Request (Uplink data status, PDU session status)
+	// in the message itself instead of only in the ciphered NAS message
+	// container TS 24.501 §4.4.6 has a UE use: for cores that do not open
+	// the container. Off by default.
+	OuterServiceRequestIEs bool
+	Observer               Observer // optional
+	Logger                 *slog.Logger
 }
 
 // DefaultUplinkBuffer is the default Config.UplinkBuffer.
