@@ -81,7 +81,21 @@ func (a *AMF) Deregister(ctx context.Context, supi string, cause nas.Cause5GMM, 
 }
 
 func (u *ue) startNetworkDeregistration(cause nas.Cause5GMM, reRegister bool) {
+	if u.st.proc == procRegistration {
+		if u.reg.step == regAccepting {
+			// The accept is out (the UE may have completed already): the
+			// new registration stands (TS 24.501 §5.5.1.2.8 d)) and is
+			// the one deregistered.
+			u.registrationAccepted()
+		} else if u.st.rm != rmRegistered {
+			u.log.Info("network deregistration during a first registration: local", "supi", u.supi)
+			u.amf.stats.networkDeregs.Add(1)
+			u.releaseAndRemove(causeNASDeregister)
+			return
+		}
+	}
 	if u.gone() || u.st.rm != rmRegistered {
+		u.log.Info("network deregistration of a UE that is not registered ignored", "supi", u.supi)
 		return
 	}
 	if u.st.cm == cmIdle {

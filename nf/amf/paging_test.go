@@ -400,6 +400,28 @@ func TestNetworkInitiatedDeregistration(t *testing.T) {
 		u.releaseComplete(expect[*ngap.UEContextReleaseCommand](t, u.recvNGAP()))
 		waitFor(t, "context gone", func() bool { return a.Stats().UEContexts == 0 })
 	})
+	t.Run("accept not yet completed", func(t *testing.T) {
+		// Deregister right after the Registration Accept, before (or while)
+		// the AMF handles Registration Complete: the registration stands
+		// and is the one deregistered.
+		a, hn := newTestAMF(t, nil)
+		g := setupGNB(t, a)
+		u := newTestUE(t, g, hn, "0000000001")
+		req := u.registrationRequest(u.suci(), nas.RegistrationInitial)
+		u.sendInitial(req, nas.Plain)
+		u.answerAuth(expect[*nas.AuthenticationRequest](t, u.recvNAS()))
+		u.answerSMC(expect[*nas.SecurityModeCommand](t, u.recvNAS()), req)
+		acc := expect[*nas.RegistrationAccept](t, u.recvNAS())
+		u.guti = acc.GUTI
+		u.g.send(1, &ngap.InitialContextSetupResponse{AMFUENGAPID: u.amfID, RANUENGAPID: u.ranID})
+		if err := a.Deregister(context.Background(), u.supi, 0, false); err != nil {
+			t.Fatal(err)
+		}
+		expect[*nas.DeregistrationRequestUETerminated](t, u.recvNAS())
+		u.sendUL(&nas.DeregistrationAcceptUETerminated{})
+		u.releaseComplete(expect[*ngap.UEContextReleaseCommand](t, u.recvNGAP()))
+		waitFor(t, "context gone", func() bool { return a.Stats().UEContexts == 0 })
+	})
 	t.Run("idle", func(t *testing.T) {
 		a, hn := newTestAMF(t, nil)
 		u := registeredUE(t, a, hn)

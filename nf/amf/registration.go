@@ -33,6 +33,10 @@ type registrationProc struct {
 	// byGUTI: the UE identified itself with a 5G-GUTI, so an identity
 	// request may follow an authentication failure (TS 24.501 §5.4.1.3.7).
 	byGUTI bool
+	// fromIdle: the request opened the N2 connection (CM-IDLE before it),
+	// as opposed to a registration over a connection that carries the UE's
+	// user plane (after a handover).
+	fromIdle bool
 }
 
 // commonStep is the common procedure (TS 24.501 §5.4) a specific procedure
@@ -74,7 +78,7 @@ func (u *ue) onRegistrationRequest(m *nas.RegistrationRequest, integrity bool) {
 		u.sendStatus(nas.CauseMessageTypeNotCompatibleWithState)
 		return
 	}
-	u.reg = registrationProc{req: m, initialIntegrity: integrity}
+	u.reg = registrationProc{req: m, initialIntegrity: integrity, fromIdle: u.ran.state != legContext}
 	if m.UESecurityCapability != nil {
 		u.ueSecCap = *m.UESecurityCapability
 		u.hasSecCap = true
@@ -297,9 +301,18 @@ func (u *ue) onRegistrationComplete() {
 		u.log.Debug("Registration Complete outside registration, ignored")
 		return
 	}
+	req := u.reg.req
+	fromIdle := u.reg.fromIdle
 	u.registrationAccepted()
 	u.amf.stats.registrations.Add(1)
 	u.log.Debug("UE registered", "supi", u.supi, "guti", u.guti.String())
+	if fromIdle && req != nil && !req.FollowOnRequest && req.UplinkDataStatus == nil && len(u.page.pending) == 0 &&
+		(req.RegistrationType == nas.RegistrationPeriodicUpdating || req.RegistrationType == nas.RegistrationMobilityUpdating) {
+		// TS 24.501 §5.5.1.3.4, TS 23.502 §4.2.2.2.2 step 23: a UE that
+		// came out of CM-IDLE only to update its registration, with no
+		// follow-on request pending, goes back to CM-IDLE.
+		u.releaseConnection(causeNASNormalRelease)
+	}
 }
 
 // registrationAccepted ends a registration whose accept went out: with

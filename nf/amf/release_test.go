@@ -48,9 +48,13 @@ func TestReleaseCommandOncePerConnection(t *testing.T) {
 	u.acceptRegistration(u.openNAS(ics.NASPDU))
 	waitFor(t, "second registration", func() bool { return a.Stats().Registrations == 2 })
 
-	// The AMF handled everything the gNB sent; nothing else may be queued
-	// toward the gNB (every AMF send precedes the one that completed the
-	// registration on the UE's executor).
+	// A mobility registration from CM-IDLE without a follow-on request
+	// ends with the release of its connection (TS 24.501 §5.5.1.3.4),
+	// once; nothing else may be queued toward the gNB.
+	rel := expect[*ngap.UEContextReleaseCommand](t, g.recv())
+	if rel.AMFUENGAPID != ics.AMFUENGAPID || rel.Cause != causeNASNormalRelease {
+		t.Fatalf("release %+v, want the new connection's, normal release", rel)
+	}
 	select {
 	case extra := <-g.in:
 		msg, _ := ngap.Decode(extra.Data)

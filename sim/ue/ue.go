@@ -851,8 +851,12 @@ func (u *UE) secCap() nas.UESecurityCapability {
 func (u *UE) registrationRequestLocked(k procKind) ([]byte, *identity.STMSI, error) {
 	capab := u.secCap()
 	req := nas.RegistrationRequest{
-		RegistrationType:     nas.RegistrationInitial,
-		FollowOnRequest:      false,
+		RegistrationType: nas.RegistrationInitial,
+		// A re-registration the caller asks for is followed by more of
+		// the caller's signalling: the connection is to stay (TS 24.501
+		// §5.5.1.3.4: without a follow-on request the network releases it
+		// once the update is done, as it does after a periodic one).
+		FollowOnRequest:      k == procReregister,
 		NgKSI:                nas.NgKSI{KSI: nas.KSINoKey},
 		UESecurityCapability: &capab,
 	}
