@@ -278,6 +278,8 @@ type counters struct {
 	pagingFailures atomic.Uint64
 	handovers      atomic.Uint64
 	pathSwitches   atomic.Uint64
+	deactivations  atomic.Uint64
+	activations    atomic.Uint64
 }
 
 // Stats is a snapshot of the SMF's state and counters.
@@ -300,6 +302,10 @@ type Stats struct {
 	PagingFailures uint64
 	Handovers      uint64 // N2 handovers completed (downlink switched to the target)
 	PathSwitches   uint64 // Xn path switches done
+	// Deactivations and Activations count user planes taken down with an
+	// AN release (the UPF buffers from then) and brought back by a
+	// service request.
+	Deactivations, Activations uint64
 }
 
 // Stats returns a snapshot.
@@ -321,6 +327,8 @@ func (s *SMF) Stats() Stats {
 		PagingFailures: s.stats.pagingFailures.Load(),
 		Handovers:      s.stats.handovers.Load(),
 		PathSwitches:   s.stats.pathSwitches.Load(),
+		Deactivations:  s.stats.deactivations.Load(),
+		Activations:    s.stats.activations.Load(),
 	}
 	for _, d := range s.cfg.order {
 		st.IPs[d.name] = d.pool.allocated()

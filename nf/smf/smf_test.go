@@ -616,6 +616,9 @@ func TestANReleaseAndServiceRequest(t *testing.T) {
 	if a := h.upf.lastMod(t).UpdateFARs[0].ApplyAction; a == nil || *a != pfcp.ActionForward {
 		t.Errorf("DL FAR after service request %v", a)
 	}
+	if s := h.smf.Stats(); s.Deactivations != 1 || s.Activations != 1 {
+		t.Errorf("deactivations %d, activations %d, want 1 each", s.Deactivations, s.Activations)
+	}
 	// A release while idle has no N2 part.
 	if _, err := h.smf.UpdateSMContext(ctx, ref, &sbi.SMContextUpdate{Data: &models.Smf_PDUSess_SmContextUpdateData{UpCnxState: models.Smf_PDUSess_UpCnxState_DEACTIVATED}}); err != nil {
 		t.Fatal(err)

@@ -82,6 +82,9 @@ func (s *SMF) handleN2(ctx context.Context, c *smContext, typ models.Smf_PDUSess
 			return nil, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseUPFNotResponding, "%v", err)
 		}
 		c.dlTunnel = t.DLTunnel
+		if c.upCnx == models.Smf_PDUSess_UpCnxState_ACTIVATING && c.state != stWaitN2Setup {
+			s.stats.activations.Add(1)
+		}
 		c.upCnx = models.Smf_PDUSess_UpCnxState_ACTIVATED
 		c.dl = dlBuffering
 		if c.state == stWaitN2Setup {
@@ -231,6 +234,9 @@ func (s *SMF) deactivateUP(c *smContext) (*sbi.SMContextUpdated, error) {
 		if err := s.bufferDownlink(c); err != nil {
 			return nil, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseUPFNotResponding, "%v", err)
 		}
+	}
+	if c.upCnx != models.Smf_PDUSess_UpCnxState_DEACTIVATED {
+		s.stats.deactivations.Add(1)
 	}
 	c.upCnx = models.Smf_PDUSess_UpCnxState_DEACTIVATED
 	c.dlTunnel = ngap.GTPTunnel{}
