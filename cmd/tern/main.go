@@ -22,7 +22,7 @@ func commands() map[string]command {
 		"up":         {"start the core (all NFs in one process) with embedded defaults or --config", runUp},
 		"demo":       {"start the core and a simulated RAN, run real procedures, print a report", runDemo},
 		"sim":        {"run simulated gNBs and UEs against an AMF", runSim},
-		"bench":      {"run a benchmark: register, session, pfcp, upf, classify", runBench},
+		"bench":      {"run a benchmark: register, session, pfcp, upf, classify, paging, handover", runBench},
 		"lab":        {"build (up) or remove (down) the network-namespace test bed: ran | core | one DN per DNN", runLab},
 		"subscriber": {"manage the subscriber store: add, list, delete", runSubscriber},
 		"config":     {"print the effective configuration (defaults, or --config merged over them)", runConfig},
@@ -76,13 +76,19 @@ func runBench(args []string) error {
 		"pfcp":     benchPFCP,
 		"session":  benchSession,
 		"upf":      benchUPF,
+		"paging":   benchPaging,
 	}
+	names := make([]string, 0, len(benches))
+	for n := range benches {
+		names = append(names, n)
+	}
+	sort.Strings(names)
 	if len(args) == 0 {
-		return errors.New("usage: tern bench register|session|pfcp|upf|classify [flags]")
+		return fmt.Errorf("usage: tern bench %s [flags]", strings.Join(names, "|"))
 	}
 	b, ok := benches[args[0]]
 	if !ok {
-		return fmt.Errorf("unknown benchmark %q (have: register, classify)", args[0])
+		return fmt.Errorf("unknown benchmark %q (have: %s)", args[0], strings.Join(names, ", "))
 	}
 	return b(args[1:])
 }

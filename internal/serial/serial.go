@@ -7,10 +7,12 @@
 //
 // Everything that concerns one UE (a received message, a timer expiry, the
 // answer of another NF) is a function posted to the UE's Queue. A Queue runs
-// its functions one at a time, in the order they were posted, on a goroutine
-// that exists only while the queue is not empty: an idle UE costs no
+// its functions one at a time, in the order they were posted, on a worker
+// goroutine of its Group while the queue is not empty: an idle UE costs no
 // goroutine, different UEs run in parallel, and one UE's procedures need no
-// locks because only its queue touches its state.
+// locks because only its queue touches its state. Workers are shared by all
+// the queues of a group and wait a moment for the next queue before they
+// end, so a burst of UEs runs on warm goroutines.
 //
 // Readers of sockets (an SCTP association, a PFCP endpoint) only decode and
 // post; they never run UE work themselves, so a UE whose work blocks (an SBI
@@ -44,12 +46,62 @@ type Group struct {
 	mu     sync.RWMutex
 	closed bool
 	wg     sync.WaitGroup
+
+	// idle hands a queue to a worker goroutine waiting for one. Queues are
+	// drained by workers that outlive a drain for a while (workerIdle):
+	// a burst of UEs reuses warm goroutines, whose stacks have already
+	// grown to what a procedure needs, instead of starting a goroutine
+	// and growing its stack per message.
+	idle chan *Queue
 }
+
+// workerIdle is how long a worker waits for another queue before it ends.
+const workerIdle = 2 * time.Second
 
 // NewGroup returns an open group.
 func NewGroup() *Group {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Group{ctx: ctx, cancel: cancel}
+	return &Group{ctx: ctx, cancel: cancel, idle: make(chan *Queue)}
+}
+
+// run has q drained: by a waiting worker if there is one, else by a new
+// one. False after Close.
+func (g *Group) run(q *Queue) bool {
+	select {
+	case g.idle <- q:
+		return true
+	default:
+	}
+	if !g.acquire() {
+		return false
+	}
+	go g.worker(q)
+	return true
+}
+
+// worker drains q, then the queues handed to it, until it has waited
+// workerIdle for one or the group closes.
+func (g *Group) worker(q *Queue) {
+	defer g.wg.Done()
+	t := time.NewTimer(workerIdle)
+	defer t.Stop()
+	for {
+		q.drain()
+		t.Reset(workerIdle)
+		select {
+		case q = <-g.idle:
+		case <-t.C:
+			return
+		case <-g.ctx.Done():
+			// Work handed over while the group closes was accepted before
+			// Close: a worker still running takes it (Close waits for it).
+			select {
+			case q = <-g.idle:
+			default:
+				return
+			}
+		}
+	}
 }
 
 // Context is cancelled by Close: outbound calls made with it (or a context
@@ -105,7 +157,7 @@ func (g *Group) CloseFunc(f func()) {
 }
 
 // Queue is a serial executor: functions posted to it run one at a time, in
-// order, on a goroutine that exists while the queue has work. The zero value
+// order, on one of its group's worker goroutines while the queue has work. The zero value
 // is not usable; call Init (a Queue is meant to be embedded in a per-UE
 // struct, so that a UE costs one allocation).
 type Queue struct {
@@ -128,7 +180,7 @@ func (q *Queue) Post(f func()) bool {
 		q.mu.Unlock()
 		return true
 	}
-	if !q.g.acquire() {
+	if q.g.Closed() {
 		q.items = q.items[:0]
 		q.head = 0
 		q.mu.Unlock()
@@ -136,7 +188,14 @@ func (q *Queue) Post(f func()) bool {
 	}
 	q.running = true
 	q.mu.Unlock()
-	go q.drain()
+	if !q.g.run(q) {
+		q.mu.Lock()
+		q.items = q.items[:0]
+		q.head = 0
+		q.running = false
+		q.mu.Unlock()
+		return false
+	}
 	return true
 }
 
@@ -148,7 +207,6 @@ func (q *Queue) Idle() bool {
 }
 
 func (q *Queue) drain() {
-	defer q.g.wg.Done()
 	for {
 		q.mu.Lock()
 		if q.head == len(q.items) {

@@ -1,6 +1,7 @@
 package serial
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -192,5 +193,41 @@ func TestRetransmissionStop(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if resends.Load() != n || aborted.Load() {
 		t.Fatalf("stopped rule went on: resends %d -> %d, aborted %v", n, resends.Load(), aborted.Load())
+	}
+}
+
+// TestWorkersReusedAndEndedByClose: a burst over many queues leaves idle
+// workers, which take the next burst (no goroutine per message) and end
+// with the group.
+func TestWorkersReusedAndEndedByClose(t *testing.T) {
+	before := runtime.NumGoroutine()
+	g := NewGroup()
+	qs := make([]Queue, 50)
+	burst := func() {
+		var wg sync.WaitGroup
+		wg.Add(len(qs))
+		for i := range qs {
+			qs[i].Post(func() { time.Sleep(time.Millisecond); wg.Done() })
+		}
+		wg.Wait()
+	}
+	for i := range qs {
+		qs[i].Init(g)
+	}
+	burst()
+	time.Sleep(20 * time.Millisecond) // the workers go idle
+	workers := runtime.NumGoroutine() - before
+	burst()
+	time.Sleep(20 * time.Millisecond)
+	if after := runtime.NumGoroutine() - before; after > workers {
+		t.Errorf("%d goroutines after the second burst, %d after the first: idle workers not reused", after, workers)
+	}
+	g.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines left after Close", runtime.NumGoroutine()-before)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

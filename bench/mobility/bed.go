@@ -1,0 +1,202 @@
+// Package mobility runs the mobility experiments of the L25GC papers
+// (paging, handover: L25GC §5.3, Tables 1-2, Figs 13-14; L25GC+'s
+// concurrent paging) against a tern core in this process: real NGAP over
+// SCTP (userspace, over UDP on loopback), real PFCP rules in the embedded
+// UPF, real GTP-U on N3 to simulated gNBs (package sim). The data network
+// is in-process too: a sequence-numbered, timestamped downlink stream goes
+// into the UPF through upf.UPF.InjectDownlink, the N6 of an in-process
+// data network, so no TUN device (and no root) is needed, and each
+// packet's one-way delay from the data network to the UE is exact (one
+// clock).
+//
+// Every experiment measures, in the same run, the reference it is judged
+// against: the stream's one-way delay while the UE is connected and
+// nothing happens (the baseline). Procedure windows are those of
+// ../shared/notes/benchmarks.md, taken by the simulator just before the
+// SCTP send of the NGAP messages that bound them.
+package mobility
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/tern5g/tern/config"
+	"github.com/tern5g/tern/core"
+	"github.com/tern5g/tern/gtpu"
+	"github.com/tern5g/tern/internal/freeport"
+	"github.com/tern5g/tern/nf/amf"
+	"github.com/tern5g/tern/report"
+	"github.com/tern5g/tern/sim"
+	"github.com/tern5g/tern/sim/gnb"
+	"github.com/tern5g/tern/sim/ue"
+	"github.com/tern5g/tern/sim/usim"
+)
+
+// bedConfig shapes one test bed.
+type bedConfig struct {
+	UEs  int
+	GNBs int
+	// HandoverData is the SMF's handover mode ("forwarding" or "smart").
+	HandoverData string
+	Log          *slog.Logger
+}
+
+// bed is a core with its gNBs and UEs.
+type bed struct {
+	core *core.Core
+	dir  string
+	gnbs []*gnb.GNB
+	ues  []*benchUE
+	rec  *report.Recorder
+	log  *slog.Logger
+}
+
+// benchUE is one UE with its session's address and stream.
+type benchUE struct {
+	u      *ue.UE
+	gnb    int
+	addr   netip.Addr
+	psi    uint8
+	stream *Stream
+}
+
+// dnHost is the data network host the stream comes from.
+var dnHost = netip.MustParseAddrPort("192.0.2.1:9000")
+
+// newBed starts a core (in-process, embedded UPF without N6 devices) and
+// gNB i in TA i+1 (so that every move between gNBs is a move between TAs,
+// with a mobility registration update, as the N2 handover window of
+// benchmarks.md assumes), and builds the UEs on gNB 0.
+func newBed(ctx context.Context, c bedConfig) (*bed, error) {
+	log := c.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	dir, err := os.MkdirTemp("", "tern-bench-mobility-")
+	if err != nil {
+		return nil, err
+	}
+	b := &bed{dir: dir, rec: report.NewRecorder(), log: log}
+	ok := false
+	defer func() {
+		if !ok {
+			b.Close()
+		}
+	}()
+	cfg := config.Default()
+	cfg.Log.Level = "error"
+	cfg.Store.Path = filepath.Join(dir, "subscribers.db")
+	cfg.Store.DemoSubscribers = c.UEs
+	cfg.UPF.NoN6 = true
+	cfg.UPF.N3Addr = "127.0.0.1:0"
+	port, err := freeport.UDP()
+	if err != nil {
+		return nil, err
+	}
+	cfg.AMF.SCTP.UDPPort = port
+	if c.HandoverData != "" {
+		cfg.SMF.Mobility.HandoverData = c.HandoverData
+	}
+	cfg.AMF.TAIs = nil
+	for i := range c.GNBs {
+		cfg.AMF.TAIs = append(cfg.AMF.TAIs, amf.TAIConfig{PLMN: "20893", TAC: uint32(i + 1), Slices: []string{"1-010203", "1"}})
+	}
+	if b.core, err = core.New(cfg, log); err != nil {
+		return nil, fmt.Errorf("bench: core: %w", err)
+	}
+	if err := b.core.Start(ctx); err != nil {
+		return nil, fmt.Errorf("bench: core: %w", err)
+	}
+	sc := sim.DefaultConfig()
+	for i := range c.GNBs {
+		n3 := netip.AddrPortFrom(loopback(byte(90+i)), gtpu.Port)
+		g, err := gnb.Dial(ctx, gnb.Config{AMFAddr: b.core.N2Addr(), Transport: cfg.AMF.SCTP, GNBID: uint32(100 + i),
+			PLMN: sc.PLMN, TAC: uint32(i + 1), Slices: sc.Slices, N3Addr: n3.String(), N3PeerPort: b.core.UPF.N3Addr().Port(),
+			Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("bench: gNB %d: %w", i, err)
+		}
+		b.gnbs = append(b.gnbs, g)
+	}
+	first, err := strconv.ParseUint(sc.FirstIMSI, 10, 64)
+	if err != nil {
+		return nil, err
+	}
+	msinDigits := 15 - len(sc.PLMN.MCC) - len(sc.PLMN.MNC)
+	for i := range c.UEs {
+		imsi := fmt.Sprintf("%015d", first+uint64(i))
+		card, err := usim.New(usim.Subscriber{PLMN: sc.PLMN, MSIN: imsi[15-msinDigits:], K: sc.K, OPc: sc.OPc, AMF: sc.AMF})
+		if err != nil {
+			return nil, err
+		}
+		u, err := ue.New(ue.Config{USIM: card, ServingPLMN: sc.PLMN, RequestedNSSAI: sc.Slices, Timeout: 10 * time.Second,
+			Observer: b.rec, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		u.Attach(b.gnbs[0].NewPort(u))
+		b.ues = append(b.ues, &benchUE{u: u})
+	}
+	ok = true
+	return b, nil
+}
+
+// loopback is an address of 127/8 of this process's own, so that each
+// gNB's N3 socket can own port 2152 on it (the F-TEIDs carry no port).
+func loopback(second byte) netip.Addr {
+	pid := os.Getpid()
+	return netip.AddrFrom4([4]byte{127, second, byte(pid >> 8), byte(pid) | 1})
+}
+
+// connect registers every UE and gives it a PDU session whose downlink
+// goes to a stream of pps packets of size bytes.
+func (b *bed) connect(ctx context.Context, pps, size int) error {
+	for _, bu := range b.ues {
+		if err := bu.u.Register(ctx); err != nil {
+			return fmt.Errorf("bench: register: %w", err)
+		}
+		s, err := bu.u.EstablishSession(ctx, ue.SessionRequest{DNN: "internet"})
+		if err != nil {
+			return fmt.Errorf("bench: session: %w", err)
+		}
+		bu.addr, bu.psi = s.Address, s.ID
+		bu.stream = NewStream(b.core.UPF.InjectDownlink, dnHost, netip.AddrPortFrom(s.Address, 9000), pps, size)
+		if err := bu.u.SetSink(s.ID, bu.stream); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitFor polls cond every 100 µs until it holds or d passes.
+func waitFor(ctx context.Context, d time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return errors.New("timed out")
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	return nil
+}
+
+// Close stops everything.
+func (b *bed) Close() {
+	for _, g := range b.gnbs {
+		g.Close()
+	}
+	if b.core != nil {
+		b.core.Close()
+	}
+	os.RemoveAll(b.dir)
+}

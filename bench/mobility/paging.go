@@ -1,0 +1,263 @@
+package mobility
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tern5g/tern/sim/ue"
+)
+
+// PagingConfig is the paging experiment.
+type PagingConfig struct {
+	// PPS and Size shape the downlink stream (default 10,000 packets/s of
+	// 64 bytes, as L25GC's).
+	PPS, Size int
+	// Trials is how many times one UE is paged with the stream running.
+	Trials int
+	// Concurrency lists how many UEs are paged at once in the concurrent
+	// runs (L25GC+: 4, 8, 16, 32, 64), each run Rounds times.
+	Concurrency []int
+	Rounds      int
+	Log         Logger
+}
+
+// Logger is what the experiments print progress to (nil: nothing).
+type Logger func(format string, args ...any)
+
+func (c *PagingConfig) defaults() {
+	if c.PPS <= 0 {
+		c.PPS = 10000
+	}
+	if c.Size <= 0 {
+		c.Size = 64
+	}
+	if c.Trials <= 0 {
+		c.Trials = 20
+	}
+	if c.Rounds <= 0 {
+		c.Rounds = 5
+	}
+	if c.Log == nil {
+		c.Log = func(string, ...any) {}
+	}
+}
+
+// PagingResult is what the experiment measured.
+type PagingResult struct {
+	PPS int // the stream's rate
+	// Unit is the paging window of each trial (the gNB receives Paging ->
+	// it sends the Initial Context Setup Response).
+	Unit []time.Duration
+	// Full is, per trial, the first downlink packet handed to the UPF while
+	// the UE is idle (the one it buffers and reports) -> that packet
+	// reaching the UE, drained from the buffer: what the user feels.
+	Full []time.Duration
+	// Baseline is the stream's median one-way delay with the UE connected
+	// and nothing happening: the reference, measured in the same run.
+	Baseline time.Duration
+	// DL counts the stream's packets over every trial's window, from the
+	// moment the UE is idle to 50 ms after it is back.
+	DL Window
+	// Threshold is the delay above which a packet counts as delayed.
+	Threshold time.Duration
+	// Trace is the first trial's per-packet delays (for the plot), with
+	// the instants (stream clock, ns) the trial began and the UE was back.
+	Trace         []Delay
+	TraceStart    int64
+	TraceConnectd int64
+	// Concurrent is, per number of UEs, the time each round took from
+	// handing one downlink packet for each idle UE to the UPF to the last
+	// of those packets reaching its UE.
+	Concurrent map[int][]time.Duration
+	Failures   int
+}
+
+// Paging runs the experiment: the single-UE trials, then the concurrent
+// runs, each on a core of its own.
+func Paging(ctx context.Context, c PagingConfig) (*PagingResult, error) {
+	c.defaults()
+	res := &PagingResult{PPS: c.PPS, Concurrent: map[int][]time.Duration{}}
+	if err := pagingTrials(ctx, c, res); err != nil {
+		return nil, err
+	}
+	for _, n := range c.Concurrency {
+		if err := pagingConcurrent(ctx, c, n, res); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// goIdle releases bu to CM-IDLE and waits until its user plane is
+// deactivated at the SMF (the UPF buffers from then on).
+func (b *bed) goIdle(ctx context.Context, bus ...*benchUE) error {
+	before := b.core.SMF.Stats().Deactivations
+	var wg sync.WaitGroup
+	errs := make([]error, len(bus))
+	for i, bu := range bus {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = bu.u.Release(ctx)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return fmt.Errorf("release to CM-IDLE: %w", err)
+		}
+	}
+	return waitFor(ctx, 5*time.Second, func() bool {
+		return b.core.SMF.Stats().Deactivations >= before+uint64(len(bus))
+	})
+}
+
+func pagingTrials(ctx context.Context, c PagingConfig, res *PagingResult) error {
+	b, err := newBed(ctx, bedConfig{UEs: 1, GNBs: 1})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := b.connect(ctx, c.PPS, c.Size); err != nil {
+		return err
+	}
+	bu := b.ues[0]
+	s := bu.stream
+	// The reference: the stream with the UE connected.
+	runFor(ctx, s, 200*time.Millisecond)
+	from := s.Mark() - int64(150*time.Millisecond)
+	res.Baseline = s.Baseline(from, s.Mark()-int64(10*time.Millisecond))
+	base := s.Analyze(from, s.Mark()-int64(10*time.Millisecond), time.Hour)
+	p99 := quantileDelay(base.Delays, 0.99)
+	res.Threshold = max(2*p99, res.Baseline+200*time.Microsecond)
+	c.Log("paging: baseline one-way delay %v (p99 %v) at %d pps; delayed means above %v", res.Baseline, p99, c.PPS, res.Threshold)
+
+	for trial := range c.Trials {
+		if err := b.goIdle(ctx, bu); err != nil {
+			res.Failures++
+			return fmt.Errorf("paging trial %d: %w", trial, err)
+		}
+		start := s.Mark()
+		sctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); s.Run(sctx) }()
+		var sentNs, recvNs int64
+		err := waitFor(ctx, 10*time.Second, func() bool {
+			var ok bool
+			sentNs, recvNs, ok = s.FirstAfter(start)
+			return ok
+		})
+		if err != nil {
+			stop()
+			<-done
+			res.Failures++
+			c.Log("paging trial %d: the UE never got its downlink: %v", trial, err)
+			continue
+		}
+		back := s.Mark()
+		time.Sleep(50 * time.Millisecond)
+		stop()
+		<-done
+		end := s.Mark()
+		time.Sleep(20 * time.Millisecond) // in-flight packets land
+		w := s.Analyze(start, end, res.Threshold)
+		res.DL.Sent += w.Sent
+		res.DL.Received += w.Received
+		res.DL.Lost += w.Lost
+		res.DL.Reordered += w.Reordered
+		res.DL.Delayed += w.Delayed
+		res.Full = append(res.Full, time.Duration(recvNs-sentNs))
+		if trial == 0 {
+			res.Trace, res.TraceStart, res.TraceConnectd = w.Delays, start, back
+		}
+	}
+	res.Unit = b.rec.Samples(ue.ProcPaging)
+	for _, s := range b.rec.Summaries() {
+		if s.Procedure == ue.ProcPaging {
+			res.Failures += s.Failures
+		}
+	}
+	c.Log("paging: %d trials, unit window median %v, full median %v", c.Trials, median(res.Unit), median(res.Full))
+	return nil
+}
+
+// pagingConcurrent pages n idle UEs at once, Rounds times.
+func pagingConcurrent(ctx context.Context, c PagingConfig, n int, res *PagingResult) error {
+	b, err := newBed(ctx, bedConfig{UEs: n, GNBs: 1})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := b.connect(ctx, c.PPS, c.Size); err != nil {
+		return err
+	}
+	for round := range c.Rounds {
+		if err := b.goIdle(ctx, b.ues...); err != nil {
+			return fmt.Errorf("paging %d UEs, round %d: %w", n, round, err)
+		}
+		marks := make([]int64, n)
+		pkts := make([][]byte, n)
+		for i, bu := range b.ues {
+			marks[i] = bu.stream.Mark()
+			pkts[i] = bu.stream.packet()
+		}
+		t0 := time.Now()
+		if err := b.core.UPF.InjectDownlink(pkts...); err != nil {
+			return err
+		}
+		err := waitFor(ctx, 10*time.Second, func() bool {
+			for i, bu := range b.ues {
+				if _, _, ok := bu.stream.FirstAfter(marks[i]); !ok {
+					return false
+				}
+			}
+			return true
+		})
+		if err != nil {
+			res.Failures++
+			c.Log("paging %d UEs, round %d: not every UE got its downlink: %v", n, round, err)
+			continue
+		}
+		// The last arrival's own instant (each stream has its clock), not
+		// the poll's.
+		var latest int64
+		for i, bu := range b.ues {
+			_, recv, _ := bu.stream.FirstAfter(marks[i])
+			latest = max(latest, recv-int64(t0.Sub(bu.stream.epoch)))
+		}
+		res.Concurrent[n] = append(res.Concurrent[n], time.Duration(latest))
+	}
+	c.Log("paging %d UEs at once: median %v over %d rounds", n, median(res.Concurrent[n]), len(res.Concurrent[n]))
+	return nil
+}
+
+// runFor runs the stream for d.
+func runFor(ctx context.Context, s *Stream, d time.Duration) {
+	sctx, stop := context.WithTimeout(ctx, d)
+	defer stop()
+	s.Run(sctx)
+}
+
+func quantileDelay(ds []Delay, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	v := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		v[i] = d.Delay
+	}
+	slices.Sort(v)
+	return v[min(len(v)-1, int(q*float64(len(v))))]
+}
+
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	v := slices.Clone(ds)
+	slices.Sort(v)
+	return v[len(v)/2]
+}

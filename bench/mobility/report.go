@@ -1,0 +1,173 @@
+package mobility
+
+import (
+	"fmt"
+	"image/color"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/tern5g/tern/report"
+)
+
+// Published figures (../shared/notes/benchmarks.md): L25GC and free5GC on
+// their hardware, and L25GC+'s concurrent paging totals.
+var (
+	l25gcPaging          = 27 * time.Millisecond
+	free5gcPaging        = 56 * time.Millisecond
+	l25gcHandover        = 132 * time.Millisecond
+	free5gcHandover      = 222 * time.Millisecond
+	l25gcPlusConcurrency = map[int]time.Duration{4: 8900 * time.Microsecond, 8: 15400 * time.Microsecond,
+		16: 28100 * time.Microsecond, 32: 45500 * time.Microsecond, 64: 62100 * time.Microsecond}
+)
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// latency is a Result of samples in unit ("us" or "ms").
+func latency(name, variant, unit string, ds []time.Duration, failures int) report.Result {
+	s := report.Summarize(name, ds, failures)
+	r := report.LatencyResult(s, variant, ds)
+	if unit == "ms" {
+		r.Unit, r.Median, r.P90, r.P99, r.Max = "ms", ms(s.Median), ms(s.P90), ms(s.P99), ms(s.Max)
+		for i, d := range ds {
+			r.Samples[i] = ms(d)
+		}
+	}
+	return r
+}
+
+// dlResult is the count row of a stream window (unit count; fields sent,
+// lost, reordered, delayed).
+func dlResult(name, variant string, w Window, threshold time.Duration, failures int) report.Result {
+	return report.Result{Name: name, Variant: variant, Unit: "count", Count: w.Sent, Failures: failures,
+		Extra: map[string]any{"sent": w.Sent, "received": w.Received, "lost": w.Lost, "reordered": w.Reordered,
+			"delayed": w.Delayed, "delayed_threshold_us": us(threshold)}}
+}
+
+// Results are the JSON rows of the paging experiment (names scripts
+// read: paging, paging-full, paging-concurrent, paging-dl).
+func (r *PagingResult) Results() []report.Result {
+	out := []report.Result{
+		latency("paging", "unit", "us", r.Unit, r.Failures),
+		latency("paging-full", "unit", "us", r.Full, r.Failures),
+		dlResult("paging-dl", "unit", r.DL, r.Threshold, r.Failures),
+	}
+	out[0].Extra = map[string]any{"baseline_delay_us": us(r.Baseline), "l25gc_ms": ms(l25gcPaging), "free5gc_ms": ms(free5gcPaging)}
+	for _, n := range sortedKeys(r.Concurrent) {
+		row := latency("paging-concurrent", strconv.Itoa(n), "ms", r.Concurrent[n], 0)
+		if pub, ok := l25gcPlusConcurrency[n]; ok {
+			row.Extra = map[string]any{"l25gc_plus_ms": ms(pub)}
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// WriteTable prints the experiment the way the other benches do.
+func (r *PagingResult) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "paging, one UE, %d trials with a %d pps downlink stream running\n", len(r.Unit), r.PPS)
+	report.WriteTable(w, "", []report.Summary{report.Summarize("paging", r.Unit, r.Failures), report.Summarize("paging-full", r.Full, 0)})
+	fmt.Fprintf(w, "  reference: the stream's one-way delay with the UE connected, median %.1f us\n", us(r.Baseline))
+	fmt.Fprintf(w, "  downlink while idle and paged: %d sent, %d lost, %d reordered, %d delayed (above %.0f us)\n",
+		r.DL.Sent, r.DL.Lost, r.DL.Reordered, r.DL.Delayed, us(r.Threshold))
+	if m := median(r.Unit); m > 0 {
+		fmt.Fprintf(w, "  paging window median %.0f us: L25GC 27 ms is %.0fx, free5GC 56 ms %.0fx [published figures, their hardware]\n",
+			us(m), float64(l25gcPaging)/float64(m), float64(free5gcPaging)/float64(m))
+	}
+	if len(r.Concurrent) > 0 {
+		fmt.Fprintf(w, "  %-10s %14s %14s %10s\n", "paged UEs", "all done ms", "L25GC+ ms", "ratio")
+		for _, n := range sortedKeys(r.Concurrent) {
+			m := median(r.Concurrent[n])
+			pub, ok := l25gcPlusConcurrency[n]
+			if !ok {
+				fmt.Fprintf(w, "  %-10d %14.2f %14s %10s\n", n, ms(m), "-", "-")
+				continue
+			}
+			fmt.Fprintf(w, "  %-10d %14.2f %14.1f %9.0fx\n", n, ms(m), ms(pub), float64(pub)/float64(m))
+		}
+	}
+}
+
+func sortedKeys(m map[int][]time.Duration) []int {
+	keys := make([]int, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// series is one line of a delay plot.
+type series struct {
+	name   string
+	delays []Delay
+	start  int64 // stream clock of the procedure's start
+	marks  []int64
+	color  color.Color
+}
+
+// writeDelayPNG draws per-packet one-way delay against send time, one
+// panel per series (L25GC Figs 13-14), with the procedure's start at 0.
+func writeDelayPNG(path, title string, ss []series) error {
+	var plots []*plot.Plot
+	for _, s := range ss {
+		p := plot.New()
+		p.Title.Text = title + ": " + s.name
+		p.X.Label.Text = "send time (ms, 0 = procedure start)"
+		p.Y.Label.Text = "one-way delay (ms)"
+		pts := make(plotter.XYs, len(s.delays))
+		for i, d := range s.delays {
+			pts[i] = plotter.XY{X: float64(d.SentNs-s.start) / 1e6, Y: ms(d.Delay)}
+		}
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			return fmt.Errorf("bench: plot: %w", err)
+		}
+		sc.GlyphStyle.Radius = vg.Points(1.2)
+		sc.GlyphStyle.Color = s.color
+		p.Add(sc)
+		for _, m := range s.marks {
+			x := float64(m-s.start) / 1e6
+			l, err := plotter.NewLine(plotter.XYs{{X: x, Y: 0}, {X: x, Y: p.Y.Max}})
+			if err == nil {
+				l.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
+				l.Color = color.Gray{Y: 120}
+				p.Add(l)
+			}
+		}
+		plots = append(plots, p)
+	}
+	img := vgimg.New(vg.Points(float64(520*len(plots))), vg.Points(380))
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 1, Cols: len(plots), PadX: vg.Points(10), PadLeft: vg.Points(5), PadRight: vg.Points(5), PadTop: vg.Points(5), PadBottom: vg.Points(5)}
+	cs := plot.Align([][]*plot.Plot{plots}, tiles, dc)
+	for i, p := range plots {
+		p.Draw(cs[0][i])
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return fmt.Errorf("bench: write %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// WritePNG draws the first trial's per-packet delays (L25GC Fig 13).
+func (r *PagingResult) WritePNG(path string) error {
+	return writeDelayPNG(path, "paging with a downlink stream", []series{{
+		name: "one UE idle, paged, back", delays: r.Trace, start: r.TraceStart,
+		marks: []int64{r.TraceConnectd}, color: color.RGBA{20, 90, 200, 255},
+	}})
+}
