@@ -23,6 +23,30 @@ func FuzzN2Input(f *testing.F) {
 			GUTI: identity.GUTI{GUAMI: identity.GUAMI{PLMN: testPLMN, AMFID: identity.AMFID{RegionID: 0xCA, SetID: 0x3F8}}, TMSI: 1}}}); err == nil {
 		f.Add(reg)
 	}
+	// The mobility messages an AMF receives (handled on the UEs' executors)
+	// and a Service Request: seeds for the mutator to start from.
+	loc := ngap.UserLocationNR{NRCGI: ngap.NRCGI{PLMN: testPLMN, CellID: 1}, TAI: testTAI}
+	for _, m := range []ngap.Message{
+		&ngap.PathSwitchRequest{RANUENGAPID: 5, SourceAMFUENGAPID: 1, UserLocation: loc,
+			ToBeSwitched: []ngap.PDUSessionResourceItem{{ID: 1, Transfer: []byte{0x00}}}},
+		&ngap.HandoverRequired{AMFUENGAPID: 1, RANUENGAPID: 1, Cause: ngap.Cause{Group: ngap.CauseRadioNetwork},
+			TargetID:                           ngap.TargetRANNodeID{GlobalGNBID: ngap.GlobalGNBID{PLMN: testPLMN, GNBID: 2, BitLen: 22}, SelectedTAI: testTAI},
+			Sessions:                           []ngap.PDUSessionResourceItem{{ID: 1, Transfer: []byte{0x00}}},
+			SourceToTargetTransparentContainer: []byte{1}},
+		&ngap.HandoverRequestAcknowledge{AMFUENGAPID: 1, RANUENGAPID: 7, Admitted: []ngap.PDUSessionResourceItem{{ID: 1, Transfer: []byte{0}}},
+			TargetToSourceTransparentContainer: []byte{1}},
+		&ngap.HandoverNotify{AMFUENGAPID: 1, RANUENGAPID: 7, UserLocation: loc},
+		&ngap.HandoverCancel{AMFUENGAPID: 1, RANUENGAPID: 1, Cause: ngap.Cause{Group: ngap.CauseRadioNetwork}},
+		&ngap.HandoverFailure{AMFUENGAPID: 1, Cause: ngap.Cause{Group: ngap.CauseRadioNetwork}},
+	} {
+		if b, err := ngap.Encode(m); err == nil {
+			f.Add(b)
+		}
+	}
+	if sr, err := nas.Encode(&nas.ServiceRequest{ServiceType: nas.ServiceData, STMSI: identity.STMSI{SetID: 0x3F8, TMSI: 1},
+		NASMessageContainer: []byte{1, 2, 3}}); err == nil {
+		f.Add(sr)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a, hn := newTestAMF(t, nil)
 		g := setupGNB(t, a)
