@@ -110,7 +110,9 @@ func leftovers(st core.Stats) string {
 	add("upf.teids", u.TEIDs)
 	add("upf.datapath.sessions", st.UPF.Pipeline.Sessions)
 	add("upf.buffered", st.UPF.Pipeline.Buffered)
+	add("upf.bufferedbytes", st.UPF.Pipeline.BufferedBytes)
 	add("amf.pdusessions", int(st.AMF.PDUSessions))
+	add("amf.pendingtransfers", int(st.AMF.PendingTransfers))
 	return s
 }
 
