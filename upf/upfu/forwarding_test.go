@@ -80,6 +80,29 @@ func testIndirectForwarding(t *testing.T, global bool) {
 		t.Errorf("stats %+v", st)
 	}
 
+	// The source passes on the old path's End Marker after the last
+	// forwarded packet (TS 23.502 §4.9.1.3.3): it follows that packet to
+	// the target's forwarding tunnel in the same batch. An End Marker on
+	// the session's own uplink tunnel ends there.
+	fwd := withHeadroom(gtpu.AppendGPDU(nil, fwdTEID, qfi, true, inner), gnb)
+	em := upfu.Packet{Buf: gtpu.AppendEndMarker(nil, fwdTEID), Peer: gnb}
+	em.Len = len(em.Buf)
+	ulEM := upfu.Packet{Buf: gtpu.AppendEndMarker(nil, ulTEID), Peer: gnb}
+	ulEM.Len = len(ulEM.Buf)
+	out = w.Uplink([]upfu.Packet{fwd, em, ulEM}, nil)
+	if len(out) != 2 {
+		t.Fatalf("forwarded packet and End Marker: %d outputs", len(out))
+	}
+	if err := gtpu.Parse(out[0].Data(), &h); err != nil || h.Type != gtpu.TypeGPDU || h.TEID != targetTEID {
+		t.Errorf("first out: %+v %v", h, err)
+	}
+	if teid, err := gtpu.ParseEndMarker(out[1].Data()); err != nil || teid != targetTEID || out[1].Peer != target || out[1].Port != upfu.PortN3 {
+		t.Errorf("relayed End Marker: TEID %#x to %v port %d, %v", teid, out[1].Peer, out[1].Port, err)
+	}
+	if st := p.Stats(); st.EndMarkers != 2 || st.EndMarkersRelayed != 1 {
+		t.Errorf("End Markers received %d, relayed %d", st.EndMarkers, st.EndMarkersRelayed)
+	}
+
 	// Handover done: the SMF removes the forwarding PDR; its TEID is
 	// unknown again (Error Indication, TS 29.281 §7.3.1).
 	p.Install(session(t, sessionOpts{}))

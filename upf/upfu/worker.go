@@ -52,7 +52,7 @@ type workerStats struct {
 	drops                                  [NumDropReasons]atomic.Uint64
 	echoReplies, errorIndicationsSent      atomic.Uint64
 	errorIndicationsRecv, endMarkers       atomic.Uint64
-	buffered                               atomic.Uint64
+	endMarkersRelayed, buffered            atomic.Uint64
 }
 
 type localStats struct {
@@ -60,7 +60,7 @@ type localStats struct {
 	drops                                  [NumDropReasons]uint64
 	echoReplies, errorIndicationsSent      uint64
 	errorIndicationsRecv, endMarkers       uint64
-	buffered                               uint64
+	endMarkersRelayed, buffered            uint64
 }
 
 // Worker processes batches. A Worker is not safe for concurrent use: give
@@ -191,7 +191,7 @@ func (w *Worker) uplinkOne(pk *Packet, out []Packet) []Packet {
 		return out
 	case gtpu.TypeEndMarker:
 		w.local.endMarkers++
-		return out
+		return w.relayEndMarker(out, h.TEID)
 	default:
 		w.drop(DropUnsupported)
 		return out
@@ -288,6 +288,40 @@ func (w *Worker) uplinkOne(pk *Packet, out []Packet) []Packet {
 		return out
 	}
 	return append(out, Packet{Buf: pk.Buf, Off: innerOff, Len: n, Port: port})
+}
+
+// relayEndMarker passes an End Marker that arrives on an indirect data
+// forwarding tunnel on to the tunnel that tunnel's FAR forwards to: the
+// source NG-RAN sends it after the last forwarded packet (TS 38.300
+// §9.2.3.2.1, TS 23.502 §4.9.1.3.3 step 3) and the target, which holds the
+// new path's downlink until it comes, must get it through the forwarding
+// UPF like the data before it (TS 29.281 §7.3.2: a node relaying between
+// two tunnels relays the End Marker). It goes out after the G-PDUs of the
+// same batch, in the order they came. An End Marker on any other tunnel
+// ends a path at this UPF and is absorbed (counted).
+func (w *Worker) relayEndMarker(out []Packet, teid uint32) []Packet {
+	if teid == 0 {
+		return out
+	}
+	e := w.p.lookupTEID(teid)
+	if e == nil {
+		return out
+	}
+	s := e.sess
+	for i := range s.UplinkRules {
+		r := &s.UplinkRules[i]
+		if r.TEID != teid || int(r.ID) >= len(s.PDRs) {
+			continue
+		}
+		far := s.PDRs[r.ID].FAR
+		if far == nil || far.Action&rules.ActionForward == 0 || far.Encap == nil || far.Dest != rules.InterfaceAccess {
+			continue
+		}
+		w.local.endMarkersRelayed++
+		to := far.Encap
+		return w.respond(out, to.Peer, func(b []byte) []byte { return gtpu.AppendEndMarker(b, to.TEID) })
+	}
+	return out
 }
 
 // unknownTEID drops a G-PDU for a TEID no session has and answers with an
@@ -519,6 +553,7 @@ func (w *Worker) flushStats() {
 	add(&s.errorIndicationsSent, &l.errorIndicationsSent)
 	add(&s.errorIndicationsRecv, &l.errorIndicationsRecv)
 	add(&s.endMarkers, &l.endMarkers)
+	add(&s.endMarkersRelayed, &l.endMarkersRelayed)
 	add(&s.buffered, &l.buffered)
 }
 
@@ -529,7 +564,8 @@ type Stats struct {
 	EchoReplies                            uint64
 	ErrorIndicationsSent                   uint64
 	ErrorIndicationsReceived               uint64
-	EndMarkers                             uint64 // received (absorbed)
+	EndMarkers                             uint64 // received
+	EndMarkersRelayed                      uint64 // of those: passed on along a forwarding tunnel
 	EndMarkersSent                         uint64 // on old tunnels (SNDEM)
 	// Downlink buffering: packets ever buffered, and packets and bytes
 	// in buffers now (the global cap applies to BufferedBytes). Packets
@@ -563,6 +599,7 @@ func (p *Pipeline) Stats() Stats {
 		st.ErrorIndicationsSent += s.errorIndicationsSent.Load()
 		st.ErrorIndicationsReceived += s.errorIndicationsRecv.Load()
 		st.EndMarkers += s.endMarkers.Load()
+		st.EndMarkersRelayed += s.endMarkersRelayed.Load()
 		st.BufferedTotal += s.buffered.Load()
 	}
 	st.EndMarkersSent = p.endMarkersSent.Load()
