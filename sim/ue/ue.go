@@ -187,6 +187,8 @@ const (
 	procServiceRequest // UE-triggered (a caller, or uplink data)
 	procPagingResponse // the service request answering paging
 	procPeriodic       // periodic registration update (T3512)
+	procHandoverXn     // Xn handover (and the registration update after it)
+	procHandoverN2     // N2 handover (and the registration update after it)
 )
 
 func (k procKind) name() string {
@@ -207,8 +209,17 @@ func (k procKind) name() string {
 		return ProcPaging
 	case procPeriodic:
 		return ProcPeriodicRegistration
+	case procHandoverXn:
+		return ProcHandoverXn
+	case procHandoverN2:
+		return ProcHandoverN2
 	}
 	return "none"
+}
+
+// handover reports whether k is a handover.
+func (k procKind) handover() bool {
+	return k == procHandoverXn || k == procHandoverN2
 }
 
 // registration reports whether k is a registration procedure.
@@ -260,6 +271,10 @@ type Stats struct {
 	LocalReleases          int // sessions released locally: the network's PDU session status lacked them
 	QueuedUplink           int // uplink packets buffered while the user plane was down
 	DroppedUplink          int // buffered packets dropped: buffer full, or no user plane came back
+
+	// Mobility
+	Handovers       int // handovers that moved the UE
+	MobilityUpdates int // registration updates after them (a TA outside the TAI list)
 }
 
 // UE is one simulated UE.
@@ -325,6 +340,9 @@ type UE struct {
 	inactDue   time.Time
 	inactMark  int64          // user-plane packet count at the last inactivity check
 	ulQueue    []queuedPacket // uplink held while the user plane comes back
+
+	// handover (handover.go): the handover's registration update runs
+	hoRegistering bool
 
 	// 5GSM: sessions by PDU session identity (index 0 unused); data is
 	// each session's user plane, read without mu on the data path.
@@ -745,6 +763,7 @@ func (u *UE) startLocked(k procKind, a procArgs) error {
 
 func (u *UE) beginLocked(k procKind) {
 	u.proc = k
+	u.hoRegistering = false
 	u.deregAck = false
 	u.authCause = 0
 	u.icsAt = time.Time{}
@@ -759,7 +778,7 @@ func (u *UE) abortLocked() {
 	k := u.proc
 	switch {
 	case k == procRelease:
-	case k.service() || k == procPeriodic:
+	case k.service() || k == procPeriodic || k.handover():
 		if u.mm == mmServiceRequestInitiated || u.mm == mmRegisteredInitiated {
 			u.mm = mmRegistered
 		}
@@ -800,6 +819,7 @@ func (u *UE) finishLocked(end time.Time, err error) {
 	}
 	u.proc = procNone
 	u.initialPlain = nil
+	u.hoRegistering = false
 	if u.connected && u.mm == mmRegistered {
 		u.armInactivityLocked()
 	}
