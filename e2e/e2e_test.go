@@ -7,6 +7,8 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"log/slog"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -68,7 +70,16 @@ func startCore(t *testing.T, subscribers int, mutate func(*config.Config)) *test
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	c, err := core.New(cfg, nil)
+	// TERN_E2E_LOG=debug|info|warn shows the core's log.
+	var logger *slog.Logger
+	if l := os.Getenv("TERN_E2E_LOG"); l != "" {
+		var level slog.Level
+		if err := level.UnmarshalText([]byte(l)); err != nil {
+			t.Fatalf("TERN_E2E_LOG: %v", err)
+		}
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	}
+	c, err := core.New(cfg, logger)
 	if err != nil {
 		t.Fatalf("core.New: %v", err)
 	}

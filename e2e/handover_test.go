@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,7 +106,7 @@ type hoUE struct {
 	seqs []int
 }
 
-func newHOUE(t *testing.T, g *gnb.GNB, msin string) *hoUE {
+func newHOUE(t *testing.T, c *testCore, g *gnb.GNB, msin string) *hoUE {
 	t.Helper()
 	card, err := usim.New(usim.Subscriber{PLMN: plmn, MSIN: msin, K: demoK, OPc: demoOP, AMF: []byte{0x80, 0}})
 	if err != nil {
@@ -121,7 +123,12 @@ func newHOUE(t *testing.T, g *gnb.GNB, msin string) *hoUE {
 	if err := u.Register(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	est := c.Stats().SMF.Established
 	h.s = establish(t, u)
+	// The UE is done when the gNB answered the setup; the SMF then
+	// completes it. A path switch coming from another gNB's association
+	// before that is refused (the session is not active yet).
+	waitUntil(t, "the SMF to complete the session", func() bool { return c.Stats().SMF.Established > est })
 	if err := u.SetProbe(h.s.ID, receiverFunc(func(pkt []byte) bool {
 		ip, err := ipv4pkt.ParseIPv4(pkt)
 		if err != nil || ip.Dst != h.s.Address || ip.Protocol != ipv4pkt.ProtoUDP {
@@ -268,7 +275,7 @@ func newHORig(t *testing.T, mode string, interruption time.Duration) *hoRig {
 	r.g1 = dialHOGNB(t, r.c, 1, 1, cfg)
 	r.g2 = dialHOGNB(t, r.c, 2, 2, cfg)
 	gnb.Neighbours(r.g1.GNB, r.g2.GNB)
-	r.h = newHOUE(t, r.g1.GNB, "0000000001")
+	r.h = newHOUE(t, r.c, r.g1.GNB, "0000000001")
 	return r
 }
 
@@ -455,5 +462,211 @@ func TestHandoverN2EndMarkerRelayed(t *testing.T) {
 	if c2.HoldTimeouts != 0 || c2.EndMarkers == 0 {
 		t.Errorf("target: %d End Markers received, %d holds ended by the timer; want the End Marker through the forwarding tunnel (UPF absorbed %d)",
 			c2.EndMarkers, c2.HoldTimeouts, r.c.Stats().UPF.Pipeline.EndMarkers)
+	}
+}
+
+// TestHandoverN2Refused: the target refuses (Handover Failure), then the
+// source cancels after the command (Handover Cancel): the UE stays on the
+// source each time and its downlink goes on, in order, without loss. A
+// handover afterwards works. In both of the SMF's modes (smart: the UPF
+// held the downlink from the acknowledgement and sends it back to the
+// source on the cancel).
+func TestHandoverN2Refused(t *testing.T) {
+	for _, mode := range []string{"forwarding", "smart"} {
+		t.Run(mode, func(t *testing.T) { testHandoverN2Refused(t, mode) })
+	}
+}
+
+func testHandoverN2Refused(t *testing.T, mode string) {
+	r := newHORig(t, mode, hoInterruption)
+	ctx := context.Background()
+	tr := startTraffic(r.c, r.h.s.Address, hoTrafficInterval)
+	time.Sleep(20 * time.Millisecond)
+
+	r.g2.SetHandoverAnswer(gnb.HandoverRefuse, nil)
+	err := r.h.Handover(ctx, ue.HandoverN2, 2)
+	var he *gnb.HandoverError
+	if !errors.As(err, &he) || he.Message != "Handover Preparation Failure" {
+		t.Fatalf("handover to a refusing target: %v, want Handover Preparation Failure", err)
+	}
+	stays := func(what string) {
+		t.Helper()
+		if g := r.h.port.GNB(); g != r.g1.GNB || !r.h.Connected() || len(r.h.port.Sessions()) != 1 {
+			t.Fatalf("after %s: UE at gNB %d, connected %v, sessions %+v", what, g.ID(), r.h.Connected(), r.h.port.Sessions())
+		}
+	}
+	stays("the preparation failure")
+	time.Sleep(20 * time.Millisecond)
+
+	r.g2.SetHandoverAnswer(gnb.HandoverAccept, nil)
+	r.g1.CancelHandovers(true)
+	if err := r.h.Handover(ctx, ue.HandoverN2, 2); !errors.Is(err, gnb.ErrHandoverCancelled) {
+		t.Fatalf("handover the source cancels: %v", err)
+	}
+	stays("the cancel")
+	r.g1.CancelHandovers(false)
+	// The AMF released the target's connection.
+	waitUntil(t, "the release of the target's connection", func() bool { return r.g2.got("UEContextReleaseCommand") == 1 })
+	waitGNBTEIDs(t, 1, r.g1, r.g2)
+	time.Sleep(20 * time.Millisecond)
+
+	r.move(t, ue.HandoverN2, r.g2)
+	time.Sleep(20 * time.Millisecond)
+	n := tr.end()
+	lost, reordered := checkInOrder(t, r.h, n)
+	// Prepared: every Handover Request sent; failed: the refused and the
+	// cancelled one.
+	if st := r.c.AMF.Stats(); st.Handovers != 3 || st.HandoversCompleted != 1 || st.HandoverFailures != 2 {
+		t.Errorf("AMF: %d handovers prepared, %d completed, %d failed; want 3, 1, 2", st.Handovers, st.HandoversCompleted, st.HandoverFailures)
+	}
+	c1, c2 := r.g1.Counters().Handover, r.g2.Counters().Handover
+	if c1.N2PreparationFailures != 1 || c1.N2Cancelled != 1 || c2.N2Refused != 1 || c2.N2Admitted != 2 || c1.N2Completed != 1 {
+		t.Errorf("gNB 1 %+v\ngNB 2 %+v", c1, c2)
+	}
+	t.Logf("%s: %d downlink packets, %d delivered, %d lost, %d reordered; UPF buffered %d",
+		mode, n, len(r.h.received()), lost, reordered, r.c.Stats().UPF.Pipeline.BufferedTotal)
+}
+
+// TestHandoverTargetDisconnects: the target's association goes down while
+// it holds the Handover Request unanswered: the AMF ends the preparation
+// (Handover Preparation Failure), the UE stays on the source with its
+// downlink, and a handover to another gNB works afterwards.
+func TestHandoverTargetDisconnects(t *testing.T) {
+	r := newHORig(t, "", hoInterruption)
+	ctx := context.Background()
+	closed := make(chan struct{})
+	g3 := dialHOGNB(t, r.c, 3, 2, gnb.Config{HandoverInterruption: hoInterruption, OnMessage: func(m ngap.Message) {
+		if _, ok := m.(*ngap.HandoverRequest); ok {
+			go func() {
+				defer close(closed)
+				// Close waits for this reader: from another goroutine.
+				time.Sleep(5 * time.Millisecond)
+			}()
+		}
+	}})
+	g3.SetHandoverAnswer(gnb.HandoverIgnore, nil)
+	gnb.Neighbours(r.g1.GNB, r.g2.GNB, g3.GNB)
+	go func() {
+		<-closed
+		g3.Close()
+	}()
+	tr := startTraffic(r.c, r.h.s.Address, hoTrafficInterval)
+	time.Sleep(20 * time.Millisecond)
+	err := r.h.Handover(ctx, ue.HandoverN2, 3)
+	var he *gnb.HandoverError
+	if !errors.As(err, &he) || he.Cause == nil || he.Cause.Value != ngap.RadioNetworkHOFailureInTarget {
+		t.Fatalf("handover to a target that went away: %v, want Handover Preparation Failure (ho-failure-in-target)", err)
+	}
+	if g := r.h.port.GNB(); g != r.g1.GNB || !r.h.Connected() {
+		t.Fatalf("UE at gNB %d, connected %v", g.ID(), r.h.Connected())
+	}
+	time.Sleep(20 * time.Millisecond)
+	r.move(t, ue.HandoverN2, r.g2)
+	time.Sleep(20 * time.Millisecond)
+	lost, reordered := checkInOrder(t, r.h, tr.end())
+	if st := r.c.AMF.Stats(); st.HandoverFailures != 1 || st.HandoversCompleted != 1 || st.GNBs != 2 {
+		t.Errorf("AMF: %d failures, %d completed, %d gNBs", st.HandoverFailures, st.HandoversCompleted, st.GNBs)
+	}
+	t.Logf("target gone: %v; %d lost, %d reordered", err, lost, reordered)
+}
+
+// TestHandoverCyclesLeaveNothingBehind: in each of the SMF's modes, three
+// UEs with a session are handed back and forth between two gNBs in
+// different TAs 50 times each, Xn and N2 in turn (300 handovers in all,
+// each with a registration update), then release the session and
+// deregister: the core holds no PDU session, UPF session, buffered packet
+// or TEID, no UE is registered or connected, the gNBs hold no tunnel, and
+// the goroutines are back to where they were.
+func TestHandoverCyclesLeaveNothingBehind(t *testing.T) {
+	const ues, moves = 3, 50
+	total := 0
+	for _, mode := range []string{"forwarding", "smart"} {
+		t.Run(mode, func(t *testing.T) {
+			c := hoCore(t, ues, mode, nil)
+			g1 := dialHOGNB(t, c, 1, 1, gnb.Config{})
+			g2 := dialHOGNB(t, c, 2, 2, gnb.Config{})
+			gnb.Neighbours(g1.GNB, g2.GNB)
+			hs := make([]*hoUE, ues)
+			for i := range hs {
+				hs[i] = newHOUE(t, c, g1.GNB, fmt.Sprintf("%010d", i+1))
+			}
+			goroutines := runtime.NumGoroutine()
+			// The UEs move together, a round at a time: a UE's next
+			// handover waits until the AMF has taken the Registration
+			// Complete of its last one. (It goes over the other gNB's
+			// association than a Path Switch Request from the next
+			// target, and the AMF refuses a path switch while the
+			// registration runs.)
+			regs := c.AMF.Stats().Registrations
+			var xn, n2 uint64
+			for i := range moves {
+				// Xn there and back, N2 there and back, ...
+				kind, to := ue.HandoverXn, g2
+				if i%4 >= 2 {
+					kind = ue.HandoverN2
+				}
+				if i%2 == 1 {
+					to = g1
+				}
+				if kind == ue.HandoverXn {
+					xn += ues
+				} else {
+					n2 += ues
+				}
+				var wg sync.WaitGroup
+				var failed atomic.Int64
+				for _, h := range hs {
+					wg.Go(func() {
+						if err := h.Handover(context.Background(), kind, to.ID()); err != nil {
+							t.Errorf("move %d: %v", i, err)
+							failed.Add(1)
+						}
+					})
+				}
+				wg.Wait()
+				if failed.Load() != 0 {
+					return
+				}
+				regs += ues
+				waitUntil(t, "the AMF to complete the registration updates", func() bool { return c.AMF.Stats().Registrations == regs })
+			}
+			st := c.AMF.Stats()
+			if st.PathSwitches != xn || st.HandoversCompleted != n2 || st.HandoverFailures != 0 || st.PathSwitchFailures != 0 {
+				t.Errorf("AMF: %d path switches, %d N2 handovers, %d/%d failed; want %d and %d", st.PathSwitches, st.HandoversCompleted,
+					st.HandoverFailures, st.PathSwitchFailures, xn, n2)
+			}
+			for _, h := range hs {
+				if us := h.Stats(); us.Handovers != moves || us.MobilityUpdates != moves {
+					t.Errorf("%s: %+v", h.SUPI(), us)
+				}
+				if err := h.ReleaseSession(context.Background(), h.s.ID); err != nil {
+					t.Error(err)
+				}
+				if err := h.Deregister(context.Background(), false); err != nil {
+					t.Error(err)
+				}
+			}
+			cst := waitIdle(t, c.Core)
+			waitUntil(t, "the AMF to release the connections", func() bool { return c.AMF.Stats().ConnectedUEs == 0 })
+			cst.AMF = c.AMF.Stats()
+			if cst.AMF.RegisteredUEs != 0 || cst.AMF.ConnectedUEs != 0 || cst.UPF.Pipeline.Buffered != 0 {
+				t.Errorf("AMF %d registered, %d connected; UPF %d buffered", cst.AMF.RegisteredUEs, cst.AMF.ConnectedUEs, cst.UPF.Pipeline.Buffered)
+			}
+			waitGNBTEIDs(t, 0, g1, g2)
+			deadline := time.Now().Add(5 * time.Second)
+			for runtime.NumGoroutine() > goroutines {
+				if time.Now().After(deadline) {
+					buf := make([]byte, 1<<20)
+					n := runtime.Stack(buf, true)
+					t.Fatalf("%d goroutines, %d before the handovers:\n%s", runtime.NumGoroutine(), goroutines, buf[:n])
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			total += ues * moves
+			t.Logf("%s: %d handovers; gNB 1 %+v; gNB 2 %+v", mode, ues*moves, g1.Counters().Handover, g2.Counters().Handover)
+		})
+	}
+	if total != 300 {
+		t.Errorf("%d handovers, want 300", total)
 	}
 }

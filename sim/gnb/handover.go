@@ -621,33 +621,27 @@ func (g *GNB) onHandoverCommand(m *ngap.HandoverCommand, stream uint16, at time.
 		return // the outcome comes with the Cancel Acknowledge
 	}
 	o := n2Outcome{fwd: map[uint8]bool{}}
-	handed := map[uint8]bool{}
 	var drbs []ngap.DRBStatus
 	for _, it := range m.Handover {
 		s := l.session(it.ID)
 		if s == nil {
 			continue
 		}
-		handed[it.ID] = true
-		f := s.startForward()
 		t, err := ngap.DecodeHandoverCommandTransfer(it.Transfer)
 		if err != nil {
 			g.log.Warn("handover command transfer", "psi", it.ID, "err", err)
+			continue
 		}
-		if err == nil && t.DLForwardingTunnel != nil && t.DLForwardingTunnel.Addr.Is4() {
-			f.attach(&udpDest{n: g.n3, g: g, to: netip.AddrPortFrom(t.DLForwardingTunnel.Addr, g.cfg.N3PeerPort), teid: t.DLForwardingTunnel.TEID, qfi: uint8(s.qfi.Load())})
-			o.fwd[it.ID] = true
-			// One DRB per session in the simulator; PDCP COUNTs start at 0.
-			drbs = append(drbs, ngap.DRBStatus{DRBID: it.ID, UL: ngap.COUNTValue{SNLength: 18}, DL: ngap.COUNTValue{SNLength: 18}})
-		} else {
-			f.attach(dropDest{})
+		if t.DLForwardingTunnel == nil || !t.DLForwardingTunnel.Addr.Is4() {
+			// No forwarding (the UPF holds the downlink): what still
+			// comes, sent before that, goes to the UE until it has left.
+			continue
 		}
-	}
-	// Sessions not handed over: nothing for the UE any more.
-	for i := range l.sessions {
-		if s := l.sessions[i].Load(); s != nil && !handed[s.id] {
-			s.startForward().attach(dropDest{})
-		}
+		s.startForward().attach(&udpDest{n: g.n3, g: g, to: netip.AddrPortFrom(t.DLForwardingTunnel.Addr, g.cfg.N3PeerPort),
+			teid: t.DLForwardingTunnel.TEID, qfi: uint8(s.qfi.Load())})
+		o.fwd[it.ID] = true
+		// One DRB per session in the simulator; PDCP COUNTs start at 0.
+		drbs = append(drbs, ngap.DRBStatus{DRBID: it.ID, UL: ngap.COUNTValue{SNLength: 18}, DL: ngap.COUNTValue{SNLength: 18}})
 	}
 	if len(drbs) > 0 {
 		st := &ngap.UplinkRANStatusTransfer{AMFUENGAPID: m.AMFUENGAPID, RANUENGAPID: m.RANUENGAPID, DRBs: drbs}
@@ -899,6 +893,8 @@ func (s *session) deliver(pkt []byte) {
 	}
 	u := s.leg.ue()
 	if u == nil {
+		// A source the UE left without a forwarding path.
+		s.leg.g.ho.fwdDropped.Add(1)
 		return
 	}
 	s.leg.g.n3.downlink.Add(1)
@@ -1113,12 +1109,6 @@ func (d *xnDest) forward(pkt []byte) bool {
 }
 
 func (d *xnDest) endMarker() { d.t.fwdEndMarker() }
-
-// dropDest has no forwarding path (no forwarding tunnel in the command).
-type dropDest struct{}
-
-func (dropDest) forward([]byte) bool { return false }
-func (dropDest) endMarker()          {}
 
 // reorder puts a target session's downlink in order during a handover:
 // forwarded packets first, then the new path's.
