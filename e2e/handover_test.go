@@ -20,6 +20,7 @@ import (
 	"github.com/tern5g/tern/nf/amf"
 	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/report"
+	"github.com/tern5g/tern/sim"
 	"github.com/tern5g/tern/sim/gnb"
 	"github.com/tern5g/tern/sim/ue"
 	"github.com/tern5g/tern/sim/usim"
@@ -669,4 +670,105 @@ func TestHandoverCyclesLeaveNothingBehind(t *testing.T) {
 	if total != 300 {
 		t.Errorf("%d handovers, want 300", total)
 	}
+}
+
+// simHOConfig is a sim run against c with n UEs on two gNBs in TAs 1 and
+// 2 (TACStep), each with an N3 the UPF can send to.
+func simHOConfig(c *testCore, n int) sim.Config {
+	cfg := sim.DefaultConfig()
+	cfg.AMFAddr, cfg.Transport = c.N2Addr(), c.transport()
+	cfg.GNBs, cfg.UEs, cfg.Concurrency = 2, n, 4
+	cfg.TACStep = 1
+	cfg.N3Addrs = []string{
+		netip.AddrPortFrom(loopbackAddr(71), gtpu.Port).String(),
+		netip.AddrPortFrom(loopbackAddr(72), gtpu.Port).String(),
+	}
+	cfg.N3PeerPort = c.UPF.N3Addr().Port()
+	// The UE's time between cells; it also keeps a Path Switch Request
+	// from overtaking the UE's last message on the source's association
+	// (see sim.Config.HandoverInterruption).
+	cfg.HandoverInterruption = 5 * time.Millisecond
+	cfg.Timeout = 20 * time.Second
+	return cfg
+}
+
+// TestSimHandoverScenario runs the simulator's "handover" scenario: 10
+// UEs register on two gNBs in different TAs, establish a session, move to
+// the other gNB by Xn and back by N2 (each move with a registration
+// update), release and deregister.
+func TestSimHandoverScenario(t *testing.T) {
+	const n = 10
+	c := hoCore(t, n, "", nil)
+	cfg := simHOConfig(c, n)
+	var err error
+	if cfg.Scenario, err = sim.ParseScenario("handover"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := sim.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range res.Steps {
+		if s.OK != n || s.Failed != 0 {
+			t.Errorf("step %s: %d ok, %d failed, %d skipped", s.Step, s.OK, s.Failed, s.Skipped)
+		}
+	}
+	for _, o := range res.UEs {
+		if o.Err != "" {
+			t.Errorf("%s failed at %s: %s", o.SUPI, o.FailedStep, o.Err)
+		}
+	}
+	counts := map[string]int{}
+	for _, s := range res.Summaries {
+		counts[s.Procedure] = s.Count
+		if s.Failures != 0 {
+			t.Errorf("%s: %d failures", s.Procedure, s.Failures)
+		}
+	}
+	if counts[ue.ProcHandoverXn] != n || counts[ue.ProcHandoverN2] != n {
+		t.Errorf("samples %v; want %d of each handover", counts, n)
+	}
+	var n2, xn, tacs int64
+	for _, g := range res.GNBs {
+		n2 += g.Counters.Handover.N2Completed
+		xn += g.Counters.Handover.PathSwitchAcks
+		tacs += int64(g.TAC)
+	}
+	if n2 != n || xn != n || tacs != 3 {
+		t.Errorf("gNBs %+v", res.GNBs)
+	}
+	if st := c.AMF.Stats(); st.PathSwitches != n || st.HandoversCompleted != n || st.Registrations != 3*n {
+		t.Errorf("AMF: %d path switches, %d N2 handovers, %d registrations; want %d, %d, %d", st.PathSwitches, st.HandoversCompleted, st.Registrations, n, n, 3*n)
+	}
+	waitIdle(t, c.Core)
+}
+
+// TestSimBackgroundMobility: while the UEs send uplink (the transfer
+// step), the background mover hands one UE after another to the other
+// gNB every 10 ms, Xn or N2 at random; the steps and the moves succeed.
+func TestSimBackgroundMobility(t *testing.T) {
+	const n = 4
+	c := hoCore(t, n, "", nil)
+	cfg := simHOConfig(c, n)
+	cfg.Scenario = sim.Scenario{sim.StepRegister, sim.StepSession, sim.StepTransfer, sim.StepRelease, sim.StepDeregister}
+	cfg.TransferBytes, cfg.TransferSize, cfg.TransferRate = 300<<10, 1000, 8_000_000 // 300 ms per session
+	cfg.HandoverEvery, cfg.HandoverKind = 10*time.Millisecond, sim.HandoverKindRandom
+	res, err := sim.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range res.Steps {
+		if s.OK != n || s.Failed != 0 {
+			t.Errorf("step %s: %d ok, %d failed", s.Step, s.OK, s.Failed)
+		}
+	}
+	m := res.Mobility
+	if m.Moved < 5 || m.Failed != 0 || m.Xn+m.N2 != m.Attempted {
+		t.Errorf("background mobility %+v; want several moves, no failure", m)
+	}
+	if st := c.AMF.Stats(); uint64(m.Moved) != st.PathSwitches+st.HandoversCompleted {
+		t.Errorf("AMF: %d path switches + %d N2 handovers, the mover moved %d", st.PathSwitches, st.HandoversCompleted, m.Moved)
+	}
+	t.Logf("background mobility %+v; transfer: %d datagrams sent, %d send errors", m, res.Data.TransferPacketsSent, res.Data.TransferSendErrors)
+	waitIdle(t, c.Core)
 }

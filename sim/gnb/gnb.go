@@ -2,8 +2,14 @@
 // Setup (TS 38.413 §8.7.1), and the UE-associated NGAP the UEs need: Initial
 // UE Message, Uplink/Downlink NAS Transport, Initial Context Setup and UE
 // Context Release (TS 38.413 §8.2, §8.6), PDU Session Resource Setup,
-// Modify and Release (§8.2.1-§8.2.3), Paging (§8.5.1), and the GTP-U end of
-// N3 (TS 29.281) for its UEs' PDU sessions (n3.go, session.go).
+// Modify and Release (§8.2.1-§8.2.3), Paging (§8.5.1), the GTP-U end of
+// N3 (TS 29.281) for its UEs' PDU sessions (n3.go, session.go), and Xn
+// and N2 handover between the gNBs of the process (§8.4, handover.go).
+//
+// A UE's Port is its radio link: it stays the UE's while a handover
+// moves it from one gNB to another. What a gNB keeps of a UE (the NGAP ID
+// pair, the sessions' tunnels) is a leg; a handover leaves the source's
+// leg without the UE until its forwarding ends.
 //
 // Paging: the gNB has no radio to broadcast on, so it keeps the 5G-S-TMSI
 // each of its UEs listens for (Port.SetPagingIdentity) and hands a Paging

@@ -20,6 +20,11 @@
 // place): nobody waits on them, their outcome goes to the Observer, and a
 // caller's procedure started meanwhile waits for them to end.
 //
+// Handover (handover.go): Handover runs an Xn or N2 handover through a
+// Link that is a Mover (the gNB port moves the connection), then, if the
+// new cell's TA is not in the TAI list, a mobility registration update
+// over the moved connection.
+//
 // The radio side is a Link (a gNB port): the UE hands it NAS PDUs and the
 // gNB hands back downlink NAS (HandleNAS) and the release of the signalling
 // connection (HandleRelease).
@@ -399,8 +404,9 @@ func New(cfg Config) (*UE, error) {
 }
 
 // Attach sets the UE's radio link (a gNB port). A UE can be moved to another
-// link only while it has no signalling connection. The link learns the
-// UE's paging identity (the old one forgets it).
+// link only while it has no signalling connection (a handover moves the
+// connection within the link instead). The link learns the UE's paging
+// identity (the old one forgets it).
 func (u *UE) Attach(l Link) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
