@@ -48,8 +48,8 @@ func (c *testCore) handover(m ngap.Message, stream uint16, send sendFunc) bool {
 	switch m := m.(type) {
 	case *ngap.PathSwitchRequest:
 		u := c.ues[m.SourceAMFUENGAPID]
-		if u == nil || c.ho.refuseXn {
-			send(stream, &ngap.PathSwitchRequestFailure{AMFUENGAPID: m.SourceAMFUENGAPID, RANUENGAPID: m.RANUENGAPID})
+		if u == nil {
+			c.fail(errors.New("path switch request for an unknown UE"))
 			return true
 		}
 		delete(c.ues, u.amfID)

@@ -127,7 +127,9 @@ type UE interface {
 	// released (PDU Session Resource Release Response sent at sentAt).
 	HandleSessionReleased(psi uint8, sentAt time.Time)
 	// HandleData delivers a downlink packet of session psi; called on the
-	// gNB's N3 goroutine. The UE must not keep pkt.
+	// gNB's N3 goroutine (around a handover also on the source's, or on a
+	// timer's that ends the hold of the new path's packets). The UE must
+	// not keep pkt.
 	HandleData(psi uint8, pkt []byte)
 }
 
