@@ -648,10 +648,15 @@ func TestHandoverCyclesLeaveNothingBehind(t *testing.T) {
 				}
 			}
 			cst := waitIdle(t, c.Core)
-			waitUntil(t, "the AMF to release the connections", func() bool { return c.AMF.Stats().ConnectedUEs == 0 })
+			waitUntil(t, "the AMF to release the connections and UE contexts", func() bool {
+				st := c.AMF.Stats()
+				return st.ConnectedUEs == 0 && st.UEContexts == 0
+			})
 			cst.AMF = c.AMF.Stats()
-			if cst.AMF.RegisteredUEs != 0 || cst.AMF.ConnectedUEs != 0 || cst.UPF.Pipeline.Buffered != 0 {
-				t.Errorf("AMF %d registered, %d connected; UPF %d buffered", cst.AMF.RegisteredUEs, cst.AMF.ConnectedUEs, cst.UPF.Pipeline.Buffered)
+			if cst.AMF.RegisteredUEs != 0 || cst.AMF.ConnectedUEs != 0 || cst.AMF.UEContexts != 0 || cst.UPF.Pipeline.Buffered != 0 ||
+				cst.AMF.UEContextReleases != n2+ues {
+				t.Errorf("AMF %d registered, %d connected, %d UE contexts, %d context releases (want %d: the N2 sources and the deregistrations); UPF %d buffered",
+					cst.AMF.RegisteredUEs, cst.AMF.ConnectedUEs, cst.AMF.UEContexts, cst.AMF.UEContextReleases, n2+ues, cst.UPF.Pipeline.Buffered)
 			}
 			waitGNBTEIDs(t, 0, g1, g2)
 			deadline := time.Now().Add(5 * time.Second)
