@@ -57,6 +57,12 @@
 //	err = u.Reregister(ctx)           // with the stored 5G-GUTI (from CM-IDLE: released first)
 //	err = u.Deregister(ctx, false)    // normal; true = switch-off
 //
+// Handover between two gNBs of the process (the UE connected, with a PDU
+// session):
+//
+//	gnb.Neighbours(g1, g2)
+//	err = u.Handover(ctx, ue.HandoverXn, g2.ID()) // or ue.HandoverN2
+//
 // Fault injection for tests: usim.Subscriber{K: wrongK} (MAC failure #20),
 // usim.Subscriber{SQN: high} (synch failure #21 with AUTS, then resync),
 // (*ue.UE).SendNAS(msg, true) (a NAS PDU with a bad MAC), (*ue.UE).SendRaw

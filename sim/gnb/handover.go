@@ -159,7 +159,7 @@ type HandoverCounters struct {
 	ForwardedReceived, Held, HeldDropped, EarlyForwarded, LateForwarded, HoldTimeouts int64
 	// End Markers received on N3 (either tunnel).
 	EndMarkers int64
-	// Downlink Ran Status Transfers received (their content is ignored).
+	// Downlink RAN Status Transfers received (their content is ignored).
 	RANStatusTransfers int64
 }
 
@@ -961,6 +961,7 @@ type forwarder struct {
 	mu     sync.Mutex
 	to     fwdDest  // nil: hold
 	q      [][]byte // held until to is set
+	endq   bool     // the End Marker came while holding: it follows q
 	ended  bool     // the End Marker has been passed on: nothing more goes
 	closed bool     // the session was released: free it when ended
 	timer  *time.Timer
@@ -976,7 +977,7 @@ func (f *forwarder) push(pkt []byte) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch {
-	case f.ended:
+	case f.ended, f.endq:
 		f.g.ho.fwdDropped.Add(1)
 	case f.to == nil:
 		if len(f.q) >= f.g.cfg.ForwardBuffer {
@@ -991,11 +992,12 @@ func (f *forwarder) push(pkt []byte) {
 	}
 }
 
-// attach sets the forwarding path and sends what was held, in order.
+// attach sets the forwarding path and sends what was held, in order (and
+// the End Marker, if it came meanwhile).
 func (f *forwarder) attach(to fwdDest) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.ended || f.to != nil {
+		f.mu.Unlock()
 		return
 	}
 	f.to = to
@@ -1007,6 +1009,12 @@ func (f *forwarder) attach(to fwdDest) {
 		}
 	}
 	f.q = nil
+	if !f.endq {
+		f.mu.Unlock()
+		return
+	}
+	f.mu.Unlock()
+	f.endMarker()
 }
 
 // endMarker: the old path's last packet went; the End Marker follows the
@@ -1017,14 +1025,16 @@ func (f *forwarder) endMarker() {
 		f.mu.Unlock()
 		return
 	}
-	f.ended = true
-	if f.to != nil {
-		f.to.endMarker()
-		f.g.ho.endMarkersForwarded.Add(1)
-	} else {
-		f.g.ho.fwdDropped.Add(int64(len(f.q)))
-		f.q = nil
+	if f.to == nil {
+		// Still holding: the End Marker goes after what is held, once
+		// the forwarding path is there.
+		f.endq = true
+		f.mu.Unlock()
+		return
 	}
+	f.ended = true
+	f.to.endMarker()
+	f.g.ho.endMarkersForwarded.Add(1)
 	if f.timer != nil {
 		f.timer.Stop()
 	}
