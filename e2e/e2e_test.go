@@ -7,8 +7,6 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"log/slog"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -70,16 +68,7 @@ func startCore(t *testing.T, subscribers int, mutate func(*config.Config)) *test
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	// TERN_E2E_LOG=debug|info|warn shows the core's log.
-	var logger *slog.Logger
-	if l := os.Getenv("TERN_E2E_LOG"); l != "" {
-		var level slog.Level
-		if err := level.UnmarshalText([]byte(l)); err != nil {
-			t.Fatalf("TERN_E2E_LOG: %v", err)
-		}
-		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	}
-	c, err := core.New(cfg, logger)
+	c, err := core.New(cfg, nil)
 	if err != nil {
 		t.Fatalf("core.New: %v", err)
 	}
