@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -106,6 +107,28 @@ type Config struct {
 	InactivityTimeout    time.Duration
 	PeriodicRegistration bool
 
+	// Mobility (steps handover-xn, handover-n2; mobility.go). TACs gives
+	// gNB i the TAC TACs[i % len] (gNBs may share a TA); without it gNB i
+	// serves TAC + i*TACStep (0: every gNB in TAC). The AMF must serve
+	// them all.
+	TACs    []uint32
+	TACStep uint32
+	// HandoverEvery: while the scenario runs, a background mover hands the
+	// next UE (round robin) that is connected, has a PDU session and is
+	// not in a step's procedure to its next gNB, every HandoverEvery; 0 =
+	// off. HandoverKind is its kind: "xn" (default), "n2" or "random".
+	HandoverEvery time.Duration
+	HandoverKind  string
+	// HandoverInterruption is how long a UE is between gNBs during a
+	// handover (gnb.Config.HandoverInterruption: RRC reconfiguration and
+	// random access; default 0). It is inside the handover-n2 window, not
+	// the handover-xn one. It also keeps an Xn handover's Path Switch
+	// Request, which goes on the target's association, from overtaking the
+	// UE's last message on the source's at the AMF (tern's AMF refuses a
+	// path switch while a procedure runs, e.g. awaiting the Registration
+	// Complete of the previous move).
+	HandoverInterruption time.Duration
+
 	Logger *slog.Logger
 }
 
@@ -163,6 +186,7 @@ func DefaultConfig() Config {
 		PingTimeout:   time.Second,
 		TransferBytes: 1 << 20,
 		TransferSize:  1200,
+		HandoverKind:  HandoverKindXn,
 	}
 }
 
@@ -273,6 +297,9 @@ func (c Config) withDefaults() Config {
 			c.TransferPort = 7
 		}
 	}
+	if c.HandoverKind == "" {
+		c.HandoverKind = HandoverKindXn
+	}
 	return c
 }
 
@@ -284,8 +311,19 @@ func (c Config) validate() error {
 	if err := c.PLMN.Validate(); err != nil {
 		return fmt.Errorf("sim: plmn: %w", err)
 	}
-	if c.TAC > 0xFFFFFF {
-		return fmt.Errorf("sim: tac %d: more than 24 bits", c.TAC)
+	for i := range c.GNBs {
+		if t := c.tac(i); t > 0xFFFFFF || (i > 0 && len(c.TACs) == 0 && t < c.TAC) {
+			return fmt.Errorf("sim: tac %d of gnb %d: more than 24 bits", uint64(c.TAC)+uint64(i)*uint64(c.TACStep), i)
+		}
+	}
+	if err := validHandoverKind(c.HandoverKind); err != nil {
+		return err
+	}
+	if c.HandoverEvery < 0 || c.HandoverInterruption < 0 {
+		return fmt.Errorf("sim: handover every %v, interruption %v: want >= 0", c.HandoverEvery, c.HandoverInterruption)
+	}
+	if c.GNBs < 2 && (c.HandoverEvery > 0 || slices.Contains(c.Scenario, StepHandoverXn) || slices.Contains(c.Scenario, StepHandoverN2)) {
+		return fmt.Errorf("sim: handover needs at least 2 gnbs")
 	}
 	if c.GNBID+uint32(c.GNBs) > 1<<22 {
 		return fmt.Errorf("sim: gnb id %d (+%d gnbs): more than 22 bits", c.GNBID, c.GNBs)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -44,6 +45,7 @@ type testCore struct {
 	ues      map[int64]*coreUE // AMF UE NGAP ID -> UE
 	upf      *testUPF          // PDU sessions (session_test.go); nil = none
 	idle     idleCore          // idle mode (idle_test.go)
+	ho       hoCore            // handover (handover_test.go)
 	wg       sync.WaitGroup
 	errs     []error
 }
@@ -57,6 +59,7 @@ type coreUE struct {
 	amfID, ranID int64
 	stream       uint16
 	send         sendFunc // its association's
+	tai          identity.TAI
 	supi         string
 	rand, xres   []byte
 	kamf         []byte
@@ -85,6 +88,7 @@ func newTestCore(t *testing.T, k, opc []byte) *testCore {
 		sqn:      map[string]uint64{},
 		contexts: map[uint32]*coreSecurity{},
 		ues:      map[int64]*coreUE{},
+		ho:       hoCore{gnbs: map[uint32]sendFunc{}, pending: map[int64]*hoPending{}},
 		nextTMSI: 1,
 		nextAMF:  1,
 	}
@@ -148,10 +152,11 @@ func (c *testCore) serve(conn sctp.Conn) {
 				break
 			}
 			c.gnbs = append(c.gnbs, send)
+			c.ho.gnbs[m.GlobalRANNodeID.GNBID] = send
 			send(0, &ngap.NGSetupResponse{AMFName: "test-core", ServedGUAMIs: []identity.GUAMI{c.guami}, RelativeAMFCapacity: 255,
 				PLMNSupport: []ngap.PLMNSupport{{PLMN: c.plmn, Slices: []identity.SNSSAI{{SST: 1, SD: 0x010203}}}}})
 		case *ngap.InitialUEMessage:
-			u := &coreUE{amfID: c.nextAMF, ranID: m.RANUENGAPID, stream: msg.Stream, send: send}
+			u := &coreUE{amfID: c.nextAMF, ranID: m.RANUENGAPID, stream: msg.Stream, send: send, tai: m.UserLocation.TAI}
 			c.nextAMF++
 			c.ues[u.amfID] = u
 			c.initial(u, m, send)
@@ -161,6 +166,7 @@ func (c *testCore) serve(conn sctp.Conn) {
 				c.fail(errors.New("uplink for unknown UE"))
 				break
 			}
+			u.tai = m.UserLocation.TAI
 			c.uplink(u, m.NASPDU, send)
 		case *ngap.UEContextReleaseRequest:
 			// AN release: the UE goes CM-IDLE; its context stays for GUTI
@@ -179,7 +185,9 @@ func (c *testCore) serve(conn sctp.Conn) {
 		case *ngap.InitialContextSetupResponse, *ngap.PDUSessionResourceSetupResponse, *ngap.PDUSessionResourceReleaseResponse:
 			c.n2Response(m)
 		default:
-			c.fail(errors.New("unexpected NGAP message"))
+			if !c.handover(m, msg.Stream, send) {
+				c.fail(fmt.Errorf("unexpected NGAP message %T", m))
+			}
 		}
 		c.mu.Unlock()
 	}
@@ -278,7 +286,7 @@ func (c *testCore) registrationAccept(u *coreUE, send sendFunc) {
 	u.tmsi = c.nextTMSI
 	g := identity.GUTI{GUAMI: c.guami, TMSI: u.tmsi}
 	b, _ := nas.Encode(&nas.RegistrationAccept{Result: nas.Registered3GPP, GUTI: &g,
-		TAIList: []identity.TAI{{PLMN: c.plmn, TAC: 1}}, AllowedNSSAI: []identity.SNSSAI{{SST: 1, SD: 0x010203}}})
+		TAIList: []identity.TAI{u.tai}, AllowedNSSAI: []identity.SNSSAI{{SST: 1, SD: 0x010203}}})
 	pdu, err := u.sec.Protect(b, nas.IntegrityProtectedAndCiphered, nas.Downlink)
 	if err != nil {
 		c.fail(err)
@@ -355,6 +363,8 @@ func (c *testCore) uplink(u *coreUE, pdu []byte, send sendFunc) {
 		c.smUplink(u, m, send)
 	case *nas.DeregistrationAcceptUETerminated:
 		c.networkDeregistrationDone(u, send)
+	case *nas.RegistrationRequest:
+		c.mobilityUpdate(u, m, send)
 	default:
 		c.fail(errors.New("unexpected uplink " + m.MessageType().String()))
 	}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -34,7 +35,19 @@ const (
 	// service type data, with every session in the Uplink data status, for
 	// a UE with PDU sessions; signalling for one without.
 	StepService Step = "service"
+	// StepHandoverXn hands every UE to the next gNB (round robin over the
+	// gNBs) by Xn handover; the UE runs a mobility registration update
+	// when the target's TA is not in its TAI list. It needs a connected
+	// UE with a PDU session and at least 2 gNBs.
+	StepHandoverXn Step = "handover-xn"
+	// StepHandoverN2 is StepHandoverXn by N2 handover (Handover Required
+	// to Handover Notify, through the AMF).
+	StepHandoverN2 Step = "handover-n2"
 )
+
+// allSteps lists the steps in the order the help shows them.
+var allSteps = []Step{StepRegister, StepReregister, StepDeregister, StepSwitchOff, StepSession, StepPing, StepTransfer,
+	StepRelease, StepIdle, StepService, StepHandoverXn, StepHandoverN2}
 
 // Scenario is the sequence of steps. All UEs finish a step (with the
 // configured concurrency) before the next step starts, so each procedure's
@@ -54,12 +67,17 @@ var namedScenarios = map[string]Scenario{
 	"session+data":                  {StepRegister, StepSession, StepPing, StepTransfer, StepRelease, StepDeregister},
 	"idle":                          {StepRegister, StepSession, StepIdle, StepService, StepRelease, StepDeregister},
 	"idle+ping":                     {StepRegister, StepSession, StepPing, StepIdle, StepService, StepPing, StepRelease, StepDeregister},
+	"handover":                      {StepRegister, StepSession, StepHandoverXn, StepHandoverN2, StepRelease, StepDeregister},
+	"handover+ping":                 {StepRegister, StepSession, StepPing, StepHandoverXn, StepPing, StepHandoverN2, StepPing, StepRelease, StepDeregister},
 }
 
-// ParseScenario reads a named scenario ("register", "register+deregister",
-// "register+switchoff", "register+reregister", "session", "session+ping",
-// "session+data", "idle", "idle+ping") or a comma-separated list of steps
-// ("register,session,ping,transfer,idle,service,release,deregister").
+// scenarioOrder lists the named scenarios in the order the help shows them.
+var scenarioOrder = []string{"register", "register+deregister", "register+switchoff", "register+reregister",
+	"register+reregister+switchoff", "session", "session+ping", "session+data", "idle", "idle+ping", "handover", "handover+ping"}
+
+// ParseScenario reads a named scenario (ScenarioHelp lists them) or a
+// comma-separated list of steps
+// ("register,session,ping,handover-xn,handover-n2,release,deregister").
 func ParseScenario(s string) (Scenario, error) {
 	if sc, ok := namedScenarios[s]; ok {
 		return append(Scenario(nil), sc...), nil
@@ -67,21 +85,51 @@ func ParseScenario(s string) (Scenario, error) {
 	var sc Scenario
 	for _, p := range strings.Split(s, ",") {
 		st := Step(strings.TrimSpace(p))
-		switch st {
-		case StepRegister, StepReregister, StepDeregister, StepSwitchOff,
-			StepSession, StepPing, StepTransfer, StepRelease, StepIdle, StepService:
-			sc = append(sc, st)
-		default:
-			return nil, fmt.Errorf("scenario %q: unknown step %q (want register, reregister, deregister, switchoff, session, ping, transfer, release, idle, service or one of %s)", s, st, scenarioNames())
+		if !slices.Contains(allSteps, st) {
+			return nil, fmt.Errorf("scenario %q: unknown step %q (want one of %s, or a named scenario: %s)", s, st, stepNames(), strings.Join(scenarioOrder, ", "))
 		}
+		sc = append(sc, st)
 	}
 	return sc, nil
 }
 
-func scenarioNames() string {
-	return "register, register+deregister, register+switchoff, register+reregister, register+reregister+switchoff, " +
-		"session (register,session,release,deregister), session+ping, session+data (session+ping with transfer), " +
-		"idle (register,session,idle,service,release,deregister), idle+ping (idle with ping before idle and after service)"
+func stepNames() string {
+	names := make([]string, len(allSteps))
+	for i, st := range allSteps {
+		names[i] = string(st)
+	}
+	return strings.Join(names, ", ")
+}
+
+// stepHelp says what each step does, one line each.
+var stepHelp = map[Step]string{
+	StepRegister:   "initial registration with SUCI",
+	StepReregister: "registration with the stored 5G-GUTI (from CM-IDLE)",
+	StepDeregister: "UE-originating deregistration",
+	StepSwitchOff:  "deregistration, switch off",
+	StepSession:    "a PDU session on each DNN (--dnns)",
+	StepPing:       "ICMP echo through every session to the data target",
+	StepTransfer:   "UDP transfer through every session",
+	StepRelease:    "release every PDU session",
+	StepIdle:       "AN release to CM-IDLE",
+	StepService:    "UE-triggered service request from CM-IDLE",
+	StepHandoverXn: "Xn handover to the next gNB (Path Switch; registration update if the TA changes)",
+	StepHandoverN2: "N2 handover to the next gNB (Handover Required .. Notify; registration update if the TA changes)",
+}
+
+// ScenarioHelp describes every step and named scenario, one per line, for
+// command-line help.
+func ScenarioHelp() string {
+	var b strings.Builder
+	b.WriteString("steps (comma-separated):\n")
+	for _, st := range allSteps {
+		fmt.Fprintf(&b, "  %-12s %s\n", st, stepHelp[st])
+	}
+	b.WriteString("named scenarios:\n")
+	for _, n := range scenarioOrder {
+		fmt.Fprintf(&b, "  %-30s %s\n", n, namedScenarios[n])
+	}
+	return b.String()
 }
 
 // String returns the comma-separated steps.

@@ -34,6 +34,9 @@ type upfSession struct {
 	ulTEID uint32
 	dlTEID uint32
 	qfi    uint8
+	// dlPeer: after a handover (handover_test.go) downlink goes to the DL
+	// tunnel's gNB instead of where the uplink came from.
+	dlPeer netip.AddrPort
 }
 
 type testUPF struct {
@@ -50,6 +53,8 @@ type testUPF struct {
 	dropped  int
 	badQFI   int
 	done     chan struct{}
+	// ports: the N3 port of each gNB address, learnt from the uplink.
+	ports map[netip.Addr]uint16
 }
 
 var dnnPools = map[string]netip.Addr{
@@ -64,7 +69,7 @@ func (c *testCore) withUPF(dropEvery int) *testUPF {
 		c.t.Fatal(err)
 	}
 	u := &testUPF{t: c.t, conn: conn, dropEvery: dropEvery, nextTEID: 0x1000, nextIP: map[string]uint32{},
-		sessions: map[sessKey]*upfSession{}, byTEID: map[uint32]*upfSession{}, done: make(chan struct{})}
+		sessions: map[sessKey]*upfSession{}, byTEID: map[uint32]*upfSession{}, done: make(chan struct{}), ports: map[netip.Addr]uint16{}}
 	go u.serve()
 	c.t.Cleanup(func() {
 		conn.Close()
@@ -98,6 +103,7 @@ func (u *testUPF) serve() {
 		}
 		u.mu.Lock()
 		s := u.byTEID[h.TEID]
+		u.ports[from.Addr()] = from.Port()
 		u.uplink++
 		if s != nil && (!h.HasPDUSessionContainer || h.PDUType != gtpu.PDUTypeUL || h.QFI != s.qfi) {
 			u.badQFI++
@@ -139,12 +145,15 @@ func (u *testUPF) serve() {
 				time.Sleep(5 * time.Millisecond)
 			}
 			u.mu.Lock()
-			dl := s.dlTEID
+			dl, to := s.dlTEID, s.dlPeer
 			u.mu.Unlock()
 			// Downlink goes back to where the uplink came from: the DL
 			// tunnel holds only the gNB's IP, and the test gNB's N3 port
 			// is not 2152.
-			u.conn.WriteToUDPAddrPort(gtpu.AppendGPDU(nil, dl, s.qfi, true, reply), from)
+			if !to.IsValid() {
+				to = from
+			}
+			u.conn.WriteToUDPAddrPort(gtpu.AppendGPDU(nil, dl, s.qfi, true, reply), to)
 		}
 	}
 }

@@ -17,12 +17,20 @@
 //     mode: Release (to CM-IDLE), ServiceRequest, the answer to paging,
 //     uplink buffered in CM-IDLE that triggers a service request, Service
 //     Reject (#9/#10: registers again), network-initiated deregistration,
-//     periodic registration (T3512) and the inactivity release.
+//     periodic registration (T3512) and the inactivity release. Handover:
+//     Handover (Xn or N2, run by the gNB port, then a mobility
+//     registration update when the new TA is not in the TAI list).
 //   - sim/gnb: one gNB: SCTP association, NG Setup, RAN UE NGAP ID
 //     allocation, routing, Initial Context Setup and UE Context Release,
 //     Paging (to the idle UE with the paged 5G-S-TMSI); PDU Session
 //     Resource Setup/Modify/Release, and GTP-U on N3 (a UDP socket: UL
-//     G-PDUs with a PDU Session Container, DL by TEID, Echo).
+//     G-PDUs with a PDU Session Container, DL by TEID, Echo). Handover
+//     between the gNBs of a process (Neighbours): N2 as source (Handover
+//     Required, forwarding to the command's tunnel, Handover Cancel) and
+//     target (Handover Request Acknowledge or Failure, Handover Notify),
+//     Xn (the context handed in-process, Xn-U forwarding, Path Switch
+//     Request), the target putting forwarded and new-path downlink in
+//     order behind the End Marker.
 //   - sim/userplane: traffic on in-memory packets (ICMP echo prober, UDP bulk
 //     transfer, both counting every loss) and, with root, a TUN device per
 //     session with policy routing so that ping/curl/iperf3 use it.
@@ -49,6 +57,12 @@
 //	err = u.Reregister(ctx)           // with the stored 5G-GUTI (from CM-IDLE: released first)
 //	err = u.Deregister(ctx, false)    // normal; true = switch-off
 //
+// Handover between two gNBs of the process (the UE connected, with a PDU
+// session):
+//
+//	gnb.Neighbours(g1, g2)
+//	err = u.Handover(ctx, ue.HandoverXn, g2.ID()) // or ue.HandoverN2
+//
 // Fault injection for tests: usim.Subscriber{K: wrongK} (MAC failure #20),
 // usim.Subscriber{SQN: high} (synch failure #21 with AUTS, then resync),
 // (*ue.UE).SendNAS(msg, true) (a NAS PDU with a bad MAC), (*ue.UE).SendRaw
@@ -72,7 +86,13 @@
 // (Service Request) to sending Initial Context Setup Response; "paging"
 // from the gNB receiving Paging to it sending the Initial Context Setup
 // Response of the UE's answer; "periodic-registration" like the other
-// registrations; "pdu-session" from sending the PDU Session Establishment
+// registrations; "handover-n2" from the source sending Handover Required
+// to the UE sending the Registration Complete of its registration update
+// at the target (to the target sending Handover Notify when the UE stays
+// in its registration area); "handover-xn" from the target sending Path
+// Switch Request to that Registration Complete (to the target receiving
+// Path Switch Request Acknowledge without one); "pdu-session" from sending
+// the PDU Session Establishment
 // Request (in UL NAS Transport) to sending PDU Session Resource Setup
 // Response;
 // "pdu-release" from sending the PDU Session Release Request to the later
@@ -82,6 +102,15 @@
 // (the RTT) and one failure per lost request; "transfer" one sample per
 // session (the sending time; throughput and echoed/lost counts are in
 // Result.Data).
+//
+// Mobility (steps handover-xn, handover-n2; scenario "handover"): the gNBs
+// of a run are each other's neighbours, and each step moves every UE to
+// the next gNB (round robin). Config.TACs or Config.TACStep put gNBs in
+// different (or shared) TAs, so that a move may need a registration
+// update; Config.HandoverEvery moves UEs in the background while any
+// scenario runs (Result.Mobility), Config.HandoverInterruption is the
+// time a UE spends between cells. Result.GNBs has the gNBs' handover
+// counters (forwarded, held, dropped packets).
 //
 // Idle mode (steps idle, service): "idle" takes every UE to CM-IDLE (AN
 // release, its sessions keep no user plane), "service" brings it back with
@@ -131,6 +160,10 @@ type Result struct {
 	Steps     []StepResult
 	UEs       []UEOutcome
 	Data      DataResult // what the ping and transfer steps sent and got back
+	// Mobility is the background mover's count (Config.HandoverEvery).
+	Mobility MobilityResult
+	// GNBs are the gNBs' counters after the last step.
+	GNBs []GNBOutcome
 }
 
 // StepResult is one scenario step over all UEs.
@@ -146,7 +179,7 @@ type StepResult struct {
 // UEOutcome is one UE at the end of the run.
 type UEOutcome struct {
 	SUPI       string
-	GNB        uint32
+	GNB        uint32 // the gNB serving (or camped on by) the UE at the end
 	GUTI       string // "" if none was assigned
 	Registered bool
 	FailedStep Step   // "" if every step succeeded
@@ -198,22 +231,26 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}()
 	for i := 0; i < cfg.GNBs; i++ {
 		g, err := gnb.Dial(ctx, gnb.Config{
-			AMFAddr:    cfg.AMFAddr,
-			Transport:  cfg.Transport,
-			GNBID:      cfg.GNBID + uint32(i),
-			PLMN:       cfg.PLMN,
-			TAC:        cfg.TAC,
-			Slices:     cfg.Slices,
-			N3Addr:     cfg.N3Addrs[i%len(cfg.N3Addrs)],
-			N3PeerPort: cfg.N3PeerPort,
-			N3Tap:      cfg.N3Tap,
-			Logger:     log,
+			AMFAddr:              cfg.AMFAddr,
+			Transport:            cfg.Transport,
+			GNBID:                cfg.GNBID + uint32(i),
+			PLMN:                 cfg.PLMN,
+			TAC:                  cfg.tac(i),
+			Slices:               cfg.Slices,
+			N3Addr:               cfg.N3Addrs[i%len(cfg.N3Addrs)],
+			N3PeerPort:           cfg.N3PeerPort,
+			N3Tap:                cfg.N3Tap,
+			HandoverInterruption: cfg.HandoverInterruption,
+			Logger:               log,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("sim: %w", err)
 		}
 		gnbs = append(gnbs, g)
 	}
+	// Every gNB of the run is a neighbour of every other.
+	gnb.Neighbours(gnbs...)
+	r.gnbs = gnbs
 
 	ues := make([]*simUE, cfg.UEs)
 	plmnDigits := len(cfg.PLMN.MCC) + len(cfg.PLMN.MNC)
@@ -250,14 +287,23 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, fmt.Errorf("sim: ue %d: %w", i, err)
 		}
 		g := gnbs[i%len(gnbs)]
-		u.Attach(g.NewPort(u))
-		ues[i] = &simUE{u: u, index: i, gnb: g.ID()}
+		su := &simUE{u: u, index: i, port: g.NewPort(u)}
+		su.gnb.Store(g.ID())
+		u.Attach(su.port)
+		ues[i] = su
 	}
 	r.ues = ues
 
 	res := &Result{Recorder: r.rec}
+	var mv *mover
+	if cfg.HandoverEvery > 0 {
+		mv = r.startMover(ctx)
+	}
 	for _, step := range cfg.Scenario {
 		if err := ctx.Err(); err != nil {
+			if mv != nil {
+				mv.end()
+			}
 			return nil, fmt.Errorf("sim: %w", err)
 		}
 		sr := r.runStep(ctx, step)
@@ -267,12 +313,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			cfg.AfterStep(sr)
 		}
 	}
+	if mv != nil {
+		res.Mobility = mv.end()
+	}
+	for i, g := range gnbs {
+		res.GNBs = append(res.GNBs, GNBOutcome{ID: g.ID(), TAC: cfg.tac(i), Counters: g.Counters(), N3: g.N3Counters()})
+	}
 	res.Summaries = r.rec.Summaries()
 	res.Data = r.data
 	res.UEs = make([]UEOutcome, len(ues))
 	for i, su := range ues {
 		u := su.u
-		o := UEOutcome{SUPI: u.SUPI(), GNB: su.gnb, Registered: u.Registered(), FailedStep: su.failedStep, Sessions: su.established}
+		o := UEOutcome{SUPI: u.SUPI(), GNB: su.gnb.Load(), Registered: u.Registered(), FailedStep: su.failedStep, Sessions: su.established}
 		if g, ok := u.GUTI(); ok {
 			o.GUTI = g.String()
 		}
@@ -288,7 +340,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 type simUE struct {
 	u     *ue.UE
 	index int
-	gnb   uint32
+	port  *gnb.Port
+	gnb   atomic.Uint32 // the gNB ID serving it, as of its last handover
+	// mu is held by a step's procedure, so that the background mover
+	// (Config.HandoverEvery) leaves the UE alone meanwhile. The data
+	// steps do not hold it: a handover may run under their traffic.
+	mu sync.Mutex
 
 	err        error // the step failure that stopped it
 	failedStep Step
@@ -303,6 +360,7 @@ type runner struct {
 	cfg    Config
 	log    *slog.Logger
 	rec    *report.Recorder
+	gnbs   []*gnb.GNB
 	ues    []*simUE
 	tunSeq atomic.Int64
 
@@ -330,7 +388,7 @@ func (r *runner) runStep(ctx context.Context, step Step) StepResult {
 					skipped.Add(1)
 					continue
 				}
-				if err := r.doStep(ctx, su, step); err != nil {
+				if err := r.lockedStep(ctx, su, step); err != nil {
 					su.err, su.failedStep = err, step
 					bad.Add(1)
 					continue
@@ -343,6 +401,15 @@ func (r *runner) runStep(ctx context.Context, step Step) StepResult {
 	sr.Wall = time.Since(start)
 	sr.OK, sr.Failed, sr.Skipped = int(ok.Load()), int(bad.Load()), int(skipped.Load())
 	return sr
+}
+
+// lockedStep runs step for su, holding su.mu unless it only moves data.
+func (r *runner) lockedStep(ctx context.Context, su *simUE, step Step) error {
+	if step != StepPing && step != StepTransfer {
+		su.mu.Lock()
+		defer su.mu.Unlock()
+	}
+	return r.doStep(ctx, su, step)
 }
 
 func (r *runner) doStep(ctx context.Context, su *simUE, step Step) error {
@@ -379,6 +446,10 @@ func (r *runner) doStep(ctx context.Context, su *simUE, step Step) error {
 			st = nas.ServiceData
 		}
 		return u.ServiceRequest(ctx, st)
+	case StepHandoverXn:
+		return r.handover(ctx, su, ue.HandoverXn)
+	case StepHandoverN2:
+		return r.handover(ctx, su, ue.HandoverN2)
 	}
 	return errors.New("sim: unknown step " + string(step))
 }
@@ -405,6 +476,10 @@ func stepProcedure(s Step) string {
 		return ue.ProcANRelease
 	case StepService:
 		return ue.ProcServiceRequest
+	case StepHandoverXn:
+		return ue.ProcHandoverXn
+	case StepHandoverN2:
+		return ue.ProcHandoverN2
 	}
 	return string(s)
 }

@@ -54,8 +54,16 @@ then waits for SIGINT/SIGTERM before releasing and deregistering; meanwhile
   ip netns exec tern-ran iperf3 -c 192.0.2.1 --bind-dev uesimtun0 -B <IP>
 run over the sessions.
 
+Handover: with --gnbs 2 or more (each a neighbour of the others) and
+--tac-step 1 (consecutive gNBs in different TAs, which the AMF must serve),
+  tern sim --gnbs 2 --tac-step 1 --ues 10 --scenario handover
+moves every UE to the next gNB by Xn, then by N2 handover, each followed by
+a mobility registration update; --handover-every moves UEs in the
+background while any scenario runs.
+
 `)
 		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "\n--scenario takes a named scenario or comma-separated steps.\n%s", sim.ScenarioHelp())
 	}
 	var (
 		amf         = fs.String("amf", d.AMFAddr, "AMF N2 address (SCTP port)")
@@ -64,10 +72,12 @@ run over the sessions.
 		gnbs        = fs.Int("gnbs", d.GNBs, "number of gNBs (one SCTP association each)")
 		ues         = fs.Int("ues", d.UEs, "number of UEs")
 		concurrency = fs.Int("concurrency", d.Concurrency, "UEs running a procedure at once")
-		scenario    = fs.String("scenario", "register+deregister", "register, register+deregister, register+switchoff, register+reregister, or steps: register,deregister,reregister,switchoff")
+		scenario    = fs.String("scenario", "register+deregister", "a named scenario or comma-separated steps (listed below)")
 		jsonPath    = fs.String("json", "", "write the result (benchmarks.md format) to this file")
 		plmn        = fs.String("plmn", d.PLMN.String(), "PLMN (MCC+MNC)")
-		tac         = fs.Uint("tac", uint(d.TAC), "tracking area code")
+		tac         = fs.Uint("tac", uint(d.TAC), "tracking area code (of the first gNB with --tac-step)")
+		tacStep     = fs.Uint("tac-step", 0, "gNB i serves TAC tac + i*step (0: all gNBs in one TA); consecutive gNBs in different TAs make handovers run registration updates")
+		tacs        = fs.String("tacs", "", "comma-separated TACs: gNB i serves entry i mod n (overrides --tac-step; repeat a TAC for gNBs sharing a TA)")
 		slices      = fs.String("slices", "1-010203", "comma-separated S-NSSAIs: SST or SST-SD (hex)")
 		gnbID       = fs.Uint("gnb-id", uint(d.GNBID), "first gNB ID")
 		imsi        = fs.String("imsi", d.FirstIMSI, "first IMSI (15 digits); UE i gets IMSI+i")
@@ -95,6 +105,12 @@ run over the sessions.
 		pingCount    = fs.Int("ping-count", d.PingCount, "ICMP echo requests per session in the ping step")
 		xferBytes    = fs.Int("transfer-bytes", d.TransferBytes, "UDP payload bytes per session in the transfer step")
 		transferEcho = fs.Bool("transfer-echo", false, "the data target echoes UDP on port 7 (count received and lost datagrams)")
+
+		inactivity  = fs.Duration("inactivity", 0, "release a connected UE without user-plane packets for this long to CM-IDLE (0: never)")
+		periodic    = fs.Bool("periodic-registration", false, "run periodic registration (T3512 from the Registration Accept) in CM-IDLE")
+		hoEvery     = fs.Duration("handover-every", 0, "while the scenario runs, hand the next connected UE with a PDU session to its next gNB this often (0: off)")
+		hoKind      = fs.String("handover-kind", sim.HandoverKindXn, "kind of the --handover-every moves: xn, n2 or random")
+		hoInterrupt = fs.Duration("handover-interruption", 0, "time a UE spends between gNBs in a handover (RRC reconfiguration and random access); inside the handover-n2 window")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -115,7 +131,13 @@ run over the sessions.
 	cfg.DNNs = splitList(*dnns)
 	cfg.N3Addrs = splitList(*n3)
 	cfg.TUN, cfg.TUNPrefix, cfg.PingCount, cfg.TransferBytes, cfg.TransferEcho = *tun, *tunPrefix, *pingCount, *xferBytes, *transferEcho
+	cfg.InactivityTimeout, cfg.PeriodicRegistration = *inactivity, *periodic
+	cfg.HandoverEvery, cfg.HandoverKind, cfg.HandoverInterruption = *hoEvery, *hoKind, *hoInterrupt
+	cfg.TACStep = uint32(*tacStep)
 	var err error
+	if cfg.TACs, err = parseTACs(*tacs); err != nil {
+		return fmt.Errorf("sim: --tacs: %w", err)
+	}
 	if cfg.DataTarget, err = netip.ParseAddr(*dataTarget); err != nil {
 		return fmt.Errorf("sim: --data-target: %w", err)
 	}
@@ -245,6 +267,17 @@ run over the sessions.
 			fmt.Printf("  %s failed at %s: %s\n", u.SUPI, u.FailedStep, u.Err)
 			shown++
 		}
+	}
+	for _, g := range res.GNBs {
+		if h := g.Counters.Handover; h.N2Started+h.N2Admitted+h.PathSwitches > 0 {
+			fmt.Printf("gnb %d (tac %d): N2 out %d (%d completed, %d preparation failures), N2 in %d, Xn in %d (%d failed); forwarded %d, held %d, dropped %d\n",
+				g.ID, g.TAC, h.N2Started, h.N2Completed, h.N2PreparationFailures, h.N2Admitted, h.PathSwitches, h.PathSwitchFailures,
+				h.Forwarded, h.Held, h.ForwardDropped+h.HeldDropped)
+		}
+	}
+	if m := res.Mobility; m.Attempted+m.Skipped > 0 {
+		fmt.Printf("background handovers: %d started (%d xn, %d n2), %d moved, %d failed, %d ticks skipped\n",
+			m.Attempted, m.Xn, m.N2, m.Moved, m.Failed, m.Skipped)
 	}
 	fmt.Printf("total %.1f ms\n", float64(time.Since(start))/float64(time.Millisecond))
 
@@ -382,6 +415,19 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// parseTACs reads "1,2,2,3"; "" is none.
+func parseTACs(s string) ([]uint32, error) {
+	var out []uint32
+	for _, p := range splitList(s) {
+		n, err := strconv.ParseUint(p, 0, 24)
+		if err != nil {
+			return nil, fmt.Errorf("%q: want 24-bit TACs", p)
+		}
+		out = append(out, uint32(n))
+	}
+	return out, nil
 }
 
 func parseSlices(s string) ([]identity.SNSSAI, error) {

@@ -2,8 +2,14 @@
 // Setup (TS 38.413 §8.7.1), and the UE-associated NGAP the UEs need: Initial
 // UE Message, Uplink/Downlink NAS Transport, Initial Context Setup and UE
 // Context Release (TS 38.413 §8.2, §8.6), PDU Session Resource Setup,
-// Modify and Release (§8.2.1-§8.2.3), Paging (§8.5.1), and the GTP-U end of
-// N3 (TS 29.281) for its UEs' PDU sessions (n3.go, session.go).
+// Modify and Release (§8.2.1-§8.2.3), Paging (§8.5.1), the GTP-U end of
+// N3 (TS 29.281) for its UEs' PDU sessions (n3.go, session.go), and Xn
+// and N2 handover between the gNBs of the process (§8.4, handover.go).
+//
+// A UE's Port is its radio link: it stays the UE's while a handover
+// moves it from one gNB to another. What a gNB keeps of a UE (the NGAP ID
+// pair, the sessions' tunnels) is a leg; a handover leaves the source's
+// leg without the UE until its forwarding ends.
 //
 // Paging: the gNB has no radio to broadcast on, so it keeps the 5G-S-TMSI
 // each of its UEs listens for (Port.SetPagingIdentity) and hands a Paging
@@ -62,7 +68,37 @@ type Config struct {
 	// the gNB has handled it (called on the reader goroutine). For tests.
 	OnMessage func(ngap.Message)
 	Logger    *slog.Logger
+
+	// Handover (handover.go). ForwardBuffer bounds each buffer of a
+	// session's downlink during a handover (default DefaultForwardBuffer,
+	// a real gNB's order of magnitude): at the source, what waits for the
+	// forwarding path; at the target, what is forwarded before the UE
+	// arrives, and what the new path brings while the forwarded data is
+	// still coming. Beyond it packets are dropped and counted.
+	ForwardBuffer int
+	// EndMarkerTimeout is how long a target holds the new path's downlink
+	// waiting for the End Marker of the forwarded data (TS 38.300
+	// §9.2.3.2.3 leaves the reordering to the target; default
+	// DefaultEndMarkerTimeout). It runs from the first packet held.
+	EndMarkerTimeout time.Duration
+	// ForwardingTimeout bounds the forwarding at a source the UE has
+	// left, once the handover is complete, when the End Marker of the old
+	// path does not come (default DefaultForwardingTimeout).
+	ForwardingTimeout time.Duration
+	// HandoverInterruption is how long a UE this gNB hands over is
+	// between cells: from the source letting it go (Handover Command; for
+	// Xn, the handover decision) to its arrival at the target. It stands
+	// for RRC reconfiguration and random access; the downlink meanwhile is
+	// forwarded. Default 0.
+	HandoverInterruption time.Duration
 }
+
+// Handover defaults.
+const (
+	DefaultForwardBuffer     = 1024
+	DefaultEndMarkerTimeout  = 100 * time.Millisecond
+	DefaultForwardingTimeout = time.Second
+)
 
 // UE is the receiving end of a Port: *ue.UE implements it. The methods are
 // called on the gNB's reader goroutine (HandleData on its N3 goroutine) and
@@ -91,7 +127,9 @@ type UE interface {
 	// released (PDU Session Resource Release Response sent at sentAt).
 	HandleSessionReleased(psi uint8, sentAt time.Time)
 	// HandleData delivers a downlink packet of session psi; called on the
-	// gNB's N3 goroutine. The UE must not keep pkt.
+	// gNB's N3 goroutine (around a handover also on the source's, or on a
+	// timer's that ends the hold of the new path's packets). The UE must
+	// not keep pkt.
 	HandleData(psi uint8, pkt []byte)
 }
 
@@ -120,16 +158,22 @@ type GNB struct {
 	done    chan struct{}     // closed when the reader exits
 	readErr error             // why the reader exited; read after done
 
-	mu      sync.Mutex
-	byRAN   map[int64]*Port
-	bySTMSI map[identity.STMSI]*Port // the paging identities of the ports
-	nextRAN int64
+	mu         sync.Mutex
+	byRAN      map[int64]*leg
+	bySTMSI    map[identity.STMSI]*Port // the paging identities of the ports
+	nextRAN    int64
+	neighbours map[uint32]*GNB // by gNB ID: the gNBs a UE can be handed to
+	pending    map[string]*leg // N2 handover targets by token, until the UE arrives
+	answer     HandoverAnswer  // how Handover Request is answered (tests)
+	cancelCmd  bool            // cancel instead of executing a Handover Command (tests)
+	hoCause    *ngap.Cause     // the cause of a refusal
 
 	errorIndications atomic.Int64
 	decodeErrors     atomic.Int64
 	unknownUE        atomic.Int64
 	pagings          atomic.Int64
 	pagedUEs         atomic.Int64
+	ho               hoCounters
 }
 
 // Dial connects to the AMF and runs NG Setup. On NG Setup Failure the
@@ -152,6 +196,15 @@ func Dial(ctx context.Context, cfg Config) (*GNB, error) {
 	}
 	if cfg.N3PeerPort == 0 {
 		cfg.N3PeerPort = gtpu.Port
+	}
+	if cfg.ForwardBuffer <= 0 {
+		cfg.ForwardBuffer = DefaultForwardBuffer
+	}
+	if cfg.EndMarkerTimeout <= 0 {
+		cfg.EndMarkerTimeout = DefaultEndMarkerTimeout
+	}
+	if cfg.ForwardingTimeout <= 0 {
+		cfg.ForwardingTimeout = DefaultForwardingTimeout
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -181,11 +234,13 @@ func Dial(ctx context.Context, cfg Config) (*GNB, error) {
 			NRCGI: ngap.NRCGI{PLMN: cfg.PLMN, CellID: cfg.CellID},
 			TAI:   identity.TAI{PLMN: cfg.PLMN, TAC: cfg.TAC},
 		},
-		setupCh: make(chan ngap.Message, 1),
-		done:    make(chan struct{}),
-		byRAN:   make(map[int64]*Port),
-		bySTMSI: make(map[identity.STMSI]*Port),
-		nextRAN: 1,
+		setupCh:    make(chan ngap.Message, 1),
+		done:       make(chan struct{}),
+		byRAN:      make(map[int64]*leg),
+		bySTMSI:    make(map[identity.STMSI]*Port),
+		nextRAN:    1,
+		neighbours: make(map[uint32]*GNB),
+		pending:    make(map[string]*leg),
 	}
 	go g.read()
 	go up.serve(g)
@@ -266,7 +321,7 @@ func (g *GNB) N3Counters() N3Counters {
 	n := g.n3
 	return N3Counters{
 		Uplink: n.uplink.Load(), Downlink: n.downlink.Load(),
-		UnknownTEID: n.unknownTEID.Load(), Malformed: n.malformed.Load(),
+		UnknownTEID: n.unknownTEID.Load(), TEIDs: n.teids.Load(), Malformed: n.malformed.Load(),
 		EchoRequests: n.echoes.Load(), ErrorIndications: n.errorIndications.Load(),
 		SendErrors: n.sendErrors.Load(),
 	}
@@ -279,6 +334,7 @@ type Counters struct {
 	UnknownUE        int64 // UE-associated messages for no known RAN UE NGAP ID
 	Pagings          int64 // Paging messages received
 	PagedUEs         int64 // Pagings handed to an idle UE of this gNB
+	Handover         HandoverCounters
 }
 
 // Counters returns the gNB's counters.
@@ -289,6 +345,7 @@ func (g *GNB) Counters() Counters {
 		UnknownUE:        g.unknownUE.Load(),
 		Pagings:          g.pagings.Load(),
 		PagedUEs:         g.pagedUEs.Load(),
+		Handover:         g.ho.snapshot(),
 	}
 }
 
@@ -334,70 +391,136 @@ func (g *GNB) sendTimed(stream uint16, m ngap.Message) (time.Time, error) {
 	return t, g.conn.Send(stream, ngap.PPID, b)
 }
 
-// Port is one UE's attachment to the gNB. A UE has at most one signalling
-// connection (one RAN UE NGAP ID) at a time.
+// Port is one UE's radio link: the UE's attachment to the gNB that serves
+// it (or that it camps on in CM-IDLE). A UE has at most one signalling
+// connection (one RAN UE NGAP ID) at a time. A handover (handover.go) moves
+// the Port to another gNB: the UE keeps its Port, and the gNB that served
+// it keeps what it needs of the old connection (its forwarding) without
+// the UE.
 type Port struct {
-	g     *GNB
-	ue    UE
-	ranID atomic.Int64 // 0 = no signalling connection
-	amfID atomic.Int64 // -1 = not yet known
-	// stmsi is the paging identity (guarded by g.mu; ok = set).
+	ue  UE
+	cur atomic.Pointer[leg] // the gNB side of the UE now
+	// hoMu: one handover at a time.
+	hoMu sync.Mutex
+	// stmsi is the paging identity (guarded by mu; ok = set), held in the
+	// bySTMSI map of stmsiAt.
+	mu      sync.Mutex
 	stmsi   identity.STMSI
 	stmsiOK bool
+	stmsiAt *GNB
+}
+
+// leg is one gNB's side of a UE: its UE-associated signalling connection
+// (the NGAP ID pair) and the AN resources of its PDU sessions. The leg of
+// the gNB serving the UE is its Port's current one. A handover leaves legs
+// without a UE: at the source, until its forwarding ends, and at an N2
+// target, from Handover Request until the UE arrives.
+type leg struct {
+	g     *GNB
+	port  atomic.Pointer[Port] // the UE's port while the UE is here; nil otherwise
+	ranID atomic.Int64         // 0 = no signalling connection
+	amfID atomic.Int64         // -1 = not yet known
+	// secCap are the UE security capabilities from Initial Context Setup
+	// or Handover Request (for Path Switch Request); guarded by g.mu.
+	secCap ngap.UESecurityCapabilities
 	// sessions: AN resources by PDU session ID (index 0 unused); written
-	// on the NGAP reader, read by SendData.
+	// on the NGAP reader (or by a handover), read by SendData.
 	sessions [16]atomic.Pointer[session]
+	// handover state (handover.go), guarded by g.mu
+	n2  *n2Source    // this leg is the source of an N2 handover
+	tgt *n2Target    // this leg is the target of an N2 handover, before the UE arrives
+	psr chan psrDone // this leg waits for the outcome of its Path Switch Request
+}
+
+func (g *GNB) newLeg() *leg {
+	l := &leg{g: g}
+	l.amfID.Store(-1)
+	return l
+}
+
+// ue returns the UE the leg serves, nil if the UE is not here.
+func (l *leg) ue() UE {
+	if p := l.port.Load(); p != nil {
+		return p.ue
+	}
+	return nil
 }
 
 // NewPort attaches u to the gNB; pass the Port to the UE (ue.UE.Attach).
 func (g *GNB) NewPort(u UE) *Port {
-	p := &Port{g: g, ue: u}
-	p.amfID.Store(-1)
+	p := &Port{ue: u}
+	l := g.newLeg()
+	l.port.Store(p)
+	p.cur.Store(l)
 	return p
 }
 
+// GNB returns the gNB the UE is attached to now.
+func (p *Port) GNB() *GNB { return p.cur.Load().g }
+
+// ServingTAI returns the tracking area of the gNB the UE is attached to.
+func (p *Port) ServingTAI() identity.TAI { return p.GNB().TAI() }
+
 // RANUENGAPID returns the current RAN UE NGAP ID, 0 if none.
-func (p *Port) RANUENGAPID() int64 { return p.ranID.Load() }
+func (p *Port) RANUENGAPID() int64 { return p.cur.Load().ranID.Load() }
 
 // AMFUENGAPID returns the AMF UE NGAP ID learnt from the AMF, -1 if none.
-func (p *Port) AMFUENGAPID() int64 { return p.amfID.Load() }
+func (p *Port) AMFUENGAPID() int64 { return p.cur.Load().amfID.Load() }
 
 // SetPagingIdentity sets the 5G-S-TMSI the UE answers Paging for (from its
 // 5G-GUTI); nil: none. A 5G-S-TMSI belongs to one port of the gNB: the
 // port that sets it last.
 func (p *Port) SetPagingIdentity(stmsi *identity.STMSI) {
-	g := p.g
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if p.stmsiOK && g.bySTMSI[p.stmsi] == p {
-		delete(g.bySTMSI, p.stmsi)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.setPagingLocked(p.cur.Load().g, stmsi)
+}
+
+// setPagingLocked (p.mu held) registers stmsi (nil: none) with g, removing
+// the old identity from the gNB that held it.
+func (p *Port) setPagingLocked(g *GNB, stmsi *identity.STMSI) {
+	if old := p.stmsiAt; old != nil {
+		old.mu.Lock()
+		if p.stmsiOK && old.bySTMSI[p.stmsi] == p {
+			delete(old.bySTMSI, p.stmsi)
+		}
+		old.mu.Unlock()
 	}
-	p.stmsiOK = stmsi != nil
+	p.stmsiOK, p.stmsiAt = stmsi != nil, nil
 	if stmsi != nil {
-		p.stmsi = *stmsi
+		p.stmsi, p.stmsiAt = *stmsi, g
+		g.mu.Lock()
 		g.bySTMSI[*stmsi] = p
+		g.mu.Unlock()
 	}
+}
+
+// movePaging moves the paging identity to g (after a handover).
+func (p *Port) movePaging(g *GNB) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.stmsiOK || p.stmsiAt == g {
+		return
+	}
+	s := p.stmsi
+	p.setPagingLocked(g, &s)
 }
 
 // SendInitial allocates a RAN UE NGAP ID and sends InitialUEMessage
 // (TS 38.413 §8.6.1) with the RRC establishment cause the UE gave and its
 // 5G-S-TMSI (nil: none).
 func (p *Port) SendInitial(nasPDU []byte, cause ngap.RRCEstablishmentCause, stmsi *identity.STMSI) (time.Time, error) {
-	g := p.g
+	l := p.cur.Load()
+	g := l.g
 	g.mu.Lock()
-	if old := p.ranID.Load(); old != 0 {
+	if old := l.ranID.Load(); old != 0 && g.byRAN[old] == l {
 		delete(g.byRAN, old)
 	}
-	id := g.nextRAN
-	g.nextRAN++
-	if g.nextRAN > 1<<32-1 {
-		g.nextRAN = 1
-	}
-	g.byRAN[id] = p
+	id := g.allocRANLocked(l)
 	g.mu.Unlock()
-	p.ranID.Store(id)
-	p.amfID.Store(-1)
-	p.releaseSessions() // a new connection starts without AN resources
+	l.ranID.Store(id)
+	l.amfID.Store(-1)
+	l.releaseSessions() // a new connection starts without AN resources
 
 	m := &ngap.InitialUEMessage{
 		RANUENGAPID:           id,
@@ -409,22 +532,39 @@ func (p *Port) SendInitial(nasPDU []byte, cause ngap.RRCEstablishmentCause, stms
 	}
 	t, err := g.sendTimed(g.ueStream(id), m)
 	if err != nil {
-		p.forget(id)
+		l.forget(id)
 		return t, fmt.Errorf("gnb %d: initial UE message: %w", g.cfg.GNBID, err)
 	}
 	return t, nil
 }
 
+// allocRANLocked (g.mu held) gives l a fresh RAN UE NGAP ID.
+func (g *GNB) allocRANLocked(l *leg) int64 {
+	for {
+		id := g.nextRAN
+		g.nextRAN++
+		if g.nextRAN > 1<<32-1 {
+			g.nextRAN = 1
+		}
+		if _, busy := g.byRAN[id]; !busy {
+			g.byRAN[id] = l
+			return id
+		}
+	}
+}
+
 // SendUplink sends Uplink NAS Transport (TS 38.413 §8.6.3).
 func (p *Port) SendUplink(nasPDU []byte) (time.Time, error) {
-	ran, amf := p.ranID.Load(), p.amfID.Load()
+	l := p.cur.Load()
+	g := l.g
+	ran, amf := l.ranID.Load(), l.amfID.Load()
 	if ran == 0 || amf < 0 {
-		return time.Time{}, fmt.Errorf("gnb %d: uplink NAS: no signalling connection with the AMF", p.g.cfg.GNBID)
+		return time.Time{}, fmt.Errorf("gnb %d: uplink NAS: no signalling connection with the AMF", g.cfg.GNBID)
 	}
-	m := &ngap.UplinkNASTransport{AMFUENGAPID: amf, RANUENGAPID: ran, NASPDU: nasPDU, UserLocation: p.g.uli}
-	t, err := p.g.sendTimed(p.g.ueStream(ran), m)
+	m := &ngap.UplinkNASTransport{AMFUENGAPID: amf, RANUENGAPID: ran, NASPDU: nasPDU, UserLocation: g.uli}
+	t, err := g.sendTimed(g.ueStream(ran), m)
 	if err != nil {
-		return t, fmt.Errorf("gnb %d: uplink NAS: %w", p.g.cfg.GNBID, err)
+		return t, fmt.Errorf("gnb %d: uplink NAS: %w", g.cfg.GNBID, err)
 	}
 	return t, nil
 }
@@ -433,17 +573,19 @@ func (p *Port) SendUplink(nasPDU []byte) (time.Time, error) {
 // cause user inactivity: the AN release that takes a UE to CM-IDLE). The
 // connection stays until the AMF's UE Context Release Command.
 func (p *Port) RequestRelease() (time.Time, error) {
-	ran, amf := p.ranID.Load(), p.amfID.Load()
+	l := p.cur.Load()
+	g := l.g
+	ran, amf := l.ranID.Load(), l.amfID.Load()
 	if ran == 0 || amf < 0 {
-		return time.Time{}, fmt.Errorf("gnb %d: release request: no signalling connection with the AMF", p.g.cfg.GNBID)
+		return time.Time{}, fmt.Errorf("gnb %d: release request: no signalling connection with the AMF", g.cfg.GNBID)
 	}
 	req := &ngap.UEContextReleaseRequest{
 		AMFUENGAPID: amf, RANUENGAPID: ran,
 		Cause: ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkUserInactivity},
 	}
-	t, err := p.g.sendTimed(p.g.ueStream(ran), req)
+	t, err := g.sendTimed(g.ueStream(ran), req)
 	if err != nil {
-		return t, fmt.Errorf("gnb %d: release request: %w", p.g.cfg.GNBID, err)
+		return t, fmt.Errorf("gnb %d: release request: %w", g.cfg.GNBID, err)
 	}
 	return t, nil
 }
@@ -451,52 +593,67 @@ func (p *Port) RequestRelease() (time.Time, error) {
 // Drop forgets the UE's signalling connection, asking the AMF to release
 // its side with UE Context Release Request (TS 38.413 §8.3.2, cause
 // radio connection with UE lost) when the AMF UE NGAP ID is known.
-func (p *Port) Drop() {
-	ran, amf := p.ranID.Load(), p.amfID.Load()
+func (p *Port) Drop() { p.cur.Load().drop() }
+
+// drop is Drop for one leg.
+func (l *leg) drop() {
+	ran, amf := l.ranID.Load(), l.amfID.Load()
 	if ran == 0 {
 		return
 	}
-	p.forget(ran)
+	l.forget(ran)
 	if amf >= 0 {
 		req := &ngap.UEContextReleaseRequest{
 			AMFUENGAPID: amf, RANUENGAPID: ran,
 			Cause: ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkRadioConnectionWithUELost},
 		}
-		if err := p.g.send(p.g.ueStream(ran), req); err != nil {
-			p.g.log.Warn("UE context release request", "ran_ue_ngap_id", ran, "err", err)
+		if err := l.g.send(l.g.ueStream(ran), req); err != nil {
+			l.g.log.Warn("UE context release request", "ran_ue_ngap_id", ran, "err", err)
 		}
 	}
 }
 
-// forget removes RAN UE NGAP ID id from the gNB if it is still p's.
-func (p *Port) forget(id int64) {
-	g := p.g
+// forget removes RAN UE NGAP ID id from the gNB if it is still l's.
+func (l *leg) forget(id int64) {
+	g := l.g
 	g.mu.Lock()
-	if g.byRAN[id] == p {
+	if g.byRAN[id] == l {
 		delete(g.byRAN, id)
 	}
 	g.mu.Unlock()
-	if p.ranID.CompareAndSwap(id, 0) {
-		p.releaseSessions()
+	if l.ranID.CompareAndSwap(id, 0) {
+		l.releaseSessions()
 	}
 }
 
-func (g *GNB) port(ranID int64) *Port {
+func (g *GNB) leg(ranID int64) *leg {
 	g.mu.Lock()
-	p := g.byRAN[ranID]
+	l := g.byRAN[ranID]
 	g.mu.Unlock()
-	return p
+	return l
 }
 
-func (g *GNB) portByAMFID(amfID int64) *Port {
+func (g *GNB) legByAMFID(amfID int64) *leg {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, p := range g.byRAN {
-		if p.amfID.Load() == amfID {
-			return p
+	for _, l := range g.byRAN {
+		if l.amfID.Load() == amfID {
+			return l
 		}
 	}
 	return nil
+}
+
+// ueLeg finds the leg of a UE-associated message by its RAN UE NGAP ID,
+// noting the AMF UE NGAP ID; an unknown one gets Error Indication.
+func (g *GNB) ueLeg(amf, ran int64, stream uint16) *leg {
+	l := g.leg(ran)
+	if l == nil {
+		g.unknownUEMessage(amf, ran, stream)
+		return nil
+	}
+	l.amfID.Store(amf)
+	return l
 }
 
 // read is the gNB's only receiving goroutine.
@@ -547,58 +704,67 @@ func (g *GNB) dispatch(m ngap.Message, stream uint16, at time.Time) {
 	}
 	switch m := m.(type) {
 	case *ngap.DownlinkNASTransport:
-		p := g.port(m.RANUENGAPID)
-		if p == nil {
-			g.unknownUEMessage(m.AMFUENGAPID, m.RANUENGAPID, stream)
+		l := g.ueLeg(m.AMFUENGAPID, m.RANUENGAPID, stream)
+		if l == nil {
 			return
 		}
-		p.amfID.Store(m.AMFUENGAPID)
-		p.ue.HandleNAS(m.NASPDU)
+		if u := l.ue(); u != nil {
+			u.HandleNAS(m.NASPDU)
+		} else {
+			g.log.Debug("downlink NAS for a UE that has left", "ran_ue_ngap_id", m.RANUENGAPID)
+		}
 	case *ngap.InitialContextSetupRequest:
-		p := g.port(m.RANUENGAPID)
-		if p == nil {
-			g.unknownUEMessage(m.AMFUENGAPID, m.RANUENGAPID, stream)
+		l := g.ueLeg(m.AMFUENGAPID, m.RANUENGAPID, stream)
+		if l == nil {
 			return
 		}
-		p.amfID.Store(m.AMFUENGAPID)
+		g.mu.Lock()
+		l.secCap = m.UESecurityCapabilities
+		g.mu.Unlock()
+		u := l.ue()
 		// TS 38.413 §8.3.1.2: set up the PDU sessions (if any), pass the
 		// NAS-PDUs and answer; without sessions the context is established
 		// at once, and the NAS PDU then goes to the UE.
-		ok, failed, results := g.setupItems(p, m.PDUSessionResourceSetupItems)
+		ok, failed, results := g.setupItems(l, m.PDUSessionResourceSetupItems)
 		resp := &ngap.InitialContextSetupResponse{
 			AMFUENGAPID: m.AMFUENGAPID, RANUENGAPID: m.RANUENGAPID,
 			PDUSessionResourceSetupItems: ok, PDUSessionResourceFailedItems: failed,
 		}
-		for _, it := range m.PDUSessionResourceSetupItems {
-			if it.NASPDU != nil && results[it.ID] == nil {
-				p.ue.HandleNAS(it.NASPDU)
+		if u != nil {
+			for _, it := range m.PDUSessionResourceSetupItems {
+				if it.NASPDU != nil && results[it.ID] == nil {
+					u.HandleNAS(it.NASPDU)
+				}
 			}
 		}
 		t, err := g.sendTimed(g.ueStream(m.RANUENGAPID), resp)
 		if err != nil {
 			g.log.Warn("initial context setup response", "err", err)
-		} else {
-			p.ue.HandleContextSetup(t)
+		} else if u != nil {
+			u.HandleContextSetup(t)
 		}
-		if len(results) > 0 {
-			g.reportSetup(p, results, t, err)
-		}
-		if m.NASPDU != nil {
-			p.ue.HandleNAS(m.NASPDU)
+		if u != nil {
+			if len(results) > 0 {
+				g.reportSetup(u, results, t, err)
+			}
+			if m.NASPDU != nil {
+				u.HandleNAS(m.NASPDU)
+			}
 		}
 	case *ngap.UEContextReleaseCommand:
-		var p *Port
+		var l *leg
 		if m.AMFIDOnly {
-			p = g.portByAMFID(m.AMFUENGAPID)
+			l = g.legByAMFID(m.AMFUENGAPID)
 		} else {
-			p = g.port(m.RANUENGAPID)
+			l = g.leg(m.RANUENGAPID)
 		}
 		ran := m.RANUENGAPID
 		var released []uint8
-		if p != nil {
-			ran = p.ranID.Load()
-			released = p.releaseSessions()
-			p.forget(ran)
+		if l != nil {
+			ran = l.ranID.Load()
+			released = l.releaseSessions()
+			l.forget(ran)
+			g.legReleased(l, m.Cause)
 		}
 		// TS 38.413 §8.3.3.2: always confirm, even for a UE we no longer
 		// know, listing the PDU sessions whose resources went with it.
@@ -607,9 +773,11 @@ func (g *GNB) dispatch(m ngap.Message, stream uint16, at time.Time) {
 		if err != nil {
 			g.log.Warn("UE context release complete", "err", err)
 		}
-		if p != nil {
-			p.amfID.Store(-1)
-			p.ue.HandleRelease(t)
+		if l != nil {
+			l.amfID.Store(-1)
+			if u := l.ue(); u != nil {
+				u.HandleRelease(t)
+			}
 		}
 	case *ngap.Paging:
 		g.onPaging(m, at)
@@ -619,6 +787,20 @@ func (g *GNB) dispatch(m ngap.Message, stream uint16, at time.Time) {
 		g.onModifyRequest(m, stream)
 	case *ngap.PDUSessionResourceReleaseCommand:
 		g.onReleaseCommand(m, stream)
+	case *ngap.HandoverCommand:
+		g.onHandoverCommand(m, stream, at)
+	case *ngap.HandoverPreparationFailure:
+		g.onHandoverPreparationFailure(m, stream)
+	case *ngap.HandoverCancelAcknowledge:
+		g.onHandoverCancelAcknowledge(m, stream)
+	case *ngap.HandoverRequest:
+		g.onHandoverRequest(m, stream)
+	case *ngap.DownlinkRANStatusTransfer:
+		g.onDownlinkRANStatusTransfer(m, stream)
+	case *ngap.PathSwitchRequestAcknowledge:
+		g.onPathSwitchAcknowledge(m, stream, at)
+	case *ngap.PathSwitchRequestFailure:
+		g.onPathSwitchFailure(m, stream, at)
 	case *ngap.ErrorIndication:
 		g.errorIndications.Add(1)
 		attrs := make([]any, 0, 6)
@@ -658,7 +840,7 @@ func (g *GNB) onPaging(m *ngap.Paging, at time.Time) {
 	g.mu.Lock()
 	p := g.bySTMSI[m.UEPagingIdentity]
 	g.mu.Unlock()
-	if p == nil || p.ranID.Load() != 0 {
+	if p == nil || p.RANUENGAPID() != 0 {
 		g.log.Debug("paging for no idle UE of this gNB", "tmsi", m.UEPagingIdentity.TMSI, "known", p != nil)
 		return
 	}

@@ -28,9 +28,10 @@ type n3 struct {
 	done chan struct{}
 
 	// sessions by local (DL) TEID; read lock-free by the reader.
-	byTEID  sync.Map // uint32 -> *session
+	byTEID  sync.Map // uint32 -> *session, or *fwdEntry for a DL forwarding tunnel
 	teidMu  sync.Mutex
 	nextTEI uint32
+	teids   atomic.Int64 // TEIDs in use
 
 	bufs sync.Pool // *[]byte for uplink encapsulation
 	tap  sctp.PacketTap
@@ -68,8 +69,24 @@ func (n *n3) Addr() netip.AddrPort {
 	return n.conn.LocalAddr().(*net.UDPAddr).AddrPort()
 }
 
+// fwdEntry is a DL forwarding tunnel of a handover target's session.
+type fwdEntry struct{ s *session }
+
 // allocTEID registers s under a fresh non-zero local TEID.
 func (n *n3) allocTEID(s *session) uint32 {
+	t := n.alloc(s)
+	s.dlTEID = t
+	return t
+}
+
+// allocFwdTEID gives s a DL forwarding tunnel.
+func (n *n3) allocFwdTEID(s *session) uint32 {
+	t := n.alloc(&fwdEntry{s: s})
+	s.fwdTEID = t
+	return t
+}
+
+func (n *n3) alloc(v any) uint32 {
 	n.teidMu.Lock()
 	defer n.teidMu.Unlock()
 	for {
@@ -78,31 +95,51 @@ func (n *n3) allocTEID(s *session) uint32 {
 		if n.nextTEI == 0 {
 			n.nextTEI = 1
 		}
-		if _, busy := n.byTEID.Load(t); !busy {
-			s.dlTEID = t
-			n.byTEID.Store(t, s)
+		if _, busy := n.byTEID.LoadOrStore(t, v); !busy {
+			n.teids.Add(1)
 			return t
 		}
 	}
 }
 
+// freeTEID frees s's tunnels.
 func (n *n3) freeTEID(s *session) {
-	n.byTEID.CompareAndDelete(s.dlTEID, s)
+	if n.byTEID.CompareAndDelete(s.dlTEID, s) {
+		n.teids.Add(-1)
+	}
+	n.freeFwdTEID(s)
+}
+
+// freeFwdTEID frees s's DL forwarding tunnel, if any.
+func (n *n3) freeFwdTEID(s *session) {
+	n.teidMu.Lock()
+	t := s.fwdTEID
+	s.fwdTEID = 0
+	n.teidMu.Unlock()
+	if t == 0 {
+		return
+	}
+	if v, ok := n.byTEID.Load(t); ok {
+		if e, ok := v.(*fwdEntry); ok && e.s == s && n.byTEID.CompareAndDelete(t, v) {
+			n.teids.Add(-1)
+		}
+	}
 }
 
 // send encapsulates pkt for s's UL tunnel.
 func (n *n3) send(s *session, pkt []byte) error {
+	ul := s.uplink()
 	bp := n.bufs.Get().(*[]byte)
-	b := gtpu.AppendGPDU((*bp)[:0], s.ul.TEID, uint8(s.qfi.Load()), false, pkt)
-	_, err := n.conn.WriteToUDPAddrPort(b, s.ulPeer)
+	b := gtpu.AppendGPDU((*bp)[:0], ul.tunnel.TEID, uint8(s.qfi.Load()), false, pkt)
+	_, err := n.conn.WriteToUDPAddrPort(b, ul.peer)
 	if err == nil && n.tap != nil {
-		n.tap.Packet(true, n.Addr(), s.ulPeer, b)
+		n.tap.Packet(true, n.Addr(), ul.peer, b)
 	}
 	*bp = b
 	n.bufs.Put(bp)
 	if err != nil {
 		n.sendErrors.Add(1)
-		return fmt.Errorf("n3 send to %s: %w", s.ulPeer, err)
+		return fmt.Errorf("n3 send to %s: %w", ul.peer, err)
 	}
 	n.uplink.Add(1)
 	return nil
@@ -142,9 +179,26 @@ func (n *n3) serve(g *GNB) {
 				n.reply(out, from)
 				continue
 			}
-			s := v.(*session)
-			n.downlink.Add(1)
-			s.port.ue.HandleData(s.id, h.Payload(b))
+			switch e := v.(type) {
+			case *session:
+				e.downlink(h.Payload(b), false)
+			case *fwdEntry:
+				g.ho.fwdReceived.Add(1)
+				e.s.downlink(h.Payload(b), true)
+			}
+		case gtpu.TypeEndMarker:
+			// TS 29.281 §7.3.2: the last packet of the old path went.
+			g.ho.endMarkers.Add(1)
+			v, ok := n.byTEID.Load(h.TEID)
+			if !ok {
+				continue
+			}
+			switch e := v.(type) {
+			case *session:
+				e.endMarker()
+			case *fwdEntry:
+				e.s.fwdEndMarker()
+			}
 		case gtpu.TypeEchoRequest:
 			// TS 29.281 §7.2.1: answer on the path the request came from.
 			n.echoes.Add(1)
@@ -156,9 +210,22 @@ func (n *n3) serve(g *GNB) {
 				g.log.Warn("GTP-U error indication", "from", from, "teid", e.TEID)
 			}
 		default:
-			// Echo Response, End Marker, ...: nothing to do.
+			// Echo Response, ...: nothing to do.
 		}
 	}
+}
+
+// sendTo sends a GTP-U message (a forwarded G-PDU or End Marker) to peer.
+func (n *n3) sendTo(b []byte, to netip.AddrPort) error {
+	_, err := n.conn.WriteToUDPAddrPort(b, to)
+	if err != nil {
+		n.sendErrors.Add(1)
+		return err
+	}
+	if n.tap != nil {
+		n.tap.Packet(true, n.Addr(), to, b)
+	}
+	return nil
 }
 
 // reply sends a GTP-U message the gNB itself builds (echo, error indication).
@@ -177,6 +244,7 @@ func (n *n3) close() {
 type N3Counters struct {
 	Uplink, Downlink int64 // G-PDUs sent and delivered
 	UnknownTEID      int64 // downlink G-PDUs for no session (answered with Error Indication)
+	TEIDs            int64 // local TEIDs in use (DL and DL forwarding tunnels)
 	Malformed        int64 // datagrams that were not GTP-U
 	EchoRequests     int64 // answered
 	ErrorIndications int64 // received

@@ -17,19 +17,39 @@ import (
 // fails to set up only for protocol reasons (undecodable transfer,
 // duplicate ID, a non-IPv4 tunnel or session type, no QoS flow).
 
-// session is one PDU session's AN resources.
+// session is one PDU session's AN resources at one gNB.
 type session struct {
 	id     uint8
-	port   *Port
-	ul     ngap.GTPTunnel
-	ulPeer netip.AddrPort
+	leg    *leg
+	ulp    atomic.Pointer[ulEnd] // the UPF's tunnel end (a path switch may change it)
 	dlTEID uint32
+	// fwdTEID is the DL forwarding tunnel of an N2 handover target (0 =
+	// none).
+	fwdTEID uint32
+	// fwd is set at a source the UE leaves: the downlink goes there
+	// instead of to the UE (handover.go).
+	fwd atomic.Pointer[forwarder]
+	// reo is set at a target while the forwarded and the new path's
+	// downlink are put in order (handover.go).
+	reo atomic.Pointer[reorder]
 	// qfi marks uplink G-PDUs: the first QoS flow set up (the default
 	// flow). The simulated UE does no per-packet QoS rule matching.
 	qfi atomic.Uint32
 	// Guarded by being touched only on the NGAP reader goroutine.
 	qfis []uint8
 	ambr *ngap.AMBR
+}
+
+// ulEnd is a session's UL tunnel and where its G-PDUs go.
+type ulEnd struct {
+	tunnel ngap.GTPTunnel
+	peer   netip.AddrPort
+}
+
+func (s *session) uplink() *ulEnd { return s.ulp.Load() }
+
+func (s *session) setUL(t ngap.GTPTunnel, port uint16) {
+	s.ulp.Store(&ulEnd{tunnel: t, peer: netip.AddrPortFrom(t.Addr, port)})
 }
 
 // ErrNoSession is returned by SendData for a PDU session the gNB has no
@@ -50,21 +70,22 @@ func (p *Port) SendData(psi uint8, pkt []byte) error {
 	if psi == 0 || psi > 15 {
 		return ErrNoSession
 	}
-	s := p.sessions[psi].Load()
+	s := p.cur.Load().sessions[psi].Load()
 	if s == nil {
 		return ErrNoSession
 	}
-	return p.g.n3.send(s, pkt)
+	return s.leg.g.n3.send(s, pkt)
 }
 
 // Sessions returns the UE's PDU sessions with AN resources.
 func (p *Port) Sessions() []SessionInfo {
+	l := p.cur.Load()
 	var out []SessionInfo
-	for i := range p.sessions {
-		if s := p.sessions[i].Load(); s != nil {
+	for i := range l.sessions {
+		if s := l.sessions[i].Load(); s != nil {
 			out = append(out, SessionInfo{
-				ID: s.id, UL: s.ul,
-				DL:       ngap.GTPTunnel{Addr: p.g.n3.ip, TEID: s.dlTEID},
+				ID: s.id, UL: s.uplink().tunnel,
+				DL:       ngap.GTPTunnel{Addr: l.g.n3.ip, TEID: s.dlTEID},
 				QoSFlows: []uint8{uint8(s.qfi.Load())},
 			})
 		}
@@ -72,30 +93,69 @@ func (p *Port) Sessions() []SessionInfo {
 	return out
 }
 
-// releaseSessions frees every session of the port and returns their IDs.
-func (p *Port) releaseSessions() []uint8 {
+// releaseSessions frees every session of the leg and returns their IDs.
+func (l *leg) releaseSessions() []uint8 {
 	var ids []uint8
-	for i := range p.sessions {
-		if s := p.sessions[i].Swap(nil); s != nil {
-			p.g.n3.freeTEID(s)
+	for i := range l.sessions {
+		if s := l.sessions[i].Swap(nil); s != nil {
+			s.free()
 			ids = append(ids, s.id)
 		}
 	}
 	return ids
 }
 
+// free gives up the session's tunnels. A source still forwarding keeps
+// its DL tunnel until the End Marker of the old path has been passed on
+// (or the forwarding times out).
+func (s *session) free() {
+	n := s.leg.g.n3
+	if f := s.fwd.Load(); f != nil && f.close() {
+		return // the forwarder frees the session when it ends
+	}
+	if r := s.reo.Load(); r != nil {
+		r.stop()
+	}
+	n.freeTEID(s)
+}
+
 // setupSession creates the AN resources of one session from its PDU
 // Session Resource Setup Request Transfer (TS 38.413 §8.2.1.2) and returns
 // the encoded Setup Response Transfer, or the cause of failure.
-func (g *GNB) setupSession(p *Port, id uint8, transfer []byte) ([]byte, *ngap.Cause) {
+func (g *GNB) setupSession(l *leg, id uint8, transfer []byte) ([]byte, *ngap.Cause) {
 	fail := func(group ngap.CauseGroup, v uint8) ([]byte, *ngap.Cause) {
 		return nil, &ngap.Cause{Group: group, Value: v}
 	}
 	if id == 0 || id > 15 {
 		return fail(ngap.CauseRadioNetwork, ngap.RadioNetworkUnknownPDUSessionID)
 	}
-	if p.sessions[id].Load() != nil {
+	if l.sessions[id].Load() != nil {
 		return fail(ngap.CauseRadioNetwork, ngap.RadioNetworkMultiplePDUSessionIDInstances)
+	}
+	s, cause := g.newSession(l, id, transfer)
+	if cause != nil {
+		return nil, cause
+	}
+	teid := g.n3.allocTEID(s)
+	resp, err := ngap.EncodeSetupResponseTransfer(&ngap.PDUSessionResourceSetupResponseTransfer{
+		DLTunnel: ngap.GTPTunnel{Addr: g.n3.ip, TEID: teid},
+		QoSFlows: slices.Clone(s.qfis),
+	})
+	if err != nil {
+		g.n3.freeTEID(s)
+		g.log.Error("encode setup response transfer", "err", err)
+		return fail(ngap.CauseMisc, ngap.MiscUnspecified)
+	}
+	l.sessions[id].Store(s)
+	return resp, nil
+}
+
+// newSession checks a PDU Session Resource Setup Request Transfer (also
+// the Handover Request's, TS 38.413 §9.3.4.1) and makes the session of
+// leg l from it, without tunnels.
+func (g *GNB) newSession(l *leg, id uint8, transfer []byte) (*session, *ngap.Cause) {
+	fail := func(group ngap.CauseGroup, v uint8) (*session, *ngap.Cause) {
+		return nil, &ngap.Cause{Group: group, Value: v}
 	}
 	t, err := ngap.DecodeSetupRequestTransfer(transfer)
 	if err != nil {
@@ -112,13 +172,8 @@ func (g *GNB) setupSession(p *Port, id uint8, transfer []byte) ([]byte, *ngap.Ca
 	if len(t.QoSFlows) == 0 {
 		return fail(ngap.CauseRadioNetwork, ngap.RadioNetworkInvalidQoSCombination)
 	}
-	s := &session{
-		id:     id,
-		port:   p,
-		ul:     t.ULTunnel,
-		ulPeer: netip.AddrPortFrom(t.ULTunnel.Addr, g.cfg.N3PeerPort),
-		ambr:   t.SessionAMBR,
-	}
+	s := &session{id: id, leg: l, ambr: t.SessionAMBR}
+	s.setUL(t.ULTunnel, g.cfg.N3PeerPort)
 	for _, f := range t.QoSFlows {
 		if slices.Contains(s.qfis, f.QFI) {
 			return fail(ngap.CauseRadioNetwork, ngap.RadioNetworkMultipleQoSFlowIDInstances)
@@ -126,25 +181,14 @@ func (g *GNB) setupSession(p *Port, id uint8, transfer []byte) ([]byte, *ngap.Ca
 		s.qfis = append(s.qfis, f.QFI)
 	}
 	s.qfi.Store(uint32(s.qfis[0]))
-	teid := g.n3.allocTEID(s)
-	resp, err := ngap.EncodeSetupResponseTransfer(&ngap.PDUSessionResourceSetupResponseTransfer{
-		DLTunnel: ngap.GTPTunnel{Addr: g.n3.ip, TEID: teid},
-		QoSFlows: slices.Clone(s.qfis),
-	})
-	if err != nil {
-		g.n3.freeTEID(s)
-		g.log.Error("encode setup response transfer", "err", err)
-		return fail(ngap.CauseMisc, ngap.MiscUnspecified)
-	}
-	p.sessions[id].Store(s)
-	return resp, nil
+	return s, nil
 }
 
 // setupItems sets up every item and fills the successful and failed lists.
-func (g *GNB) setupItems(p *Port, items []ngap.PDUSessionResourceSetupItemSUReq) (ok, failed []ngap.PDUSessionResourceItem, results map[uint8]error) {
+func (g *GNB) setupItems(l *leg, items []ngap.PDUSessionResourceSetupItemSUReq) (ok, failed []ngap.PDUSessionResourceItem, results map[uint8]error) {
 	results = make(map[uint8]error, len(items))
 	for _, it := range items {
-		tr, cause := g.setupSession(p, it.ID, it.Transfer)
+		tr, cause := g.setupSession(l, it.ID, it.Transfer)
 		if cause == nil {
 			ok = append(ok, ngap.PDUSessionResourceItem{ID: it.ID, Transfer: tr})
 			results[it.ID] = nil
@@ -175,21 +219,20 @@ func (e *SetupError) Error() string {
 // onSetupRequest handles PDU Session Resource Setup Request (TS 38.413
 // §8.2.1.2): set up each session, pass the NAS-PDUs to the UE, answer.
 func (g *GNB) onSetupRequest(m *ngap.PDUSessionResourceSetupRequest, stream uint16) {
-	p := g.port(m.RANUENGAPID)
-	if p == nil {
-		g.unknownUEMessage(m.AMFUENGAPID, m.RANUENGAPID, stream)
+	l := g.ueLeg(m.AMFUENGAPID, m.RANUENGAPID, stream)
+	if l == nil {
 		return
 	}
-	p.amfID.Store(m.AMFUENGAPID)
-	ok, failed, results := g.setupItems(p, m.Items)
-	if m.NASPDU != nil {
-		p.ue.HandleNAS(m.NASPDU)
+	u := l.ue()
+	ok, failed, results := g.setupItems(l, m.Items)
+	if m.NASPDU != nil && u != nil {
+		u.HandleNAS(m.NASPDU)
 	}
 	for _, it := range m.Items {
 		// A failed session's NAS-PDU is not delivered: the UE learns of
 		// the failure from the network instead.
-		if it.NASPDU != nil && results[it.ID] == nil {
-			p.ue.HandleNAS(it.NASPDU)
+		if it.NASPDU != nil && results[it.ID] == nil && u != nil {
+			u.HandleNAS(it.NASPDU)
 		}
 	}
 	resp := &ngap.PDUSessionResourceSetupResponse{
@@ -200,10 +243,12 @@ func (g *GNB) onSetupRequest(m *ngap.PDUSessionResourceSetupRequest, stream uint
 	if err != nil {
 		g.log.Warn("PDU session resource setup response", "err", err)
 	}
-	g.reportSetup(p, results, t, err)
+	if u != nil {
+		g.reportSetup(u, results, t, err)
+	}
 }
 
-func (g *GNB) reportSetup(p *Port, results map[uint8]error, t time.Time, sendErr error) {
+func (g *GNB) reportSetup(u UE, results map[uint8]error, t time.Time, sendErr error) {
 	ids := make([]uint8, 0, len(results))
 	for id := range results {
 		ids = append(ids, id)
@@ -214,22 +259,20 @@ func (g *GNB) reportSetup(p *Port, results map[uint8]error, t time.Time, sendErr
 		if err == nil && sendErr != nil {
 			err = fmt.Errorf("gnb: PDU session resource setup response: %w", sendErr)
 		}
-		p.ue.HandleSessionSetup(id, t, err)
+		u.HandleSessionSetup(id, t, err)
 	}
 }
 
 // onModifyRequest handles PDU Session Resource Modify Request (TS 38.413
 // §8.2.3.2): apply the QoS flow changes, pass the NAS-PDUs, answer.
 func (g *GNB) onModifyRequest(m *ngap.PDUSessionResourceModifyRequest, stream uint16) {
-	p := g.port(m.RANUENGAPID)
-	if p == nil {
-		g.unknownUEMessage(m.AMFUENGAPID, m.RANUENGAPID, stream)
+	l := g.ueLeg(m.AMFUENGAPID, m.RANUENGAPID, stream)
+	if l == nil {
 		return
 	}
-	p.amfID.Store(m.AMFUENGAPID)
 	resp := &ngap.PDUSessionResourceModifyResponse{AMFUENGAPID: m.AMFUENGAPID, RANUENGAPID: m.RANUENGAPID}
 	for _, it := range m.Items {
-		tr, cause := g.modifySession(p, it.ID, it.Transfer)
+		tr, cause := g.modifySession(l, it.ID, it.Transfer)
 		if cause != nil {
 			ut, err := ngap.EncodeModifyUnsuccessfulTransfer(&ngap.PDUSessionResourceModifyUnsuccessfulTransfer{Cause: *cause})
 			if err != nil {
@@ -239,8 +282,8 @@ func (g *GNB) onModifyRequest(m *ngap.PDUSessionResourceModifyRequest, stream ui
 			continue
 		}
 		resp.Modified = append(resp.Modified, ngap.PDUSessionResourceItem{ID: it.ID, Transfer: tr})
-		if it.NASPDU != nil {
-			p.ue.HandleNAS(it.NASPDU)
+		if u := l.ue(); it.NASPDU != nil && u != nil {
+			u.HandleNAS(it.NASPDU)
 		}
 	}
 	if err := g.send(g.ueStream(m.RANUENGAPID), resp); err != nil {
@@ -248,10 +291,10 @@ func (g *GNB) onModifyRequest(m *ngap.PDUSessionResourceModifyRequest, stream ui
 	}
 }
 
-func (g *GNB) modifySession(p *Port, id uint8, transfer []byte) ([]byte, *ngap.Cause) {
+func (g *GNB) modifySession(l *leg, id uint8, transfer []byte) ([]byte, *ngap.Cause) {
 	var s *session
 	if id >= 1 && id <= 15 {
-		s = p.sessions[id].Load()
+		s = l.sessions[id].Load()
 	}
 	if s == nil {
 		return nil, &ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkUnknownPDUSessionID}
@@ -294,14 +337,13 @@ func (g *GNB) modifySession(p *Port, id uint8, transfer []byte) ([]byte, *ngap.C
 // onReleaseCommand handles PDU Session Resource Release Command (TS 38.413
 // §8.2.2.2): pass the NAS-PDU, release the sessions, answer.
 func (g *GNB) onReleaseCommand(m *ngap.PDUSessionResourceReleaseCommand, stream uint16) {
-	p := g.port(m.RANUENGAPID)
-	if p == nil {
-		g.unknownUEMessage(m.AMFUENGAPID, m.RANUENGAPID, stream)
+	l := g.ueLeg(m.AMFUENGAPID, m.RANUENGAPID, stream)
+	if l == nil {
 		return
 	}
-	p.amfID.Store(m.AMFUENGAPID)
-	if m.NASPDU != nil {
-		p.ue.HandleNAS(m.NASPDU)
+	u := l.ue()
+	if m.NASPDU != nil && u != nil {
+		u.HandleNAS(m.NASPDU)
 	}
 	rt, err := ngap.EncodeReleaseResponseTransfer(&ngap.PDUSessionResourceReleaseResponseTransfer{})
 	if err != nil {
@@ -315,8 +357,8 @@ func (g *GNB) onReleaseCommand(m *ngap.PDUSessionResourceReleaseCommand, stream 
 			g.log.Debug("PDU session resource release command transfer", "psi", it.ID, "err", err)
 		}
 		if it.ID >= 1 && it.ID <= 15 {
-			if s := p.sessions[it.ID].Swap(nil); s != nil {
-				g.n3.freeTEID(s)
+			if s := l.sessions[it.ID].Swap(nil); s != nil {
+				s.free()
 			}
 		}
 		// §8.2.2.2: every session in the command is reported released,
@@ -328,7 +370,9 @@ func (g *GNB) onReleaseCommand(m *ngap.PDUSessionResourceReleaseCommand, stream 
 	if err != nil {
 		g.log.Warn("PDU session resource release response", "err", err)
 	}
-	for _, id := range ids {
-		p.ue.HandleSessionReleased(id, t)
+	if u != nil {
+		for _, id := range ids {
+			u.HandleSessionReleased(id, t)
+		}
 	}
 }

@@ -169,6 +169,15 @@ func (u *UE) HandleRelease(sentAt time.Time) {
 	case procRelease:
 		// AN release: the UE stays registered, now in CM-IDLE.
 		u.finishLocked(sentAt, nil)
+	case procHandoverXn, procHandoverN2:
+		// The RAN part learns of it by itself; a registration update
+		// after the move did not complete, the registration stands.
+		if u.hoRegistering {
+			if u.mm == mmRegisteredInitiated {
+				u.mm = mmRegistered
+			}
+			u.finishLocked(sentAt, ErrReleased)
+		}
 	}
 	if u.mm == mmDeregistered {
 		u.releaseAllSessionsLocked(ErrReleased)
@@ -401,7 +410,7 @@ func imeiOf(imeisv string) string {
 // with Registration Complete. An Accept outside a registration is the
 // network's T3550 retransmission: acknowledge it again.
 func (u *UE) onRegistrationAcceptLocked(m *nas.RegistrationAccept) {
-	inProc := u.proc.registration()
+	inProc := u.inRegistrationLocked()
 	if !inProc && u.mm != mmRegistered {
 		u.discardLocked("registration accept outside registration", nil)
 		return
@@ -450,7 +459,7 @@ func (u *UE) onRegistrationAcceptLocked(m *nas.RegistrationAccept) {
 
 // onRegistrationRejectLocked handles TS 24.501 §5.5.1.2.5.
 func (u *UE) onRegistrationRejectLocked(m *nas.RegistrationReject) {
-	if !u.proc.registration() {
+	if !u.inRegistrationLocked() {
 		u.discardLocked("registration reject outside registration", nil)
 		return
 	}

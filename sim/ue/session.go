@@ -168,7 +168,7 @@ type pduSession struct {
 type dataPath struct {
 	id    uint8
 	addr  netip.Addr
-	link  Link                        // fixed: a UE changes links only without a connection
+	link  Link                        // fixed: a handover moves the connection within the link
 	up    atomic.Bool                 // the gNB holds AN resources
 	probe atomic.Pointer[receiverBox] // gets downlink first (ping, transfer)
 	sink  atomic.Pointer[receiverBox] // then this (a TUN)

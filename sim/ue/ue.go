@@ -20,6 +20,11 @@
 // place): nobody waits on them, their outcome goes to the Observer, and a
 // caller's procedure started meanwhile waits for them to end.
 //
+// Handover (handover.go): Handover runs an Xn or N2 handover through a
+// Link that is a Mover (the gNB port moves the connection), then, if the
+// new cell's TA is not in the TAI list, a mobility registration update
+// over the moved connection.
+//
 // The radio side is a Link (a gNB port): the UE hands it NAS PDUs and the
 // gNB hands back downlink NAS (HandleNAS) and the release of the signalling
 // connection (HandleRelease).
@@ -187,6 +192,8 @@ const (
 	procServiceRequest // UE-triggered (a caller, or uplink data)
 	procPagingResponse // the service request answering paging
 	procPeriodic       // periodic registration update (T3512)
+	procHandoverXn     // Xn handover (and the registration update after it)
+	procHandoverN2     // N2 handover (and the registration update after it)
 )
 
 func (k procKind) name() string {
@@ -207,8 +214,17 @@ func (k procKind) name() string {
 		return ProcPaging
 	case procPeriodic:
 		return ProcPeriodicRegistration
+	case procHandoverXn:
+		return ProcHandoverXn
+	case procHandoverN2:
+		return ProcHandoverN2
 	}
 	return "none"
+}
+
+// handover reports whether k is a handover.
+func (k procKind) handover() bool {
+	return k == procHandoverXn || k == procHandoverN2
 }
 
 // registration reports whether k is a registration procedure.
@@ -260,6 +276,10 @@ type Stats struct {
 	LocalReleases          int // sessions released locally: the network's PDU session status lacked them
 	QueuedUplink           int // uplink packets buffered while the user plane was down
 	DroppedUplink          int // buffered packets dropped: buffer full, or no user plane came back
+
+	// Mobility
+	Handovers       int // handovers that moved the UE
+	MobilityUpdates int // registration updates after them (a TA outside the TAI list)
 }
 
 // UE is one simulated UE.
@@ -326,6 +346,9 @@ type UE struct {
 	inactMark  int64          // user-plane packet count at the last inactivity check
 	ulQueue    []queuedPacket // uplink held while the user plane comes back
 
+	// handover (handover.go): the handover's registration update runs
+	hoRegistering bool
+
 	// 5GSM: sessions by PDU session identity (index 0 unused); data is
 	// each session's user plane, read without mu on the data path.
 	sessions [16]*pduSession
@@ -381,8 +404,9 @@ func New(cfg Config) (*UE, error) {
 }
 
 // Attach sets the UE's radio link (a gNB port). A UE can be moved to another
-// link only while it has no signalling connection. The link learns the
-// UE's paging identity (the old one forgets it).
+// link only while it has no signalling connection (a handover moves the
+// connection within the link instead). The link learns the UE's paging
+// identity (the old one forgets it).
 func (u *UE) Attach(l Link) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -745,6 +769,7 @@ func (u *UE) startLocked(k procKind, a procArgs) error {
 
 func (u *UE) beginLocked(k procKind) {
 	u.proc = k
+	u.hoRegistering = false
 	u.deregAck = false
 	u.authCause = 0
 	u.icsAt = time.Time{}
@@ -759,7 +784,7 @@ func (u *UE) abortLocked() {
 	k := u.proc
 	switch {
 	case k == procRelease:
-	case k.service() || k == procPeriodic:
+	case k.service() || k == procPeriodic || k.handover():
 		if u.mm == mmServiceRequestInitiated || u.mm == mmRegisteredInitiated {
 			u.mm = mmRegistered
 		}
@@ -800,6 +825,7 @@ func (u *UE) finishLocked(end time.Time, err error) {
 	}
 	u.proc = procNone
 	u.initialPlain = nil
+	u.hoRegistering = false
 	if u.connected && u.mm == mmRegistered {
 		u.armInactivityLocked()
 	}
