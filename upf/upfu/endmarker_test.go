@@ -205,3 +205,48 @@ func TestEndMarkerOrderUnderLoad(t *testing.T) {
 type sinkFunc func([]upfu.Packet)
 
 func (f sinkFunc) Send(p []upfu.Packet) { f(p) }
+
+// A FAR that stops forwarding to its tunnel (the hold of smart buffering):
+// Install returns only once no batch that still saw the old snapshot is
+// on its way to that tunnel, so that the PFCP response, and the Handover
+// Command after it, come after the last packet the source gets.
+func TestHoldWaitsForBatchesInFlight(t *testing.T) {
+	p := newPipeline(t, upfu.Config{})
+	p.SetSink(&sink{})
+	p.Install(session(t, sessionOpts{encapTEID: 0x200}))
+	w := p.NewWorker()
+	w.SendsLater()
+	if out := w.Downlink([]upfu.Packet{dlPacket(ueIP, 1, 100)}, nil); len(out) != 1 {
+		t.Fatalf("forwarded %d", len(out))
+	}
+	// The batch's output is not on the wire yet.
+	installed := make(chan struct{})
+	go func() {
+		p.Install(session(t, sessionOpts{encapTEID: 0x200, dlFAR: rules.ActionBuffer}))
+		close(installed)
+	}()
+	select {
+	case <-installed:
+		t.Fatal("the hold was installed while a batch for the old tunnel was in flight")
+	case <-time.After(20 * time.Millisecond):
+	}
+	w.Sent()
+	select {
+	case <-installed:
+	case <-time.After(2 * time.Second):
+		t.Fatal("Install still waits after the batch was sent")
+	}
+	// Nothing to wait for when the FAR keeps forwarding.
+	done := make(chan struct{})
+	w.Downlink([]upfu.Packet{dlPacket(ueIP, 2, 100)}, nil) // buffered: the FAR holds
+	w.Sent()
+	go func() {
+		p.Install(session(t, sessionOpts{encapTEID: 0x200}))
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("Install of a forwarding FAR waited")
+	}
+}
