@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -442,14 +441,10 @@ func waitGNBTEIDs(t *testing.T, n int64, gs ...*hoGNB) {
 // TestHandoverN2EndMarkerRelayed: in forwarding mode the source passes the
 // End Marker it gets on the old path to the UPF's forwarding tunnel (TS
 // 23.502 §4.9.1.3.3: the source forwards the end marker to the target;
-// TS 29.281 §7.3.2), and the target should see it on its DL forwarding
-// tunnel. The UPF absorbs End Markers it receives (upfu: counted in
-// Stats.EndMarkers, not relayed), so the target waits EndMarkerTimeout
-// instead. Runs with TERN_E2E_CORE_BUGS set.
+// TS 29.281 §7.3.2), and the UPF relays it to the target's DL forwarding
+// tunnel: the target ends its hold of the new path on it, not on its
+// EndMarkerTimeout.
 func TestHandoverN2EndMarkerRelayed(t *testing.T) {
-	if os.Getenv("TERN_E2E_CORE_BUGS") == "" {
-		t.Skip("known core deviation (the UPF does not relay an End Marker received on the indirect forwarding tunnel); set TERN_E2E_CORE_BUGS=1 to run")
-	}
 	r := newHORig(t, "forwarding", hoInterruption)
 	tr := startTraffic(r.c, r.h.s.Address, hoTrafficInterval)
 	time.Sleep(20 * time.Millisecond)
@@ -461,8 +456,8 @@ func TestHandoverN2EndMarkerRelayed(t *testing.T) {
 		t.Fatalf("source forwarded %d End Markers", c1.EndMarkersForwarded)
 	}
 	if c2.HoldTimeouts != 0 || c2.EndMarkers == 0 {
-		t.Errorf("target: %d End Markers received, %d holds ended by the timer; want the End Marker through the forwarding tunnel (UPF absorbed %d)",
-			c2.EndMarkers, c2.HoldTimeouts, r.c.Stats().UPF.Pipeline.EndMarkers)
+		t.Errorf("target: %d End Markers received, %d holds ended by the timer; want the End Marker through the forwarding tunnel (UPF received %d, relayed %d)",
+			c2.EndMarkers, c2.HoldTimeouts, r.c.Stats().UPF.Pipeline.EndMarkers, r.c.Stats().UPF.Pipeline.EndMarkersRelayed)
 	}
 }
 
