@@ -297,6 +297,14 @@ func (p *Port) HandoverN2(ctx context.Context, target uint32) (start, end time.T
 	if o.err != nil {
 		return start, end, o.err
 	}
+	// The RRC handover command goes to the UE behind the downlink already
+	// queued for it: what reached the source before the command is
+	// delivered before the UE leaves. Sessions with a forwarding tunnel
+	// would forward it anyway; those without (the UPF holds their
+	// downlink) would lose it.
+	if len(o.fwd) < len(items) && !g.n3.flush(flushTimeout) {
+		g.log.Warn("handover: the N3 reader did not catch up before the UE left")
+	}
 	// The UE executes the handover: it goes to the target with the token
 	// (the RRC part, in-process).
 	if d := g.cfg.HandoverInterruption; d > 0 {
@@ -343,6 +351,9 @@ func (p *Port) HandoverN2(ctx context.Context, target uint32) (start, end time.T
 	g.ho.n2Completed.Add(1)
 	return start, end, nil
 }
+
+// flushTimeout bounds the wait for the N3 reader before a UE leaves.
+const flushTimeout = 100 * time.Millisecond
 
 // cancelHandover sends HANDOVER CANCEL for the source leg l.
 func (g *GNB) cancelHandover(l *leg, cause uint8) {

@@ -3,6 +3,7 @@ package gnb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -418,5 +419,25 @@ func TestHandoverXnFailure(t *testing.T) {
 	u.wait(t)
 	if ev := u.eventList(); ev[len(ev)-1] != "paging" {
 		t.Fatalf("events %v", ev)
+	}
+}
+
+// TestN3Flush: a flush returns once the reader has handled what reached
+// the socket before it, and its marker is neither counted nor answered.
+func TestN3Flush(t *testing.T) {
+	h := newHOPair(t)
+	_, u, _, teid := h.sessionUE(t)
+	n := h.g1.n3
+	for i := range 50 {
+		h.upf.send(n.Addr(), gtpu.AppendGPDU(nil, teid, 1, true, fmt.Appendf(nil, "pkt-%d", i)))
+	}
+	if !n.flush(5 * time.Second) {
+		t.Fatal("flush timed out")
+	}
+	if got := len(u.data); got != 50 {
+		t.Errorf("%d packets delivered by the time the flush returned, want 50", got)
+	}
+	if c := h.g1.N3Counters(); c.Malformed != 0 || c.EchoRequests != 0 || c.UnknownTEID != 0 {
+		t.Errorf("counters %+v", c)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tern5g/tern/gtpu"
 	"github.com/tern5g/tern/sctp"
@@ -35,6 +36,11 @@ type n3 struct {
 
 	bufs sync.Pool // *[]byte for uplink encapsulation
 	tap  sctp.PacketTap
+
+	// flushes are the waiters of flush by sequence number (uint16 -> chan
+	// struct{}); flushSeq numbers them.
+	flushes  sync.Map
+	flushSeq atomic.Uint32
 
 	uplink, downlink, unknownTEID, malformed, echoes, errorIndications, sendErrors atomic.Int64
 }
@@ -160,6 +166,9 @@ func (n *n3) serve(g *GNB) {
 			return
 		}
 		b := buf[:size]
+		if from == n.Addr() && n.flushed(b) {
+			continue
+		}
 		if n.tap != nil {
 			n.tap.Packet(false, n.Addr(), from, b)
 		}
@@ -213,6 +222,42 @@ func (n *n3) serve(g *GNB) {
 			// Echo Response, ...: nothing to do.
 		}
 	}
+}
+
+// flush returns once the reader has handled every datagram that reached
+// the socket before flush was called, or after timeout: it sends the
+// socket an Echo Response of its own and waits for the reader to get to
+// it. A source gNB uses it to deliver to the UE what the UPF sent before
+// the UE leaves (the data queued ahead of the RRC handover command).
+func (n *n3) flush(timeout time.Duration) bool {
+	seq := uint16(n.flushSeq.Add(1))
+	ch := make(chan struct{})
+	n.flushes.Store(seq, ch)
+	defer n.flushes.Delete(seq)
+	if _, err := n.conn.WriteToUDPAddrPort(gtpu.AppendEchoResponse(nil, seq), n.Addr()); err != nil {
+		return false
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// flushed reports whether b, from the socket itself, is a flush marker,
+// and wakes its waiter.
+func (n *n3) flushed(b []byte) bool {
+	var h gtpu.Header
+	if gtpu.Parse(b, &h) != nil || h.Type != gtpu.TypeEchoResponse {
+		return false
+	}
+	if v, ok := n.flushes.LoadAndDelete(h.Seq); ok {
+		close(v.(chan struct{}))
+	}
+	return true
 }
 
 // sendTo sends a GTP-U message (a forwarded G-PDU or End Marker) to peer.
