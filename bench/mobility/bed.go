@@ -61,7 +61,7 @@ type bed struct {
 // benchUE is one UE with its session's address and stream.
 type benchUE struct {
 	u      *ue.UE
-	gnb    int
+	port   *gnb.Port
 	addr   netip.Addr
 	psi    uint8
 	stream *Stream
@@ -141,8 +141,9 @@ func newBed(ctx context.Context, c bedConfig) (*bed, error) {
 		if err != nil {
 			return nil, err
 		}
-		u.Attach(b.gnbs[0].NewPort(u))
-		b.ues = append(b.ues, &benchUE{u: u})
+		port := b.gnbs[0].NewPort(u)
+		u.Attach(port)
+		b.ues = append(b.ues, &benchUE{u: u, port: port})
 	}
 	ok = true
 	return b, nil

@@ -26,3 +26,38 @@ func TestPagingRuns(t *testing.T) {
 	}
 	t.Logf("unit %v, full %v, baseline %v, concurrent %v, DL sent %d delayed %d", res.Unit, res.Full, res.Baseline, res.Concurrent, res.DL.Sent, res.DL.Delayed)
 }
+
+// TestHandoverRuns runs a small handover experiment in every mode: the
+// windows are measured, and no packet of the stream is lost; with smart
+// buffering none is reordered either.
+func TestHandoverRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a core")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	res, err := Handover(ctx, HandoverConfig{Trials: 4, Log: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Modes) != len(HandoverModes) {
+		t.Fatalf("%d modes", len(res.Modes))
+	}
+	for _, m := range res.Modes {
+		if m.Failures != 0 || len(m.Window) != 4 {
+			t.Errorf("%s: %d failures, %d windows", m.Mode, m.Failures, len(m.Window))
+		}
+		if m.DL.Sent == 0 || m.DL.Lost != 0 {
+			t.Errorf("%s: downlink %+v", m.Mode, m.DL)
+		}
+		if m.Mode == ModeN2Smart && m.DL.Reordered != 0 {
+			t.Errorf("%s: %d packets reordered", m.Mode, m.DL.Reordered)
+		}
+		if len(m.Trace) == 0 {
+			t.Errorf("%s: no trace", m.Mode)
+		}
+	}
+	for _, r := range res.Results() {
+		t.Logf("%s %s: median %.0f %s, extra %v", r.Name, r.Variant, r.Median, r.Unit, r.Extra)
+	}
+}

@@ -126,14 +126,8 @@ func pagingTrials(ctx context.Context, c PagingConfig, res *PagingResult) error 
 	}
 	bu := b.ues[0]
 	s := bu.stream
-	// The reference: the stream with the UE connected.
-	runFor(ctx, s, 200*time.Millisecond)
-	from := s.Mark() - int64(150*time.Millisecond)
-	res.Baseline = s.Baseline(from, s.Mark()-int64(10*time.Millisecond))
-	base := s.Analyze(from, s.Mark()-int64(10*time.Millisecond), time.Hour)
-	p99 := quantileDelay(base.Delays, 0.99)
-	res.Threshold = max(2*p99, res.Baseline+200*time.Microsecond)
-	c.Log("paging: baseline one-way delay %v (p99 %v) at %d pps; delayed means above %v", res.Baseline, p99, c.PPS, res.Threshold)
+	res.Baseline, res.Threshold = measureBaseline(ctx, s)
+	c.Log("paging: baseline one-way delay %v at %d pps; delayed means above %v", res.Baseline, c.PPS, res.Threshold)
 
 	for trial := range c.Trials {
 		if err := b.goIdle(ctx, bu); err != nil {
@@ -232,6 +226,18 @@ func pagingConcurrent(ctx context.Context, c PagingConfig, n int, res *PagingRes
 	}
 	c.Log("paging %d UEs at once: median %v over %d rounds", n, median(res.Concurrent[n]), len(res.Concurrent[n]))
 	return nil
+}
+
+// measureBaseline runs the stream for 200 ms with the UE connected and
+// nothing happening: the reference every experiment quotes. It returns
+// the median one-way delay and the threshold above which a packet counts
+// as delayed (twice the p99, at least the median + 200 µs).
+func measureBaseline(ctx context.Context, s *Stream) (baseline, threshold time.Duration) {
+	runFor(ctx, s, 200*time.Millisecond)
+	from, to := s.Mark()-int64(150*time.Millisecond), s.Mark()-int64(10*time.Millisecond)
+	baseline = s.Baseline(from, to)
+	p99 := quantileDelay(s.Analyze(from, to, time.Hour).Delays, 0.99)
+	return baseline, max(2*p99, baseline+200*time.Microsecond)
 }
 
 // runFor runs the stream for d.

@@ -75,11 +75,12 @@ func (r *PagingResult) Results() []report.Result {
 // WriteTable prints the experiment the way the other benches do.
 func (r *PagingResult) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "paging, one UE, %d trials with a %d pps downlink stream running\n", len(r.Unit), r.PPS)
-	report.WriteTable(w, "", []report.Summary{report.Summarize("paging", r.Unit, r.Failures), report.Summarize("paging-full", r.Full, 0)})
+	unit := report.Summarize("paging", r.Unit, r.Failures)
+	report.WriteTable(w, "", []report.Summary{unit, report.Summarize("paging-full", r.Full, 0)})
 	fmt.Fprintf(w, "  reference: the stream's one-way delay with the UE connected, median %.1f us\n", us(r.Baseline))
 	fmt.Fprintf(w, "  downlink while idle and paged: %d sent, %d lost, %d reordered, %d delayed (above %.0f us)\n",
 		r.DL.Sent, r.DL.Lost, r.DL.Reordered, r.DL.Delayed, us(r.Threshold))
-	if m := median(r.Unit); m > 0 {
+	if m := unit.Median; m > 0 {
 		fmt.Fprintf(w, "  paging window median %.0f us: L25GC 27 ms is %.0fx, free5GC 56 ms %.0fx [published figures, their hardware]\n",
 			us(m), float64(l25gcPaging)/float64(m), float64(free5gcPaging)/float64(m))
 	}
@@ -170,4 +171,57 @@ func (r *PagingResult) WritePNG(path string) error {
 		name: "one UE idle, paged, back", delays: r.Trace, start: r.TraceStart,
 		marks: []int64{r.TraceConnectd}, color: color.RGBA{20, 90, 200, 255},
 	}})
+}
+
+// Results are the JSON rows of the handover experiment: per mode (the
+// variant), handover (us) and handover-dl (count).
+func (r *HandoverResult) Results() []report.Result {
+	var out []report.Result
+	for _, m := range r.Modes {
+		row := latency("handover", m.Mode, "us", m.Window, m.Failures)
+		row.Extra = map[string]any{"baseline_delay_us": us(m.Baseline), "l25gc_ms": ms(l25gcHandover), "free5gc_ms": ms(free5gcHandover)}
+		out = append(out, row, dlResult("handover-dl", m.Mode, m.DL, m.Threshold, m.Failures))
+	}
+	return out
+}
+
+// WriteTable prints the experiment the way the other benches do.
+func (r *HandoverResult) WriteTable(w io.Writer) {
+	if len(r.Modes) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "handover, one UE between two gNBs in different tracking areas, %d trials per mode with a %d pps downlink stream running\n",
+		len(r.Modes[0].Window)+r.Modes[0].Failures, r.PPS)
+	var ss []report.Summary
+	for _, m := range r.Modes {
+		ss = append(ss, report.Summarize("handover "+m.Mode, m.Window, m.Failures))
+	}
+	report.WriteTable(w, "", ss)
+	fmt.Fprintf(w, "  %-15s %12s %8s %6s %10s %8s %14s\n", "downlink", "baseline us", "sent", "lost", "reordered", "delayed", "delayed above")
+	for _, m := range r.Modes {
+		fmt.Fprintf(w, "  %-15s %12.1f %8d %6d %10d %8d %11.0f us\n", m.Mode, us(m.Baseline), m.DL.Sent, m.DL.Lost, m.DL.Reordered, m.DL.Delayed, us(m.Threshold))
+	}
+	for _, m := range r.Modes {
+		if m.DL.Lost > 0 || len(m.UPFDrops) > 0 || m.RANDrops != (RANDrops{}) {
+			fmt.Fprintf(w, "  %s drops: UPF %v; gNBs: forwarding %d, held %d, unknown TEID %d\n",
+				m.Mode, m.UPFDrops, m.RANDrops.Forwarding, m.RANDrops.Held, m.RANDrops.UnknownTEID)
+		}
+	}
+	for i, m := range r.Modes {
+		if med := ss[i].Median; med > 0 && m.Mode != ModeXn {
+			fmt.Fprintf(w, "  N2 handover (%s) median %.0f us: L25GC 132 ms is %.0fx, free5GC 222 ms %.0fx [published figures, their hardware, their window with a 10 ms sleep; ours without]\n",
+				m.Mode, us(med), float64(l25gcHandover)/float64(med), float64(free5gcHandover)/float64(med))
+		}
+	}
+}
+
+// WritePNG draws each mode's first handover: per-packet delays against
+// send time, the handover's start at 0 and its end marked (L25GC Fig 14).
+func (r *HandoverResult) WritePNG(path string) error {
+	colors := []color.Color{color.RGBA{20, 90, 200, 255}, color.RGBA{200, 80, 20, 255}, color.RGBA{30, 150, 60, 255}}
+	var ss []series
+	for i, m := range r.Modes {
+		ss = append(ss, series{name: m.Mode, delays: m.Trace, start: m.TraceStart, marks: []int64{m.TraceEnd}, color: colors[i%len(colors)]})
+	}
+	return writeDelayPNG(path, "handover with a downlink stream", ss)
 }

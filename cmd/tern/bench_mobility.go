@@ -55,6 +55,54 @@ func benchPaging(args []string) error {
 	return nil
 }
 
+// benchHandover parses the flags of `tern bench handover`; the
+// experiment is package bench/mobility's.
+func benchHandover(args []string) error {
+	fs := flag.NewFlagSet("bench handover", flag.ContinueOnError)
+	pps := fs.Int("pps", 10000, "downlink stream rate, packets per second (L25GC: 10 kpps)")
+	size := fs.Int("size", 64, "UDP payload bytes of each stream packet")
+	trials := fs.Int("trials", 50, "handovers per mode (the UE goes back and forth between two gNBs)")
+	modes := fs.String("modes", strings.Join(mobility.HandoverModes, ","), "modes to run, each on a core of its own (xn, n2-forwarding, n2-smart)")
+	jsonPath := fs.String("json", "", "write results (benchmarks.md format) here")
+	pngPath := fs.String("png", "", "draw each mode's first handover, per-packet delays, here (L25GC Fig 14)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var ms []string
+	for _, m := range strings.Split(*modes, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			ms = append(ms, m)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	params := map[string]any{"pps": *pps, "size": *size, "trials": *trials, "modes": ms,
+		"core":   "in-process core unit, embedded UPF; downlink injected into the UPF's N6 path (InjectDownlink)",
+		"n2":     "SCTP over UDP (RFC 6951) on loopback",
+		"window": "N2: Handover Required -> Registration Complete at the target (no fixed sleep); Xn: Path Switch Request -> Registration Complete"}
+	fmt.Printf("tern bench handover on %s\n", report.ThisMachine())
+	res, err := mobility.Handover(ctx, mobility.HandoverConfig{PPS: *pps, Size: *size, Trials: *trials, Modes: ms,
+		Log: func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) }})
+	if err != nil {
+		return err
+	}
+	res.WriteTable(os.Stdout)
+	doc := report.NewDoc("handover", params)
+	doc.Add(res.Results()...)
+	if err := writeOutputs(doc, *jsonPath, *pngPath, res.WritePNG); err != nil {
+		return err
+	}
+	if n := res.Failures(); n > 0 {
+		return fmt.Errorf("%d handovers failed", n)
+	}
+	for _, m := range res.Modes {
+		if m.DL.Lost > 0 {
+			return fmt.Errorf("handover %s: %d downlink packets lost", m.Mode, m.DL.Lost)
+		}
+	}
+	return nil
+}
+
 // writeOutputs writes the JSON document and the plot when asked.
 func writeOutputs(doc *report.Doc, jsonPath, pngPath string, png func(string) error) error {
 	if jsonPath != "" {

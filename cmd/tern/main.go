@@ -77,6 +77,7 @@ func runBench(args []string) error {
 		"session":  benchSession,
 		"upf":      benchUPF,
 		"paging":   benchPaging,
+		"handover": benchHandover,
 	}
 	names := make([]string, 0, len(benches))
 	for n := range benches {
