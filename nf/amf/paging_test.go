@@ -459,3 +459,33 @@ func TestServiceRequestNASContainer(t *testing.T) {
 		t.Error("accept without the PDU session status the container asked for")
 	}
 }
+
+// TestRegistrationUpdateSessionStatus: a periodic registration update from
+// CM-IDLE whose PDU session status lacks session 2: session 2 is released
+// locally and at the SMF, and the Registration Accept carries the
+// network's status (TS 24.501 §5.5.1.3.4); without the IE, neither.
+func TestRegistrationUpdateSessionStatus(t *testing.T) {
+	smf := newFakeSMF()
+	a, hn := newTestAMFWithSMF(t, smf)
+	u := idleUEWithSessions(t, a, hn, smf, 1, 2)
+	req := u.registrationRequest(nas.MobileIdentity{Type: nas.IdentityGUTI, GUTI: *u.guti}, nas.RegistrationPeriodicUpdating)
+	req.PDUSessionStatus = bits(1)
+	u.sendInitial(req, nas.IntegrityProtected)
+	acc := u.acceptRegistration(u.recvNAS())
+	if acc.PDUSessionStatus == nil || *acc.PDUSessionStatus != *bits(1) {
+		t.Errorf("Registration Accept PDU session status %v, want session 1 only", acc.PDUSessionStatus)
+	}
+	if rel := smf.callsOf("release"); len(rel) != 1 || rel[0].id != 2 {
+		t.Fatalf("SMF releases %+v, want session 2", rel)
+	}
+	if s := a.Stats(); s.PDUSessions != 1 {
+		t.Errorf("AMF holds %d sessions, want 1", s.PDUSessions)
+	}
+	u.releaseComplete(expect[*ngap.UEContextReleaseCommand](t, u.recvNGAP()))
+	waitFor(t, "CM-IDLE", func() bool { return a.Stats().ConnectedUEs == 0 })
+
+	u.sendInitial(u.registrationRequest(nas.MobileIdentity{Type: nas.IdentityGUTI, GUTI: *u.guti}, nas.RegistrationPeriodicUpdating), nas.IntegrityProtected)
+	if acc := u.acceptRegistration(u.recvNAS()); acc.PDUSessionStatus != nil {
+		t.Errorf("PDU session status %v in the accept of a request without one", *acc.PDUSessionStatus)
+	}
+}

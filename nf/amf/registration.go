@@ -209,6 +209,12 @@ func (u *ue) sendRegistrationAccept() {
 		AllowedNSSAI: u.allowedNSSAI,
 		T3512:        &t3512,
 	}
+	if u.reg.req != nil {
+		// TS 24.501 §5.5.1.3.4 (§5.5.1.2.4 alike): a PDU session status in
+		// the request is answered with the network's, after the sessions
+		// the UE no longer has are released.
+		accept.PDUSessionStatus = u.alignSessions(u.reg.req.PDUSessionStatus)
+	}
 	plain, err := nas.Encode(accept)
 	if err != nil {
 		u.log.Error("encode Registration Accept", "err", err)

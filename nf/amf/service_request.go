@@ -80,21 +80,7 @@ func (u *ue) acceptService() {
 	// TS 24.501 §5.6.1.4.1: the sessions the UE reports inactive are
 	// released locally (and at the SMF); the accept says which the
 	// network keeps.
-	if req.PDUSessionStatus != nil {
-		ue := *req.PDUSessionStatus
-		for _, id := range u.sessionIDs() {
-			if ue&(1<<id) == 0 {
-				u.log.Info("PDU session the UE no longer has released", "pdu_session_id", id)
-				s := u.sessions[id]
-				if smf := u.amf.smfService(); smf != nil {
-					u.releaseSMContext(smf, s, models.Smf_PDUSess_Cause_REL_DUE_TO_UNSPECIFIED_REASON)
-				}
-				u.forgetSession(s)
-			}
-		}
-		status := u.sessionStatus()
-		accept.PDUSessionStatus = &status
-	}
+	accept.PDUSessionStatus = u.alignSessions(req.PDUSessionStatus)
 	// The sessions to activate: those with uplink data, those the network
 	// has downlink data for (the paging's reason) and, for a request in
 	// answer to paging, every session paged for.
@@ -236,6 +222,29 @@ func (u *ue) rejectService(cause nas.Cause5GMM) {
 		return
 	}
 	u.releaseAndRemove(causeNASNormalRelease)
+}
+
+// alignSessions takes the PDU session status a UE sent in a Service
+// Request or Registration Request (TS 24.501 §5.6.1.4.1, §5.5.1.3.4): the
+// sessions the UE reports inactive are released locally and at the SMF,
+// and the status of those the network keeps is returned for the accept.
+// Nil (the UE sent none): nothing changes, the accept carries none.
+func (u *ue) alignSessions(ueStatus *uint16) *uint16 {
+	if ueStatus == nil {
+		return nil
+	}
+	for _, id := range u.sessionIDs() {
+		if *ueStatus&(1<<id) == 0 {
+			u.log.Info("PDU session the UE no longer has released", "pdu_session_id", id)
+			s := u.sessions[id]
+			if smf := u.amf.smfService(); smf != nil {
+				u.releaseSMContext(smf, s, models.Smf_PDUSess_Cause_REL_DUE_TO_UNSPECIFIED_REASON)
+			}
+			u.forgetSession(s)
+		}
+	}
+	status := u.sessionStatus()
+	return &status
 }
 
 // sessionStatus is the PDU session status IE of the sessions the AMF holds
