@@ -77,9 +77,15 @@ func (a *AMF) handlePathSwitchRequest(g *gnb, m *ngap.PathSwitchRequest) {
 
 func (u *ue) onPathSwitchRequest(g *gnb, src *ranUE, m *ngap.PathSwitchRequest) {
 	a := u.amf
-	if u.gone() || src != u.ran || u.st.rm != rmRegistered || u.st.proc != procNone {
+	if u.gone() || src != u.ran || u.st.rm != rmRegistered || (u.st.proc != procNone && u.st.proc != procRegistration) {
 		// TS 23.502 §4.9.1.2.2: the switch cannot be done for a UE in
-		// this state (not registered, or another procedure running).
+		// this state (not registered, or a procedure that holds the
+		// connection: a handover, paging, a service request, a
+		// deregistration). A registration update goes on over the new
+		// connection: the one after the previous handover may still
+		// wait for its Registration Complete when the UE moves again
+		// (T3550 retransmits the accept on the new connection if the
+		// complete went to the old one).
 		u.log.Info("Path Switch Request refused", "state", u.st.String())
 		g.pathSwitchFailure(m, nil)
 		return
@@ -393,7 +399,14 @@ func (u *ue) onHandoverCancel(r *ranUE, m *ngap.HandoverCancel) {
 // (TS 38.413 §8.4.7, §8.4.8).
 func (u *ue) onUplinkRANStatusTransfer(r *ranUE, m *ngap.UplinkRANStatusTransfer) {
 	t := u.target
-	if r != u.ran || t == nil || t.state != legHandoverPrepared {
+	switch {
+	case r == u.ran && t != nil && t.state == legHandoverPrepared:
+	case r.handedOver && u.ran != nil && u.ran.state == legContext:
+		// The target's Handover Notify, on its own association, came
+		// first: the status still goes to the target, now serving the
+		// UE (TS 38.413 §8.4.7-8.4.8 do not order it against Notify).
+		t = u.ran
+	default:
 		return
 	}
 	dl := &ngap.DownlinkRANStatusTransfer{AMFUENGAPID: t.amfID, RANUENGAPID: t.ranID, DRBs: m.DRBs}
@@ -415,6 +428,7 @@ func (u *ue) onHandoverNotify(t *ranUE, m *ngap.HandoverNotify) {
 	}
 	u.handoverTime.Stop()
 	src := u.ran
+	src.handedOver = true
 	t.state = legContext
 	t.loc, t.tai = m.UserLocation, m.UserLocation.TAI
 	t.ambrSent = true // the Handover Request carried the UE-AMBR

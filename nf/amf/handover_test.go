@@ -167,6 +167,48 @@ func TestPathSwitchFailures(t *testing.T) {
 	}
 }
 
+// TestPathSwitchDuringRegistrationUpdate: the UE moves by Xn while the
+// registration update of its previous move waits for Registration
+// Complete: the path switch is done, and the registration completes over
+// the target.
+func TestPathSwitchDuringRegistrationUpdate(t *testing.T) {
+	f := newHOFixture(t, nil)
+	u := f.u
+	before := f.a.Stats().Registrations
+	u.sendUL(u.registrationRequest(nas.MobileIdentity{Type: nas.IdentityGUTI, GUTI: *u.guti}, nas.RegistrationMobilityUpdating))
+	acc := expect[*nas.RegistrationAccept](t, u.recvNAS())
+	f.g2.send(1, &ngap.PathSwitchRequest{RANUENGAPID: 900, SourceAMFUENGAPID: u.amfID, UserLocation: loc2,
+		UESecurityCapabilities: ngap.UESecurityCapabilitiesFromNAS(u.secCap.EA, u.secCap.IA, 0, 0),
+		ToBeSwitched:           []ngap.PDUSessionResourceItem{{ID: 1, Transfer: []byte("path-switch-transfer")}}})
+	ack := expect[*ngap.PathSwitchRequestAcknowledge](t, f.g2.recv())
+	u.g, u.amfID, u.ranID, u.loc = f.g2, ack.AMFUENGAPID, 900, &loc2
+	u.guti = acc.GUTI
+	u.sendUL(&nas.RegistrationComplete{})
+	waitFor(t, "registration complete over the target", func() bool { return f.a.Stats().Registrations == before+1 })
+	if s := f.a.Stats(); s.PathSwitches != 1 || s.PathSwitchFailures != 0 || s.ConnectedUEs != 1 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestRANStatusAfterNotify: the source's Uplink RAN Status Transfer comes
+// after the target's Handover Notify (two associations, no order between
+// them): it still reaches the target, now serving the UE.
+func TestRANStatusAfterNotify(t *testing.T) {
+	f := newHOFixture(t, nil)
+	u := f.u
+	req, _ := f.prepare(t)
+	f.g2.send(1, &ngap.HandoverNotify{AMFUENGAPID: req.AMFUENGAPID, RANUENGAPID: 700, UserLocation: loc2})
+	rel := expect[*ngap.UEContextReleaseCommand](t, f.g1.recv())
+	drbs := []ngap.DRBStatus{{DRBID: 1, UL: ngap.COUNTValue{SNLength: 12, PDCPSN: 5}, DL: ngap.COUNTValue{SNLength: 12, PDCPSN: 9}}}
+	f.g1.send(1, &ngap.UplinkRANStatusTransfer{AMFUENGAPID: u.amfID, RANUENGAPID: u.ranID, DRBs: drbs})
+	st := expect[*ngap.DownlinkRANStatusTransfer](t, f.g2.recv())
+	if st.AMFUENGAPID != req.AMFUENGAPID || st.RANUENGAPID != 700 || len(st.DRBs) != 1 || st.DRBs[0].DL.PDCPSN != 9 {
+		t.Errorf("Downlink RAN Status Transfer %+v", st)
+	}
+	f.g1.send(1, &ngap.UEContextReleaseComplete{AMFUENGAPID: rel.AMFUENGAPID, RANUENGAPID: rel.RANUENGAPID})
+	waitFor(t, "source released", func() bool { return f.a.Stats().ConnectedUEs == 1 && f.a.ranUEs.Get(u.amfID) == nil })
+}
+
 // n2Handover runs the preparation of an N2 handover of f.u from g1 to g2
 // up to the Handover Command and returns the target's Handover Request.
 func (f *hoFixture) prepare(t *testing.T) (*ngap.HandoverRequest, *ngap.HandoverCommand) {

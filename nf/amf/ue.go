@@ -150,6 +150,9 @@ type ranUE struct {
 	// relSessions are the PDU sessions the gNB listed in UE Context
 	// Release Complete (TS 38.413 §9.2.2.6).
 	relSessions []uint8
+	// handedOver: the source of an N2 handover whose Handover Notify came
+	// (the UE is at the target; this leg is being released).
+	handedOver bool
 }
 
 // secured reports whether NAS messages on r are integrity protected
