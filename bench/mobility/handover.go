@@ -175,7 +175,7 @@ func handoverMode(ctx context.Context, c HandoverConfig, mode string) (*Handover
 	<-done
 	time.Sleep(20 * time.Millisecond) // in-flight packets land
 	m.DL = s.Analyze(from, to, m.Threshold)
-	first := s.Analyze(m.TraceStart-int64(20*time.Millisecond), m.TraceEnd+int64(30*time.Millisecond), m.Threshold)
+	first := s.Analyze(m.TraceStart-int64(5*time.Millisecond), m.TraceEnd+int64(10*time.Millisecond), m.Threshold)
 	m.Trace = first.Delays
 	m.DL.Delays = nil
 	m.Window = b.rec.Samples(proc)
