@@ -396,3 +396,94 @@ func TestLabUserPlane(t *testing.T) {
 		}
 	})
 }
+
+// TestLabPaging is idle mode end to end in the namespace lab, with separate
+// processes and real tools: `tern sim --inactivity` lets the UE go to
+// CM-IDLE; a ping from the data network to the UE's address then reaches
+// the UPF's N6 TUN, is buffered, and its Downlink Data Report makes the
+// core page the UE (TS 23.502 §4.2.3.3); the UE answers with a Service
+// Request, the buffer drains to its TUN, and the UE's kernel answers. The
+// UE goes idle again between pings, and a ping from the UE itself brings
+// it back by a UE-triggered Service Request (§4.2.3.2).
+func TestLabPaging(t *testing.T) {
+	if err := lab.Check(); err != nil {
+		t.Skip(err)
+	}
+	if _, err := exec.LookPath("ping"); err != nil {
+		t.Skip("ping not installed (make tools installs it)")
+	}
+	ternBinary(t)
+	prefix := fmt.Sprintf("tp%d", os.Getpid()%100000)
+	l, err := lab.New(lab.Config{Prefix: prefix, DNNs: []string{"internet"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if err := l.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.Down(); err != nil {
+			t.Errorf("lab down: %v", err)
+		}
+	})
+	const inactivity = 300 * time.Millisecond
+	core, _ := startTern(t, l, l.Core(), "tern core ready", "up", "--lab", "--prefix", prefix,
+		"--store", filepath.Join(t.TempDir(), "subscribers.db"), "--demo-subscribers", "1", "--log-level", "warn")
+	sim, ready := startTern(t, l, l.RAN(), "tern sim ready", "sim", "--lab", "--prefix", prefix,
+		"--hold", "--tun", "--ues", "1", "--gnbs", "1", "--dnns", "internet", "--inactivity", inactivity.String())
+	held, err := parseHeld(ready)
+	if err != nil || len(held) != 1 {
+		t.Fatalf("held sessions %+v, %v", held, err)
+	}
+	s := held[0]
+	ping := func(ns string, args ...string) {
+		t.Helper()
+		pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		out, err := l.Command(pctx, ns, "ping", append([]string{"-n", "-c", "1", "-W", "5"}, args...)...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "1 received") {
+			t.Fatalf("ping %v in %s: %v\n%s\nsim stderr:\n%s", args, ns, err, out, sim.stderr.String())
+		}
+		t.Logf("ping %v from %s: %s", args, ns, regexp.MustCompile(`time=[\d.]+ ms`).FindString(string(out)))
+	}
+	for range 3 {
+		time.Sleep(3 * inactivity) // CM-IDLE
+		ping(l.DN("internet"), s.IP)
+	}
+	time.Sleep(3 * inactivity)
+	ping(l.RAN(), "-I", s.TUN, lab.DNServer.String())
+
+	if err := sim.stop(t, syscall.SIGINT); err != nil {
+		t.Fatalf("tern sim after SIGINT: %v\nstdout:\n%s\nstderr:\n%s", err, sim.output(), sim.stderr.String())
+	}
+	// The report: the UE went idle four times, was paged three times and
+	// came back each time, and once by itself.
+	out := sim.output()
+	count := func(proc string) int {
+		m := regexp.MustCompile(`(?m)^\s*` + proc + `\s+(\d+)\s+(\d+)`).FindStringSubmatch(out)
+		if m == nil {
+			return -1
+		}
+		n, _ := strconv.Atoi(m[1])
+		if f, _ := strconv.Atoi(m[2]); f != 0 {
+			t.Errorf("%s: %d failures", proc, f)
+		}
+		return n
+	}
+	if n := count("paging"); n != 3 {
+		t.Errorf("%d pagings in the report, want 3:\n%s", n, out)
+	}
+	// A paged UE's Service Request is in its paging window; the
+	// service-request row counts the UE-triggered one.
+	if n := count("service-request"); n != 1 {
+		t.Errorf("%d UE-triggered service requests in the report, want 1:\n%s", n, out)
+	}
+	if n := count("an-release"); n < 4 {
+		t.Errorf("%d inactivity releases in the report, want 4 at least:\n%s", n, out)
+	}
+	if err := core.stop(t, syscall.SIGTERM); err != nil {
+		t.Errorf("tern up after SIGTERM: %v\nstderr:\n%s", err, core.stderr.String())
+	}
+}
