@@ -487,3 +487,68 @@ func TestLabPaging(t *testing.T) {
 		t.Errorf("tern up after SIGTERM: %v\nstderr:\n%s", err, core.stderr.String())
 	}
 }
+
+// TestLabHandover: handovers in the namespace lab while real traffic runs:
+// `tern sim --handover-every` moves the UE between two gNBs (Xn and N2 at
+// random) while the data network pings it; no echo is lost and no
+// handover fails.
+func TestLabHandover(t *testing.T) {
+	if err := lab.Check(); err != nil {
+		t.Skip(err)
+	}
+	if _, err := exec.LookPath("ping"); err != nil {
+		t.Skip("ping not installed (make tools installs it)")
+	}
+	ternBinary(t)
+	prefix := fmt.Sprintf("th%d", os.Getpid()%100000)
+	l, err := lab.New(lab.Config{Prefix: prefix, DNNs: []string{"internet"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if err := l.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.Down(); err != nil {
+			t.Errorf("lab down: %v", err)
+		}
+	})
+	core, _ := startTern(t, l, l.Core(), "tern core ready", "up", "--lab", "--prefix", prefix,
+		"--store", filepath.Join(t.TempDir(), "subscribers.db"), "--demo-subscribers", "1", "--log-level", "warn")
+	sim, ready := startTern(t, l, l.RAN(), "tern sim ready", "sim", "--lab", "--prefix", prefix,
+		"--hold", "--tun", "--ues", "1", "--gnbs", "2", "--dnns", "internet",
+		"--handover-every", "100ms", "--handover-kind", "random")
+	held, err := parseHeld(ready)
+	if err != nil || len(held) != 1 {
+		t.Fatalf("held sessions %+v, %v", held, err)
+	}
+	const echoes = 40
+	pctx, pcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer pcancel()
+	out, err := l.Command(pctx, l.DN("internet"), "ping", "-n", "-c", strconv.Itoa(echoes), "-i", "0.05", "-W", "2", held[0].IP).CombinedOutput()
+	m := regexp.MustCompile(`(\d+) received`).FindStringSubmatch(string(out))
+	if m == nil {
+		t.Fatalf("ping: %v\n%s", err, out)
+	}
+	if n, _ := strconv.Atoi(m[1]); n != echoes {
+		t.Errorf("%d of %d echoes answered across the handovers\n%s", n, echoes, out)
+	}
+	if err := sim.stop(t, syscall.SIGINT); err != nil {
+		t.Fatalf("tern sim after SIGINT: %v\nstdout:\n%s\nstderr:\n%s", err, sim.output(), sim.stderr.String())
+	}
+	rep := sim.output()
+	hm := regexp.MustCompile(`background handovers: (\d+) started \((\d+) xn, (\d+) n2\), (\d+) moved, (\d+) failed`).FindStringSubmatch(rep)
+	if hm == nil {
+		t.Fatalf("no background handover line in the report:\n%s", rep)
+	}
+	started, _ := strconv.Atoi(hm[1])
+	if started < 10 || hm[4] != hm[1] || hm[5] != "0" {
+		t.Errorf("background handovers %q: want 10 at least, every one moved:\n%s", hm[0], rep)
+	}
+	t.Logf("%s; ping: %s", hm[0], regexp.MustCompile(`rtt [^\n]*`).FindString(string(out)))
+	if err := core.stop(t, syscall.SIGTERM); err != nil {
+		t.Errorf("tern up after SIGTERM: %v\nstderr:\n%s", err, core.stderr.String())
+	}
+}
