@@ -38,7 +38,7 @@ func (c *PagingConfig) defaults() {
 		c.Trials = 20
 	}
 	if c.Rounds <= 0 {
-		c.Rounds = 5
+		c.Rounds = 20
 	}
 	if c.Log == nil {
 		c.Log = func(string, ...any) {}

@@ -22,7 +22,7 @@ func benchPaging(args []string) error {
 	size := fs.Int("size", 64, "UDP payload bytes of each stream packet")
 	trials := fs.Int("trials", 50, "single-UE paging trials")
 	conc := fs.String("concurrency", "1,4,8,16,32,64", "UEs paged at once in the concurrent runs (comma-separated; empty: none)")
-	rounds := fs.Int("rounds", 5, "rounds of each concurrent run")
+	rounds := fs.Int("rounds", 20, "rounds of each concurrent run")
 	jsonPath := fs.String("json", "", "write results (benchmarks.md format) here")
 	pngPath := fs.String("png", "", "draw the first trial's per-packet delays here (L25GC Fig 13)")
 	if err := fs.Parse(args); err != nil {
