@@ -483,11 +483,11 @@ func TestPeriodicRegistration(t *testing.T) {
 }
 
 // TestIdleCyclesLeaveNothingBehind: 20 UEs run register, session, idle,
-// service, release, deregister 10 times each (200 cycles); afterwards the
+// service, release, deregister 100 times each (2,000 cycles); afterwards the
 // core holds no UE registration, PDU session or UPF session, and the
 // goroutines are back to where they were.
 func TestIdleCyclesLeaveNothingBehind(t *testing.T) {
-	const ues, cycles = 20, 10
+	const ues, cycles = 20, 100
 	c := startCore(t, ues, nil)
 	cfg := sim.DefaultConfig()
 	cfg.AMFAddr, cfg.Transport = c.N2Addr(), c.transport()
