@@ -406,31 +406,8 @@ func TestLabUserPlane(t *testing.T) {
 // UE goes idle again between pings, and a ping from the UE itself brings
 // it back by a UE-triggered Service Request (§4.2.3.2).
 func TestLabPaging(t *testing.T) {
-	if err := lab.Check(); err != nil {
-		t.Skip(err)
-	}
-	if _, err := exec.LookPath("ping"); err != nil {
-		t.Skip("ping not installed (make tools installs it)")
-	}
-	ternBinary(t)
-	prefix := fmt.Sprintf("tp%d", os.Getpid()%100000)
-	l, err := lab.New(lab.Config{Prefix: prefix, DNNs: []string{"internet"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	if err := l.Up(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.Down(); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-	})
+	l, prefix, ctx, core := mobilityLab(t, "tp")
 	const inactivity = 300 * time.Millisecond
-	core, _ := startTern(t, l, l.Core(), "tern core ready", "up", "--lab", "--prefix", prefix,
-		"--store", filepath.Join(t.TempDir(), "subscribers.db"), "--demo-subscribers", "1", "--log-level", "warn")
 	sim, ready := startTern(t, l, l.RAN(), "tern sim ready", "sim", "--lab", "--prefix", prefix,
 		"--hold", "--tun", "--ues", "1", "--gnbs", "1", "--dnns", "internet", "--inactivity", inactivity.String())
 	held, err := parseHeld(ready)
@@ -493,30 +470,7 @@ func TestLabPaging(t *testing.T) {
 // random) while the data network pings it; no echo is lost and no
 // handover fails.
 func TestLabHandover(t *testing.T) {
-	if err := lab.Check(); err != nil {
-		t.Skip(err)
-	}
-	if _, err := exec.LookPath("ping"); err != nil {
-		t.Skip("ping not installed (make tools installs it)")
-	}
-	ternBinary(t)
-	prefix := fmt.Sprintf("th%d", os.Getpid()%100000)
-	l, err := lab.New(lab.Config{Prefix: prefix, DNNs: []string{"internet"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	if err := l.Up(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.Down(); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-	})
-	core, _ := startTern(t, l, l.Core(), "tern core ready", "up", "--lab", "--prefix", prefix,
-		"--store", filepath.Join(t.TempDir(), "subscribers.db"), "--demo-subscribers", "1", "--log-level", "warn")
+	l, prefix, ctx, core := mobilityLab(t, "th")
 	sim, ready := startTern(t, l, l.RAN(), "tern sim ready", "sim", "--lab", "--prefix", prefix,
 		"--hold", "--tun", "--ues", "1", "--gnbs", "2", "--dnns", "internet",
 		"--handover-every", "100ms", "--handover-kind", "random")
@@ -551,4 +505,36 @@ func TestLabHandover(t *testing.T) {
 	if err := core.stop(t, syscall.SIGTERM); err != nil {
 		t.Errorf("tern up after SIGTERM: %v\nstderr:\n%s", err, core.stderr.String())
 	}
+}
+
+// mobilityLab is the lab of the mobility tests: one DN (internet) and tern
+// up in the core namespace with one subscriber. It skips without root or
+// ping; everything goes when the test ends.
+func mobilityLab(t *testing.T, tag string) (*lab.Lab, string, context.Context, *proc) {
+	t.Helper()
+	if err := lab.Check(); err != nil {
+		t.Skip(err)
+	}
+	if _, err := exec.LookPath("ping"); err != nil {
+		t.Skip("ping not installed (make tools installs it)")
+	}
+	ternBinary(t)
+	prefix := fmt.Sprintf("%s%d", tag, os.Getpid()%100000)
+	l, err := lab.New(lab.Config{Prefix: prefix, DNNs: []string{"internet"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
+	if err := l.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.Down(); err != nil {
+			t.Errorf("lab down: %v", err)
+		}
+	})
+	core, _ := startTern(t, l, l.Core(), "tern core ready", "up", "--lab", "--prefix", prefix,
+		"--store", filepath.Join(t.TempDir(), "subscribers.db"), "--demo-subscribers", "1", "--log-level", "warn")
+	return l, prefix, ctx, core
 }

@@ -225,29 +225,19 @@ type psrDone struct {
 func (p *Port) HandoverN2(ctx context.Context, target uint32) (start, end time.Time, err error) {
 	p.hoMu.Lock()
 	defer p.hoMu.Unlock()
-	l := p.cur.Load()
+	l, tg, srcs, err := p.handoverFrom(target)
+	if err != nil {
+		return start, end, err
+	}
 	g := l.g
 	ran, amf := l.ranID.Load(), l.amfID.Load()
-	if ran == 0 || amf < 0 {
-		return start, end, ErrNotConnected
-	}
-	tg := g.neighbour(target)
-	if tg == nil {
-		return start, end, &UnknownNeighbourError{GNBID: target}
-	}
-	var items []ngap.PDUSessionResourceItem
 	tr, err := ngap.EncodeHandoverRequiredTransfer(&ngap.HandoverRequiredTransfer{})
 	if err != nil {
 		return start, end, err
 	}
-	for i := range l.sessions {
-		if s := l.sessions[i].Load(); s != nil {
-			items = append(items, ngap.PDUSessionResourceItem{ID: s.id, Transfer: tr})
-		}
-	}
-	if len(items) == 0 {
-		// TS 38.413 §9.2.3.1: the PDU Session Resource List is mandatory.
-		return start, end, ErrNoUserPlane
+	items := make([]ngap.PDUSessionResourceItem, len(srcs))
+	for i, s := range srcs {
+		items[i] = ngap.PDUSessionResourceItem{ID: s.id, Transfer: tr}
 	}
 	ho := &n2Source{token: newToken(), target: tg, out: make(chan n2Outcome, 2)}
 	container, err := g.sourceToTarget(ho.token, tg)
@@ -352,6 +342,32 @@ func (p *Port) HandoverN2(ctx context.Context, target uint32) (start, end time.T
 	return start, end, nil
 }
 
+// handoverFrom checks that the UE can be handed to neighbour target and
+// returns its serving leg, the target and the sessions to move (at least
+// one). p.hoMu held.
+func (p *Port) handoverFrom(target uint32) (*leg, *GNB, []*session, error) {
+	l := p.cur.Load()
+	if ran, amf := l.ranID.Load(), l.amfID.Load(); ran == 0 || amf < 0 {
+		return nil, nil, nil, ErrNotConnected
+	}
+	tg := l.g.neighbour(target)
+	if tg == nil {
+		return nil, nil, nil, &UnknownNeighbourError{GNBID: target}
+	}
+	var srcs []*session
+	for i := range l.sessions {
+		if s := l.sessions[i].Load(); s != nil {
+			srcs = append(srcs, s)
+		}
+	}
+	if len(srcs) == 0 {
+		// TS 38.413 §9.2.3.1, §9.2.3.8: Handover Required and Path Switch
+		// Request list at least one PDU session.
+		return nil, nil, nil, ErrNoUserPlane
+	}
+	return l, tg, srcs, nil
+}
+
 // flushTimeout bounds the wait for the N3 reader before a UE leaves.
 const flushTimeout = 100 * time.Millisecond
 
@@ -377,26 +393,12 @@ func (g *GNB) cancelHandover(l *leg, cause uint8) {
 func (p *Port) HandoverXn(ctx context.Context, target uint32) (start, end time.Time, err error) {
 	p.hoMu.Lock()
 	defer p.hoMu.Unlock()
-	l := p.cur.Load()
+	l, tg, srcs, err := p.handoverFrom(target)
+	if err != nil {
+		return start, end, err
+	}
 	g := l.g
 	ran, amf := l.ranID.Load(), l.amfID.Load()
-	if ran == 0 || amf < 0 {
-		return start, end, ErrNotConnected
-	}
-	tg := g.neighbour(target)
-	if tg == nil {
-		return start, end, &UnknownNeighbourError{GNBID: target}
-	}
-	var srcs []*session
-	for i := range l.sessions {
-		if s := l.sessions[i].Load(); s != nil {
-			srcs = append(srcs, s)
-		}
-	}
-	if len(srcs) == 0 {
-		// TS 38.413 §9.2.3.8: the list of sessions to switch is mandatory.
-		return start, end, ErrNoUserPlane
-	}
 	g.mu.Lock()
 	if l.n2 != nil {
 		g.mu.Unlock()

@@ -87,14 +87,7 @@ func (u *UE) Handover(ctx context.Context, kind HandoverKind, target uint32) err
 	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
 	defer cancel()
 	window, err := u.runHandover(ctx, k, target)
-	if err != nil {
-		u.fail(k)
-		return fmt.Errorf("%s %s: %w", k.name(), u.SUPI(), err)
-	}
-	if u.cfg.Observer != nil {
-		u.cfg.Observer.Observe(k.name(), window)
-	}
-	return nil
+	return u.record(k, window, err)
 }
 
 func (u *UE) runHandover(ctx context.Context, k procKind, target uint32) (time.Duration, error) {

@@ -629,6 +629,13 @@ func (u *UE) runArgs(ctx context.Context, k procKind, a procArgs) error {
 		}
 	}
 	window, err := u.runProc(ctx, k, a)
+	return u.record(k, window, err)
+}
+
+// record ends a procedure the caller ran: a failure is counted and
+// returned with the procedure's name, a success's window goes to the
+// Observer.
+func (u *UE) record(k procKind, window time.Duration, err error) error {
 	if err != nil {
 		u.fail(k)
 		return fmt.Errorf("%s %s: %w", k.name(), u.SUPI(), err)
