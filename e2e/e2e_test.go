@@ -409,3 +409,25 @@ func TestUnknownGUTIIdentityRequest(t *testing.T) {
 		t.Errorf("second AMF: %+v; want one identification and one authentication", st)
 	}
 }
+
+// runSim runs the simulator and fails the test unless every step of every
+// one of the n UEs succeeded.
+func runSim(t *testing.T, cfg sim.Config, n int) *sim.Result {
+	t.Helper()
+	res, err := sim.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("sim.Run: %v", err)
+	}
+	for _, s := range res.Steps {
+		if s.OK != n || s.Failed != 0 {
+			t.Errorf("step %s: %d ok, %d failed, %d skipped", s.Step, s.OK, s.Failed, s.Skipped)
+		}
+	}
+	for _, o := range res.UEs {
+		if o.Err != "" {
+			t.Errorf("%s failed at %s: %s", o.SUPI, o.FailedStep, o.Err)
+			break
+		}
+	}
+	return res
+}

@@ -704,20 +704,7 @@ func TestSimHandoverScenario(t *testing.T) {
 	if cfg.Scenario, err = sim.ParseScenario("handover"); err != nil {
 		t.Fatal(err)
 	}
-	res, err := sim.Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range res.Steps {
-		if s.OK != n || s.Failed != 0 {
-			t.Errorf("step %s: %d ok, %d failed, %d skipped", s.Step, s.OK, s.Failed, s.Skipped)
-		}
-	}
-	for _, o := range res.UEs {
-		if o.Err != "" {
-			t.Errorf("%s failed at %s: %s", o.SUPI, o.FailedStep, o.Err)
-		}
-	}
+	res := runSim(t, cfg, n)
 	counts := map[string]int{}
 	for _, s := range res.Summaries {
 		counts[s.Procedure] = s.Count
@@ -753,15 +740,7 @@ func TestSimBackgroundMobility(t *testing.T) {
 	cfg.Scenario = sim.Scenario{sim.StepRegister, sim.StepSession, sim.StepTransfer, sim.StepRelease, sim.StepDeregister}
 	cfg.TransferBytes, cfg.TransferSize, cfg.TransferRate = 300<<10, 1000, 8_000_000 // 300 ms per session
 	cfg.HandoverEvery, cfg.HandoverKind = 10*time.Millisecond, sim.HandoverKindRandom
-	res, err := sim.Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range res.Steps {
-		if s.OK != n || s.Failed != 0 {
-			t.Errorf("step %s: %d ok, %d failed", s.Step, s.OK, s.Failed)
-		}
-	}
+	res := runSim(t, cfg, n)
 	m := res.Mobility
 	if m.Moved < 5 || m.Failed != 0 || m.Xn+m.N2 != m.Attempted {
 		t.Errorf("background mobility %+v; want several moves, no failure", m)

@@ -497,21 +497,7 @@ func TestIdleCyclesLeaveNothingBehind(t *testing.T) {
 		cfg.Scenario = append(cfg.Scenario, sim.StepRegister, sim.StepSession, sim.StepIdle, sim.StepService, sim.StepRelease, sim.StepDeregister)
 	}
 	goroutines := runtime.NumGoroutine()
-	res, err := sim.Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("sim.Run: %v", err)
-	}
-	for _, s := range res.Steps {
-		if s.OK != ues || s.Failed != 0 {
-			t.Errorf("step %s: %d ok, %d failed, %d skipped", s.Step, s.OK, s.Failed, s.Skipped)
-		}
-	}
-	for _, o := range res.UEs {
-		if o.Err != "" {
-			t.Errorf("%s failed at %s: %s", o.SUPI, o.FailedStep, o.Err)
-			break
-		}
-	}
+	res := runSim(t, cfg, ues)
 	for _, s := range res.Summaries {
 		if s.Procedure == ue.ProcServiceRequest && (s.Count != ues*cycles || s.Failures != 0) {
 			t.Errorf("service-request: %d ok, %d failed; want %d", s.Count, s.Failures, ues*cycles)

@@ -50,21 +50,7 @@ func TestSessionCyclesLeaveNothingBehind(t *testing.T) {
 	// The baseline is the freshly started core: what the first sessions
 	// grow once (pools, map capacity) counts against heapSlack too.
 	before := heapInUse()
-	res, err := sim.Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("sim.Run: %v", err)
-	}
-	for _, s := range res.Steps {
-		if s.OK != ues || s.Failed != 0 {
-			t.Errorf("step %s: %d ok, %d failed, %d skipped", s.Step, s.OK, s.Failed, s.Skipped)
-		}
-	}
-	for _, o := range res.UEs {
-		if o.Err != "" {
-			t.Errorf("%s failed at %s: %s", o.SUPI, o.FailedStep, o.Err)
-			break
-		}
-	}
+	runSim(t, cfg, ues)
 	st := waitIdle(t, c.Core)
 	if st.SMF.Established != ues*cycles || st.SMF.Released != ues*cycles {
 		t.Errorf("SMF: %d established, %d released; want %d each", st.SMF.Established, st.SMF.Released, ues*cycles)
