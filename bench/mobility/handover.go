@@ -28,32 +28,15 @@ var HandoverModes = []string{ModeXn, ModeN2Forwarding, ModeN2Smart}
 
 // HandoverConfig is the handover experiment (L25GC §5.3, Fig 14).
 type HandoverConfig struct {
-	// PPS and Size shape the downlink stream (default 10,000 packets/s of
-	// 64 bytes, as L25GC's).
-	PPS, Size int
-	// Trials is how many handovers each mode runs (the UE goes back and
-	// forth between two gNBs in different tracking areas).
-	Trials int
+	Setup // Trials: handovers per mode, the UE going back and forth between two gNBs in different TAs
 	// Modes lists the modes to run (default HandoverModes).
 	Modes []string
-	Log   Logger
 }
 
 func (c *HandoverConfig) defaults() {
-	if c.PPS <= 0 {
-		c.PPS = 10000
-	}
-	if c.Size <= 0 {
-		c.Size = 64
-	}
-	if c.Trials <= 0 {
-		c.Trials = 20
-	}
+	c.Setup.defaults()
 	if len(c.Modes) == 0 {
 		c.Modes = HandoverModes
-	}
-	if c.Log == nil {
-		c.Log = func(string, ...any) {}
 	}
 }
 

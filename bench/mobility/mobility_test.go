@@ -14,7 +14,7 @@ func TestPagingRuns(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := Paging(ctx, PagingConfig{Trials: 3, Concurrency: []int{4}, Rounds: 2, Log: t.Logf})
+	res, err := Paging(ctx, PagingConfig{Setup: Setup{Trials: 3, Log: t.Logf}, Concurrency: []int{4}, Rounds: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestHandoverRuns(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	res, err := Handover(ctx, HandoverConfig{Trials: 4, Log: t.Logf})
+	res, err := Handover(ctx, HandoverConfig{Setup: Setup{Trials: 4, Log: t.Logf}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,22 +12,29 @@ import (
 
 // PagingConfig is the paging experiment.
 type PagingConfig struct {
+	Setup
+	// Concurrency lists how many UEs are paged at once in the concurrent
+	// runs (L25GC+: 4, 8, 16, 32, 64), each run Rounds times (default 20).
+	Concurrency []int
+	Rounds      int
+}
+
+// Setup is what every experiment has: the downlink stream, how many
+// trials, where progress goes.
+type Setup struct {
 	// PPS and Size shape the downlink stream (default 10,000 packets/s of
 	// 64 bytes, as L25GC's).
 	PPS, Size int
-	// Trials is how many times one UE is paged with the stream running.
+	// Trials is how many times the procedure runs (default 20): pagings of
+	// one UE, handovers per mode.
 	Trials int
-	// Concurrency lists how many UEs are paged at once in the concurrent
-	// runs (L25GC+: 4, 8, 16, 32, 64), each run Rounds times.
-	Concurrency []int
-	Rounds      int
-	Log         Logger
+	Log    Logger
 }
 
 // Logger is what the experiments print progress to (nil: nothing).
 type Logger func(format string, args ...any)
 
-func (c *PagingConfig) defaults() {
+func (c *Setup) defaults() {
 	if c.PPS <= 0 {
 		c.PPS = 10000
 	}
@@ -37,11 +44,15 @@ func (c *PagingConfig) defaults() {
 	if c.Trials <= 0 {
 		c.Trials = 20
 	}
-	if c.Rounds <= 0 {
-		c.Rounds = 20
-	}
 	if c.Log == nil {
 		c.Log = func(string, ...any) {}
+	}
+}
+
+func (c *PagingConfig) defaults() {
+	c.Setup.defaults()
+	if c.Rounds <= 0 {
+		c.Rounds = 20
 	}
 }
 

@@ -38,8 +38,7 @@ func benchPaging(args []string) error {
 		"core": "in-process core unit, embedded UPF; downlink injected into the UPF's N6 path (InjectDownlink)",
 		"n2":   "SCTP over UDP (RFC 6951) on loopback"}
 	fmt.Printf("tern bench paging on %s\n", report.ThisMachine())
-	res, err := mobility.Paging(ctx, mobility.PagingConfig{PPS: *pps, Size: *size, Trials: *trials, Concurrency: ns, Rounds: *rounds,
-		Log: func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) }})
+	res, err := mobility.Paging(ctx, mobility.PagingConfig{Setup: setup(*pps, *size, *trials), Concurrency: ns, Rounds: *rounds})
 	if err != nil {
 		return err
 	}
@@ -81,8 +80,7 @@ func benchHandover(args []string) error {
 		"n2":     "SCTP over UDP (RFC 6951) on loopback",
 		"window": "N2: Handover Required -> Registration Complete at the target (no fixed sleep); Xn: Path Switch Request -> Registration Complete"}
 	fmt.Printf("tern bench handover on %s\n", report.ThisMachine())
-	res, err := mobility.Handover(ctx, mobility.HandoverConfig{PPS: *pps, Size: *size, Trials: *trials, Modes: ms,
-		Log: func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) }})
+	res, err := mobility.Handover(ctx, mobility.HandoverConfig{Setup: setup(*pps, *size, *trials), Modes: ms})
 	if err != nil {
 		return err
 	}
@@ -101,6 +99,11 @@ func benchHandover(args []string) error {
 		}
 	}
 	return nil
+}
+
+// setup is the experiments' common part, progress on stdout.
+func setup(pps, size, trials int) mobility.Setup {
+	return mobility.Setup{PPS: pps, Size: size, Trials: trials, Log: func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) }}
 }
 
 // writeOutputs writes the JSON document and the plot when asked.
