@@ -151,10 +151,10 @@ func (u *ue) onPathSwitchRequest(g *gnb, src *ranUE, m *ngap.PathSwitchRequest) 
 		// stores when the request's differ.
 		ack.UESecurityCapabilities = &stored
 	}
+	a.stats.pathSwitches.Add(1) // before the send: whoever sees the ack sees the count
 	if err := r.gnb.send(r.stream, ack); err != nil {
 		u.log.Warn("Path Switch Request Acknowledge not sent", "err", err)
 	}
-	a.stats.pathSwitches.Add(1)
 	u.deliverPending()
 }
 
@@ -451,12 +451,12 @@ func (u *ue) onHandoverNotify(t *ranUE, m *ngap.HandoverNotify) {
 			s.up = upActive
 		}
 	}
+	a.stats.handoversDone.Add(1)
 	if err := src.sendContextRelease(ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkSuccessfulHandover}); err != nil {
 		u.log.Debug("release of the source connection not sent", "err", err)
 		a.ranUEs.delete(src)
 		src.gnb.removeUE(src)
 	}
-	a.stats.handoversDone.Add(1)
 	u.deliverPending()
 }
 
@@ -488,6 +488,8 @@ func (u *ue) cancelHandover(cause ngap.Cause) {
 	if u.st.proc != procHandoverPreparation && u.st.proc != procHandoverExecution {
 		return
 	}
+	// Counted first: whoever sees a message of the cancel sees the count.
+	u.amf.stats.handoverFailures.Add(1)
 	u.handoverTime.Stop()
 	if t := u.target; t != nil {
 		u.releaseTarget(t, cause)
@@ -495,7 +497,6 @@ func (u *ue) cancelHandover(cause ngap.Cause) {
 	u.cancelAtSMFs(u.ho.sessions)
 	u.ho = handoverProc{}
 	u.fire(evHandoverCancel)
-	u.amf.stats.handoverFailures.Add(1)
 	u.deliverPending()
 }
 
@@ -560,13 +561,13 @@ func (u *ue) targetLost(t *ranUE) {
 // handoverAbandoned: the source's connection went away during the
 // handover; the handover ends (the UE comes back with a service request).
 func (u *ue) handoverAbandoned() {
+	u.amf.stats.handoverFailures.Add(1)
 	if t := u.target; t != nil {
 		u.releaseTarget(t, ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkHandoverCancelled})
 	}
 	u.cancelAtSMFs(u.ho.sessions)
 	u.ho = handoverProc{}
 	u.handoverTime.Stop()
-	u.amf.stats.handoverFailures.Add(1)
 }
 
 // handoverPreparationFailure answers Handover Required with cause (TS
