@@ -21,10 +21,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/tern5g/tern/config"
@@ -116,10 +118,18 @@ func newBed(ctx context.Context, c bedConfig) (*bed, error) {
 	}
 	sc := sim.DefaultConfig()
 	for i := range c.GNBs {
-		n3 := netip.AddrPortFrom(loopback(byte(90+i)), gtpu.Port)
-		g, err := gnb.Dial(ctx, gnb.Config{AMFAddr: b.core.N2Addr(), Transport: cfg.AMF.SCTP, GNBID: uint32(100 + i),
-			PLMN: sc.PLMN, TAC: uint32(i + 1), Slices: sc.Slices, N3Addr: n3.String(), N3PeerPort: b.core.UPF.N3Addr().Port(),
-			Logger: log})
+		gc := gnb.Config{AMFAddr: b.core.N2Addr(), Transport: cfg.AMF.SCTP, GNBID: uint32(100 + i),
+			PLMN: sc.PLMN, TAC: uint32(i + 1), Slices: sc.Slices, N3PeerPort: b.core.UPF.N3Addr().Port(), Logger: log}
+		var g *gnb.GNB
+		for try := 0; ; try++ {
+			// Another process may hold GTP-U on the address drawn: draw
+			// again.
+			gc.N3Addr = netip.AddrPortFrom(loopback(), gtpu.Port).String()
+			g, err = gnb.Dial(ctx, gc)
+			if err == nil || !errors.Is(err, syscall.EADDRINUSE) || try == 8 {
+				break
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("bench: gNB %d: %w", i, err)
 		}
@@ -149,11 +159,11 @@ func newBed(ctx context.Context, c bedConfig) (*bed, error) {
 	return b, nil
 }
 
-// loopback is an address of 127/8 of this process's own, so that each
-// gNB's N3 socket can own port 2152 on it (the F-TEIDs carry no port).
-func loopback(second byte) netip.Addr {
-	pid := os.Getpid()
-	return netip.AddrFrom4([4]byte{127, second, byte(pid >> 8), byte(pid) | 1})
+// loopback draws an address of 127/8 (not 127.0.0.0/16) for a gNB's N3
+// socket, so that each gNB can own port 2152 on its own address (the
+// F-TEIDs carry no port).
+func loopback() netip.Addr {
+	return netip.AddrFrom4([4]byte{127, byte(1 + rand.IntN(254)), byte(rand.IntN(256)), byte(1 + rand.IntN(254))})
 }
 
 // connect registers every UE and gives it a PDU session whose downlink
