@@ -203,21 +203,7 @@ func (s *SMF) handoverDone(c *smContext, st models.Smf_PDUSess_HoState) (*sbi.SM
 // sends End Marker on the old tunnel after its last packet (TS 29.244
 // §8.2.31, TS 29.281 §7.3.2). Runs on c's executor.
 func (s *SMF) switchDownlink(c *smContext, dl ngap.GTPTunnel) error {
-	act := pfcp.ActionForward
-	err := s.modifyN4(c, &pfcp.SessionModificationRequest{
-		UpdateFARs: []pfcp.UpdateFAR{{
-			ID:          farDownlink,
-			ApplyAction: &act,
-			Forwarding: &pfcp.UpdateForwardingParameters{
-				Destination: pfcp.InterfaceAccess,
-				OuterHeaderCreation: &pfcp.OuterHeaderCreation{
-					Description: pfcp.OuterHeaderCreationGTPUUDPIPv4, TEID: dl.TEID, IPv4: dl.Addr,
-				},
-				SendEndMarker: true,
-			},
-		}},
-	})
-	if err != nil {
+	if err := s.pointDownlink(c, dl, true); err != nil {
 		return err
 	}
 	c.dlTunnel = dl

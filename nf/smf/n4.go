@@ -150,6 +150,12 @@ func (s *SMF) modifyN4(c *smContext, req *pfcp.SessionModificationRequest) error
 // forwardDownlink points the downlink FAR at the gNB tunnel (TS 23.502
 // §4.3.2.2.1 step 16a, §4.2.3.2 step 12).
 func (s *SMF) forwardDownlink(c *smContext, dl ngap.GTPTunnel) error {
+	return s.pointDownlink(c, dl, false)
+}
+
+// pointDownlink sets the downlink FAR to forward to tunnel dl, with End
+// Marker on the tunnel it leaves when endMarker is set (SNDEM).
+func (s *SMF) pointDownlink(c *smContext, dl ngap.GTPTunnel, endMarker bool) error {
 	act := pfcp.ActionForward
 	return s.modifyN4(c, &pfcp.SessionModificationRequest{
 		UpdateFARs: []pfcp.UpdateFAR{{
@@ -162,6 +168,7 @@ func (s *SMF) forwardDownlink(c *smContext, dl ngap.GTPTunnel) error {
 					TEID:        dl.TEID,
 					IPv4:        dl.Addr,
 				},
+				SendEndMarker: endMarker,
 			},
 		}},
 	})
