@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"image/color"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"time"
@@ -12,8 +11,6 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/tern5g/tern/report"
 )
@@ -147,22 +144,7 @@ func writeDelayPNG(path, title string, ss []series) error {
 		}
 		plots = append(plots, p)
 	}
-	img := vgimg.New(vg.Points(float64(520*len(plots))), vg.Points(380))
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: len(plots), PadX: vg.Points(10), PadLeft: vg.Points(5), PadRight: vg.Points(5), PadTop: vg.Points(5), PadBottom: vg.Points(5)}
-	cs := plot.Align([][]*plot.Plot{plots}, tiles, dc)
-	for i, p := range plots {
-		p.Draw(cs[0][i])
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("bench: %w", err)
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("bench: write %s: %w", path, err)
-	}
-	return f.Close()
+	return report.WritePNG(path, vg.Points(520), vg.Points(380), plots...)
 }
 
 // WritePNG draws the first trial's per-packet delays (L25GC Fig 13).

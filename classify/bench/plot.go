@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"image/color"
-	"os"
 	"sort"
 	"strings"
 
@@ -11,7 +10,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/tern5g/tern/report"
 )
 
 // WritePNG draws lookup latency (a) and throughput (b) against the number
@@ -96,22 +96,5 @@ func WritePNG(path string, rows []Row) error {
 	}
 	lat.Legend.Top, lat.Legend.Left = true, true
 	thr.Legend.Top = true
-	img := vgimg.New(vg.Points(1100), vg.Points(450))
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Points(10), PadLeft: vg.Points(5), PadRight: vg.Points(5), PadTop: vg.Points(5), PadBottom: vg.Points(5)}
-	cs := plot.Align([][]*plot.Plot{{lat, thr}}, tiles, dc)
-	lat.Draw(cs[0][0])
-	thr.Draw(cs[0][1])
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("bench: %w", err)
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("bench: write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("bench: %w", err)
-	}
-	return nil
+	return report.WritePNG(path, vg.Points(550), vg.Points(450), lat, thr)
 }
