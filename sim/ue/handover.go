@@ -171,21 +171,7 @@ func (u *UE) runHandover(ctx context.Context, k procKind, target uint32) (time.D
 		}
 	}
 	u.mu.Unlock()
-	var out outcome
-	select {
-	case out = <-u.done:
-	case <-ctx.Done():
-		u.mu.Lock()
-		if u.proc == k {
-			state := u.mm
-			u.abortLocked()
-			u.mu.Unlock()
-			return 0, fmt.Errorf("%w (state %s)", ctx.Err(), state)
-		}
-		u.mu.Unlock()
-		out = <-u.done
-	}
-	return out.window, out.err
+	return u.await(ctx, k)
 }
 
 // mobilityUpdateLocked sends the Registration Request of a mobility

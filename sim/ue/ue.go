@@ -671,6 +671,12 @@ func (u *UE) runProc(ctx context.Context, k procKind, a procArgs) (time.Duration
 		u.busy = false
 		u.mu.Unlock()
 	}()
+	return u.await(ctx, k)
+}
+
+// await waits for the outcome of procedure k, which the caller started;
+// when ctx ends first, k is aborted.
+func (u *UE) await(ctx context.Context, k procKind) (time.Duration, error) {
 	var out outcome
 	select {
 	case out = <-u.done:
