@@ -25,7 +25,8 @@ const DefaultN3Addr = "127.0.0.1:0"
 // n3 is the GTP-U endpoint.
 type n3 struct {
 	conn *net.UDPConn
-	ip   netip.Addr // advertised in DL tunnels
+	ip   netip.Addr     // advertised in DL tunnels
+	self netip.AddrPort // the bound address
 	done chan struct{}
 
 	// sessions by local (DL) TEID; read lock-free by the reader.
@@ -62,7 +63,7 @@ func listenN3(addr string, tap sctp.PacketTap) (*n3, error) {
 	if err != nil {
 		return nil, fmt.Errorf("n3 listen %s: %w", addr, err)
 	}
-	n := &n3{conn: conn, ip: ap.Addr(), done: make(chan struct{}), nextTEI: 1, tap: tap}
+	n := &n3{conn: conn, ip: ap.Addr(), self: conn.LocalAddr().(*net.UDPAddr).AddrPort(), done: make(chan struct{}), nextTEI: 1, tap: tap}
 	n.bufs.New = func() any {
 		b := make([]byte, 0, 2048)
 		return &b
@@ -71,9 +72,7 @@ func listenN3(addr string, tap sctp.PacketTap) (*n3, error) {
 }
 
 // Addr returns the bound N3 address.
-func (n *n3) Addr() netip.AddrPort {
-	return n.conn.LocalAddr().(*net.UDPAddr).AddrPort()
-}
+func (n *n3) Addr() netip.AddrPort { return n.self }
 
 // fwdEntry is a DL forwarding tunnel of a handover target's session.
 type fwdEntry struct{ s *session }
