@@ -3,6 +3,7 @@ package pfcp
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // ErrNoControlPlane is returned by a ControlPlane whose peer has no CPHandler.
@@ -49,8 +50,18 @@ func (d *direct) DeleteSession(ctx context.Context, upSEID uint64) (*SessionDele
 	return nonNil(d.up.HandleSessionDeletion(ctx, upSEID), "session deletion")
 }
 
-// Heartbeat is trivially answered: a co-located UPF cannot be unreachable.
-func (d *direct) Heartbeat(ctx context.Context) error { return ctx.Err() }
+// Heartbeat is trivially answered: a co-located UPF cannot be unreachable
+// and restarts only with its SMF. The recovery time is the handler's when it
+// has one (UPF-C does), zero otherwise.
+func (d *direct) Heartbeat(ctx context.Context) (time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, err
+	}
+	if r, ok := d.up.(interface{ RecoveryTime() time.Time }); ok {
+		return r.RecoveryTime(), nil
+	}
+	return time.Time{}, nil
+}
 
 type directCP struct{ h CPHandler }
 

@@ -574,9 +574,12 @@ func (c *udpUserPlane) DeleteSession(ctx context.Context, upSEID uint64) (*Sessi
 	return r, err
 }
 
-func (c *udpUserPlane) Heartbeat(ctx context.Context) error {
-	_, err := expect[*HeartbeatResponse](c.e.request(ctx, c.peer, &HeartbeatRequest{RecoveryTime: c.e.recovery}, 0))
-	return err
+func (c *udpUserPlane) Heartbeat(ctx context.Context) (time.Time, error) {
+	r, err := expect[*HeartbeatResponse](c.e.request(ctx, c.peer, &HeartbeatRequest{RecoveryTime: c.e.recovery}, 0))
+	if err != nil {
+		return time.Time{}, err
+	}
+	return r.RecoveryTime, nil
 }
 
 type udpControlPlane struct {

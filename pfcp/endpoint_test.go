@@ -152,8 +152,8 @@ func TestEndpointSessionLifecycle(t *testing.T) {
 	smf := listen(t, EndpointConfig{NodeID: NodeID{IP: smfAddr}, CP: cp, Tap: tap})
 	client := smf.UserPlane(upf.Addr())
 
-	if err := client.Heartbeat(ctx); err != nil {
-		t.Fatalf("heartbeat: %v", err)
+	if rec, err := client.Heartbeat(ctx); err != nil || !rec.Equal(upf.RecoveryTime()) {
+		t.Fatalf("heartbeat: recovery %v (UPF's %v), %v", rec, upf.RecoveryTime(), err)
 	}
 	ar, err := client.SetupAssociation(ctx, &AssociationSetupRequest{NodeID: NodeID{IP: smfAddr}, RecoveryTime: smf.RecoveryTime()})
 	if err != nil || ar.Cause != CauseRequestAccepted || ar.NodeID.IP != upfAddr {
@@ -399,7 +399,7 @@ func TestEndpointProtocolErrors(t *testing.T) {
 func TestRequestTimeout(t *testing.T) {
 	silent := rawPeer(t)
 	smf := listen(t, EndpointConfig{T1: 20 * time.Millisecond, N1: 2})
-	err := smf.UserPlane(silent.LocalAddr().(*net.UDPAddr).AddrPort()).Heartbeat(context.Background())
+	_, err := smf.UserPlane(silent.LocalAddr().(*net.UDPAddr).AddrPort()).Heartbeat(context.Background())
 	if !errors.Is(err, ErrTimeout) {
 		t.Fatalf("err %v", err)
 	}
@@ -423,7 +423,8 @@ func TestCloseFailsOutstanding(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- smf.UserPlane(silent.LocalAddr().(*net.UDPAddr).AddrPort()).Heartbeat(context.Background())
+		_, err := smf.UserPlane(silent.LocalAddr().(*net.UDPAddr).AddrPort()).Heartbeat(context.Background())
+		done <- err
 	}()
 	readOne(t, silent)
 	if err := smf.Close(); err != nil {
@@ -458,7 +459,7 @@ func TestDirect(t *testing.T) {
 	if dr, err := d.DeleteSession(ctx, er.UPFSEID.SEID); err != nil || dr.Cause != CauseRequestAccepted {
 		t.Fatal(dr, err)
 	}
-	if err := d.Heartbeat(ctx); err != nil {
+	if _, err := d.Heartbeat(ctx); err != nil {
 		t.Fatal(err)
 	}
 	cancelled, cancel := context.WithCancel(ctx)

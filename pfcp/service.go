@@ -3,6 +3,7 @@ package pfcp
 import (
 	"context"
 	"net/netip"
+	"time"
 )
 
 // UserPlane is what an SMF calls on a UPF. Both Direct and Endpoint.UserPlane
@@ -13,7 +14,10 @@ type UserPlane interface {
 	EstablishSession(ctx context.Context, req *SessionEstablishmentRequest) (*SessionEstablishmentResponse, error)
 	ModifySession(ctx context.Context, upSEID uint64, req *SessionModificationRequest) (*SessionModificationResponse, error)
 	DeleteSession(ctx context.Context, upSEID uint64) (*SessionDeletionResponse, error)
-	Heartbeat(ctx context.Context) error
+	// Heartbeat returns the peer's Recovery Time Stamp (TS 29.244 §6.2.2):
+	// a value other than the one the peer advertised before means it
+	// restarted and lost its sessions.
+	Heartbeat(ctx context.Context) (recovery time.Time, err error)
 }
 
 // ControlPlane is what a UPF calls on its SMF.

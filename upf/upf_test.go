@@ -151,7 +151,7 @@ func testPFCPProgramsDataPath(t *testing.T, mode string) {
 		t.Fatal(err)
 	}
 	defer smf.Close()
-	if err := smf.UserPlane(u.PFCPAddr()).Heartbeat(ctx); err != nil {
+	if _, err := smf.UserPlane(u.PFCPAddr()).Heartbeat(ctx); err != nil {
 		t.Fatalf("heartbeat over UDP: %v", err)
 	}
 

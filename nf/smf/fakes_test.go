@@ -115,7 +115,7 @@ func (f *fakeUPF) DeleteSession(ctx context.Context, seid uint64) (*pfcp.Session
 	}}, nil
 }
 
-func (f *fakeUPF) Heartbeat(ctx context.Context) error { return nil }
+func (f *fakeUPF) Heartbeat(ctx context.Context) (time.Time, error) { return time.Time{}, nil }
 
 func (f *fakeUPF) live() int {
 	f.mu.Lock()

@@ -238,7 +238,7 @@ func (s *SMF) keepAlive() {
 				continue
 			}
 			hctx, cancel := context.WithTimeout(ctx, s.cfg.timers.PFCPTimeout)
-			err := u.up.Heartbeat(hctx)
+			_, err := u.up.Heartbeat(hctx)
 			cancel()
 			if err != nil && ctx.Err() == nil {
 				u.associated.Store(false)
