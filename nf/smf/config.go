@@ -17,6 +17,8 @@ const (
 	DefaultT3592              = 16 * time.Second // PDU SESSION RELEASE COMMAND
 	DefaultMaxRetransmissions = 4                // TS 24.501 §6.3.2.5 a), §6.3.3.5 a): abort on the fifth expiry
 	DefaultHeartbeat          = 10 * time.Second // PFCP heartbeat / association retry period
+	DefaultHeartbeatTimeout   = 3 * time.Second  // one heartbeat's wait for its response
+	DefaultHeartbeatRetries   = 3                // heartbeats missed in a row before a UPF is unavailable
 	DefaultMTU                = 1400
 	// DefaultBufferingPackets is the BAR's Suggested Buffering Packets
 	// Count for an idle UE (TS 29.244 §8.2.101: one octet, so 255 at most):
@@ -104,7 +106,15 @@ type TimerConfig struct {
 	T3591              time.Duration `yaml:"t3591"`
 	T3592              time.Duration `yaml:"t3592"`
 	MaxRetransmissions int           `yaml:"maxRetransmissions"`
-	Heartbeat          time.Duration `yaml:"heartbeat"`
+	// Heartbeat is the PFCP heartbeat period towards each UPF (TS 29.244
+	// §6.2.2), also the association retry period of a UPF that is down.
+	// A restarted UPF is noticed at the first heartbeat it answers (its
+	// Recovery Time Stamp changed); one that does not answer is marked
+	// unavailable after HeartbeatRetries heartbeats in a row time out,
+	// each after HeartbeatTimeout.
+	Heartbeat        time.Duration `yaml:"heartbeat"`
+	HeartbeatTimeout time.Duration `yaml:"heartbeatTimeout"`
+	HeartbeatRetries int           `yaml:"heartbeatRetries"`
 }
 
 // DefaultConfig returns the configuration matching tern's topology
@@ -155,6 +165,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Timers.Heartbeat == 0 {
 		c.Timers.Heartbeat = DefaultHeartbeat
+	}
+	if c.Timers.HeartbeatTimeout == 0 {
+		c.Timers.HeartbeatTimeout = min(DefaultHeartbeatTimeout, c.Timers.Heartbeat)
+	}
+	if c.Timers.HeartbeatRetries == 0 {
+		c.Timers.HeartbeatRetries = DefaultHeartbeatRetries
 	}
 	if c.Mobility.BufferingPackets == 0 {
 		c.Mobility.BufferingPackets = DefaultBufferingPackets
@@ -286,10 +302,13 @@ func (c Config) compile() (*servedConfig, error) {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"pfcpTimeout", t.PFCPTimeout}, {"t3591", t.T3591}, {"t3592", t.T3592}, {"heartbeat", t.Heartbeat}} {
+	}{{"pfcpTimeout", t.PFCPTimeout}, {"t3591", t.T3591}, {"t3592", t.T3592}, {"heartbeat", t.Heartbeat}, {"heartbeatTimeout", t.HeartbeatTimeout}} {
 		if d.v <= 0 {
 			return nil, fmt.Errorf("smf.timers.%s: %v must be positive", d.name, d.v)
 		}
+	}
+	if t.HeartbeatRetries < 1 || t.HeartbeatRetries > 100 {
+		return nil, fmt.Errorf("smf.timers.heartbeatRetries: %d not in 1..100", t.HeartbeatRetries)
 	}
 	if t.MaxRetransmissions < 0 || t.MaxRetransmissions > 16 {
 		return nil, fmt.Errorf("smf.timers.maxRetransmissions: %d not in 0..16", t.MaxRetransmissions)

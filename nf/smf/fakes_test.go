@@ -41,10 +41,28 @@ type fakeUPF struct {
 	deletes     []uint64
 	reject      bool // answer establishments with No resources available
 	down        bool // fail every request (UPF unreachable)
+	recovery    time.Time
+	assocs      int
 }
 
 func newFakeUPF() *fakeUPF {
-	return &fakeUPF{sessions: make(map[uint64]*pfcp.SessionEstablishmentRequest), nextSEID: 0x1000, nextTEID: 0x100}
+	return &fakeUPF{sessions: make(map[uint64]*pfcp.SessionEstablishmentRequest), nextSEID: 0x1000, nextTEID: 0x100,
+		recovery: time.Now().Truncate(time.Second)}
+}
+
+// restart loses every session and advertises a new Recovery Time Stamp.
+func (f *fakeUPF) restart() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	clear(f.sessions)
+	f.recovery = f.recovery.Add(time.Second)
+	f.establishes = nil
+}
+
+func (f *fakeUPF) setDown(down bool) {
+	f.mu.Lock()
+	f.down = down
+	f.mu.Unlock()
 }
 
 var errUPFDown = errors.New("fake upf: no response")
@@ -55,7 +73,8 @@ func (f *fakeUPF) SetupAssociation(ctx context.Context, req *pfcp.AssociationSet
 	if f.down {
 		return nil, errUPFDown
 	}
-	return &pfcp.AssociationSetupResponse{NodeID: pfcp.NodeID{IP: upfN3}, Cause: pfcp.CauseRequestAccepted}, nil
+	f.assocs++
+	return &pfcp.AssociationSetupResponse{NodeID: pfcp.NodeID{IP: upfN3}, Cause: pfcp.CauseRequestAccepted, RecoveryTime: f.recovery}, nil
 }
 
 func (f *fakeUPF) EstablishSession(ctx context.Context, req *pfcp.SessionEstablishmentRequest) (*pfcp.SessionEstablishmentResponse, error) {
@@ -69,14 +88,17 @@ func (f *fakeUPF) EstablishSession(ctx context.Context, req *pfcp.SessionEstabli
 		return &pfcp.SessionEstablishmentResponse{Cause: pfcp.CauseNoResourcesAvailable}, nil
 	}
 	f.nextSEID++
-	f.nextTEID++
 	f.sessions[f.nextSEID] = req
-	return &pfcp.SessionEstablishmentResponse{
-		NodeID:      pfcp.NodeID{IP: upfN3},
-		Cause:       pfcp.CauseRequestAccepted,
-		UPFSEID:     &pfcp.FSEID{SEID: f.nextSEID, IPv4: upfN3},
-		CreatedPDRs: []pfcp.CreatedPDR{{ID: pdrUplink, LocalFTEID: &pfcp.FTEID{TEID: f.nextTEID, IPv4: upfN3}}},
-	}, nil
+	rsp := &pfcp.SessionEstablishmentResponse{
+		NodeID:  pfcp.NodeID{IP: upfN3},
+		Cause:   pfcp.CauseRequestAccepted,
+		UPFSEID: &pfcp.FSEID{SEID: f.nextSEID, IPv4: upfN3},
+	}
+	if ft := req.CreatePDRs[0].PDI.FTEID; ft != nil && ft.Choose {
+		f.nextTEID++
+		rsp.CreatedPDRs = []pfcp.CreatedPDR{{ID: pdrUplink, LocalFTEID: &pfcp.FTEID{TEID: f.nextTEID, IPv4: upfN3}}}
+	}
+	return rsp, nil
 }
 
 func (f *fakeUPF) ModifySession(ctx context.Context, seid uint64, req *pfcp.SessionModificationRequest) (*pfcp.SessionModificationResponse, error) {
@@ -115,7 +137,14 @@ func (f *fakeUPF) DeleteSession(ctx context.Context, seid uint64) (*pfcp.Session
 	}}, nil
 }
 
-func (f *fakeUPF) Heartbeat(ctx context.Context) (time.Time, error) { return time.Time{}, nil }
+func (f *fakeUPF) Heartbeat(ctx context.Context) (time.Time, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down {
+		return time.Time{}, errUPFDown
+	}
+	return f.recovery, nil
+}
 
 func (f *fakeUPF) live() int {
 	f.mu.Lock()
@@ -353,22 +382,34 @@ func testConfig() Config {
 
 func newHarness(t *testing.T, cfg Config, pcfCfg pcf.Config) *harness {
 	t.Helper()
-	h := &harness{amf: newFakeAMF(t), upf: newFakeUPF()}
+	h := buildHarness(t, cfg, pcfCfg, map[string]*fakeUPF{"upf1": newFakeUPF()})
+	if err := h.smf.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// buildHarness builds an SMF on fake UPFs (by name; h.upf is "upf1") and
+// does not start it.
+func buildHarness(t *testing.T, cfg Config, pcfCfg pcf.Config, upfs map[string]*fakeUPF) *harness {
+	t.Helper()
+	h := &harness{amf: newFakeAMF(t), upf: upfs["upf1"]}
 	p, err := pcf.New(pcfCfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.pcf = p
-	s, err := New(cfg, Deps{AMF: h.amf, AMFStatus: h.amf, SDM: fakeSDM{}, PCF: p, UPFs: map[string]pfcp.UserPlane{"upf1": h.upf}}, nil)
+	ups := make(map[string]pfcp.UserPlane, len(upfs))
+	for name, u := range upfs {
+		ups[name] = u
+	}
+	s, err := New(cfg, Deps{AMF: h.amf, AMFStatus: h.amf, SDM: fakeSDM{}, PCF: p, UPFs: ups}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.SetNotifier(s)
 	h.smf = s
 	h.amf.smf = s
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() { s.Close() })
 	return h
 }

@@ -14,7 +14,7 @@ import (
 func selectUPF(d *dnnConf) *upfNode {
 	var best *upfNode
 	for _, u := range d.upfs {
-		if !u.associated.Load() {
+		if !u.serving() {
 			continue
 		}
 		if best == nil || u.sessions.Load() < best.sessions.Load() {
@@ -91,10 +91,16 @@ var errN4 = errors.New("n4")
 // establishN4 runs the PFCP Session Establishment for c and records the UPF
 // SEID and uplink tunnel. Runs on c's executor.
 func (s *SMF) establishN4(c *smContext) error {
+	return s.runEstablishment(c, s.establishmentRequest(c))
+}
+
+// runEstablishment sends req for c and records what the UPF answered: its
+// SEID and, where it chose it, the uplink F-TEID.
+func (s *SMF) runEstablishment(c *smContext, req *pfcp.SessionEstablishmentRequest) error {
 	u := c.upf
 	ctx, cancel := context.WithTimeout(s.group.Context(), s.cfg.timers.PFCPTimeout)
 	defer cancel()
-	resp, err := u.up.EstablishSession(ctx, s.establishmentRequest(c))
+	resp, err := u.up.EstablishSession(ctx, req)
 	if err != nil {
 		s.stats.n4Failures.Add(1)
 		return fmt.Errorf("%w: upf %s: session establishment: %w", errN4, u.name, err)

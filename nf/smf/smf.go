@@ -73,13 +73,16 @@ func (d Deps) validate() error {
 	return nil
 }
 
-// upfNode is one configured UPF.
+// upfNode is one configured UPF (restoration.go has its states).
 type upfNode struct {
-	name       string
-	n3         netip.Addr
-	up         pfcp.UserPlane
-	associated atomic.Bool
-	sessions   atomic.Int64 // PFCP sessions established and not deleted
+	name     string
+	n3       netip.Addr
+	up       pfcp.UserPlane
+	st       atomic.Int32 // upfState
+	sessions atomic.Int64 // PFCP sessions established and not deleted
+	// recovery is the UPF's Recovery Time Stamp as last advertised;
+	// written and read by its supervisor only.
+	recovery time.Time
 }
 
 // SMF is one SMF instance. It implements sbi.PDUSession,
@@ -166,8 +169,10 @@ func (s *SMF) SetUserPlane(name string, up pfcp.UserPlane) error {
 }
 
 // Start sets up the PFCP association with every UPF (TS 29.244 §6.2.6) and
-// keeps them alive in the background (heartbeats, retries of failed
-// associations). It fails when a UPF has no N4 client or none associates.
+// supervises them in the background (restoration.go): heartbeats,
+// restoration of a restarted UPF's sessions, association of a UPF that is
+// down or not there yet. It fails only when a UPF has no N4 client; a UPF
+// that does not answer yet is associated when it appears.
 func (s *SMF) Start(ctx context.Context) error {
 	s.mu.Lock()
 	if s.group.Closed() || s.started {
@@ -183,69 +188,26 @@ func (s *SMF) Start(ctx context.Context) error {
 	s.started = true
 	s.mu.Unlock()
 
-	var errs []error
-	ok := 0
 	for _, u := range s.cfg.upfs {
+		// The first association is tried here so that a core whose UPFs
+		// are up serves at once; the supervisor takes over from there.
 		if err := s.associate(ctx, u); err != nil {
-			errs = append(errs, err)
-			s.log.Warn("PFCP association failed; will retry", "upf", u.name, "err", err)
-			continue
+			s.log.Warn("PFCP association failed; retrying every heartbeat period", "upf", u.name,
+				"period", s.cfg.timers.Heartbeat, "err", err)
 		}
-		ok++
+		s.group.Go(func() { s.superviseUPF(u) })
 	}
-	if ok == 0 {
-		return fmt.Errorf("smf: no UPF associated: %w", errors.Join(errs...))
-	}
-	s.group.Go(s.keepAlive)
 	return nil
 }
 
-func (s *SMF) associate(ctx context.Context, u *upfNode) error {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.timers.PFCPTimeout)
-	defer cancel()
-	resp, err := u.up.SetupAssociation(ctx, &pfcp.AssociationSetupRequest{
-		NodeID:       s.nodeID(),
-		RecoveryTime: s.start,
-	})
-	if err != nil {
-		return fmt.Errorf("upf %s: association setup: %w", u.name, err)
+// UPFStates tells, by UPF name, whether each UPF is "up", "down" or
+// "restoring".
+func (s *SMF) UPFStates() map[string]string {
+	m := make(map[string]string, len(s.cfg.upfs))
+	for _, u := range s.cfg.upfs {
+		m[u.name] = u.state().String()
 	}
-	if !resp.Cause.Accepted() {
-		return fmt.Errorf("upf %s: association setup rejected: %s", u.name, resp.Cause)
-	}
-	u.associated.Store(true)
-	s.log.Info("PFCP association set up", "upf", u.name, "peer", resp.NodeID.String())
-	return nil
-}
-
-// keepAlive sends heartbeats (TS 29.244 §6.2.2) to associated UPFs and
-// retries the association of the others.
-func (s *SMF) keepAlive() {
-	ctx := s.group.Context()
-	t := time.NewTicker(s.cfg.timers.Heartbeat)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		for _, u := range s.cfg.upfs {
-			if !u.associated.Load() {
-				if err := s.associate(ctx, u); err != nil {
-					s.log.Debug("PFCP association retry failed", "upf", u.name, "err", err)
-				}
-				continue
-			}
-			hctx, cancel := context.WithTimeout(ctx, s.cfg.timers.PFCPTimeout)
-			_, err := u.up.Heartbeat(hctx)
-			cancel()
-			if err != nil && ctx.Err() == nil {
-				u.associated.Store(false)
-				s.log.Warn("UPF not answering heartbeats; no new sessions until it is back", "upf", u.name, "err", err)
-			}
-		}
-	}
+	return m
 }
 
 // Close stops timers and background work and waits for the SMF's
@@ -280,6 +242,12 @@ type counters struct {
 	pathSwitches   atomic.Uint64
 	deactivations  atomic.Uint64
 	activations    atomic.Uint64
+
+	associations        atomic.Uint64
+	heartbeatsMissed    atomic.Uint64
+	upfFailures         atomic.Uint64
+	sessionsRestored    atomic.Uint64
+	sessionsNotRestored atomic.Uint64
 }
 
 // Stats is a snapshot of the SMF's state and counters.
@@ -306,6 +274,13 @@ type Stats struct {
 	// AN release (the UPF buffers from then) and brought back by a
 	// service request.
 	Deactivations, Activations uint64
+
+	// N4 supervision (restoration.go): associations set up (first ones
+	// included), heartbeats that timed out, UPFs marked down after
+	// missing HeartbeatRetries in a row, and PFCP sessions established
+	// again at a restarted UPF or released because that failed.
+	Associations, HeartbeatsMissed, UPFFailures uint64
+	SessionsRestored, SessionsNotRestored       uint64
 }
 
 // Stats returns a snapshot.
@@ -329,6 +304,12 @@ func (s *SMF) Stats() Stats {
 		PathSwitches:   s.stats.pathSwitches.Load(),
 		Deactivations:  s.stats.deactivations.Load(),
 		Activations:    s.stats.activations.Load(),
+
+		Associations:        s.stats.associations.Load(),
+		HeartbeatsMissed:    s.stats.heartbeatsMissed.Load(),
+		UPFFailures:         s.stats.upfFailures.Load(),
+		SessionsRestored:    s.stats.sessionsRestored.Load(),
+		SessionsNotRestored: s.stats.sessionsNotRestored.Load(),
 	}
 	for _, d := range s.cfg.order {
 		st.IPs[d.name] = d.pool.allocated()

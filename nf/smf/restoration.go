@@ -1,0 +1,243 @@
+package smf
+
+// N4 supervision and restoration (TS 29.244 §6.2.2, §6.2.6; TS 23.527
+// §4.3.2; TS 23.007 §20).
+//
+// Each UPF has one supervisor goroutine and one explicit state:
+//
+//	down ──association accepted──▶ up ◀──restoration done── restoring
+//	 ▲                              │                            ▲
+//	 └──HeartbeatRetries missed─────┤                            │
+//	                                └──new Recovery Time Stamp───┘
+//	                                   (re-associated first)
+//
+// While down or restoring a UPF is not selected for new PDU sessions
+// (another UPF serving the DNN is); its sessions stay in the SMF. A UPF
+// that answers again with the Recovery Time Stamp the SMF knows lost
+// nothing: it is up again and its sessions stand. One whose Recovery Time
+// Stamp changed restarted and lost every PFCP session (TS 23.527 §4.3.2):
+// after the association is set up again, each session is established again
+// on its UE's executor with the F-TEID, UE IP and rules it had, so neither
+// the gNB nor the UE sees anything. A session the UPF refuses is released
+// towards the UE with 5GSM cause #39 "reactivation requested" so that the
+// UE establishes it again (TS 24.501 §6.3.3.2).
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/free5gc/openapi/models"
+
+	"github.com/tern5g/tern/nas"
+	"github.com/tern5g/tern/pfcp"
+)
+
+// upfState is where the SMF stands with one UPF.
+type upfState int32
+
+const (
+	upfDown      upfState = iota // not associated (never was, or stopped answering)
+	upfUp                        // associated: serves new sessions
+	upfRestoring                 // associated again after a restart; its sessions are being re-established
+)
+
+func (s upfState) String() string {
+	switch s {
+	case upfDown:
+		return "down"
+	case upfUp:
+		return "up"
+	case upfRestoring:
+		return "restoring"
+	}
+	return "state?"
+}
+
+func (u *upfNode) state() upfState       { return upfState(u.st.Load()) }
+func (u *upfNode) setState(st upfState)  { u.st.Store(int32(st)) }
+func (u *upfNode) serving() bool         { return u.state() == upfUp }
+func (u *upfNode) knownRecovery() string { return u.recovery.Format(time.RFC3339) }
+
+// superviseUPF is u's supervisor: it associates while u is down, sends
+// heartbeats while it is up, and restores u's sessions when it restarted.
+// It is the only writer of u's state and recovery time.
+func (s *SMF) superviseUPF(u *upfNode) {
+	ctx := s.group.Context()
+	t := time.NewTicker(s.cfg.timers.Heartbeat)
+	defer t.Stop()
+	missed := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if u.state() == upfDown {
+			if err := s.associate(ctx, u); err != nil && ctx.Err() == nil {
+				s.log.Debug("PFCP association retry failed", "upf", u.name, "err", err)
+			}
+			continue
+		}
+		hctx, cancel := context.WithTimeout(ctx, s.cfg.timers.HeartbeatTimeout)
+		rec, err := u.up.Heartbeat(hctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			missed++
+			s.stats.heartbeatsMissed.Add(1)
+			if missed >= s.cfg.timers.HeartbeatRetries {
+				missed = 0
+				u.setState(upfDown)
+				s.stats.upfFailures.Add(1)
+				s.log.Warn("UPF not answering heartbeats; no new sessions on it until it is back",
+					"upf", u.name, "missed", s.cfg.timers.HeartbeatRetries, "err", err)
+			}
+		case restarted(u.recovery, rec):
+			missed = 0
+			// TS 23.527 §4.3.2: the association is gone with the UPF's
+			// state; set it up again, then restore the sessions.
+			s.log.Warn("UPF restarted (new Recovery Time Stamp); re-associating and restoring its sessions",
+				"upf", u.name, "was", u.knownRecovery(), "now", rec.Format(time.RFC3339))
+			u.setState(upfDown)
+			if err := s.associate(ctx, u); err != nil && ctx.Err() == nil {
+				s.log.Warn("PFCP association with the restarted UPF failed; will retry", "upf", u.name, "err", err)
+			}
+		default:
+			missed = 0
+		}
+	}
+}
+
+// restarted tells whether a peer that advertised was now advertises now:
+// any change, backwards included, means it lost its state (TS 29.244
+// §19A). A zero time on either side is "unknown" (the direct binding).
+func restarted(was, now time.Time) bool {
+	return !was.IsZero() && !now.IsZero() && !now.Equal(was)
+}
+
+// associate sets up the PFCP association with u (TS 29.244 §6.2.6.2) and,
+// when u's Recovery Time Stamp shows that it restarted since the last
+// association, restores its sessions before u serves again.
+func (s *SMF) associate(ctx context.Context, u *upfNode) error {
+	actx, cancel := context.WithTimeout(ctx, s.cfg.timers.PFCPTimeout)
+	defer cancel()
+	resp, err := u.up.SetupAssociation(actx, &pfcp.AssociationSetupRequest{
+		NodeID:       s.nodeID(),
+		RecoveryTime: s.start,
+	})
+	if err != nil {
+		return fmt.Errorf("upf %s: association setup: %w", u.name, err)
+	}
+	if !resp.Cause.Accepted() {
+		return fmt.Errorf("upf %s: association setup rejected: %s", u.name, resp.Cause)
+	}
+	lost := restarted(u.recovery, resp.RecoveryTime)
+	if !resp.RecoveryTime.IsZero() {
+		u.recovery = resp.RecoveryTime
+	}
+	s.stats.associations.Add(1)
+	s.log.Info("PFCP association set up", "upf", u.name, "peer", resp.NodeID.String(), "recovery", u.knownRecovery())
+	if lost {
+		u.setState(upfRestoring)
+		s.restoreSessions(ctx, u)
+	}
+	u.setState(upfUp)
+	return nil
+}
+
+// restoreSessions establishes again, at u, every PFCP session the SMF had
+// there, one per UE executor and all UEs in parallel, and returns when all
+// are done (TS 23.527 §4.3.2: "the SMF may start re-establishing PFCP
+// sessions ... immediately after the PFCP association setup").
+func (s *SMF) restoreSessions(ctx context.Context, u *upfNode) {
+	start := time.Now()
+	var wg sync.WaitGroup
+	var restored, released atomic.Int64
+	for _, ue := range s.ues.All() {
+		wg.Add(1)
+		if !ue.exec.Post(func() {
+			defer wg.Done()
+			for _, c := range ue.sessions {
+				if c.upf != u || c.upSEID == 0 {
+					continue
+				}
+				if err := s.restoreN4(c); err != nil {
+					released.Add(1)
+					s.log.Warn("PFCP session not restored; releasing the PDU session for the UE to establish again",
+						"supi", c.supi, "psi", c.psi, "upf", u.name, "err", err)
+					s.networkRelease(c, nas.CauseReactivationRequested)
+					continue
+				}
+				restored.Add(1)
+			}
+			s.tidy(ue)
+		}) {
+			wg.Done() // closing
+		}
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return
+	}
+	s.stats.sessionsRestored.Add(uint64(restored.Load()))
+	s.stats.sessionsNotRestored.Add(uint64(released.Load()))
+	s.log.Info("PFCP sessions restored", "upf", u.name, "restored", restored.Load(), "released", released.Load(),
+		"took", time.Since(start).Round(time.Microsecond))
+}
+
+// restoreN4 establishes c's PFCP session again at its restarted UPF, with
+// the uplink F-TEID the gNB already uses, the same UE IP and rules, and the
+// downlink where it was: forwarding to the gNB, buffering for an idle UE, or
+// dropping while an unreachable UE's paging backs off. Runs on c's
+// executor.
+//
+// The F-TEID is sent as the CP's choice rather than with the RESTI flag of
+// TS 29.244 §8.2.x (PFCPSEReq-Flags): tern's UPF accepts a CP-set F-TEID on
+// its N3 address that no live session holds, which is what a restarted UPF
+// has. Indirect forwarding tunnels of a handover in progress are not
+// restored: the handover's own timer ends them.
+func (s *SMF) restoreN4(c *smContext) error {
+	// The old session died with the UPF.
+	c.upSEID = 0
+	c.upf.sessions.Add(-1)
+	s.stats.n4Sessions.Add(-1)
+	c.fwd = false
+
+	req := s.establishmentRequest(c)
+	ul := c.ulTunnel
+	req.CreatePDRs[0].PDI.FTEID = &pfcp.FTEID{TEID: ul.TEID, IPv4: ul.Addr}
+	dl := &req.CreateFARs[1]
+	switch {
+	case c.upCnx == models.Smf_PDUSess_UpCnxState_ACTIVATED && c.dlTunnel.Addr.IsValid():
+		*dl = pfcp.CreateFAR{ID: farDownlink, ApplyAction: pfcp.ActionForward, Forwarding: &pfcp.ForwardingParameters{
+			Destination: pfcp.InterfaceAccess,
+			OuterHeaderCreation: &pfcp.OuterHeaderCreation{
+				Description: pfcp.OuterHeaderCreationGTPUUDPIPv4, TEID: c.dlTunnel.TEID, IPv4: c.dlTunnel.Addr,
+			},
+		}}
+	case c.dl == dlDiscarding:
+		*dl = pfcp.CreateFAR{ID: farDownlink, ApplyAction: pfcp.ActionDrop}
+	case c.state != stEstablishing && c.state != stWaitN2Setup:
+		// Idle (or activating): buffer and report the first packet so that
+		// the UE is paged (TS 23.502 §4.2.3.3).
+		dl.ApplyAction = pfcp.ActionBuffer | pfcp.ActionNotifyCP
+	}
+	if err := s.runEstablishment(c, req); err != nil {
+		return err
+	}
+	if c.ulTunnel != ul {
+		// The UPF put the session elsewhere: the gNB's uplink would be lost.
+		s.deleteN4(c)
+		c.ulTunnel = ul
+		return fmt.Errorf("%w: upf %s: restored session got uplink F-TEID %v, had %v", errN4, c.upf.name, c.ulTunnel, ul)
+	}
+	return nil
+}

@@ -1,0 +1,208 @@
+package smf
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/free5gc/openapi/models"
+
+	"github.com/tern5g/tern/nas"
+	"github.com/tern5g/tern/nf/pcf"
+	"github.com/tern5g/tern/pfcp"
+	"github.com/tern5g/tern/sbi"
+)
+
+// fastSupervision makes the N4 supervision of cfg quick enough for tests.
+func fastSupervision(cfg Config) Config {
+	cfg.Timers.Heartbeat = 10 * time.Millisecond
+	cfg.Timers.HeartbeatTimeout = 5 * time.Millisecond
+	cfg.Timers.HeartbeatRetries = 2
+	return cfg
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TS 23.527 §4.3.2: a UPF that restarted (new Recovery Time Stamp in a
+// heartbeat response) is associated again and gets every PFCP session back
+// with the uplink F-TEID the gNB uses, and the downlink where it was.
+func TestUPFRestartRestoresSessions(t *testing.T) {
+	h := newHarness(t, fastSupervision(testConfig()), pcf.Config{})
+	ctx := context.Background()
+	const active, idle = "imsi-208930000000001", "imsi-208930000000002"
+	refActive, _, _ := h.establish(t, active, 1, "internet")
+	refIdle, _, _ := h.establish(t, idle, 1, "internet")
+	if _, err := h.smf.UpdateSMContext(ctx, refIdle, &sbi.SMContextUpdate{Data: &models.Smf_PDUSess_SmContextUpdateData{UpCnxState: models.Smf_PDUSess_UpCnxState_DEACTIVATED}}); err != nil {
+		t.Fatal(err)
+	}
+	h.upf.mu.Lock()
+	teids := make(map[uint64]uint32) // by CP SEID: the uplink TEID the UPF chose
+	for _, r := range h.upf.establishes {
+		teids[r.CPFSEID.SEID] = 0
+	}
+	h.upf.mu.Unlock()
+	for seid := range teids {
+		var tun uint32
+		c := h.smf.seids.Get(seid)
+		if _, err := callUE(ctx, h.smf, c.supi, func(*ueState) (struct{}, error) { tun = c.ulTunnel.TEID; return struct{}{}, nil }); err != nil {
+			t.Fatal(err)
+		}
+		teids[seid] = tun
+	}
+
+	h.upf.restart()
+	waitFor(t, "restoration", func() bool { return h.smf.Stats().SessionsRestored == 2 })
+	waitFor(t, "UPF up", func() bool { return h.smf.UPFStates()["upf1"] == "up" })
+	if n := h.upf.live(); n != 2 {
+		t.Fatalf("%d sessions at the restarted UPF, want 2", n)
+	}
+	h.upf.mu.Lock()
+	for _, r := range h.upf.establishes {
+		ft := r.CreatePDRs[0].PDI.FTEID
+		if ft == nil || ft.Choose || ft.TEID != teids[r.CPFSEID.SEID] || ft.IPv4 != upfN3 {
+			t.Errorf("restored UL F-TEID %+v, had TEID %#x", ft, teids[r.CPFSEID.SEID])
+		}
+		dl := r.CreateFARs[1]
+		c := h.smf.seids.Get(r.CPFSEID.SEID)
+		switch c.supi {
+		case active:
+			if dl.ApplyAction != pfcp.ActionForward || dl.Forwarding == nil || dl.Forwarding.OuterHeaderCreation == nil ||
+				dl.Forwarding.OuterHeaderCreation.IPv4 != gnbN3 || dl.Forwarding.OuterHeaderCreation.TEID != 0xA001 {
+				t.Errorf("active session's restored DL FAR %+v", dl)
+			}
+		case idle:
+			if dl.ApplyAction != pfcp.ActionBuffer|pfcp.ActionNotifyCP {
+				t.Errorf("idle session's restored DL FAR %+v", dl)
+			}
+		}
+	}
+	assocs := h.upf.assocs
+	h.upf.mu.Unlock()
+	if assocs != 2 {
+		t.Errorf("%d associations, want 2 (start, after the restart)", assocs)
+	}
+	if st := h.smf.Stats(); st.N4Sessions != 2 || st.SessionsNotRestored != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	// New sessions work, and everything is released cleanly.
+	refNew, _, _ := h.establish(t, "imsi-208930000000003", 1, "internet")
+	for _, ref := range []string{refActive, refIdle, refNew} {
+		if err := h.smf.ReleaseSMContext(ctx, ref, &sbi.SMContextRelease{Data: &models.Smf_PDUSess_SmContextReleaseData{}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.empty(t)
+}
+
+// A session the restarted UPF refuses is released towards the UE with #39
+// so that the UE establishes it again (TS 24.501 §6.3.3.2).
+func TestUPFRestartRestorationRefused(t *testing.T) {
+	h := newHarness(t, fastSupervision(testConfig()), pcf.Config{})
+	h.establish(t, testSUPI, 1, "internet")
+	h.upf.mu.Lock()
+	h.upf.reject = true
+	h.upf.mu.Unlock()
+	h.upf.restart()
+	tr := h.amf.next(t)
+	cmd, ok := tr.n1.(*nas.PDUSessionReleaseCommand)
+	if !ok || cmd.Cause != nas.CauseReactivationRequested {
+		t.Fatalf("transfer %+v, want a PDU Session Release Command with #39", tr.n1)
+	}
+	waitFor(t, "UPF up", func() bool { return h.smf.UPFStates()["upf1"] == "up" })
+	if st := h.smf.Stats(); st.SessionsNotRestored != 1 || st.SessionsRestored != 0 || st.N4Sessions != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// A UPF that is not there when the SMF starts is associated when it
+// appears; until then no session can use it.
+func TestUPFDownAtStart(t *testing.T) {
+	up := newFakeUPF()
+	up.setDown(true)
+	h := buildHarness(t, fastSupervision(testConfig()), pcf.Config{}, map[string]*fakeUPF{"upf1": up})
+	if err := h.smf.Start(context.Background()); err != nil {
+		t.Fatalf("Start with the UPF down: %v", err)
+	}
+	if st := h.smf.UPFStates()["upf1"]; st != "down" {
+		t.Fatalf("UPF %s, want down", st)
+	}
+	h.amf.clearRef(testSUPI, 1)
+	created, err := h.smf.CreateSMContext(context.Background(), createReq(testSUPI, 1, "internet", sliceA, estRequest(t, 1, nas.PDUSessionTypeIPv4, 0, nil)))
+	if err == nil {
+		h.amf.setRef(testSUPI, 1, created.Ref)
+		tr := h.amf.next(t)
+		if _, ok := tr.n1.(*nas.PDUSessionEstablishmentReject); !ok {
+			t.Fatalf("session with no UPF: %T, want a reject", tr.n1)
+		}
+	}
+	up.setDown(false)
+	waitFor(t, "association", func() bool { return h.smf.UPFStates()["upf1"] == "up" })
+	h.establish(t, "imsi-208930000000009", 1, "internet")
+	if n := up.live(); n != 1 {
+		t.Errorf("%d sessions at the UPF, want 1", n)
+	}
+}
+
+// A UPF that stops answering is marked down after HeartbeatRetries missed
+// heartbeats; new sessions go to another UPF serving the DNN, and the first
+// is used again when it answers. Having lost nothing (same Recovery Time
+// Stamp), its sessions are not established again.
+func TestUPFFailoverAndReturn(t *testing.T) {
+	cfg := fastSupervision(testConfig())
+	cfg.UPFs = append(cfg.UPFs, UPFConfig{Name: "upf2", N4: "direct", N3: "10.100.3.3", DNNs: []string{"internet"}})
+	up1, up2 := newFakeUPF(), newFakeUPF()
+	h := buildHarness(t, cfg, pcf.Config{}, map[string]*fakeUPF{"upf1": up1, "upf2": up2})
+	if err := h.smf.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.establish(t, "imsi-208930000000001", 1, "internet") // fewest sessions, first listed: upf1
+	if up1.live() != 1 {
+		t.Fatalf("first session on upf1: %d/%d", up1.live(), up2.live())
+	}
+	up1.setDown(true)
+	waitFor(t, "upf1 down", func() bool { return h.smf.UPFStates()["upf1"] == "down" })
+	if st := h.smf.Stats(); st.UPFFailures != 1 || st.HeartbeatsMissed < 2 {
+		t.Errorf("stats %+v", st)
+	}
+	h.establish(t, "imsi-208930000000002", 1, "internet")
+	h.establish(t, "imsi-208930000000003", 1, "internet")
+	if up2.live() != 2 {
+		t.Errorf("upf2 has %d sessions, want both new ones", up2.live())
+	}
+	up1.setDown(false)
+	waitFor(t, "upf1 up", func() bool { return h.smf.UPFStates()["upf1"] == "up" })
+	h.establish(t, "imsi-208930000000004", 1, "internet")
+	if up1.live() != 2 {
+		t.Errorf("upf1 has %d sessions, want its old one and the new one", up1.live())
+	}
+	if st := h.smf.Stats(); st.SessionsRestored != 0 {
+		t.Errorf("%d sessions restored at a UPF that lost nothing", st.SessionsRestored)
+	}
+}
+
+func TestRestartedRecoveryTime(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	for _, c := range []struct {
+		was, now time.Time
+		want     bool
+	}{
+		{t0, t0, false},
+		{t0, t0.Add(time.Second), true},
+		{t0, t0.Add(-time.Second), true}, // backwards is a restart too
+		{time.Time{}, t0, false},         // first time we hear of it
+		{t0, time.Time{}, false},         // the direct binding has none
+	} {
+		if got := restarted(c.was, c.now); got != c.want {
+			t.Errorf("restarted(%v, %v) = %v", c.was, c.now, got)
+		}
+	}
+}
