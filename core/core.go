@@ -143,13 +143,8 @@ func New(cfg config.Config, logger *slog.Logger) (*Core, error) {
 func (c *Core) wireN4() error {
 	var err error
 	if c.cfg.UPF.Embedded {
-		ucfg := c.cfg.UPF.Config
-		if !ucfg.NoN6 && os.Geteuid() != 0 {
-			c.log.Warn("not root: the UPF runs without N6 TUN devices; sessions establish but DN traffic is dropped (run as root for the user plane)")
-			ucfg.NoN6 = true
-		}
-		if c.UPF, err = upf.New(ucfg, c.log); err != nil {
-			return fmt.Errorf("core: %w", err)
+		if c.UPF, err = NewUPF(c.cfg.UPF.Config, c.log); err != nil {
+			return err
 		}
 	}
 	for _, u := range c.cfg.SMF.UPFs {
@@ -170,7 +165,7 @@ func (c *Core) wireN4() error {
 			smfCfg := c.cfg.SMF.WithDefaults()
 			addr := net.JoinHostPort(smfCfg.N4Address, strconv.Itoa(pfcp.Port))
 			c.n4, err = pfcp.Listen(pfcp.EndpointConfig{Addr: addr, NodeID: nodeID(smfCfg.NodeID), CP: c.SMF,
-				Tap: c.pfcpTap(), Logger: c.log.With("nf", "smf", "if", "n4")})
+				RecoveryTime: c.SMF.RecoveryTime(), Tap: c.pfcpTap(), Logger: c.log.With("nf", "smf", "if", "n4")})
 			if err != nil {
 				return fmt.Errorf("core: smf n4 endpoint: %w", err)
 			}
@@ -180,6 +175,20 @@ func (c *Core) wireN4() error {
 		}
 	}
 	return nil
+}
+
+// NewUPF builds a UPF from cfg, embedded in the unit or on its own (tern nf
+// upf). Without root it runs without N6 devices rather than fail.
+func NewUPF(cfg upf.Config, log *slog.Logger) (*upf.UPF, error) {
+	if !cfg.NoN6 && os.Geteuid() != 0 {
+		log.Warn("not root: the UPF runs without N6 TUN devices; sessions establish but DN traffic is dropped (run as root for the user plane)")
+		cfg.NoN6 = true
+	}
+	u, err := upf.New(cfg, log)
+	if err != nil {
+		return nil, fmt.Errorf("core: %w", err)
+	}
+	return u, nil
 }
 
 func nodeID(s string) pfcp.NodeID {

@@ -35,6 +35,10 @@ type EndpointConfig struct {
 	N1     int           // retransmissions before giving up; 0 = DefaultN1
 	Tap    PacketTap     // optional pcap capture
 	Logger *slog.Logger  // nil discards
+	// RecoveryTime is the Recovery Time Stamp the endpoint advertises in
+	// heartbeats (§19A); zero = now. It must be the one the node's
+	// association messages carry, or peers see a restart that was not.
+	RecoveryTime time.Time
 }
 
 // EndpointStats counts what an Endpoint did.
@@ -124,13 +128,16 @@ func Listen(cfg EndpointConfig) (*Endpoint, error) {
 		return nil, fmt.Errorf("pfcp: listen %q: %w", cfg.Addr, err)
 	}
 	local := conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	if cfg.RecoveryTime.IsZero() {
+		cfg.RecoveryTime = time.Now()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Endpoint{
 		cfg:      cfg,
 		log:      log.With("pfcp", local.String()),
 		conn:     conn,
 		local:    local,
-		recovery: time.Now().Truncate(time.Second),
+		recovery: cfg.RecoveryTime.Truncate(time.Second), // §8.2.65: one-second resolution
 		ctx:      ctx,
 		cancel:   cancel,
 		done:     make(chan struct{}),

@@ -272,8 +272,19 @@ func New(cfg Config, logger *slog.Logger) (*UPF, error) {
 	if err != nil {
 		return nil, fmt.Errorf("upf: %w", err)
 	}
-	u.upfc = upfc.New(upfc.Config{NodeID: nodeID, N3Addr: n3.Addr(), NetworkInstances: names, NoSessionTables: global},
-		u.pipe, logger.With("part", "upf-c"))
+	// A UPF reached over UDP can be restarted under its SMF, which notices
+	// only by a Recovery Time Stamp (one-second resolution, TS 29.244
+	// §8.2.65) that differs from the one it knew. So the stamp is the next
+	// whole second and Start serves PFCP only from then on: an instance
+	// that answered anyone did so at or after its own stamp, before this
+	// one started, so their stamps differ even when the restart takes
+	// milliseconds. It costs up to a second of start-up.
+	recovery := time.Now()
+	if cfg.PFCPAddr != "" {
+		recovery = recovery.Truncate(time.Second).Add(time.Second)
+	}
+	u.upfc = upfc.New(upfc.Config{NodeID: nodeID, N3Addr: n3.Addr(), NetworkInstances: names, NoSessionTables: global,
+		RecoveryTime: recovery}, u.pipe, logger.With("part", "upf-c"))
 	u.pipe.SetReporter(u.upfc)
 	return u, nil
 }
@@ -299,7 +310,15 @@ func (u *UPF) Start(ctx context.Context) error {
 		return fmt.Errorf("upf: %w", err)
 	}
 	if u.cfg.PFCPAddr != "" {
-		u.ep, err = pfcp.Listen(pfcp.EndpointConfig{Addr: u.cfg.PFCPAddr, NodeID: u.nodeID, UP: u.upfc, Logger: u.log.With("part", "n4")})
+		// See New: no PFCP answer before the Recovery Time Stamp.
+		select {
+		case <-time.After(time.Until(u.upfc.RecoveryTime())):
+		case <-ctx.Done():
+			drv.Close()
+			return ctx.Err()
+		}
+		u.ep, err = pfcp.Listen(pfcp.EndpointConfig{Addr: u.cfg.PFCPAddr, NodeID: u.nodeID, UP: u.upfc,
+			RecoveryTime: u.upfc.RecoveryTime(), Logger: u.log.With("part", "n4")})
 		if err != nil {
 			drv.Close()
 			return fmt.Errorf("upf: PFCP endpoint: %w", err)

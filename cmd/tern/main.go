@@ -20,6 +20,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"up":         {"start the core (all NFs in one process) with embedded defaults or --config", runUp},
+		"nf":         {"run one NF as its own process (upf)", runNF},
 		"demo":       {"start the core and a simulated RAN, run real procedures, print a report", runDemo},
 		"sim":        {"run simulated gNBs and UEs against an AMF", runSim},
 		"bench":      {"run a benchmark: register, session, pfcp, upf, classify, paging, handover", runBench},

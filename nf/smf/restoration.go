@@ -63,7 +63,8 @@ func (u *upfNode) knownRecovery() string { return u.recovery.Format(time.RFC3339
 
 // superviseUPF is u's supervisor: it associates while u is down, sends
 // heartbeats while it is up, and restores u's sessions when it restarted.
-// It is the only writer of u's state and recovery time.
+// It is the only writer of u's state and recovery time. An association
+// attempt is a liveness probe like a heartbeat and waits as long.
 func (s *SMF) superviseUPF(u *upfNode) {
 	ctx := s.group.Context()
 	t := time.NewTicker(s.cfg.timers.Heartbeat)
@@ -76,7 +77,7 @@ func (s *SMF) superviseUPF(u *upfNode) {
 		case <-t.C:
 		}
 		if u.state() == upfDown {
-			if err := s.associate(ctx, u); err != nil && ctx.Err() == nil {
+			if err := s.associate(ctx, u, s.cfg.timers.HeartbeatTimeout); err != nil && ctx.Err() == nil {
 				s.log.Debug("PFCP association retry failed", "upf", u.name, "err", err)
 			}
 			continue
@@ -104,7 +105,7 @@ func (s *SMF) superviseUPF(u *upfNode) {
 			s.log.Warn("UPF restarted (new Recovery Time Stamp); re-associating and restoring its sessions",
 				"upf", u.name, "was", u.knownRecovery(), "now", rec.Format(time.RFC3339))
 			u.setState(upfDown)
-			if err := s.associate(ctx, u); err != nil && ctx.Err() == nil {
+			if err := s.associate(ctx, u, s.cfg.timers.HeartbeatTimeout); err != nil && ctx.Err() == nil {
 				s.log.Warn("PFCP association with the restarted UPF failed; will retry", "upf", u.name, "err", err)
 			}
 		default:
@@ -120,11 +121,12 @@ func restarted(was, now time.Time) bool {
 	return !was.IsZero() && !now.IsZero() && !now.Equal(was)
 }
 
-// associate sets up the PFCP association with u (TS 29.244 §6.2.6.2) and,
-// when u's Recovery Time Stamp shows that it restarted since the last
-// association, restores its sessions before u serves again.
-func (s *SMF) associate(ctx context.Context, u *upfNode) error {
-	actx, cancel := context.WithTimeout(ctx, s.cfg.timers.PFCPTimeout)
+// associate sets up the PFCP association with u (TS 29.244 §6.2.6.2),
+// waiting at most timeout for the answer, and, when u's Recovery Time Stamp
+// shows that it restarted since the last association, restores its
+// sessions before u serves again.
+func (s *SMF) associate(ctx context.Context, u *upfNode, timeout time.Duration) error {
+	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	resp, err := u.up.SetupAssociation(actx, &pfcp.AssociationSetupRequest{
 		NodeID:       s.nodeID(),

@@ -136,7 +136,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*SMF, error) {
 		deps:     deps,
 		log:      logger.With("nf", "smf"),
 		group:    serial.NewGroup(),
-		start:    time.Now(),
+		start:    time.Now().Truncate(time.Second), // §8.2.65: one-second resolution
 		ues:      shardmap.New[string, *ueState](shardmap.HashString),
 		contexts: shardmap.New[string, *smContext](shardmap.HashString),
 		policies: shardmap.New[string, *smContext](shardmap.HashString),
@@ -189,9 +189,10 @@ func (s *SMF) Start(ctx context.Context) error {
 	s.mu.Unlock()
 
 	for _, u := range s.cfg.upfs {
-		// The first association is tried here so that a core whose UPFs
-		// are up serves at once; the supervisor takes over from there.
-		if err := s.associate(ctx, u); err != nil {
+		// The first association is tried here, as long as a heartbeat may
+		// take, so that a core whose UPFs are up serves at once; the
+		// supervisor takes over from there.
+		if err := s.associate(ctx, u, s.cfg.timers.HeartbeatTimeout); err != nil {
 			s.log.Warn("PFCP association failed; retrying every heartbeat period", "upf", u.name,
 				"period", s.cfg.timers.Heartbeat, "err", err)
 		}
@@ -199,6 +200,10 @@ func (s *SMF) Start(ctx context.Context) error {
 	}
 	return nil
 }
+
+// RecoveryTime is the SMF's PFCP Recovery Time Stamp (TS 29.244 §19A): a
+// UDP endpoint carrying its N4 must advertise the same one.
+func (s *SMF) RecoveryTime() time.Time { return s.start }
 
 // UPFStates tells, by UPF name, whether each UPF is "up", "down" or
 // "restoring".

@@ -58,6 +58,9 @@ type Config struct {
 	// ReportQueue bounds the reports waiting to be sent (default 4096);
 	// beyond it reports are dropped and counted rather than block UPF-U.
 	ReportQueue int
+	// RecoveryTime is the Recovery Time Stamp advertised (§19A); zero =
+	// now. Truncated to the second.
+	RecoveryTime time.Time
 }
 
 // Stats counts what UPF-C holds.
@@ -117,6 +120,10 @@ func New(cfg Config, dp DataPath, logger *slog.Logger) *UPFC {
 	if !cfg.N4Addr.IsValid() && cfg.NodeID.IP.Is4() {
 		cfg.N4Addr = cfg.NodeID.IP
 	}
+	recovery := cfg.RecoveryTime
+	if recovery.IsZero() {
+		recovery = time.Now()
+	}
 	features := FeatureBUCP
 	if cfg.N3Addr.Is4() {
 		features |= FeatureFTUP
@@ -124,7 +131,7 @@ func New(cfg Config, dp DataPath, logger *slog.Logger) *UPFC {
 	return &UPFC{
 		cfg: cfg, dp: dp, log: logger,
 		// The Recovery Time Stamp has one-second resolution (§8.2.65).
-		recovery: time.Now().Truncate(time.Second),
+		recovery: recovery.Truncate(time.Second),
 		features: features,
 		assocs:   make(map[string]*association),
 		sessions: make(map[uint64]*session),
