@@ -80,8 +80,9 @@ func (tx *txn) createPDR(p *pfcp.CreatePDR) *reject {
 		return ruleFailure(pfcp.RuleTypePDR, uint32(p.ID), "duplicate PDR ID")
 	}
 	// The FAR ID is conditional on Activate Predefined Rules, which tern
-	// does not support, so it is always needed.
-	if p.FARID == 0 {
+	// does not support, so it is always needed (§7.5.2.2-1). FAR ID 0 is
+	// a FAR ID like any other (§8.2.74).
+	if p.NoFARID {
 		return missingIE(pfcp.CauseConditionalIEMissing, pfcp.IEFARID, "PDR %d has no FAR ID", p.ID)
 	}
 	st := &pdrState{spec: clonePDR(p)}
@@ -117,9 +118,6 @@ func (tx *txn) updatePDR(u *pfcp.UpdatePDR) *reject {
 		st.spec.OuterHeaderRemoval = clonePtr(u.OuterHeaderRemoval)
 	}
 	if u.FARID != nil {
-		if *u.FARID == 0 {
-			return missingIE(pfcp.CauseMandatoryIEIncorrect, pfcp.IEFARID, "PDR %d: FAR ID 0", u.ID)
-		}
 		st.spec.FARID = *u.FARID
 	}
 	// A QER/URR ID list replaces the PDR's list (nil: unchanged).
@@ -263,10 +261,11 @@ func checkOuterHeaderRemoval(pdrID uint16, ohr *uint8) *reject {
 
 // --- FAR (§7.5.2.3, §7.5.4.3) ---
 
+// Rule IDs have no reserved value (§8.2.36, §8.2.54, §8.2.74, §8.2.75):
+// 0 is an ID like any other, and the decoder, not a zero, tells that a
+// mandatory one is missing.
+
 func (tx *txn) createFAR(f *pfcp.CreateFAR) *reject {
-	if f.ID == 0 {
-		return missingIE(pfcp.CauseMandatoryIEIncorrect, pfcp.IEFARID, "FAR ID 0")
-	}
 	if tx.s.fars[f.ID] != nil {
 		return ruleFailure(pfcp.RuleTypeFAR, f.ID, "duplicate FAR ID")
 	}
@@ -377,9 +376,6 @@ func (tx *txn) checkFAR(f *pfcp.CreateFAR, fwIE uint16) *reject {
 // --- QER (§7.5.2.5, §7.5.4.5) ---
 
 func (tx *txn) createQER(q *pfcp.CreateQER) *reject {
-	if q.ID == 0 {
-		return missingIE(pfcp.CauseMandatoryIEIncorrect, pfcp.IEQERID, "QER ID 0")
-	}
 	if tx.s.qers[q.ID] != nil {
 		return ruleFailure(pfcp.RuleTypeQER, q.ID, "duplicate QER ID")
 	}
@@ -445,9 +441,6 @@ func bucket(kbps uint64, old *rules.TokenBucket) *rules.TokenBucket {
 // --- URR (§7.5.2.4, §7.5.4.4) ---
 
 func (tx *txn) createURR(u *pfcp.CreateURR) *reject {
-	if u.ID == 0 {
-		return missingIE(pfcp.CauseMandatoryIEIncorrect, pfcp.IEURRID, "URR ID 0")
-	}
 	if tx.s.urrs[u.ID] != nil {
 		return ruleFailure(pfcp.RuleTypeURR, u.ID, "duplicate URR ID")
 	}

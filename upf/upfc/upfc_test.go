@@ -414,7 +414,7 @@ func TestEstablishmentValidation(t *testing.T) {
 			expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypeQER, 1)}},
 		{"duplicate URR", func(r *pfcp.SessionEstablishmentRequest) { r.CreateURRs = append(r.CreateURRs, r.CreateURRs[0]) },
 			expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypeURR, 1)}},
-		{"PDR without FAR ID", func(r *pfcp.SessionEstablishmentRequest) { r.CreatePDRs[0].FARID = 0 },
+		{"PDR without FAR ID", func(r *pfcp.SessionEstablishmentRequest) { r.CreatePDRs[0].NoFARID = true },
 			expect{cause: pfcp.CauseConditionalIEMissing, ie: pfcp.IEFARID}},
 		{"FORW without forwarding parameters", func(r *pfcp.SessionEstablishmentRequest) { r.CreateFARs[0].Forwarding = nil },
 			expect{cause: pfcp.CauseConditionalIEMissing, ie: pfcp.IEForwardingParameters}},
@@ -1204,5 +1204,49 @@ func TestIndirectForwardingPDR(t *testing.T) {
 	c.mu.Unlock()
 	if held {
 		t.Error("forwarding TEID still allocated")
+	}
+}
+
+// TestRuleIDZero: TS 29.244 reserves no rule ID (§8.2.36, §8.2.54,
+// §8.2.74, §8.2.75), so a CP that numbers PDRs, FARs, QERs and URRs from
+// 0 establishes, and its PDR 0 forwards through FAR 0 with QER 0 and URR 0.
+func TestRuleIDZero(t *testing.T) {
+	c, dp, _ := newUPFC(t)
+	req := establishment(1)
+	req.CreatePDRs[0].ID, req.CreatePDRs[0].FARID = 0, 0
+	req.CreatePDRs[0].QERIDs, req.CreatePDRs[0].URRIDs = []uint32{0}, []uint32{0}
+	req.CreatePDRs[1].QERIDs, req.CreatePDRs[1].URRIDs = []uint32{0}, []uint32{0}
+	req.CreateFARs[0].ID = 0
+	req.CreateQERs[0].ID = 0
+	req.CreateURRs[0].ID = 0
+	resp := establish(t, c, req)
+	if len(resp.CreatedPDRs) != 1 || resp.CreatedPDRs[0].ID != 0 {
+		t.Fatalf("created PDRs %+v", resp.CreatedPDRs)
+	}
+	s := dp.get(resp.UPFSEID.SEID)
+	h := &classify.Header{SourceInterface: 0, TEID: resp.CreatedPDRs[0].LocalFTEID.TEID, QFI: 9, UEIP: classify.AddrFromNetip(ueAddr),
+		SrcIP: classify.AddrFromNetip(ueAddr), DstIP: classify.AddrFromNetip(netip.MustParseAddr("8.8.8.8")), Proto: 17}
+	idx, ok := s.Uplink.Lookup(h)
+	if !ok {
+		t.Fatal("uplink lookup found no PDR")
+	}
+	p := s.PDRs[idx]
+	if p.ID != 0 || p.FAR == nil || p.FAR.ID != 0 || p.FAR.Action != rules.ActionForward || p.FAR.Dest != rules.InterfaceCore ||
+		len(p.QERs) != 1 || p.QERs[0].ID != 0 || len(p.URRs) != 1 || p.URRs[0].ID != 0 {
+		t.Fatalf("uplink PDR %+v FAR %+v", p, p.FAR)
+	}
+	// An update can point a PDR at FAR 0, and remove rule 0.
+	mr := c.HandleSessionModification(context.Background(), resp.UPFSEID.SEID, &pfcp.SessionModificationRequest{
+		UpdatePDRs: []pfcp.UpdatePDR{{ID: 2, FARID: ptr(uint32(0))}}, RemoveFARs: []uint32{2}})
+	if mr.Cause != pfcp.CauseRequestAccepted {
+		t.Fatalf("modification: %v (IE %d, rule %+v)", mr.Cause, mr.OffendingIE, mr.FailedRuleID)
+	}
+	if s := dp.get(resp.UPFSEID.SEID); s.PDRs[1].ID != 2 || s.PDRs[1].FAR.ID != 0 {
+		t.Errorf("PDR 2 after update: %+v", s.PDRs[1])
+	}
+	mr = c.HandleSessionModification(context.Background(), resp.UPFSEID.SEID, &pfcp.SessionModificationRequest{RemoveURRs: []uint32{0},
+		UpdatePDRs: []pfcp.UpdatePDR{{ID: 0, URRIDs: []uint32{}}, {ID: 2, URRIDs: []uint32{}}}})
+	if mr.Cause != pfcp.CauseRequestAccepted || len(mr.UsageReports) != 1 || mr.UsageReports[0].URRID != 0 {
+		t.Errorf("removing URR 0: %v, reports %+v", mr.Cause, mr.UsageReports)
 	}
 }
