@@ -11,6 +11,7 @@ import (
 // IE types used as Offending IE that package pfcp has no constant for
 // (TS 29.244 §8.1.2 Table 8.1.2-1).
 const (
+	ieNetworkInstance     uint16 = 22
 	ieSDFFilter           uint16 = 23
 	ieVolumeThreshold     uint16 = 31
 	ieOuterHeaderCreation uint16 = 84
@@ -329,6 +330,12 @@ func (tx *txn) updateFAR(u *pfcp.UpdateFAR) *reject {
 	return nil
 }
 
+// gtpuTunnel reports whether o describes a tunnel UPF-U can send to:
+// GTP-U/UDP/IPv4 (§8.2.56) to a real IPv4 address.
+func gtpuTunnel(o *pfcp.OuterHeaderCreation) bool {
+	return o.Description == pfcp.OuterHeaderCreationGTPUUDPIPv4 && o.IPv4.Is4() && !o.IPv4.IsUnspecified()
+}
+
 // validActions are the Apply Action flags tern executes.
 const validActions = pfcp.ActionDrop | pfcp.ActionForward | pfcp.ActionBuffer | pfcp.ActionNotifyCP | pfcp.ActionDuplicate
 
@@ -351,24 +358,51 @@ func (tx *txn) checkFAR(f *pfcp.CreateFAR, fwIE uint16) *reject {
 		// duplicate: refuse rather than silently not do it.
 		return ruleFailure(pfcp.RuleTypeFAR, f.ID, "duplication not supported")
 	}
-	if a&pfcp.ActionForward != 0 && f.Forwarding == nil {
+	fw := f.Forwarding
+	if a&pfcp.ActionForward == 0 {
+		// §7.5.2.3-1: Forwarding Parameters are conditional on FORW. On a
+		// FAR that drops or buffers they do nothing, so whatever they hold
+		// (a zeroed Outer Header Creation, say) is no reason to fail the
+		// session; they are checked when an update makes the FAR forward.
+		if fw != nil {
+			tx.c.log.Debug("PFCP forwarding parameters of a FAR that does not forward ignored", "far", f.ID, "action", a)
+		}
+		return nil
+	}
+	if fw == nil {
 		return missingIE(pfcp.CauseConditionalIEMissing, fwIE, "FAR %d forwards without forwarding parameters", f.ID)
 	}
-	if fw := f.Forwarding; fw != nil {
-		if fw.Destination > pfcp.InterfaceCPFunction {
-			return missingIE(pfcp.CauseMandatoryIEIncorrect, pfcp.IEDestinationInterface, "FAR %d: destination %d", f.ID, fw.Destination)
+	if fw.Destination > pfcp.InterfaceCPFunction {
+		return missingIE(pfcp.CauseMandatoryIEIncorrect, pfcp.IEDestinationInterface, "FAR %d: destination %d", f.ID, fw.Destination)
+	}
+	if ohc := fw.OuterHeaderCreation; ohc != nil {
+		if ohc.Description != pfcp.OuterHeaderCreationGTPUUDPIPv4 {
+			return ruleFailure(pfcp.RuleTypeFAR, f.ID, "outer header creation %#x not supported", ohc.Description)
 		}
-		if ohc := fw.OuterHeaderCreation; ohc != nil {
-			if ohc.Description != pfcp.OuterHeaderCreationGTPUUDPIPv4 {
-				return ruleFailure(pfcp.RuleTypeFAR, f.ID, "outer header creation %#x not supported", ohc.Description)
-			}
-			if !ohc.IPv4.Is4() || ohc.IPv4.IsUnspecified() {
-				return missingIE(pfcp.CauseMandatoryIEIncorrect, ieOuterHeaderCreation, "FAR %d: outer header address %v", f.ID, ohc.IPv4)
-			}
-		} else if fw.Destination == pfcp.InterfaceCore && fw.NetworkInstance != "" &&
-			len(tx.c.cfg.NetworkInstances) > 0 && !slices.Contains(tx.c.cfg.NetworkInstances, fw.NetworkInstance) {
-			return ruleFailure(pfcp.RuleTypeFAR, f.ID, "no N6 for network instance %q", fw.NetworkInstance)
+		if !ohc.IPv4.Is4() || ohc.IPv4.IsUnspecified() {
+			return missingIE(pfcp.CauseMandatoryIEIncorrect, ieOuterHeaderCreation, "FAR %d: outer header address %v", f.ID, ohc.IPv4)
 		}
+		return nil
+	}
+	if fw.Destination != pfcp.InterfaceCore && fw.Destination != pfcp.InterfaceSGiLAN {
+		return nil
+	}
+	// Decapsulated to the core: UPF-U sends it out the N6 of the FAR's
+	// Network Instance (§5.2.1: it selects the DN). Accepting a FAR whose
+	// packets UPF-U would drop for want of one is a silent failure; the
+	// spec's answer is Rule creation/modification Failure (§7.5.3.1).
+	nets := tx.c.cfg.NetworkInstances
+	switch {
+	case len(nets) == 0:
+		// No N6 configuration to check against.
+	case fw.NetworkInstance == "" && len(nets) > 1:
+		rej := ruleFailure(pfcp.RuleTypeFAR, f.ID, "no network instance, and %d N6 networks to choose from", len(nets))
+		rej.offendingIE = ieNetworkInstance
+		return rej
+	case fw.NetworkInstance != "" && !slices.Contains(nets, fw.NetworkInstance):
+		rej := ruleFailure(pfcp.RuleTypeFAR, f.ID, "no N6 for network instance %q", fw.NetworkInstance)
+		rej.offendingIE = ieNetworkInstance
+		return rej
 	}
 	return nil
 }

@@ -44,7 +44,8 @@ type Config struct {
 	// the UPF allocates (CHOOSE, §5.5.3). Invalid = no UP allocation.
 	N3Addr netip.Addr
 	// NetworkInstances are the DNNs that have an N6 device. When set, a
-	// FAR forwarding to the core must name one of them (or none).
+	// FAR forwarding to the core must name one of them; it may name none
+	// only when there is just one.
 	NetworkInstances []string
 	// Classifier selects the per-session classifier; "" = classify.ForTable.
 	Classifier classify.Kind

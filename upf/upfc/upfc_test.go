@@ -435,7 +435,12 @@ func TestEstablishmentValidation(t *testing.T) {
 				Destination: pfcp.InterfaceAccess, OuterHeaderCreation: &pfcp.OuterHeaderCreation{Description: pfcp.OuterHeaderCreationGTPUUDPIPv6, TEID: 1}}}
 		}, expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypeFAR, 2)}},
 		{"unknown network instance", func(r *pfcp.SessionEstablishmentRequest) { r.CreateFARs[0].Forwarding.NetworkInstance = "nowhere" },
-			expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypeFAR, 1)}},
+			expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: ieNetworkInstance, rule: ruleID(pfcp.RuleTypeFAR, 1)}},
+		{"no network instance with two N6", func(r *pfcp.SessionEstablishmentRequest) { r.CreateFARs[0].Forwarding.NetworkInstance = "" },
+			expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: ieNetworkInstance, rule: ruleID(pfcp.RuleTypeFAR, 1)}},
+		{"no network instance to SGi-LAN with two N6", func(r *pfcp.SessionEstablishmentRequest) {
+			r.CreateFARs[0].Forwarding = &pfcp.ForwardingParameters{Destination: pfcp.InterfaceSGiLAN}
+		}, expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: ieNetworkInstance, rule: ruleID(pfcp.RuleTypeFAR, 1)}},
 		{"bad SDF filter", func(r *pfcp.SessionEstablishmentRequest) {
 			r.CreatePDRs[1].PDI.SDFFilters = []pfcp.SDFFilter{{FlowDescription: "permit out ip from nowhere to assigned"}}
 		}, expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: ieSDFFilter, rule: ruleID(pfcp.RuleTypePDR, 2)}},
@@ -1248,5 +1253,59 @@ func TestRuleIDZero(t *testing.T) {
 		UpdatePDRs: []pfcp.UpdatePDR{{ID: 0, URRIDs: []uint32{}}, {ID: 2, URRIDs: []uint32{}}}})
 	if mr.Cause != pfcp.CauseRequestAccepted || len(mr.UsageReports) != 1 || mr.UsageReports[0].URRID != 0 {
 		t.Errorf("removing URR 0: %v, reports %+v", mr.Cause, mr.UsageReports)
+	}
+}
+
+// TestForwardingParametersApplyToForwarding: a FAR's Forwarding Parameters
+// are conditional on FORW (TS 29.244 §7.5.2.3-1). On a DROP FAR they do
+// nothing, so a zeroed Outer Header Creation there does not fail the
+// session; it does once an update makes the FAR forward with it.
+func TestForwardingParametersApplyToForwarding(t *testing.T) {
+	c, dp, _ := newUPFC(t)
+	req := establishment(1)
+	req.CreateFARs[1] = pfcp.CreateFAR{ID: 2, ApplyAction: pfcp.ActionDrop, Forwarding: &pfcp.ForwardingParameters{
+		Destination: pfcp.InterfaceAccess, OuterHeaderCreation: &pfcp.OuterHeaderCreation{}}}
+	resp := establish(t, c, req)
+	seid := resp.UPFSEID.SEID
+	if f := dp.get(seid).PDRs[1].FAR; f.ID != 2 || f.Action != rules.ActionDrop || f.Encap != nil {
+		t.Fatalf("DROP FAR compiled as %+v", f)
+	}
+	installs, _, _ := dp.counts()
+	mr := c.HandleSessionModification(context.Background(), seid, &pfcp.SessionModificationRequest{
+		UpdateFARs: []pfcp.UpdateFAR{{ID: 2, ApplyAction: ptr(pfcp.ActionForward)}}})
+	checkReject(t, "DROP FAR made to forward with its zeroed outer header", mr.Cause, mr.OffendingIE, mr.FailedRuleID,
+		expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypeFAR, 2)})
+	if n, _, _ := dp.counts(); n != installs || dp.get(seid).PDRs[1].FAR.Action != rules.ActionDrop {
+		t.Error("rejected modification changed the session")
+	}
+}
+
+// TestNetworkInstanceNeededToChoose: a FAR forwarding to the core without a
+// Network Instance leaves UPF-U no N6 to choose when there are several; it
+// is rejected as a rule that cannot be created (§7.5.3.1) instead of
+// accepted with its packets dropped. With one N6 there is nothing to choose.
+func TestNetworkInstanceNeededToChoose(t *testing.T) {
+	unnamed := func() *pfcp.SessionEstablishmentRequest {
+		req := establishment(1)
+		req.CreateFARs[0].Forwarding.NetworkInstance = ""
+		return req
+	}
+	two, _, _ := newUPFC(t)
+	resp := two.HandleSessionEstablishment(context.Background(), unnamed())
+	checkReject(t, "two N6", resp.Cause, resp.OffendingIE, resp.FailedRuleID,
+		expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: ieNetworkInstance, rule: ruleID(pfcp.RuleTypeFAR, 1)})
+
+	// A FAR that starts forwarding by an update is checked the same way.
+	seid := establish(t, two, establishment(2)).UPFSEID.SEID
+	mr := two.HandleSessionModification(context.Background(), seid, &pfcp.SessionModificationRequest{
+		UpdateFARs: []pfcp.UpdateFAR{{ID: 2, ApplyAction: ptr(pfcp.ActionForward),
+			Forwarding: &pfcp.UpdateForwardingParameters{Destination: pfcp.InterfaceCore}}}})
+	checkReject(t, "two N6, update", mr.Cause, mr.OffendingIE, mr.FailedRuleID,
+		expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: ieNetworkInstance, rule: ruleID(pfcp.RuleTypeFAR, 2)})
+
+	one, dp, _ := newUPFCWith(t, func(cfg *Config) { cfg.NetworkInstances = []string{"internet"} })
+	resp = establish(t, one, unnamed())
+	if f := dp.get(resp.UPFSEID.SEID).PDRs[0].FAR; f.ID != 1 || f.Action != rules.ActionForward || f.NetworkInstance != "" {
+		t.Errorf("FAR with one N6 compiled as %+v", f)
 	}
 }
