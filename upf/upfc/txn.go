@@ -14,6 +14,7 @@ const (
 	ieNetworkInstance     uint16 = 22
 	ieSDFFilter           uint16 = 23
 	ieVolumeThreshold     uint16 = 31
+	ieVolumeQuota         uint16 = 73
 	ieOuterHeaderCreation uint16 = 84
 	ieUEIPAddress         uint16 = 93
 	ieOuterHeaderRemoval  uint16 = 95
@@ -479,7 +480,7 @@ func (tx *txn) createURR(u *pfcp.CreateURR) *reject {
 		return ruleFailure(pfcp.RuleTypeURR, u.ID, "duplicate URR ID")
 	}
 	spec := cloneURR(u)
-	if rej := checkURR(&spec); rej != nil {
+	if rej := tx.checkURR(&spec); rej != nil {
 		return rej
 	}
 	tx.s.urrs[u.ID] = &urrState{spec: spec, counters: &rules.Counters{}, track: &urrTrack{start: tx.now}}
@@ -507,14 +508,14 @@ func (tx *txn) updateURR(u *pfcp.UpdateURR) *reject {
 	if u.MeasurementPeriod != nil {
 		spec.MeasurementPeriod = *u.MeasurementPeriod
 	}
-	if rej := checkURR(&spec); rej != nil {
+	if rej := tx.checkURR(&spec); rej != nil {
 		return rej
 	}
 	tx.s.urrs[u.ID] = &urrState{spec: spec, counters: old.counters, track: old.track}
 	return nil
 }
 
-func checkURR(u *pfcp.CreateURR) *reject {
+func (tx *txn) checkURR(u *pfcp.CreateURR) *reject {
 	if u.Method == 0 || u.Method&^(pfcp.MethodDuration|pfcp.MethodVolume|pfcp.MethodEvent) != 0 {
 		return missingIE(pfcp.CauseMandatoryIEIncorrect, pfcp.IEMeasurementMethod, "URR %d: measurement method %#x", u.ID, u.Method)
 	}
@@ -522,8 +523,32 @@ func checkURR(u *pfcp.CreateURR) *reject {
 		// §7.5.2.4: Volume Threshold is present when VOLTH is set.
 		return missingIE(pfcp.CauseConditionalIEMissing, ieVolumeThreshold, "URR %d: VOLTH without volume threshold", u.ID)
 	}
+	// UPF-U reports volume thresholds (and, on request, usage at Query
+	// URR, removal and deletion), nothing else. A URR asking for another
+	// report (periodic ones with a Measurement Period, a quota...) would be
+	// accepted and never honoured, so it fails as a rule the UP function
+	// cannot create (§7.5.3.1: Rule creation/modification Failure with the
+	// Failed Rule ID), naming the IE it cannot honour.
+	if other := u.Triggers &^ supportedTriggers; other != 0 {
+		rej := ruleFailure(pfcp.RuleTypeURR, u.ID, "reporting triggers %#x not supported", other)
+		rej.offendingIE = pfcp.IEReportingTriggers
+		return rej
+	}
+	if u.VolumeQuota != nil {
+		rej := ruleFailure(pfcp.RuleTypeURR, u.ID, "volume quota not supported")
+		rej.offendingIE = ieVolumeQuota
+		return rej
+	}
+	if u.MeasurementPeriod != 0 {
+		// §7.5.2.4: present for periodic reporting, which is not asked
+		// for (it is refused above): nothing to apply it to.
+		tx.c.log.Debug("PFCP measurement period of a URR without periodic reporting ignored", "urr", u.ID)
+	}
 	return nil
 }
+
+// supportedTriggers are the Reporting Triggers (§8.2.19) UPF-U acts on.
+const supportedTriggers = pfcp.TriggerVolumeThreshold
 
 // --- references and compilation ---
 

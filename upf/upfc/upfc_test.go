@@ -468,6 +468,15 @@ func TestEstablishmentValidation(t *testing.T) {
 			expect{cause: pfcp.CauseMandatoryIEIncorrect, ie: pfcp.IEMeasurementMethod}},
 		{"VOLTH without threshold", func(r *pfcp.SessionEstablishmentRequest) { r.CreateURRs[0].VolumeThreshold = nil },
 			expect{cause: pfcp.CauseConditionalIEMissing, ie: ieVolumeThreshold}},
+		{"periodic reporting", func(r *pfcp.SessionEstablishmentRequest) {
+			r.CreateURRs[0].Triggers |= pfcp.TriggerPeriodic
+			r.CreateURRs[0].MeasurementPeriod = time.Minute
+		}, expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: pfcp.IEReportingTriggers, rule: ruleID(pfcp.RuleTypeURR, 1)}},
+		{"start of traffic", func(r *pfcp.SessionEstablishmentRequest) { r.CreateURRs[0].Triggers = pfcp.TriggerStartOfTraffic },
+			expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: pfcp.IEReportingTriggers, rule: ruleID(pfcp.RuleTypeURR, 1)}},
+		{"volume quota", func(r *pfcp.SessionEstablishmentRequest) {
+			r.CreateURRs[0].VolumeQuota = &pfcp.Volume{Total: 1 << 30, HasTotal: true}
+		}, expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: ieVolumeQuota, rule: ruleID(pfcp.RuleTypeURR, 1)}},
 		{"too many classifier rules", func(r *pfcp.SessionEstablishmentRequest) {
 			fs := make([]pfcp.SDFFilter, 200)
 			for i := range fs {
@@ -649,6 +658,9 @@ func TestModificationValidationLeavesSessionUnchanged(t *testing.T) {
 			expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypeBAR, 9)}},
 		{"query unknown URR", &pfcp.SessionModificationRequest{QueryURRs: []uint32{9}},
 			expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypeURR, 9)}},
+		{"URR made periodic", &pfcp.SessionModificationRequest{UpdateURRs: []pfcp.UpdateURR{{ID: 1, Triggers: ptr(pfcp.TriggerPeriodic),
+			MeasurementPeriod: ptr(time.Minute)}}},
+			expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: pfcp.IEReportingTriggers, rule: ruleID(pfcp.RuleTypeURR, 1)}},
 		{"PDR pointed at unknown FAR", &pfcp.SessionModificationRequest{UpdatePDRs: []pfcp.UpdatePDR{{ID: 2, FARID: ptr(uint32(5))}}},
 			expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypePDR, 2)}},
 		{"duplicate QER", &pfcp.SessionModificationRequest{CreateQERs: []pfcp.CreateQER{{ID: 1}}},
