@@ -1321,3 +1321,68 @@ func TestNetworkInstanceNeededToChoose(t *testing.T) {
 		t.Errorf("FAR with one N6 compiled as %+v", f)
 	}
 }
+
+// TestRestartedSMFLosesItsSessions: an SMF that restarted sets the
+// association up again with a new Recovery Time Stamp; its sessions from
+// before are deleted with their TEIDs (TS 29.244 §6.2.6.2.2, TS 23.007
+// §19A), so that it cannot be answered for sessions it no longer knows.
+func TestRestartedSMFLosesItsSessions(t *testing.T) {
+	c, dp, cp := newUPFC(t)
+	ctx := context.Background()
+	var seids []uint64
+	var teids []uint32
+	for i := range 3 {
+		r := establish(t, c, establishment(uint64(100+i)))
+		seids = append(seids, r.UPFSEID.SEID)
+		teids = append(teids, r.CreatedPDRs[0].LocalFTEID.TEID)
+	}
+	setup := c.HandleAssociationSetup(ctx, cp, &pfcp.AssociationSetupRequest{NodeID: smfNode, RecoveryTime: time.Now().Add(time.Minute)})
+	if setup.Cause != pfcp.CauseRequestAccepted {
+		t.Fatalf("re-association: %v", setup.Cause)
+	}
+	if st := c.Stats(); st.Associations != 1 || st.Sessions != 0 || st.TEIDs != 0 {
+		t.Fatalf("after re-association: %+v", st)
+	}
+	for _, seid := range seids {
+		if dp.get(seid) != nil {
+			t.Errorf("session %#x still in the data path", seid)
+		}
+		if r := c.HandleSessionModification(ctx, seid, &pfcp.SessionModificationRequest{}); r.Cause != pfcp.CauseSessionContextNotFound {
+			t.Errorf("session %#x after re-association: %v", seid, r.Cause)
+		}
+	}
+	// The TEIDs are free again: the restarted SMF may even set one itself.
+	req := establishment(200)
+	req.CreatePDRs[0].PDI.FTEID = &pfcp.FTEID{TEID: teids[0], IPv4: n3Addr}
+	establish(t, c, req)
+}
+
+// TestAssociationTakenOverByAnotherPeer: a Setup Request from another
+// address with the Node ID of an existing association replaces it (TS
+// 29.244 §6.2.6.2.2): the old association's sessions are deleted (tern
+// does not take PFCP Session Retention Information, so it never sets
+// PSREI), and reports go to the new peer.
+func TestAssociationTakenOverByAnotherPeer(t *testing.T) {
+	c, dp, oldCP := newUPFC(t)
+	ctx := context.Background()
+	old := establish(t, c, establishment(1))
+
+	newCP := &fakeCP{reports: make(chan sentReport, 4)}
+	setup := c.HandleAssociationSetup(ctx, newCP, &pfcp.AssociationSetupRequest{NodeID: smfNode, RecoveryTime: time.Now()})
+	if setup.Cause != pfcp.CauseRequestAccepted {
+		t.Fatalf("setup from the other peer: %v", setup.Cause)
+	}
+	if st := c.Stats(); st.Associations != 1 || st.Sessions != 0 || st.TEIDs != 0 || dp.get(old.UPFSEID.SEID) != nil {
+		t.Fatalf("after the take-over: %+v", st)
+	}
+	seid := establish(t, c, establishment(2)).UPFSEID.SEID
+	c.Report(seid, rules.Report{Kind: rules.ReportDownlinkData, PDRID: 2})
+	if r := waitReport(t, newCP); r.cpSEID != 2 {
+		t.Errorf("report to CP SEID %#x", r.cpSEID)
+	}
+	select {
+	case r := <-oldCP.reports:
+		t.Errorf("the replaced peer got a report: %+v", r)
+	default:
+	}
+}
