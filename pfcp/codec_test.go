@@ -623,3 +623,41 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestRuleIDZero: rule IDs have no reserved value (§8.2.36, §8.2.54,
+// §8.2.74, §8.2.75), so 0 goes on the wire and comes back, and a Create
+// PDR without FAR ID is told apart from one naming FAR 0.
+func TestRuleIDZero(t *testing.T) {
+	req := &SessionEstablishmentRequest{
+		NodeID:  NodeID{IP: smfAddr},
+		CPFSEID: FSEID{SEID: 1, IPv4: smfAddr},
+		CreatePDRs: []CreatePDR{
+			{ID: 0, Precedence: 1, PDI: PDI{SourceInterface: InterfaceAccess}, FARID: 0, QERIDs: []uint32{0}, URRIDs: []uint32{0}},
+			{ID: 1, Precedence: 1, PDI: PDI{SourceInterface: InterfaceCore}, NoFARID: true},
+		},
+		CreateFARs: []CreateFAR{{ID: 0, ApplyAction: ActionDrop}},
+		CreateQERs: []CreateQER{{ID: 0}},
+		CreateURRs: []CreateURR{{ID: 0, Method: MethodVolume}},
+	}
+	b, err := Encode(req, 3, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, got, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, req) {
+		t.Errorf("decoded %+v, want %+v", got, req)
+	}
+	var raw message.SessionEstablishmentRequest
+	if err := raw.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	if id, err := raw.CreatePDR[0].FARID(); err != nil || id != 0 {
+		t.Errorf("FAR ID 0 on the wire: %d, %v", id, err)
+	}
+	if _, err := raw.CreatePDR[1].FARID(); err == nil {
+		t.Error("a PDR without FAR ID got one on the wire")
+	}
+}

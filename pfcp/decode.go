@@ -660,6 +660,10 @@ func (d *decoder) createPDR(x *ie.IE) CreatePDR {
 	d.pdrRefs(kids, &p.OuterHeaderRemoval, &far, &p.QERIDs, &p.URRIDs)
 	if far != nil {
 		p.FARID = *far
+	} else {
+		// Conditional (§7.5.2.2-1): the receiver decides whether it was
+		// needed; 0 is a valid FAR ID, so absence is kept apart.
+		p.NoFARID = true
 	}
 	return p
 }

@@ -419,7 +419,7 @@ func pdrRefs(kids []*ie.IE, ohr *uint8, farID uint32, hasFAR bool, urrs, qers []
 
 func createPDRIE(p *CreatePDR) *ie.IE {
 	kids := []*ie.IE{ie.NewPDRID(p.ID), ie.NewPrecedence(p.Precedence), pdiIE(&p.PDI)}
-	kids = pdrRefs(kids, p.OuterHeaderRemoval, p.FARID, p.FARID != 0, p.URRIDs, p.QERIDs)
+	kids = pdrRefs(kids, p.OuterHeaderRemoval, p.FARID, !p.NoFARID, p.URRIDs, p.QERIDs)
 	return ie.NewCreatePDR(kids...)
 }
 

@@ -1,6 +1,7 @@
 package pfcp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -52,6 +53,13 @@ type EndpointStats struct {
 	MandatoryIEErrors   uint64 // requests answered with an IE error cause
 	HandlerMissing      uint64 // requests answered with Service not supported
 	ResponsesUnmatched  uint64 // responses with no outstanding request
+	// ReusedSequences counts requests that came with the peer and sequence
+	// number of a cached request but other octets: not retransmissions
+	// (§6.4), so served as new requests.
+	ReusedSequences uint64
+	// PeerRestarts counts peers seen with a new Recovery Time Stamp
+	// (§6.2.2, TS 23.007 §19A): their cached answers were dropped.
+	PeerRestarts uint64
 }
 
 // Endpoint is a PFCP entity on one UDP socket: it serves incoming requests
@@ -75,9 +83,11 @@ type Endpoint struct {
 	order   []cacheKey        // insertion order, for expiry
 	peers   map[uint64]uint64 // local SEID -> peer SEID
 	locals  map[uint64]uint64 // peer SEID -> local SEID
+	// recoveries is each peer's last known Recovery Time Stamp (§8.2.65).
+	recoveries map[netip.AddrPort]time.Time
 
 	stats struct {
-		received, sent, dropped, retrans, dups, timeouts, vns, ieErrs, noHandler, unmatched atomic.Uint64
+		received, sent, dropped, retrans, dups, timeouts, vns, ieErrs, noHandler, unmatched, reused, restarts atomic.Uint64
 	}
 }
 
@@ -92,14 +102,17 @@ type result struct {
 	err error
 }
 
-// cacheKey identifies a request for duplicate detection (§6.4: peer and
-// sequence number).
+// cacheKey is where a request's answer is cached: peer and sequence number.
+// A hit is a retransmission only if the octets are the same too (§6.4: a
+// retransmitted message is identical; a peer that restarted reuses
+// sequence numbers for other requests).
 type cacheKey struct {
 	peer netip.AddrPort
 	seq  uint32
 }
 
 type cached struct {
+	req     []byte // the request's octets
 	resp    []byte // nil while the request is being handled
 	expires time.Time
 }
@@ -145,6 +158,8 @@ func Listen(cfg EndpointConfig) (*Endpoint, error) {
 		cache:    make(map[cacheKey]*cached),
 		peers:    make(map[uint64]uint64),
 		locals:   make(map[uint64]uint64),
+
+		recoveries: make(map[netip.AddrPort]time.Time),
 	}
 	go e.readLoop()
 	return e, nil
@@ -164,6 +179,7 @@ func (e *Endpoint) Stats() EndpointStats {
 		Retransmissions: s.retrans.Load(), DuplicatesAnswered: s.dups.Load(), Timeouts: s.timeouts.Load(),
 		VersionNotSupported: s.vns.Load(), MandatoryIEErrors: s.ieErrs.Load(),
 		HandlerMissing: s.noHandler.Load(), ResponsesUnmatched: s.unmatched.Load(),
+		ReusedSequences: s.reused.Load(), PeerRestarts: s.restarts.Load(),
 	}
 }
 
@@ -252,17 +268,34 @@ func (e *Endpoint) receive(b []byte, peer netip.AddrPort) {
 	e.mu.Lock()
 	e.expireLocked(now)
 	if c, ok := e.cache[key]; ok {
-		resp := c.resp
-		e.mu.Unlock()
-		// §6.4: a retransmitted request gets the same response again; one
-		// still being handled is answered once the handler is done.
-		if resp != nil {
-			e.stats.dups.Add(1)
-			_ = e.send(resp, peer)
+		if bytes.Equal(c.req, b) {
+			resp := c.resp
+			e.mu.Unlock()
+			// §6.4: a retransmitted request gets the same response again;
+			// one still being handled is answered once the handler is done.
+			if resp != nil {
+				e.stats.dups.Add(1)
+				_ = e.send(resp, peer)
+			}
+			return
 		}
-		return
+		// §6.4: a retransmission is identical; this is another request
+		// under a reused sequence number (a restarted peer, typically).
+		// It is served, and its entry replaces the old one.
+		e.stats.reused.Add(1)
+		e.log.Debug("pfcp sequence number reused for a new request", "peer", peer, "seq", hdr.Seq, "type", hdr.Type)
 	}
-	e.cache[key] = &cached{}
+	switch m := msg.(type) {
+	case *HeartbeatRequest:
+		e.noteRecoveryLocked(peer, m.RecoveryTime)
+	case *AssociationSetupRequest:
+		// §6.2.6.2: a (re-)association starts the peer afresh; nothing it
+		// sent before is retransmitted after it.
+		e.noteRecoveryLocked(peer, m.RecoveryTime)
+		e.flushPeerLocked(peer)
+	}
+	entry := &cached{req: b}
+	e.cache[key] = entry
 	e.order = append(e.order, key)
 	e.mu.Unlock()
 
@@ -270,28 +303,69 @@ func (e *Endpoint) receive(b []byte, peer netip.AddrPort) {
 	go func() {
 		defer e.wg.Done()
 		resp, seid, ok := e.serve(hdr, msg, ieErr, peer)
-		if !ok {
-			e.mu.Lock()
-			delete(e.cache, key)
-			e.mu.Unlock()
-			return
-		}
-		out, err := Encode(resp, hdr.Seq, seid)
-		if err != nil {
-			e.log.Error("pfcp encode response failed", "type", resp.MessageType(), "err", err)
-			e.mu.Lock()
-			delete(e.cache, key)
-			e.mu.Unlock()
-			return
+		var out []byte
+		if ok {
+			var err error
+			if out, err = Encode(resp, hdr.Seq, seid); err != nil {
+				e.log.Error("pfcp encode response failed", "type", resp.MessageType(), "err", err)
+				ok = false
+			}
 		}
 		e.mu.Lock()
-		if c, ok := e.cache[key]; ok {
+		c, present := e.cache[key]
+		mine := present && c == entry
+		switch {
+		case mine && ok:
 			c.resp = out
 			c.expires = time.Now().Add(e.cacheLifetime())
+		case mine:
+			delete(e.cache, key)
 		}
 		e.mu.Unlock()
+		if !ok {
+			return
+		}
+		if present && !mine {
+			// Another request with this sequence number came in while this
+			// one was handled: the peer gave this one up and would take
+			// our answer for the other's (§6.4).
+			e.log.Debug("pfcp answer to a superseded request not sent", "peer", peer, "seq", hdr.Seq, "type", hdr.Type)
+			return
+		}
 		_ = e.send(out, peer)
 	}()
+}
+
+// noteRecoveryLocked records a peer's Recovery Time Stamp. A different
+// one than last seen means the peer restarted (§6.2.2, TS 23.007 §19A;
+// one that went back is a restart too, with a clock that jumped): what it
+// sent before is never retransmitted, so its cached answers go. e.mu held.
+func (e *Endpoint) noteRecoveryLocked(peer netip.AddrPort, t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	known, ok := e.recoveries[peer]
+	e.recoveries[peer] = t
+	if !ok || known.Equal(t) {
+		return
+	}
+	e.stats.restarts.Add(1)
+	if t.Before(known) {
+		e.log.Warn("pfcp peer recovery time stamp went back: treated as a restart", "peer", peer, "was", known, "now", t)
+	} else {
+		e.log.Info("pfcp peer restarted", "peer", peer, "was", known, "now", t)
+	}
+	e.flushPeerLocked(peer)
+}
+
+// flushPeerLocked drops the cached answers to peer. Requests of its still
+// being handled are answered, but not cached. e.mu held.
+func (e *Endpoint) flushPeerLocked(peer netip.AddrPort) {
+	for k := range e.cache {
+		if k.peer == peer {
+			delete(e.cache, k)
+		}
+	}
 }
 
 // cacheLifetime covers every retransmission a peer with our timers could make.
@@ -462,6 +536,14 @@ func (e *Endpoint) deliver(hdr Header, msg Message, err error, peer netip.AddrPo
 	p, ok := e.pending[hdr.Seq]
 	if ok && p.peer == peer {
 		delete(e.pending, hdr.Seq)
+		// The answers to our heartbeats and setups tell the peer's
+		// Recovery Time Stamp too (§7.4.2.2, §7.4.4.2).
+		switch m := msg.(type) {
+		case *HeartbeatResponse:
+			e.noteRecoveryLocked(peer, m.RecoveryTime)
+		case *AssociationSetupResponse:
+			e.noteRecoveryLocked(peer, m.RecoveryTime)
+		}
 	} else {
 		ok = false
 	}

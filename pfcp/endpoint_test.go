@@ -346,6 +346,200 @@ func TestDuplicateRequestAnsweredFromCache(t *testing.T) {
 	}
 }
 
+// encodeSeq encodes m with sequence number seq, or fails the test.
+func encodeSeq(t *testing.T, m Message, seq uint32) []byte {
+	t.Helper()
+	b, err := Encode(m, seq, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestSequenceReusedForOtherRequest: a peer's request with the sequence
+// number of a cached one but other content is a new request (§6.4), not a
+// retransmission to answer from the cache.
+func TestSequenceReusedForOtherRequest(t *testing.T) {
+	up := newFakeUP()
+	upf := listen(t, EndpointConfig{NodeID: NodeID{IP: upfAddr}, UP: up})
+	peer := rawPeer(t)
+
+	hdr, m, err := Decode(exchange(t, peer, upf.Addr(), encodeSeq(t, &HeartbeatRequest{RecoveryTime: t0}, 77)))
+	if _, ok := m.(*HeartbeatResponse); err != nil || !ok || hdr.Seq != 77 {
+		t.Fatalf("heartbeat answer %+v %T %v", hdr, m, err)
+	}
+	setup := encodeSeq(t, &AssociationSetupRequest{NodeID: NodeID{IP: smfAddr}, RecoveryTime: t0}, 77)
+	hdr, m, err = Decode(exchange(t, peer, upf.Addr(), setup))
+	if r, ok := m.(*AssociationSetupResponse); err != nil || !ok || hdr.Seq != 77 || r.Cause != CauseRequestAccepted {
+		t.Fatalf("association setup with a reused sequence number answered %+v %+v %v", hdr, m, err)
+	}
+	if n := up.calls.Load(); n != 1 {
+		t.Errorf("association handler ran %d times", n)
+	}
+	// The setup replaced the heartbeat in the cache: its retransmission is
+	// answered from there.
+	hdr, m, _ = Decode(exchange(t, peer, upf.Addr(), setup))
+	if _, ok := m.(*AssociationSetupResponse); !ok || hdr.Seq != 77 {
+		t.Errorf("retransmitted setup answered %+v %T", hdr, m)
+	}
+	if s := upf.Stats(); s.ReusedSequences != 1 || s.DuplicatesAnswered != 1 || up.calls.Load() != 1 {
+		t.Errorf("stats %+v, handler calls %d", s, up.calls.Load())
+	}
+}
+
+// blockingUP holds session establishments until release is closed.
+type blockingUP struct {
+	*fakeUP
+	release chan struct{}
+}
+
+func (b *blockingUP) HandleSessionEstablishment(ctx context.Context, req *SessionEstablishmentRequest) *SessionEstablishmentResponse {
+	<-b.release
+	return b.fakeUP.HandleSessionEstablishment(ctx, req)
+}
+
+// TestSequenceReusedWhileInFlight: another request under the sequence
+// number of one still being handled is served, not taken for its
+// retransmission; the answer to the superseded one is not sent, since the
+// peer would match it to the new request.
+func TestSequenceReusedWhileInFlight(t *testing.T) {
+	up := &blockingUP{fakeUP: newFakeUP(), release: make(chan struct{})}
+	upf := listen(t, EndpointConfig{UP: up})
+	peer := rawPeer(t)
+	if _, err := peer.WriteToUDPAddrPort(encodeSeq(t, establishRequest(1), 50), upf.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	hdr, m, err := Decode(exchange(t, peer, upf.Addr(), encodeSeq(t, &HeartbeatRequest{RecoveryTime: t0}, 50)))
+	if _, ok := m.(*HeartbeatResponse); err != nil || !ok || hdr.Seq != 50 {
+		t.Fatalf("heartbeat under an in-flight sequence number answered %+v %T %v", hdr, m, err)
+	}
+	close(up.release)
+	_ = peer.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if n, _, err := peer.ReadFromUDPAddrPort(make([]byte, 2048)); err == nil {
+		t.Errorf("answer to the superseded request sent (%d octets)", n)
+	}
+	if s := upf.Stats(); s.ReusedSequences != 1 || up.establish.Load() != 1 {
+		t.Errorf("stats %+v, handler ran %d times", s, up.establish.Load())
+	}
+}
+
+// TestTrueRetransmissionFromCache: identical octets under the same
+// sequence number are a retransmission, answered from the cache.
+func TestTrueRetransmissionFromCache(t *testing.T) {
+	up := newFakeUP()
+	upf := listen(t, EndpointConfig{UP: up})
+	peer := rawPeer(t)
+	req := encodeSeq(t, establishRequest(5), 900)
+	first := exchange(t, peer, upf.Addr(), req)
+	for range 2 {
+		if again := exchange(t, peer, upf.Addr(), req); string(again) != string(first) {
+			t.Fatal("retransmission got another answer")
+		}
+	}
+	if s := upf.Stats(); s.DuplicatesAnswered != 2 || s.ReusedSequences != 0 || up.establish.Load() != 1 {
+		t.Errorf("stats %+v, handler ran %d times", s, up.establish.Load())
+	}
+}
+
+// TestRestartedPeerGetsFreshAnswers: after a peer shows a new Recovery
+// Time Stamp, the same request under the same sequence number is a new one
+// (the restarted peer numbers from scratch), whatever the cache holds.
+func TestRestartedPeerGetsFreshAnswers(t *testing.T) {
+	up := newFakeUP()
+	upf := listen(t, EndpointConfig{UP: up})
+	peer := rawPeer(t)
+
+	life := func(recovery time.Time) []uint64 {
+		exchange(t, peer, upf.Addr(), encodeSeq(t, &HeartbeatRequest{RecoveryTime: recovery}, 1))
+		var seids []uint64
+		for i := range 3 {
+			_, m, err := Decode(exchange(t, peer, upf.Addr(), encodeSeq(t, establishRequest(uint64(10+i)), uint32(2+i))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			seids = append(seids, m.(*SessionEstablishmentResponse).UPFSEID.SEID)
+		}
+		return seids
+	}
+	before := life(t0)
+	after := life(t0.Add(time.Minute))
+	if n := up.establish.Load(); n != 6 {
+		t.Fatalf("handler ran %d times for 3 sessions in each of 2 lives", n)
+	}
+	for i := range before {
+		if before[i] == after[i] {
+			t.Errorf("session %d after the restart got the cached answer (SEID %#x)", i, after[i])
+		}
+	}
+	// A Recovery Time Stamp that goes back is a restart too.
+	life(t0)
+	if n := up.establish.Load(); n != 9 {
+		t.Errorf("handler ran %d times after a recovery time stamp went back", n)
+	}
+	if s := upf.Stats(); s.PeerRestarts != 2 || s.DuplicatesAnswered != 0 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestReassociationDropsCache: an Association Setup Request starts the
+// peer afresh: its earlier requests are not answered from the cache.
+func TestReassociationDropsCache(t *testing.T) {
+	up := newFakeUP()
+	upf := listen(t, EndpointConfig{UP: up})
+	peer := rawPeer(t)
+	est := encodeSeq(t, establishRequest(3), 10)
+	exchange(t, peer, upf.Addr(), est)
+	exchange(t, peer, upf.Addr(), est)
+	if up.establish.Load() != 1 {
+		t.Fatalf("retransmission handled again")
+	}
+	// Same Recovery Time Stamp: a re-association, not a restart.
+	setup := &AssociationSetupRequest{NodeID: NodeID{IP: smfAddr}, RecoveryTime: t0}
+	exchange(t, peer, upf.Addr(), encodeSeq(t, &HeartbeatRequest{RecoveryTime: t0}, 1))
+	exchange(t, peer, upf.Addr(), encodeSeq(t, setup, 2))
+	exchange(t, peer, upf.Addr(), est)
+	if n := up.establish.Load(); n != 2 {
+		t.Errorf("handler ran %d times; the request after re-association was answered from the cache", n)
+	}
+	if s := upf.Stats(); s.PeerRestarts != 0 || s.DuplicatesAnswered != 1 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestRecoveryFromResponses: the Recovery Time Stamp in a peer's
+// Heartbeat Response counts too (the endpoint's own heartbeats).
+func TestRecoveryFromResponses(t *testing.T) {
+	up := newFakeUP()
+	upf := listen(t, EndpointConfig{UP: up})
+	peer := rawPeer(t)
+	peerAddr := peer.LocalAddr().(*net.UDPAddr).AddrPort()
+	est := encodeSeq(t, establishRequest(3), 10)
+	exchange(t, peer, upf.Addr(), est)
+
+	// The peer answers two heartbeats of ours, the second after a restart.
+	for i, rt := range []time.Time{t0, t0.Add(time.Hour)} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := upf.UserPlane(peerAddr).Heartbeat(context.Background())
+			done <- err
+		}()
+		hdr, _, err := Decode(readOne(t, peer))
+		if err != nil || hdr.Type != MsgHeartbeatRequest {
+			t.Fatalf("heartbeat %d: %+v %v", i, hdr, err)
+		}
+		if _, err := peer.WriteToUDPAddrPort(encodeSeq(t, &HeartbeatResponse{RecoveryTime: rt}, hdr.Seq), upf.Addr()); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	exchange(t, peer, upf.Addr(), est)
+	if s := upf.Stats(); s.PeerRestarts != 1 || up.establish.Load() != 2 {
+		t.Errorf("stats %+v, handler ran %d times", s, up.establish.Load())
+	}
+}
+
 func TestEndpointProtocolErrors(t *testing.T) {
 	up := newFakeUP()
 	upf := listen(t, EndpointConfig{NodeID: NodeID{IP: upfAddr}, UP: up})

@@ -112,9 +112,13 @@ type CreatePDR struct {
 	Precedence         uint32
 	PDI                PDI
 	OuterHeaderRemoval *uint8
-	FARID              uint32 // 0 = absent (tern allocates rule IDs from 1)
-	QERIDs             []uint32
-	URRIDs             []uint32
+	// FARID is sent unless NoFARID. Rule IDs have no reserved value
+	// (§8.2.74): 0 names FAR 0, so absence is a flag of its own, set by
+	// the decoder when the IE is not there.
+	FARID   uint32
+	NoFARID bool
+	QERIDs  []uint32
+	URRIDs  []uint32
 }
 
 // UpdatePDR is the Update PDR grouped IE (§7.5.4.2); nil = unchanged.

@@ -138,7 +138,10 @@ func compileFAR(f *pfcp.CreateFAR) *rules.FAR {
 	if fw := f.Forwarding; fw != nil {
 		out.Dest = rules.Interface(fw.Destination)
 		out.NetworkInstance = fw.NetworkInstance
-		if o := fw.OuterHeaderCreation; o != nil {
+		// checkFAR lets a FAR that does not forward keep an Outer Header
+		// Creation it could not use; UPF-U must not take that one for a
+		// tunnel (End Markers go to a FAR's previous tunnel, §8.2.31).
+		if o := fw.OuterHeaderCreation; o != nil && gtpuTunnel(o) {
 			out.Encap = &rules.Encap{TEID: o.TEID, Peer: netip.AddrPortFrom(o.IPv4, gtpuPort)}
 		}
 	}

@@ -11,8 +11,10 @@ import (
 // IE types used as Offending IE that package pfcp has no constant for
 // (TS 29.244 §8.1.2 Table 8.1.2-1).
 const (
+	ieNetworkInstance     uint16 = 22
 	ieSDFFilter           uint16 = 23
 	ieVolumeThreshold     uint16 = 31
+	ieVolumeQuota         uint16 = 73
 	ieOuterHeaderCreation uint16 = 84
 	ieUEIPAddress         uint16 = 93
 	ieOuterHeaderRemoval  uint16 = 95
@@ -80,8 +82,9 @@ func (tx *txn) createPDR(p *pfcp.CreatePDR) *reject {
 		return ruleFailure(pfcp.RuleTypePDR, uint32(p.ID), "duplicate PDR ID")
 	}
 	// The FAR ID is conditional on Activate Predefined Rules, which tern
-	// does not support, so it is always needed.
-	if p.FARID == 0 {
+	// does not support, so it is always needed (§7.5.2.2-1). FAR ID 0 is
+	// a FAR ID like any other (§8.2.74).
+	if p.NoFARID {
 		return missingIE(pfcp.CauseConditionalIEMissing, pfcp.IEFARID, "PDR %d has no FAR ID", p.ID)
 	}
 	st := &pdrState{spec: clonePDR(p)}
@@ -117,9 +120,6 @@ func (tx *txn) updatePDR(u *pfcp.UpdatePDR) *reject {
 		st.spec.OuterHeaderRemoval = clonePtr(u.OuterHeaderRemoval)
 	}
 	if u.FARID != nil {
-		if *u.FARID == 0 {
-			return missingIE(pfcp.CauseMandatoryIEIncorrect, pfcp.IEFARID, "PDR %d: FAR ID 0", u.ID)
-		}
 		st.spec.FARID = *u.FARID
 	}
 	// A QER/URR ID list replaces the PDR's list (nil: unchanged).
@@ -263,10 +263,11 @@ func checkOuterHeaderRemoval(pdrID uint16, ohr *uint8) *reject {
 
 // --- FAR (§7.5.2.3, §7.5.4.3) ---
 
+// Rule IDs have no reserved value (§8.2.36, §8.2.54, §8.2.74, §8.2.75):
+// 0 is an ID like any other, and the decoder, not a zero, tells that a
+// mandatory one is missing.
+
 func (tx *txn) createFAR(f *pfcp.CreateFAR) *reject {
-	if f.ID == 0 {
-		return missingIE(pfcp.CauseMandatoryIEIncorrect, pfcp.IEFARID, "FAR ID 0")
-	}
 	if tx.s.fars[f.ID] != nil {
 		return ruleFailure(pfcp.RuleTypeFAR, f.ID, "duplicate FAR ID")
 	}
@@ -330,6 +331,12 @@ func (tx *txn) updateFAR(u *pfcp.UpdateFAR) *reject {
 	return nil
 }
 
+// gtpuTunnel reports whether o describes a tunnel UPF-U can send to:
+// GTP-U/UDP/IPv4 (§8.2.56) to a real IPv4 address.
+func gtpuTunnel(o *pfcp.OuterHeaderCreation) bool {
+	return o.Description == pfcp.OuterHeaderCreationGTPUUDPIPv4 && o.IPv4.Is4() && !o.IPv4.IsUnspecified()
+}
+
 // validActions are the Apply Action flags tern executes.
 const validActions = pfcp.ActionDrop | pfcp.ActionForward | pfcp.ActionBuffer | pfcp.ActionNotifyCP | pfcp.ActionDuplicate
 
@@ -352,24 +359,51 @@ func (tx *txn) checkFAR(f *pfcp.CreateFAR, fwIE uint16) *reject {
 		// duplicate: refuse rather than silently not do it.
 		return ruleFailure(pfcp.RuleTypeFAR, f.ID, "duplication not supported")
 	}
-	if a&pfcp.ActionForward != 0 && f.Forwarding == nil {
+	fw := f.Forwarding
+	if a&pfcp.ActionForward == 0 {
+		// §7.5.2.3-1: Forwarding Parameters are conditional on FORW. On a
+		// FAR that drops or buffers they do nothing, so whatever they hold
+		// (a zeroed Outer Header Creation, say) is no reason to fail the
+		// session; they are checked when an update makes the FAR forward.
+		if fw != nil {
+			tx.c.log.Debug("PFCP forwarding parameters of a FAR that does not forward ignored", "far", f.ID, "action", a)
+		}
+		return nil
+	}
+	if fw == nil {
 		return missingIE(pfcp.CauseConditionalIEMissing, fwIE, "FAR %d forwards without forwarding parameters", f.ID)
 	}
-	if fw := f.Forwarding; fw != nil {
-		if fw.Destination > pfcp.InterfaceCPFunction {
-			return missingIE(pfcp.CauseMandatoryIEIncorrect, pfcp.IEDestinationInterface, "FAR %d: destination %d", f.ID, fw.Destination)
+	if fw.Destination > pfcp.InterfaceCPFunction {
+		return missingIE(pfcp.CauseMandatoryIEIncorrect, pfcp.IEDestinationInterface, "FAR %d: destination %d", f.ID, fw.Destination)
+	}
+	if ohc := fw.OuterHeaderCreation; ohc != nil {
+		if ohc.Description != pfcp.OuterHeaderCreationGTPUUDPIPv4 {
+			return ruleFailure(pfcp.RuleTypeFAR, f.ID, "outer header creation %#x not supported", ohc.Description)
 		}
-		if ohc := fw.OuterHeaderCreation; ohc != nil {
-			if ohc.Description != pfcp.OuterHeaderCreationGTPUUDPIPv4 {
-				return ruleFailure(pfcp.RuleTypeFAR, f.ID, "outer header creation %#x not supported", ohc.Description)
-			}
-			if !ohc.IPv4.Is4() || ohc.IPv4.IsUnspecified() {
-				return missingIE(pfcp.CauseMandatoryIEIncorrect, ieOuterHeaderCreation, "FAR %d: outer header address %v", f.ID, ohc.IPv4)
-			}
-		} else if fw.Destination == pfcp.InterfaceCore && fw.NetworkInstance != "" &&
-			len(tx.c.cfg.NetworkInstances) > 0 && !slices.Contains(tx.c.cfg.NetworkInstances, fw.NetworkInstance) {
-			return ruleFailure(pfcp.RuleTypeFAR, f.ID, "no N6 for network instance %q", fw.NetworkInstance)
+		if !ohc.IPv4.Is4() || ohc.IPv4.IsUnspecified() {
+			return missingIE(pfcp.CauseMandatoryIEIncorrect, ieOuterHeaderCreation, "FAR %d: outer header address %v", f.ID, ohc.IPv4)
 		}
+		return nil
+	}
+	if fw.Destination != pfcp.InterfaceCore && fw.Destination != pfcp.InterfaceSGiLAN {
+		return nil
+	}
+	// Decapsulated to the core: UPF-U sends it out the N6 of the FAR's
+	// Network Instance (§5.2.1: it selects the DN). Accepting a FAR whose
+	// packets UPF-U would drop for want of one is a silent failure; the
+	// spec's answer is Rule creation/modification Failure (§7.5.3.1).
+	nets := tx.c.cfg.NetworkInstances
+	switch {
+	case len(nets) == 0:
+		// No N6 configuration to check against.
+	case fw.NetworkInstance == "" && len(nets) > 1:
+		rej := ruleFailure(pfcp.RuleTypeFAR, f.ID, "no network instance, and %d N6 networks to choose from", len(nets))
+		rej.offendingIE = ieNetworkInstance
+		return rej
+	case fw.NetworkInstance != "" && !slices.Contains(nets, fw.NetworkInstance):
+		rej := ruleFailure(pfcp.RuleTypeFAR, f.ID, "no N6 for network instance %q", fw.NetworkInstance)
+		rej.offendingIE = ieNetworkInstance
+		return rej
 	}
 	return nil
 }
@@ -377,9 +411,6 @@ func (tx *txn) checkFAR(f *pfcp.CreateFAR, fwIE uint16) *reject {
 // --- QER (§7.5.2.5, §7.5.4.5) ---
 
 func (tx *txn) createQER(q *pfcp.CreateQER) *reject {
-	if q.ID == 0 {
-		return missingIE(pfcp.CauseMandatoryIEIncorrect, pfcp.IEQERID, "QER ID 0")
-	}
 	if tx.s.qers[q.ID] != nil {
 		return ruleFailure(pfcp.RuleTypeQER, q.ID, "duplicate QER ID")
 	}
@@ -445,14 +476,11 @@ func bucket(kbps uint64, old *rules.TokenBucket) *rules.TokenBucket {
 // --- URR (§7.5.2.4, §7.5.4.4) ---
 
 func (tx *txn) createURR(u *pfcp.CreateURR) *reject {
-	if u.ID == 0 {
-		return missingIE(pfcp.CauseMandatoryIEIncorrect, pfcp.IEURRID, "URR ID 0")
-	}
 	if tx.s.urrs[u.ID] != nil {
 		return ruleFailure(pfcp.RuleTypeURR, u.ID, "duplicate URR ID")
 	}
 	spec := cloneURR(u)
-	if rej := checkURR(&spec); rej != nil {
+	if rej := tx.checkURR(&spec); rej != nil {
 		return rej
 	}
 	tx.s.urrs[u.ID] = &urrState{spec: spec, counters: &rules.Counters{}, track: &urrTrack{start: tx.now}}
@@ -480,14 +508,14 @@ func (tx *txn) updateURR(u *pfcp.UpdateURR) *reject {
 	if u.MeasurementPeriod != nil {
 		spec.MeasurementPeriod = *u.MeasurementPeriod
 	}
-	if rej := checkURR(&spec); rej != nil {
+	if rej := tx.checkURR(&spec); rej != nil {
 		return rej
 	}
 	tx.s.urrs[u.ID] = &urrState{spec: spec, counters: old.counters, track: old.track}
 	return nil
 }
 
-func checkURR(u *pfcp.CreateURR) *reject {
+func (tx *txn) checkURR(u *pfcp.CreateURR) *reject {
 	if u.Method == 0 || u.Method&^(pfcp.MethodDuration|pfcp.MethodVolume|pfcp.MethodEvent) != 0 {
 		return missingIE(pfcp.CauseMandatoryIEIncorrect, pfcp.IEMeasurementMethod, "URR %d: measurement method %#x", u.ID, u.Method)
 	}
@@ -495,8 +523,32 @@ func checkURR(u *pfcp.CreateURR) *reject {
 		// §7.5.2.4: Volume Threshold is present when VOLTH is set.
 		return missingIE(pfcp.CauseConditionalIEMissing, ieVolumeThreshold, "URR %d: VOLTH without volume threshold", u.ID)
 	}
+	// UPF-U reports volume thresholds (and, on request, usage at Query
+	// URR, removal and deletion), nothing else. A URR asking for another
+	// report (periodic ones with a Measurement Period, a quota...) would be
+	// accepted and never honoured, so it fails as a rule the UP function
+	// cannot create (§7.5.3.1: Rule creation/modification Failure with the
+	// Failed Rule ID), naming the IE it cannot honour.
+	if other := u.Triggers &^ supportedTriggers; other != 0 {
+		rej := ruleFailure(pfcp.RuleTypeURR, u.ID, "reporting triggers %#x not supported", other)
+		rej.offendingIE = pfcp.IEReportingTriggers
+		return rej
+	}
+	if u.VolumeQuota != nil {
+		rej := ruleFailure(pfcp.RuleTypeURR, u.ID, "volume quota not supported")
+		rej.offendingIE = ieVolumeQuota
+		return rej
+	}
+	if u.MeasurementPeriod != 0 {
+		// §7.5.2.4: present for periodic reporting, which is not asked
+		// for (it is refused above): nothing to apply it to.
+		tx.c.log.Debug("PFCP measurement period of a URR without periodic reporting ignored", "urr", u.ID)
+	}
 	return nil
 }
+
+// supportedTriggers are the Reporting Triggers (§8.2.19) UPF-U acts on.
+const supportedTriggers = pfcp.TriggerVolumeThreshold
 
 // --- references and compilation ---
 

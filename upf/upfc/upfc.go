@@ -44,7 +44,8 @@ type Config struct {
 	// the UPF allocates (CHOOSE, §5.5.3). Invalid = no UP allocation.
 	N3Addr netip.Addr
 	// NetworkInstances are the DNNs that have an N6 device. When set, a
-	// FAR forwarding to the core must name one of them (or none).
+	// FAR forwarding to the core must name one of them; it may name none
+	// only when there is just one.
 	NetworkInstances []string
 	// Classifier selects the per-session classifier; "" = classify.ForTable.
 	Classifier classify.Kind
@@ -156,8 +157,11 @@ func (c *UPFC) HandleAssociationSetup(_ context.Context, from pfcp.ControlPlane,
 	defer c.mu.Unlock()
 	if old := c.assocs[key]; old != nil {
 		// §6.2.6.2.2: a new setup from an associated Node ID replaces the
-		// association; without PFCP Session Retention Information (which
-		// tern's CP never sends) the sessions of the old one are deleted.
+		// association, whatever the peer's address or Recovery Time Stamp
+		// (a restarted CP, or another one taking its Node ID over); the new
+		// peer gets the reports. The old association's sessions are
+		// deleted: tern does not take PFCP Session Retention Information,
+		// and its response without PSREI (§8.2.134) tells the CP so.
 		n := c.deleteSessionsOf(key)
 		c.log.Info("PFCP association replaced", "node", key, "sessions_deleted", n)
 	}

@@ -414,7 +414,7 @@ func TestEstablishmentValidation(t *testing.T) {
 			expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypeQER, 1)}},
 		{"duplicate URR", func(r *pfcp.SessionEstablishmentRequest) { r.CreateURRs = append(r.CreateURRs, r.CreateURRs[0]) },
 			expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypeURR, 1)}},
-		{"PDR without FAR ID", func(r *pfcp.SessionEstablishmentRequest) { r.CreatePDRs[0].FARID = 0 },
+		{"PDR without FAR ID", func(r *pfcp.SessionEstablishmentRequest) { r.CreatePDRs[0].NoFARID = true },
 			expect{cause: pfcp.CauseConditionalIEMissing, ie: pfcp.IEFARID}},
 		{"FORW without forwarding parameters", func(r *pfcp.SessionEstablishmentRequest) { r.CreateFARs[0].Forwarding = nil },
 			expect{cause: pfcp.CauseConditionalIEMissing, ie: pfcp.IEForwardingParameters}},
@@ -435,7 +435,12 @@ func TestEstablishmentValidation(t *testing.T) {
 				Destination: pfcp.InterfaceAccess, OuterHeaderCreation: &pfcp.OuterHeaderCreation{Description: pfcp.OuterHeaderCreationGTPUUDPIPv6, TEID: 1}}}
 		}, expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypeFAR, 2)}},
 		{"unknown network instance", func(r *pfcp.SessionEstablishmentRequest) { r.CreateFARs[0].Forwarding.NetworkInstance = "nowhere" },
-			expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypeFAR, 1)}},
+			expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: ieNetworkInstance, rule: ruleID(pfcp.RuleTypeFAR, 1)}},
+		{"no network instance with two N6", func(r *pfcp.SessionEstablishmentRequest) { r.CreateFARs[0].Forwarding.NetworkInstance = "" },
+			expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: ieNetworkInstance, rule: ruleID(pfcp.RuleTypeFAR, 1)}},
+		{"no network instance to SGi-LAN with two N6", func(r *pfcp.SessionEstablishmentRequest) {
+			r.CreateFARs[0].Forwarding = &pfcp.ForwardingParameters{Destination: pfcp.InterfaceSGiLAN}
+		}, expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: ieNetworkInstance, rule: ruleID(pfcp.RuleTypeFAR, 1)}},
 		{"bad SDF filter", func(r *pfcp.SessionEstablishmentRequest) {
 			r.CreatePDRs[1].PDI.SDFFilters = []pfcp.SDFFilter{{FlowDescription: "permit out ip from nowhere to assigned"}}
 		}, expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: ieSDFFilter, rule: ruleID(pfcp.RuleTypePDR, 2)}},
@@ -463,6 +468,15 @@ func TestEstablishmentValidation(t *testing.T) {
 			expect{cause: pfcp.CauseMandatoryIEIncorrect, ie: pfcp.IEMeasurementMethod}},
 		{"VOLTH without threshold", func(r *pfcp.SessionEstablishmentRequest) { r.CreateURRs[0].VolumeThreshold = nil },
 			expect{cause: pfcp.CauseConditionalIEMissing, ie: ieVolumeThreshold}},
+		{"periodic reporting", func(r *pfcp.SessionEstablishmentRequest) {
+			r.CreateURRs[0].Triggers |= pfcp.TriggerPeriodic
+			r.CreateURRs[0].MeasurementPeriod = time.Minute
+		}, expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: pfcp.IEReportingTriggers, rule: ruleID(pfcp.RuleTypeURR, 1)}},
+		{"start of traffic", func(r *pfcp.SessionEstablishmentRequest) { r.CreateURRs[0].Triggers = pfcp.TriggerStartOfTraffic },
+			expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: pfcp.IEReportingTriggers, rule: ruleID(pfcp.RuleTypeURR, 1)}},
+		{"volume quota", func(r *pfcp.SessionEstablishmentRequest) {
+			r.CreateURRs[0].VolumeQuota = &pfcp.Volume{Total: 1 << 30, HasTotal: true}
+		}, expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: ieVolumeQuota, rule: ruleID(pfcp.RuleTypeURR, 1)}},
 		{"too many classifier rules", func(r *pfcp.SessionEstablishmentRequest) {
 			fs := make([]pfcp.SDFFilter, 200)
 			for i := range fs {
@@ -644,6 +658,9 @@ func TestModificationValidationLeavesSessionUnchanged(t *testing.T) {
 			expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypeBAR, 9)}},
 		{"query unknown URR", &pfcp.SessionModificationRequest{QueryURRs: []uint32{9}},
 			expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypeURR, 9)}},
+		{"URR made periodic", &pfcp.SessionModificationRequest{UpdateURRs: []pfcp.UpdateURR{{ID: 1, Triggers: ptr(pfcp.TriggerPeriodic),
+			MeasurementPeriod: ptr(time.Minute)}}},
+			expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: pfcp.IEReportingTriggers, rule: ruleID(pfcp.RuleTypeURR, 1)}},
 		{"PDR pointed at unknown FAR", &pfcp.SessionModificationRequest{UpdatePDRs: []pfcp.UpdatePDR{{ID: 2, FARID: ptr(uint32(5))}}},
 			expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypePDR, 2)}},
 		{"duplicate QER", &pfcp.SessionModificationRequest{CreateQERs: []pfcp.CreateQER{{ID: 1}}},
@@ -1204,5 +1221,168 @@ func TestIndirectForwardingPDR(t *testing.T) {
 	c.mu.Unlock()
 	if held {
 		t.Error("forwarding TEID still allocated")
+	}
+}
+
+// TestRuleIDZero: TS 29.244 reserves no rule ID (§8.2.36, §8.2.54,
+// §8.2.74, §8.2.75), so a CP that numbers PDRs, FARs, QERs and URRs from
+// 0 establishes, and its PDR 0 forwards through FAR 0 with QER 0 and URR 0.
+func TestRuleIDZero(t *testing.T) {
+	c, dp, _ := newUPFC(t)
+	req := establishment(1)
+	req.CreatePDRs[0].ID, req.CreatePDRs[0].FARID = 0, 0
+	req.CreatePDRs[0].QERIDs, req.CreatePDRs[0].URRIDs = []uint32{0}, []uint32{0}
+	req.CreatePDRs[1].QERIDs, req.CreatePDRs[1].URRIDs = []uint32{0}, []uint32{0}
+	req.CreateFARs[0].ID = 0
+	req.CreateQERs[0].ID = 0
+	req.CreateURRs[0].ID = 0
+	resp := establish(t, c, req)
+	if len(resp.CreatedPDRs) != 1 || resp.CreatedPDRs[0].ID != 0 {
+		t.Fatalf("created PDRs %+v", resp.CreatedPDRs)
+	}
+	s := dp.get(resp.UPFSEID.SEID)
+	h := &classify.Header{SourceInterface: 0, TEID: resp.CreatedPDRs[0].LocalFTEID.TEID, QFI: 9, UEIP: classify.AddrFromNetip(ueAddr),
+		SrcIP: classify.AddrFromNetip(ueAddr), DstIP: classify.AddrFromNetip(netip.MustParseAddr("8.8.8.8")), Proto: 17}
+	idx, ok := s.Uplink.Lookup(h)
+	if !ok {
+		t.Fatal("uplink lookup found no PDR")
+	}
+	p := s.PDRs[idx]
+	if p.ID != 0 || p.FAR == nil || p.FAR.ID != 0 || p.FAR.Action != rules.ActionForward || p.FAR.Dest != rules.InterfaceCore ||
+		len(p.QERs) != 1 || p.QERs[0].ID != 0 || len(p.URRs) != 1 || p.URRs[0].ID != 0 {
+		t.Fatalf("uplink PDR %+v FAR %+v", p, p.FAR)
+	}
+	// An update can point a PDR at FAR 0, and remove rule 0.
+	mr := c.HandleSessionModification(context.Background(), resp.UPFSEID.SEID, &pfcp.SessionModificationRequest{
+		UpdatePDRs: []pfcp.UpdatePDR{{ID: 2, FARID: ptr(uint32(0))}}, RemoveFARs: []uint32{2}})
+	if mr.Cause != pfcp.CauseRequestAccepted {
+		t.Fatalf("modification: %v (IE %d, rule %+v)", mr.Cause, mr.OffendingIE, mr.FailedRuleID)
+	}
+	if s := dp.get(resp.UPFSEID.SEID); s.PDRs[1].ID != 2 || s.PDRs[1].FAR.ID != 0 {
+		t.Errorf("PDR 2 after update: %+v", s.PDRs[1])
+	}
+	mr = c.HandleSessionModification(context.Background(), resp.UPFSEID.SEID, &pfcp.SessionModificationRequest{RemoveURRs: []uint32{0},
+		UpdatePDRs: []pfcp.UpdatePDR{{ID: 0, URRIDs: []uint32{}}, {ID: 2, URRIDs: []uint32{}}}})
+	if mr.Cause != pfcp.CauseRequestAccepted || len(mr.UsageReports) != 1 || mr.UsageReports[0].URRID != 0 {
+		t.Errorf("removing URR 0: %v, reports %+v", mr.Cause, mr.UsageReports)
+	}
+}
+
+// TestForwardingParametersApplyToForwarding: a FAR's Forwarding Parameters
+// are conditional on FORW (TS 29.244 §7.5.2.3-1). On a DROP FAR they do
+// nothing, so a zeroed Outer Header Creation there does not fail the
+// session; it does once an update makes the FAR forward with it.
+func TestForwardingParametersApplyToForwarding(t *testing.T) {
+	c, dp, _ := newUPFC(t)
+	req := establishment(1)
+	req.CreateFARs[1] = pfcp.CreateFAR{ID: 2, ApplyAction: pfcp.ActionDrop, Forwarding: &pfcp.ForwardingParameters{
+		Destination: pfcp.InterfaceAccess, OuterHeaderCreation: &pfcp.OuterHeaderCreation{}}}
+	resp := establish(t, c, req)
+	seid := resp.UPFSEID.SEID
+	if f := dp.get(seid).PDRs[1].FAR; f.ID != 2 || f.Action != rules.ActionDrop || f.Encap != nil {
+		t.Fatalf("DROP FAR compiled as %+v", f)
+	}
+	installs, _, _ := dp.counts()
+	mr := c.HandleSessionModification(context.Background(), seid, &pfcp.SessionModificationRequest{
+		UpdateFARs: []pfcp.UpdateFAR{{ID: 2, ApplyAction: ptr(pfcp.ActionForward)}}})
+	checkReject(t, "DROP FAR made to forward with its zeroed outer header", mr.Cause, mr.OffendingIE, mr.FailedRuleID,
+		expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypeFAR, 2)})
+	if n, _, _ := dp.counts(); n != installs || dp.get(seid).PDRs[1].FAR.Action != rules.ActionDrop {
+		t.Error("rejected modification changed the session")
+	}
+}
+
+// TestNetworkInstanceNeededToChoose: a FAR forwarding to the core without a
+// Network Instance leaves UPF-U no N6 to choose when there are several; it
+// is rejected as a rule that cannot be created (§7.5.3.1) instead of
+// accepted with its packets dropped. With one N6 there is nothing to choose.
+func TestNetworkInstanceNeededToChoose(t *testing.T) {
+	unnamed := func() *pfcp.SessionEstablishmentRequest {
+		req := establishment(1)
+		req.CreateFARs[0].Forwarding.NetworkInstance = ""
+		return req
+	}
+	two, _, _ := newUPFC(t)
+	resp := two.HandleSessionEstablishment(context.Background(), unnamed())
+	checkReject(t, "two N6", resp.Cause, resp.OffendingIE, resp.FailedRuleID,
+		expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: ieNetworkInstance, rule: ruleID(pfcp.RuleTypeFAR, 1)})
+
+	// A FAR that starts forwarding by an update is checked the same way.
+	seid := establish(t, two, establishment(2)).UPFSEID.SEID
+	mr := two.HandleSessionModification(context.Background(), seid, &pfcp.SessionModificationRequest{
+		UpdateFARs: []pfcp.UpdateFAR{{ID: 2, ApplyAction: ptr(pfcp.ActionForward),
+			Forwarding: &pfcp.UpdateForwardingParameters{Destination: pfcp.InterfaceCore}}}})
+	checkReject(t, "two N6, update", mr.Cause, mr.OffendingIE, mr.FailedRuleID,
+		expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: ieNetworkInstance, rule: ruleID(pfcp.RuleTypeFAR, 2)})
+
+	one, dp, _ := newUPFCWith(t, func(cfg *Config) { cfg.NetworkInstances = []string{"internet"} })
+	resp = establish(t, one, unnamed())
+	if f := dp.get(resp.UPFSEID.SEID).PDRs[0].FAR; f.ID != 1 || f.Action != rules.ActionForward || f.NetworkInstance != "" {
+		t.Errorf("FAR with one N6 compiled as %+v", f)
+	}
+}
+
+// TestRestartedSMFLosesItsSessions: an SMF that restarted sets the
+// association up again with a new Recovery Time Stamp; its sessions from
+// before are deleted with their TEIDs (TS 29.244 §6.2.6.2.2, TS 23.007
+// §19A), so that it cannot be answered for sessions it no longer knows.
+func TestRestartedSMFLosesItsSessions(t *testing.T) {
+	c, dp, cp := newUPFC(t)
+	ctx := context.Background()
+	var seids []uint64
+	var teids []uint32
+	for i := range 3 {
+		r := establish(t, c, establishment(uint64(100+i)))
+		seids = append(seids, r.UPFSEID.SEID)
+		teids = append(teids, r.CreatedPDRs[0].LocalFTEID.TEID)
+	}
+	setup := c.HandleAssociationSetup(ctx, cp, &pfcp.AssociationSetupRequest{NodeID: smfNode, RecoveryTime: time.Now().Add(time.Minute)})
+	if setup.Cause != pfcp.CauseRequestAccepted {
+		t.Fatalf("re-association: %v", setup.Cause)
+	}
+	if st := c.Stats(); st.Associations != 1 || st.Sessions != 0 || st.TEIDs != 0 {
+		t.Fatalf("after re-association: %+v", st)
+	}
+	for _, seid := range seids {
+		if dp.get(seid) != nil {
+			t.Errorf("session %#x still in the data path", seid)
+		}
+		if r := c.HandleSessionModification(ctx, seid, &pfcp.SessionModificationRequest{}); r.Cause != pfcp.CauseSessionContextNotFound {
+			t.Errorf("session %#x after re-association: %v", seid, r.Cause)
+		}
+	}
+	// The TEIDs are free again: the restarted SMF may even set one itself.
+	req := establishment(200)
+	req.CreatePDRs[0].PDI.FTEID = &pfcp.FTEID{TEID: teids[0], IPv4: n3Addr}
+	establish(t, c, req)
+}
+
+// TestAssociationTakenOverByAnotherPeer: a Setup Request from another
+// address with the Node ID of an existing association replaces it (TS
+// 29.244 §6.2.6.2.2): the old association's sessions are deleted (tern
+// does not take PFCP Session Retention Information, so it never sets
+// PSREI), and reports go to the new peer.
+func TestAssociationTakenOverByAnotherPeer(t *testing.T) {
+	c, dp, oldCP := newUPFC(t)
+	ctx := context.Background()
+	old := establish(t, c, establishment(1))
+
+	newCP := &fakeCP{reports: make(chan sentReport, 4)}
+	setup := c.HandleAssociationSetup(ctx, newCP, &pfcp.AssociationSetupRequest{NodeID: smfNode, RecoveryTime: time.Now()})
+	if setup.Cause != pfcp.CauseRequestAccepted {
+		t.Fatalf("setup from the other peer: %v", setup.Cause)
+	}
+	if st := c.Stats(); st.Associations != 1 || st.Sessions != 0 || st.TEIDs != 0 || dp.get(old.UPFSEID.SEID) != nil {
+		t.Fatalf("after the take-over: %+v", st)
+	}
+	seid := establish(t, c, establishment(2)).UPFSEID.SEID
+	c.Report(seid, rules.Report{Kind: rules.ReportDownlinkData, PDRID: 2})
+	if r := waitReport(t, newCP); r.cpSEID != 2 {
+		t.Errorf("report to CP SEID %#x", r.cpSEID)
+	}
+	select {
+	case r := <-oldCP.reports:
+		t.Errorf("the replaced peer got a report: %+v", r)
+	default:
 	}
 }

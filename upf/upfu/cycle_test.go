@@ -123,4 +123,48 @@ func TestCyclesReturnTEIDsAndBuffers(t *testing.T) {
 	}
 }
 
+// TestRuleIDZeroForwards: a session whose rules are all numbered 0 (valid
+// IDs, TS 29.244 §8.2.36, §8.2.74, §8.2.75, §8.2.54) carries traffic
+// through UPF-C into UPF-U: uplink to N6, downlink to the gNB.
+func TestRuleIDZeroForwards(t *testing.T) {
+	p := newPipeline(t, upfu.Config{})
+	c := upfc.New(upfc.Config{NodeID: pfcp.NodeID{IP: n3Addr}, N3Addr: n3Addr, NetworkInstances: netInst}, p, nil)
+	ctx := context.Background()
+	smf := pfcp.NodeID{IP: netip.MustParseAddr("10.0.0.1")}
+	if r := c.HandleAssociationSetup(ctx, acceptCP{}, &pfcp.AssociationSetupRequest{NodeID: smf, RecoveryTime: time.Now()}); r.Cause != pfcp.CauseRequestAccepted {
+		t.Fatal(r.Cause)
+	}
+	est := c.HandleSessionEstablishment(ctx, &pfcp.SessionEstablishmentRequest{
+		NodeID: smf, CPFSEID: pfcp.FSEID{SEID: 1, IPv4: smf.IP},
+		CreatePDRs: []pfcp.CreatePDR{
+			{ID: 0, Precedence: 255, FARID: 0, QERIDs: []uint32{0}, URRIDs: []uint32{0}, OuterHeaderRemoval: ptr(pfcp.OuterHeaderRemovalGTPUUDPIPv4),
+				PDI: pfcp.PDI{SourceInterface: pfcp.InterfaceAccess, FTEID: &pfcp.FTEID{Choose: true}, UEIP: &pfcp.UEIPAddress{IPv4: ueIP}}},
+			{ID: 1, Precedence: 255, FARID: 1, QERIDs: []uint32{0}, URRIDs: []uint32{0},
+				PDI: pfcp.PDI{SourceInterface: pfcp.InterfaceCore, UEIP: &pfcp.UEIPAddress{IPv4: ueIP, Destination: true}}},
+		},
+		CreateFARs: []pfcp.CreateFAR{
+			{ID: 0, ApplyAction: pfcp.ActionForward, Forwarding: &pfcp.ForwardingParameters{Destination: pfcp.InterfaceCore, NetworkInstance: "ims"}},
+			{ID: 1, ApplyAction: pfcp.ActionForward, Forwarding: &pfcp.ForwardingParameters{Destination: pfcp.InterfaceAccess,
+				OuterHeaderCreation: &pfcp.OuterHeaderCreation{Description: pfcp.OuterHeaderCreationGTPUUDPIPv4, TEID: dlTEID, IPv4: gnb.Addr()}}},
+		},
+		CreateQERs: []pfcp.CreateQER{{ID: 0, QFI: qfi}},
+		CreateURRs: []pfcp.CreateURR{{ID: 0, Method: pfcp.MethodVolume}},
+	})
+	if est.Cause != pfcp.CauseRequestAccepted || len(est.CreatedPDRs) != 1 {
+		t.Fatalf("establishment: %v (IE %d, rule %+v)", est.Cause, est.OffendingIE, est.FailedRuleID)
+	}
+	w := p.NewWorker()
+	inner := ipv4UDP(ueIP, dnIP, 1000, 53, 100)
+	if out := w.Uplink([]upfu.Packet{ulPacket(est.CreatedPDRs[0].LocalFTEID.TEID, inner)}, nil); len(out) != 1 || out[0].Port != 1 {
+		t.Fatalf("uplink: %d outputs; stats %+v", len(out), p.Stats())
+	}
+	if out := w.Downlink([]upfu.Packet{dlPacket(ueIP, 53, 100)}, nil); len(out) != 1 || out[0].Peer != gnb {
+		t.Fatalf("downlink: %d outputs; stats %+v", len(out), p.Stats())
+	}
+	del := c.HandleSessionDeletion(ctx, est.UPFSEID.SEID)
+	if len(del.UsageReports) != 1 || del.UsageReports[0].URRID != 0 || del.UsageReports[0].Volume.Total != 200 {
+		t.Errorf("URR 0 final report %+v", del.UsageReports)
+	}
+}
+
 func ptr[T any](v T) *T { return &v }
