@@ -23,7 +23,7 @@ func commands() map[string]command {
 		"nf":         {"run one NF as its own process (upf)", runNF},
 		"demo":       {"start the core and a simulated RAN, run real procedures, print a report", runDemo},
 		"sim":        {"run simulated gNBs and UEs against an AMF", runSim},
-		"bench":      {"run a benchmark: register, session, pfcp, upf, classify, paging, handover", runBench},
+		"bench":      {"run a benchmark: register, session, pfcp, upf, classify, paging, handover, restore", runBench},
 		"lab":        {"build (up) or remove (down) the network-namespace test bed: ran | core | one DN per DNN", runLab},
 		"subscriber": {"manage the subscriber store: add, list, delete", runSubscriber},
 		"config":     {"print the effective configuration (defaults, or --config merged over them)", runConfig},
@@ -79,6 +79,7 @@ func runBench(args []string) error {
 		"upf":      benchUPF,
 		"paging":   benchPaging,
 		"handover": benchHandover,
+		"restore":  benchRestore,
 	}
 	names := make([]string, 0, len(benches))
 	for n := range benches {

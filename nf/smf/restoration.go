@@ -152,6 +152,11 @@ func (s *SMF) associate(ctx context.Context, u *upfNode, timeout time.Duration) 
 	return nil
 }
 
+// restoreWindow bounds the UEs whose sessions are being re-established at
+// once: all of them at once would be a burst of establishments that
+// overflows the UPF's socket buffer and waits for PFCP retransmissions.
+const restoreWindow = 64
+
 // restoreSessions establishes again, at u, every PFCP session the SMF had
 // there, one per UE executor and all UEs in parallel, and returns when all
 // are done (TS 23.527 §4.3.2: "the SMF may start re-establishing PFCP
@@ -160,10 +165,13 @@ func (s *SMF) restoreSessions(ctx context.Context, u *upfNode) {
 	start := time.Now()
 	var wg sync.WaitGroup
 	var restored, released atomic.Int64
+	window := make(chan struct{}, restoreWindow)
 	for _, ue := range s.ues.All() {
 		wg.Add(1)
 		if !ue.exec.Post(func() {
 			defer wg.Done()
+			window <- struct{}{}
+			defer func() { <-window }()
 			for _, c := range ue.sessions {
 				if c.upf != u || c.upSEID == 0 {
 					continue

@@ -1,0 +1,38 @@
+package restore
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestDrillsRun runs every drill on a small bed and checks the goals the
+// issue sets: detection within two heartbeats, new sessions within a
+// second after the peer is back, no UE registering again, nothing stale,
+// nothing lost once recovered.
+func TestDrillsRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short: the drills take seconds")
+	}
+	const heartbeat = 200 * time.Millisecond
+	rs, err := Run(context.Background(), Config{UEs: 40, GNBs: 2, Heartbeat: heartbeat, UplinkPPS: 2000, Log: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != len(Drills) {
+		t.Fatalf("%d results for %d drills", len(rs), len(Drills))
+	}
+	for _, r := range rs {
+		if r.Reregistered != 0 || r.Stale != 0 || r.LostAfter != 0 || r.Failures != 0 {
+			t.Errorf("%s: %+v", r.Drill, r)
+		}
+		if r.Drill == DrillUPFRestart {
+			if r.Detect > 2*heartbeat || r.Recovered > time.Second || r.Restored != 40 {
+				t.Errorf("%s: detect %v (heartbeat %v), recovered %v, restored %d of 40", r.Drill, r.Detect, heartbeat, r.Recovered, r.Restored)
+			}
+		}
+	}
+	if rows := Results(rs); len(rows) != len(rs) || rows[0].Extra["detect"] == nil {
+		t.Errorf("rows %+v", rows)
+	}
+}
