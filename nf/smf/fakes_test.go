@@ -43,6 +43,8 @@ type fakeUPF struct {
 	down        bool // fail every request (UPF unreachable)
 	recovery    time.Time
 	assocs      int
+	lostBeats   int // heartbeats still to go unanswered
+	beats       int // heartbeats answered
 }
 
 func newFakeUPF() *fakeUPF {
@@ -143,6 +145,11 @@ func (f *fakeUPF) Heartbeat(ctx context.Context) (time.Time, error) {
 	if f.down {
 		return time.Time{}, errUPFDown
 	}
+	if f.lostBeats > 0 {
+		f.lostBeats--
+		return time.Time{}, errUPFDown
+	}
+	f.beats++
 	return f.recovery, nil
 }
 

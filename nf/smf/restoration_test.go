@@ -189,6 +189,33 @@ func TestUPFFailoverAndReturn(t *testing.T) {
 	}
 }
 
+// Heartbeats lost in bursts shorter than HeartbeatRetries cost nothing: the
+// UPF stays up and nothing is re-established.
+func TestHeartbeatBurstLoss(t *testing.T) {
+	cfg := fastSupervision(testConfig())
+	cfg.Timers.HeartbeatRetries = 3
+	h := newHarness(t, cfg, pcf.Config{})
+	h.establish(t, testSUPI, 1, "internet")
+	for range 5 {
+		h.upf.mu.Lock()
+		h.upf.lostBeats = 2
+		beats := h.upf.beats
+		h.upf.mu.Unlock()
+		waitFor(t, "an answered heartbeat after the burst", func() bool {
+			h.upf.mu.Lock()
+			defer h.upf.mu.Unlock()
+			return h.upf.lostBeats == 0 && h.upf.beats > beats
+		})
+		if st := h.smf.UPFStates()["upf1"]; st != "up" {
+			t.Fatalf("UPF %s after a burst of 2 lost heartbeats (retries 3)", st)
+		}
+	}
+	st := h.smf.Stats()
+	if st.UPFFailures != 0 || st.HeartbeatsMissed != 10 || st.Associations != 1 || st.SessionsRestored != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
 func TestRestartedRecoveryTime(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	for _, c := range []struct {
