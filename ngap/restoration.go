@@ -10,7 +10,8 @@ const (
 // UEConnection names one UE-associated logical NG-connection in an NG Reset
 // or NG Reset Acknowledge (UE-associated Logical NG-connection Item, TS
 // 38.413 §9.2.6.11): the AMF UE NGAP ID, the RAN UE NGAP ID, or both; nil =
-// absent. At least one is present.
+// absent. Encode wants at least one; Decode also takes an item with none
+// (§8.7.4.2.1 allows for them: the answer may leave them out).
 type UEConnection struct {
 	AMFUENGAPID *int64
 	RANUENGAPID *int64

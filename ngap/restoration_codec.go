@@ -102,11 +102,10 @@ func ueConnectionListFrom(x *ie.UEAssociatedLogicalNGConnectionList) ([]UEConnec
 	if len(x.List) == 0 {
 		return nil, errors.New("empty UE-associated logical NG-connection list")
 	}
+	// An item may name no ID: TS 38.413 §8.7.4.2.1 lets the answer leave
+	// such items out, so a receiver takes them (and names nothing by them).
 	out := make([]UEConnection, len(x.List))
 	for i, it := range x.List {
-		if it.AMFUENGAPID == nil && it.RANUENGAPID == nil {
-			return nil, fmt.Errorf("UE-associated logical NG-connection item %d names no UE NGAP ID", i)
-		}
 		if it.AMFUENGAPID != nil {
 			v := it.AMFUENGAPID.Value
 			if err := checkIDs(v, 0); err != nil {
