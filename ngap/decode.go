@@ -402,6 +402,16 @@ func convert(x f5.Message) (Message, error) {
 		return ranStatusTransferFrom(x.AMFUENGAPID, x.RANUENGAPID, x.RANStatusTransferTransparentContainer, func(a, r int64, d []DRBStatus) Message {
 			return &DownlinkRANStatusTransfer{AMFUENGAPID: a, RANUENGAPID: r, DRBs: d}
 		})
+	case *f5.NGReset:
+		return ngResetFrom(x)
+	case *f5.NGResetAcknowledge:
+		return ngResetAcknowledgeFrom(x)
+	case *f5.RANConfigurationUpdate:
+		return ranConfigurationUpdateFrom(x)
+	case *f5.RANConfigurationUpdateAcknowledge:
+		return &RANConfigurationUpdateAcknowledge{CriticalityDiagnostics: critDiagFrom(x.CriticalityDiagnostics)}, nil
+	case *f5.RANConfigurationUpdateFailure:
+		return ranConfigurationUpdateFailureFrom(x)
 	case *f5.ErrorIndication:
 		m := &ErrorIndication{CriticalityDiagnostics: critDiagFrom(x.CriticalityDiagnostics)}
 		if x.AMFUENGAPID != nil {
@@ -458,32 +468,12 @@ func ngSetupRequestFrom(x *f5.NGSetupRequest) (Message, error) {
 	m := &NGSetupRequest{
 		GlobalRANNodeID:  g,
 		DefaultPagingDRX: PagingDRX(x.DefaultPagingDRX.Value),
-		SupportedTAs:     make([]SupportedTA, len(x.SupportedTAList.List)),
 	}
 	if x.RANNodeName != nil {
 		m.RANNodeName = string(x.RANNodeName.Value)
 	}
-	for i, it := range x.SupportedTAList.List {
-		tac, err := tacFrom(it.TAC)
-		if err != nil {
-			return nil, err
-		}
-		if it.BroadcastPLMNList == nil {
-			return nil, errors.New("supported TA without broadcast PLMN list")
-		}
-		ta := SupportedTA{TAC: tac, BroadcastPLMNs: make([]BroadcastPLMN, len(it.BroadcastPLMNList.List))}
-		for j, bp := range it.BroadcastPLMNList.List {
-			pp, err := plmnFrom(bp.PLMNIdentity)
-			if err != nil {
-				return nil, fmt.Errorf("broadcast PLMN: %w", err)
-			}
-			sl, err := sliceListFrom(bp.TAISliceSupportList)
-			if err != nil {
-				return nil, fmt.Errorf("broadcast PLMN %s: %w", pp, err)
-			}
-			ta.BroadcastPLMNs[j] = BroadcastPLMN{PLMN: pp, Slices: sl}
-		}
-		m.SupportedTAs[i] = ta
+	if m.SupportedTAs, err = supportedTAListFrom(x.SupportedTAList); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -190,6 +190,16 @@ func toFree5GC(m Message) (f5.Message, error) {
 		return m.toFree5GC()
 	case *DownlinkRANStatusTransfer:
 		return m.toFree5GC()
+	case *NGReset:
+		return m.toFree5GC()
+	case *NGResetAcknowledge:
+		return m.toFree5GC()
+	case *RANConfigurationUpdate:
+		return m.toFree5GC()
+	case *RANConfigurationUpdateAcknowledge:
+		return &f5.RANConfigurationUpdateAcknowledge{CriticalityDiagnostics: critDiagIE(m.CriticalityDiagnostics)}, nil
+	case *RANConfigurationUpdateFailure:
+		return m.toFree5GC()
 	case *ErrorIndication:
 		x := &f5.ErrorIndication{CriticalityDiagnostics: critDiagIE(m.CriticalityDiagnostics)}
 		if m.AMFUENGAPID != nil {
@@ -221,27 +231,9 @@ func (m *NGSetupRequest) toFree5GC() (f5.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(m.SupportedTAs) == 0 {
-		return nil, errors.New("empty supported TA list")
-	}
-	tas := &ie.SupportedTAList{List: make([]ie.SupportedTAItem, len(m.SupportedTAs))}
-	for i, ta := range m.SupportedTAs {
-		if len(ta.BroadcastPLMNs) == 0 {
-			return nil, fmt.Errorf("TA %06x: no broadcast PLMN", ta.TAC)
-		}
-		bl := &ie.BroadcastPLMNList{List: make([]ie.BroadcastPLMNItem, len(ta.BroadcastPLMNs))}
-		for j, bp := range ta.BroadcastPLMNs {
-			pp, err := plmnIE(bp.PLMN)
-			if err != nil {
-				return nil, fmt.Errorf("TA %06x: %w", ta.TAC, err)
-			}
-			sl, err := sliceListIE(bp.Slices)
-			if err != nil {
-				return nil, fmt.Errorf("TA %06x: %w", ta.TAC, err)
-			}
-			bl.List[j] = ie.BroadcastPLMNItem{PLMNIdentity: pp, TAISliceSupportList: sl}
-		}
-		tas.List[i] = ie.SupportedTAItem{TAC: tacIE(ta.TAC), BroadcastPLMNList: bl}
+	tas, err := supportedTAListIE(m.SupportedTAs)
+	if err != nil {
+		return nil, err
 	}
 	x := &f5.NGSetupRequest{
 		GlobalRANNodeID:  g,

@@ -95,6 +95,7 @@ func sampleMessages() []Message {
 		&ErrorIndication{AMFUENGAPID: i64(3), RANUENGAPID: i64(5), Cause: &Cause{CauseTransport, TransportUnspecified}, CriticalityDiagnostics: diag},
 	}
 	msgs = append(msgs, samplePDUSessionMessages(diag)...)
+	msgs = append(msgs, sampleRestorationMessages(diag)...)
 	return append(msgs, sampleMobilityMessages(diag)...)
 }
 

@@ -264,6 +264,7 @@ type Stats struct {
 	GNBs                int64  // associations with a successful NG Setup
 	NGSetups            uint64 // NG Setup Responses sent
 	NGSetupFailures     uint64
+	NGResets            uint64 // NG Resets received from or sent to gNBs
 	Registrations       uint64 // Registration Complete received
 	RegistrationRejects uint64
 	Authentications     uint64 // successful 5G-AKA runs
@@ -301,7 +302,7 @@ type Stats struct {
 
 type counters struct {
 	registered, connected, contexts, gnbs           atomic.Int64
-	ngSetups, ngSetupFailures                       atomic.Uint64
+	ngSetups, ngSetupFailures, ngResets             atomic.Uint64
 	registrations, regRejects                       atomic.Uint64
 	auths, authFails, resyncs, smcs, idents, deregs atomic.Uint64
 	errorIndications, nasDiscarded, refused         atomic.Uint64
@@ -326,6 +327,7 @@ func (a *AMF) Stats() Stats {
 		GNBs:                c.gnbs.Load(),
 		NGSetups:            c.ngSetups.Load(),
 		NGSetupFailures:     c.ngSetupFailures.Load(),
+		NGResets:            c.ngResets.Load(),
 		Registrations:       c.registrations.Load(),
 		RegistrationRejects: c.regRejects.Load(),
 		Authentications:     c.auths.Load(),

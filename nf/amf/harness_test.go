@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,9 +114,16 @@ func setupGNB(t testing.TB, a *AMF) *testGNB {
 	return g
 }
 
+// nextGNBID numbers the test gNBs: a node's Global RAN Node ID is unique,
+// and a second NG Setup with the same one replaces the first association
+// (TS 38.413 §8.7.1.2). The handover tests name theirs from 1.
+var nextGNBID atomic.Uint32
+
+func init() { nextGNBID.Store(1000) }
+
 func ngSetupRequest(p identity.PLMN, tac uint32, slices ...identity.SNSSAI) *ngap.NGSetupRequest {
 	return &ngap.NGSetupRequest{
-		GlobalRANNodeID: ngap.GlobalGNBID{PLMN: p, GNBID: 1, BitLen: 22},
+		GlobalRANNodeID: ngap.GlobalGNBID{PLMN: p, GNBID: nextGNBID.Add(1), BitLen: 22},
 		RANNodeName:     "test-gnb",
 		SupportedTAs: []ngap.SupportedTA{{TAC: tac, BroadcastPLMNs: []ngap.BroadcastPLMN{
 			{PLMN: p, Slices: slices},

@@ -31,31 +31,35 @@ func (a *AMF) serveGNB(g *gnb) {
 // dropGNB forgets an association: every UE connection on it is gone
 // (TS 23.502 §4.2.6: the AN release is implicit).
 func (a *AMF) dropGNB(g *gnb) {
+	a.retireGNB(g)
 	g.conn.Close()
+}
+
+// retireGNB takes g out of service: no new connections on it, it is no
+// longer counted or found, and its UE connections are lost as after an NG
+// Reset of the whole interface. It returns false when g was already
+// retired (its reader ends after a newer association of the same node
+// retired it).
+func (a *AMF) retireGNB(g *gnb) bool {
+	g.mu.Lock()
+	if g.dead {
+		g.mu.Unlock()
+		return false
+	}
+	g.dead = true
+	if g.resetAck != nil {
+		close(g.resetAck) // an AMF-initiated NG Reset waits in vain
+		g.resetAck = nil
+	}
+	g.mu.Unlock()
 	a.mu.Lock()
 	delete(a.gnbs, g)
 	a.mu.Unlock()
-	if g.setupDone {
+	if g.setupDone.Load() {
 		a.stats.gnbs.Add(-1)
 	}
-	g.mu.Lock()
-	g.dead = true
-	ues := make([]*ranUE, 0, len(g.ues))
-	for _, r := range g.ues {
-		ues = append(ues, r)
-	}
-	clear(g.ues)
-	g.mu.Unlock()
-	for _, r := range ues {
-		r.ue.post(func() { r.ue.connectionLost(r) })
-	}
-	// Handover targets on this gNB have no RAN UE NGAP ID yet, so they are
-	// not in g.ues: find them by AMF UE NGAP ID.
-	for _, r := range a.ranUEs.All() {
-		if r.gnb == g && r.ranID == 0 {
-			r.ue.post(func() { r.ue.connectionLost(r) })
-		}
-	}
+	a.loseConnections(a.connectionsOf(g))
+	return true
 }
 
 // ngapKey names one NGAP message: procedure code and message type.
@@ -81,6 +85,16 @@ var ngapHandlers = map[ngapKey]ngapHandler{
 	},
 	{ngap.ProcErrorIndication, ngap.InitiatingMessage}: func(a *AMF, g *gnb, m ngap.Message) {
 		a.handleErrorIndication(g, m.(*ngap.ErrorIndication))
+	},
+	// Restoration (TS 38.413 §8.7.4, §8.7.2).
+	{ngap.ProcNGReset, ngap.InitiatingMessage}: func(a *AMF, g *gnb, m ngap.Message) {
+		a.handleNGReset(g, m.(*ngap.NGReset))
+	},
+	{ngap.ProcNGReset, ngap.SuccessfulOutcome}: func(a *AMF, g *gnb, m ngap.Message) {
+		a.handleNGResetAcknowledge(g, m.(*ngap.NGResetAcknowledge))
+	},
+	{ngap.ProcRANConfigurationUpdate, ngap.InitiatingMessage}: func(a *AMF, g *gnb, m ngap.Message) {
+		a.handleRANConfigurationUpdate(g, m.(*ngap.RANConfigurationUpdate))
 	},
 	{ngap.ProcUplinkNASTransport, ngap.InitiatingMessage}: onUE(func(m *ngap.UplinkNASTransport) (int64, int64) { return m.AMFUENGAPID, m.RANUENGAPID },
 		func(u *ue, r *ranUE, m *ngap.UplinkNASTransport) { u.handleUplinkNAS(r, m.NASPDU, m.UserLocation) }),
@@ -158,7 +172,7 @@ func (a *AMF) handleNGAP(g *gnb, data []byte) {
 		return
 	}
 	key := ngapKey{msg.ProcedureCode(), msg.MessageType()}
-	if !g.setupDone && key != (ngapKey{ngap.ProcNGSetup, ngap.InitiatingMessage}) {
+	if !g.setupDone.Load() && key != (ngapKey{ngap.ProcNGSetup, ngap.InitiatingMessage}) {
 		// TS 38.413 §8.7.1.1: NG Setup is the first NGAP procedure.
 		g.log.Info("NGAP message before NG Setup", "procedure", msg.ProcedureCode())
 		g.errorIndication(causeNotCompatibleState, nil, nil)
@@ -209,9 +223,56 @@ func (a *AMF) lookupRANUE(g *gnb, amfID, ranID int64) *ranUE {
 // one broadcast TAI must be one we serve, and one of its slices one we
 // support there.
 func (a *AMF) handleNGSetup(g *gnb, req *ngap.NGSetupRequest) {
+	served, cause := a.servedTAIs(req.SupportedTAs)
+	if cause != nil {
+		wait := ngap.TimeToWait5s
+		fail := &ngap.NGSetupFailure{Cause: *cause, TimeToWait: &wait}
+		g.log.Info("NG Setup rejected", "cause", cause.String(), "gnb_id", req.GlobalRANNodeID.GNBID)
+		a.stats.ngSetupFailures.Add(1)
+		if err := g.send(0, fail); err != nil {
+			g.log.Warn("NG Setup Failure not sent", "err", err)
+		}
+		return
+	}
+	if g.setupDone.Load() {
+		// TS 38.413 §8.7.1.2: a repeated NG Setup re-initialises the
+		// UE-related contexts and erases the signalling connections, as an
+		// NG Reset of the whole interface would.
+		a.loseConnections(a.connectionsOf(g))
+	}
+	// The node may come back on a new association before the old one is
+	// seen to fail (a gNB restart): the new setup replaces the node's old
+	// configuration (§8.7.1.2), so the stale association goes, with its UE
+	// connections, and is closed off the reader (closing a dead association
+	// waits out the SCTP shutdown).
+	for _, old := range a.gnbsOf(req.GlobalRANNodeID) {
+		if old != g && a.retireGNB(old) {
+			old.log.Info("association replaced by a new NG Setup of the same node", "gnb_id", req.GlobalRANNodeID.GNBID)
+			if !a.group.Go(func() { old.conn.Close() }) {
+				old.conn.Close()
+			}
+		}
+	}
+	if !g.setupDone.Swap(true) {
+		a.stats.gnbs.Add(1)
+	}
+	g.node.Store(&gnbNode{id: req.GlobalRANNodeID, tais: served})
+	a.stats.ngSetups.Add(1)
+	if err := g.send(0, a.ngSetupResponse()); err != nil {
+		g.log.Warn("NG Setup Response not sent", "err", err)
+		return
+	}
+	g.log.Info("NG Setup complete", "name", req.RANNodeName, "gnb_id", req.GlobalRANNodeID.GNBID, "tais", len(served))
+}
+
+// servedTAIs returns the broadcast TAIs of tas that we serve with at least
+// one of the slices the gNB supports there, or the cause for refusing the
+// configuration (NG Setup, TS 38.413 §8.7.1.4; RAN Configuration Update,
+// §8.7.2.4) when there is none.
+func (a *AMF) servedTAIs(tas []ngap.SupportedTA) ([]identity.TAI, *ngap.Cause) {
 	var plmnOK, taiOK, sliceOK bool
 	var served []identity.TAI
-	for _, ta := range req.SupportedTAs {
+	for _, ta := range tas {
 		for _, bp := range ta.BroadcastPLMNs {
 			if a.cfg.plmnIndex(bp.PLMN) >= 0 {
 				plmnOK = true
@@ -231,36 +292,29 @@ func (a *AMF) handleNGSetup(g *gnb, req *ngap.NGSetupRequest) {
 			}
 		}
 	}
-	var cause *ngap.Cause
 	switch {
 	case !plmnOK, !taiOK:
 		// No broadcast PLMN (or no TAI) we serve: misc unknown-PLMN-or-SNPN,
 		// as Open5GS and free5GC answer.
-		cause = &causeUnknownPLMN
+		return nil, &causeUnknownPLMN
 	case !sliceOK:
-		cause = &causeSliceNotSupported
+		return nil, &causeSliceNotSupported
 	}
-	if cause != nil {
-		wait := ngap.TimeToWait5s
-		fail := &ngap.NGSetupFailure{Cause: *cause, TimeToWait: &wait}
-		g.log.Info("NG Setup rejected", "cause", cause.String(), "gnb_id", req.GlobalRANNodeID.GNBID)
-		a.stats.ngSetupFailures.Add(1)
-		if err := g.send(0, fail); err != nil {
-			g.log.Warn("NG Setup Failure not sent", "err", err)
+	return served, nil
+}
+
+// gnbsOf returns the set-up associations of the node with Global RAN Node
+// ID id.
+func (a *AMF) gnbsOf(id ngap.GlobalGNBID) []*gnb {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []*gnb
+	for g := range a.gnbs {
+		if n := g.node.Load(); n != nil && n.id == id {
+			out = append(out, g)
 		}
-		return
 	}
-	if !g.setupDone {
-		a.stats.gnbs.Add(1)
-	}
-	g.setupDone = true
-	g.node.Store(&gnbNode{id: req.GlobalRANNodeID, tais: served})
-	a.stats.ngSetups.Add(1)
-	if err := g.send(0, a.ngSetupResponse()); err != nil {
-		g.log.Warn("NG Setup Response not sent", "err", err)
-		return
-	}
-	g.log.Info("NG Setup complete", "name", req.RANNodeName, "gnb_id", req.GlobalRANNodeID.GNBID, "tais", len(served))
+	return out
 }
 
 // handleInitialUEMessage starts a UE-associated logical NG-connection
@@ -365,8 +419,7 @@ func (a *AMF) newRANUE(g *gnb, u *ue, ranID int64, loc ngap.UserLocationNR) *ran
 	if old != nil {
 		// TS 38.413 §8.6.1.2 does not allow reuse of a RAN UE NGAP ID in
 		// use; the gNB has evidently forgotten the old connection.
-		a.ranUEs.delete(old)
-		old.ue.post(func() { old.ue.connectionLost(old) })
+		a.loseConnections([]*ranUE{old})
 	}
 	return r
 }

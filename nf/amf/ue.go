@@ -28,8 +28,10 @@ type gnb struct {
 
 	sendMu sync.Mutex
 
-	// Written by the reader goroutine only, during NG Setup.
-	setupDone bool
+	// setupDone: NG Setup succeeded on this association. Written by its
+	// reader; read by the reader of another association whose NG Setup
+	// names the same node (a reconnect, TS 38.413 §8.7.1.2).
+	setupDone atomic.Bool
 	// node is the gNB as NG Setup described it: its global ID (the target
 	// of a handover names it, TS 38.413 §9.3.1.25) and the TAs it serves
 	// that we also serve; replaced as a whole by a repeated NG Setup while
@@ -39,6 +41,10 @@ type gnb struct {
 	mu   sync.Mutex
 	ues  map[int64]*ranUE // by RAN UE NGAP ID
 	dead bool             // association gone: no new connections
+	// resetAck receives the NG Reset Acknowledge of an AMF-initiated NG
+	// Reset (TS 38.413 §8.7.4.2.2); nil when none is pending, closed when
+	// the association goes.
+	resetAck chan *ngap.NGResetAcknowledge
 }
 
 // gnbNode is what NG Setup told us about a gNB.

@@ -145,18 +145,22 @@ func (e *SetupFailureError) Error() string {
 
 // GNB is one connected gNB.
 type GNB struct {
-	cfg     Config
-	conn    sctp.Conn
-	n3      *n3
-	log     *slog.Logger
-	debug   bool // log every NGAP message (checked first: logging allocates)
-	uli     ngap.UserLocationNR
-	streams uint16
-	amf     ngap.NGSetupResponse
+	cfg   Config
+	n3    *n3
+	log   *slog.Logger
+	debug bool // log every NGAP message (checked first: logging allocates)
+	uli   ngap.UserLocationNR
 
-	setupCh chan ngap.Message // NG Setup outcome, reader -> Dial
-	done    chan struct{}     // closed when the reader exits
-	readErr error             // why the reader exited; read after done
+	// as is the association with the AMF now; Reconnect replaces it.
+	as atomic.Pointer[assoc]
+	// amf is the AMF's NG Setup Response; written by the NG Setup of Dial
+	// and Reconnect, guarded by mu.
+	amf ngap.NGSetupResponse
+	// reconnectMu: one Reconnect at a time.
+	reconnectMu sync.Mutex
+	// resetAck receives the NG Reset Acknowledge of the gNB's own NG Reset
+	// (TS 38.413 §8.7.4.2.1); nil when none is pending. Guarded by mu.
+	resetAck chan *ngap.NGResetAcknowledge
 
 	mu         sync.Mutex
 	byRAN      map[int64]*leg
@@ -173,7 +177,22 @@ type GNB struct {
 	unknownUE        atomic.Int64
 	pagings          atomic.Int64
 	pagedUEs         atomic.Int64
+	resets           atomic.Int64
+	reconnects       atomic.Int64
 	ho               hoCounters
+}
+
+// assoc is one SCTP association with the AMF, with its reader.
+type assoc struct {
+	conn    sctp.Conn
+	streams uint16
+	setupCh chan ngap.Message // NG Setup outcome, reader -> setup
+	done    chan struct{}     // closed when the reader exits
+	readErr error             // why the reader exited; read after done
+}
+
+func newAssoc(conn sctp.Conn) *assoc {
+	return &assoc{conn: conn, streams: conn.OutboundStreams(), setupCh: make(chan ngap.Message, 1), done: make(chan struct{})}
 }
 
 // Dial connects to the AMF and runs NG Setup. On NG Setup Failure the
@@ -224,38 +243,36 @@ func Dial(ctx context.Context, cfg Config) (*GNB, error) {
 		return nil, fmt.Errorf("gnb %d: dial %s: %w", cfg.GNBID, cfg.AMFAddr, err)
 	}
 	g := &GNB{
-		cfg:     cfg,
-		conn:    conn,
-		n3:      up,
-		log:     log,
-		debug:   log.Enabled(context.Background(), slog.LevelDebug),
-		streams: conn.OutboundStreams(),
+		cfg:   cfg,
+		n3:    up,
+		log:   log,
+		debug: log.Enabled(context.Background(), slog.LevelDebug),
 		uli: ngap.UserLocationNR{
 			NRCGI: ngap.NRCGI{PLMN: cfg.PLMN, CellID: cfg.CellID},
 			TAI:   identity.TAI{PLMN: cfg.PLMN, TAC: cfg.TAC},
 		},
-		setupCh:    make(chan ngap.Message, 1),
-		done:       make(chan struct{}),
 		byRAN:      make(map[int64]*leg),
 		bySTMSI:    make(map[identity.STMSI]*Port),
 		nextRAN:    1,
 		neighbours: make(map[uint32]*GNB),
 		pending:    make(map[string]*leg),
 	}
-	go g.read()
+	a := newAssoc(conn)
+	g.as.Store(a)
+	go g.read(a)
 	go up.serve(g)
-	if err := g.setup(ctx); err != nil {
+	if err := g.setup(ctx, a); err != nil {
 		conn.Close()
-		<-g.done
+		<-a.done
 		up.close()
 		return nil, fmt.Errorf("gnb %d: %w", cfg.GNBID, err)
 	}
-	log.Info("NG Setup complete", "amf", g.amf.AMFName)
+	log.Info("NG Setup complete", "amf", g.AMF().AMFName)
 	return g, nil
 }
 
-// setup sends NG Setup Request on stream 0 and waits for the outcome.
-func (g *GNB) setup(ctx context.Context) error {
+// setup sends NG Setup Request on stream 0 of a and waits for the outcome.
+func (g *GNB) setup(ctx context.Context, a *assoc) error {
 	req := &ngap.NGSetupRequest{
 		GlobalRANNodeID: ngap.GlobalGNBID{PLMN: g.cfg.PLMN, GNBID: g.cfg.GNBID, BitLen: 22},
 		RANNodeName:     g.cfg.Name,
@@ -265,50 +282,63 @@ func (g *GNB) setup(ctx context.Context) error {
 		}},
 		DefaultPagingDRX: ngap.PagingDRX128,
 	}
-	if err := g.send(0, req); err != nil {
+	b, err := ngap.Encode(req)
+	if err != nil {
+		return fmt.Errorf("NG Setup Request: %w", err)
+	}
+	if err := a.conn.Send(0, ngap.PPID, b); err != nil {
 		return fmt.Errorf("NG Setup Request: %w", err)
 	}
 	select {
-	case m := <-g.setupCh:
+	case m := <-a.setupCh:
 		switch m := m.(type) {
 		case *ngap.NGSetupResponse:
+			g.mu.Lock()
 			g.amf = *m
+			g.mu.Unlock()
 			return nil
 		case *ngap.NGSetupFailure:
 			return &SetupFailureError{Cause: m.Cause, TimeToWait: m.TimeToWait}
 		}
 		return fmt.Errorf("NG Setup: unexpected %T", m)
-	case <-g.done:
-		return fmt.Errorf("NG Setup: association ended: %w", g.readErr)
+	case <-a.done:
+		return fmt.Errorf("NG Setup: association ended: %w", a.readErr)
 	case <-ctx.Done():
 		return fmt.Errorf("NG Setup: %w", ctx.Err())
 	}
 }
 
-// AMF returns the AMF's NG Setup Response.
-func (g *GNB) AMF() ngap.NGSetupResponse { return g.amf }
+// AMF returns the AMF's NG Setup Response (the last one, after Reconnect).
+func (g *GNB) AMF() ngap.NGSetupResponse {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.amf
+}
 
 // ID returns the gNB ID.
 func (g *GNB) ID() uint32 { return g.cfg.GNBID }
 
-// Done is closed when the association is gone; Err then says why.
-func (g *GNB) Done() <-chan struct{} { return g.done }
+// Done is closed when the current association is gone; Err then says
+// why. After Reconnect it is the new association's.
+func (g *GNB) Done() <-chan struct{} { return g.as.Load().done }
 
-// Err returns why the association ended (nil while it is up).
+// Err returns why the current association ended (nil while it is up).
 func (g *GNB) Err() error {
+	a := g.as.Load()
 	select {
-	case <-g.done:
-		return g.readErr
+	case <-a.done:
+		return a.readErr
 	default:
 		return nil
 	}
 }
 
 // Close ends the association and the N3 endpoint and waits for their
-// readers to stop.
+// readers to stop. Not concurrently with Reconnect.
 func (g *GNB) Close() error {
-	err := g.conn.Close()
-	<-g.done
+	a := g.as.Load()
+	err := a.conn.Close()
+	<-a.done
 	g.n3.close()
 	return err
 }
@@ -334,6 +364,8 @@ type Counters struct {
 	UnknownUE        int64 // UE-associated messages for no known RAN UE NGAP ID
 	Pagings          int64 // Paging messages received
 	PagedUEs         int64 // Pagings handed to an idle UE of this gNB
+	Resets           int64 // NG Resets received or sent
+	Reconnects       int64 // associations replaced by Reconnect
 	Handover         HandoverCounters
 }
 
@@ -345,6 +377,8 @@ func (g *GNB) Counters() Counters {
 		UnknownUE:        g.unknownUE.Load(),
 		Pagings:          g.pagings.Load(),
 		PagedUEs:         g.pagedUEs.Load(),
+		Resets:           g.resets.Load(),
+		Reconnects:       g.reconnects.Load(),
 		Handover:         g.ho.snapshot(),
 	}
 }
@@ -355,16 +389,17 @@ func (g *GNB) TAI() identity.TAI { return g.uli.TAI }
 // SendRaw puts data on the association as an NGAP message as it is; for
 // tests that feed the AMF garbled PDUs.
 func (g *GNB) SendRaw(stream uint16, data []byte) error {
-	return g.conn.Send(stream, ngap.PPID, data)
+	return g.as.Load().conn.Send(stream, ngap.PPID, data)
 }
 
 // ueStream picks the SCTP stream for UE-associated signalling: any stream
 // but 0, fixed per RAN UE NGAP ID so that one UE's messages stay in order.
 func (g *GNB) ueStream(ranID int64) uint16 {
-	if g.streams <= 1 {
+	n := g.as.Load().streams
+	if n <= 1 {
 		return 0
 	}
-	return uint16(1 + ranID%int64(g.streams-1))
+	return uint16(1 + ranID%int64(n-1))
 }
 
 func (g *GNB) send(stream uint16, m ngap.Message) error {
@@ -375,7 +410,7 @@ func (g *GNB) send(stream uint16, m ngap.Message) error {
 	if err != nil {
 		return fmt.Errorf("encode %T: %w", m, err)
 	}
-	return g.conn.Send(stream, ngap.PPID, b)
+	return g.as.Load().conn.Send(stream, ngap.PPID, b)
 }
 
 // sendTimed is send, returning the instant just before the SCTP send.
@@ -388,7 +423,7 @@ func (g *GNB) sendTimed(stream uint16, m ngap.Message) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("encode %T: %w", m, err)
 	}
 	t := time.Now()
-	return t, g.conn.Send(stream, ngap.PPID, b)
+	return t, g.as.Load().conn.Send(stream, ngap.PPID, b)
 }
 
 // Port is one UE's radio link: the UE's attachment to the gNB that serves
@@ -656,13 +691,14 @@ func (g *GNB) ueLeg(amf, ran int64, stream uint16) *leg {
 	return l
 }
 
-// read is the gNB's only receiving goroutine.
-func (g *GNB) read() {
-	defer close(g.done)
+// read is the receiving goroutine of association a: the gNB's only one
+// while a is its association.
+func (g *GNB) read(a *assoc) {
+	defer close(a.done)
 	setupDone := false
 	// sctp.Serve runs the handler on the transport's receive goroutine
 	// where it can, saving a goroutine handoff per message.
-	g.readErr = sctp.Serve(g.conn, func(msg sctp.Message) {
+	a.readErr = sctp.Serve(a.conn, func(msg sctp.Message) {
 		at := time.Now() // the receiving instant (the paging window starts here)
 		if msg.PPID != ngap.PPID {
 			g.log.Debug("non-NGAP message ignored", "ppid", msg.PPID)
@@ -687,7 +723,7 @@ func (g *GNB) read() {
 			switch m.(type) {
 			case *ngap.NGSetupResponse, *ngap.NGSetupFailure:
 				setupDone = true
-				g.setupCh <- m
+				a.setupCh <- m
 				return
 			}
 		}
@@ -801,6 +837,10 @@ func (g *GNB) dispatch(m ngap.Message, stream uint16, at time.Time) {
 		g.onPathSwitchAcknowledge(m, stream, at)
 	case *ngap.PathSwitchRequestFailure:
 		g.onPathSwitchFailure(m, stream, at)
+	case *ngap.NGReset:
+		g.onNGReset(m)
+	case *ngap.NGResetAcknowledge:
+		g.onNGResetAcknowledge(m)
 	case *ngap.ErrorIndication:
 		g.errorIndications.Add(1)
 		attrs := make([]any, 0, 6)

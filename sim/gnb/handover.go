@@ -281,8 +281,8 @@ func (p *Port) HandoverN2(ctx context.Context, target uint32) (start, end time.T
 		// TNGRELOCprep: give the handover up (TS 38.413 §8.4.1.2).
 		g.cancelHandover(l, ngap.RadioNetworkTNGRELOCprepExpiry)
 		return start, end, fmt.Errorf("gnb %d: handover preparation: %w", g.cfg.GNBID, ctx.Err())
-	case <-g.done:
-		return start, end, fmt.Errorf("gnb %d: handover: association ended: %w", g.cfg.GNBID, g.readErr)
+	case <-g.Done():
+		return start, end, fmt.Errorf("gnb %d: handover: association ended: %w", g.cfg.GNBID, g.Err())
 	}
 	if o.err != nil {
 		return start, end, o.err
@@ -313,7 +313,7 @@ func (p *Port) HandoverN2(ctx context.Context, target uint32) (start, end time.T
 		select {
 		case <-ho.out: // the Cancel Acknowledge
 		case <-ctx.Done():
-		case <-g.done:
+		case <-g.Done():
 		}
 		return start, end, ErrTargetUnreachable
 	}
@@ -465,8 +465,8 @@ func (p *Port) HandoverXn(ctx context.Context, target uint32) (start, end time.T
 			end = d.at
 		case <-ctx.Done():
 			err = fmt.Errorf("gnb %d: path switch: %w", tg.cfg.GNBID, ctx.Err())
-		case <-tg.done:
-			err = fmt.Errorf("gnb %d: path switch: association ended: %w", tg.cfg.GNBID, tg.readErr)
+		case <-tg.Done():
+			err = fmt.Errorf("gnb %d: path switch: association ended: %w", tg.cfg.GNBID, tg.Err())
 		}
 	} else {
 		err = fmt.Errorf("gnb %d: path switch request: %w", tg.cfg.GNBID, err)
