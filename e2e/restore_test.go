@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/tern5g/tern/config"
+	"github.com/tern5g/tern/gtpu"
+	"github.com/tern5g/tern/pfcp"
 	"github.com/tern5g/tern/nf/smf"
 	"github.com/tern5g/tern/sim/ue"
 	"github.com/tern5g/tern/upf"
@@ -34,6 +35,10 @@ func startRemoteUPF(t *testing.T, cfg upf.Config) *remoteUPF {
 	return &remoteUPF{cfg: cfg, UPF: u}
 }
 
+func loopback127() netip.Addr {
+	return netip.AddrFrom4([4]byte{127, byte(1 + rand.IntN(254)), byte(rand.IntN(256)), byte(1 + rand.IntN(254))})
+}
+
 // waitUPF waits for the SMF to see its UPF in state want.
 func waitUPF(t *testing.T, c *testCore, want string, within time.Duration) time.Duration {
 	t.Helper()
@@ -56,18 +61,20 @@ func waitUPF(t *testing.T, c *testCore, want string, within time.Duration) time.
 func TestUPFRestartUnderCore(t *testing.T) {
 	const ues = 5
 	const heartbeat = 200 * time.Millisecond
-	// The SMF's PFCP endpoint is on port 8805 of an address of its own, so
-	// that parallel test binaries do not collide.
-	n4 := netip.AddrFrom4([4]byte{127, byte(1 + rand.IntN(254)), byte(rand.IntN(256)), byte(1 + rand.IntN(254))})
+	// The SMF's and the UPF's PFCP and GTP-U are on the well-known ports of
+	// addresses of their own in 127/8: parallel test binaries do not
+	// collide with them, and no ephemeral socket can take the UPF's ports
+	// while it restarts.
+	n4, upfAddr := loopback127(), loopback127()
 	ucfg := upf.DefaultConfig()
-	ucfg.PFCPAddr = net.JoinHostPort("127.0.0.1", fmt.Sprint(freeUDPPort(t)))
-	ucfg.N3Addr = net.JoinHostPort("127.0.0.1", fmt.Sprint(freeUDPPort(t)))
+	ucfg.PFCPAddr = netip.AddrPortFrom(upfAddr, pfcp.Port).String()
+	ucfg.N3Addr = netip.AddrPortFrom(upfAddr, gtpu.Port).String()
 	ucfg.NoN6 = true
 	c := startCore(t, ues+1, func(cfg *config.Config) {
 		cfg.UPF.Embedded = false
 		cfg.SMF.NodeID = n4.String()
 		cfg.SMF.N4Address = n4.String()
-		cfg.SMF.UPFs = []smf.UPFConfig{{Name: "upf", N4: ucfg.PFCPAddr, N3: "127.0.0.1", DNNs: []string{"internet", "ims"}}}
+		cfg.SMF.UPFs = []smf.UPFConfig{{Name: "upf", N4: ucfg.PFCPAddr, N3: upfAddr.String(), DNNs: []string{"internet", "ims"}}}
 		cfg.SMF.Timers.Heartbeat = heartbeat
 		cfg.SMF.Timers.HeartbeatTimeout = heartbeat / 2
 		cfg.SMF.Timers.HeartbeatRetries = 2

@@ -32,9 +32,11 @@ import (
 
 	"github.com/tern5g/tern/config"
 	"github.com/tern5g/tern/core"
+	"github.com/tern5g/tern/gtpu"
 	"github.com/tern5g/tern/internal/freeport"
 	"github.com/tern5g/tern/internal/ipv4pkt"
 	"github.com/tern5g/tern/nf/smf"
+	"github.com/tern5g/tern/pfcp"
 	"github.com/tern5g/tern/report"
 	"github.com/tern5g/tern/sim"
 	"github.com/tern5g/tern/sim/gnb"
@@ -45,11 +47,19 @@ import (
 
 // Drill names (the JSON rows' names).
 const (
+	// DrillUPFRestart kills the UPF and starts a new one on its addresses
+	// (TS 23.527 §4.3.2).
 	DrillUPFRestart = "upf-restart"
+	// DrillGNBReconnect drops one gNB's SCTP association; the gNB sets up
+	// a new one with NG Setup (TS 38.413 §8.7.1).
+	DrillGNBReconnect = "gnb-reconnect"
+	// DrillNGReset has one gNB reset its whole NG interface (TS 38.413
+	// §8.7.4.2.1).
+	DrillNGReset = "ng-reset"
 )
 
 // Drills is every drill, in the order they run.
-var Drills = []string{DrillUPFRestart}
+var Drills = []string{DrillUPFRestart, DrillGNBReconnect, DrillNGReset}
 
 // UPFProcess is a running UPF.
 type UPFProcess interface {
@@ -110,10 +120,14 @@ func (c *Config) defaults() {
 // Result is what one drill measured.
 type Result struct {
 	Drill string
-	// Detect is how long the core took to notice the fault: from the
-	// restarted peer serving again to the core acting on it.
+	// Detect is how long the core took to notice the fault and act on it:
+	// from the restarted UPF serving again to the SMF associating with it;
+	// from the gNB's reconnection or NG Reset to the AMF's NG Setup
+	// Response or NG Reset Acknowledge.
 	Detect time.Duration
-	// Recovered is from the same start until a new PDU session succeeds.
+	// Recovered is from the same start until a new PDU session succeeds
+	// and, after a RAN fault, every UE of the gNB is connected again (its
+	// uplink brought it back with a Service Request).
 	Recovered time.Duration
 	// Restored and Released count the PDU sessions kept (re-established
 	// where needed) and released towards their UEs.
@@ -124,7 +138,8 @@ type Result struct {
 	// sessions the AMF, the SMF and the UPF do not all hold.
 	Stale int
 	// Sent is the uplink packets sent during the drill; LostOutage those
-	// sent while the peer was down (lost by nature); LostAfter those lost
+	// lost while the peer was down: sent to a dead or not yet restored UPF,
+	// or refused by a UE that had no user plane; LostAfter those lost
 	// after the core had recovered (goal 0): the UPF answered them with
 	// an Error Indication, so it had no session for them.
 	Sent, LostOutage, LostAfter int64
@@ -146,6 +161,10 @@ func Run(ctx context.Context, c Config) ([]Result, error) {
 		switch d {
 		case DrillUPFRestart:
 			r, err = b.upfRestart(ctx)
+		case DrillGNBReconnect:
+			r, err = b.ranFault(ctx, d, b.gnbs[0].Reconnect)
+		case DrillNGReset:
+			r, err = b.ranFault(ctx, d, func(ctx context.Context) error { return b.gnbs[0].Reset(ctx) })
 		default:
 			return out, fmt.Errorf("restore: unknown drill %q (have %v)", d, Drills)
 		}
@@ -193,24 +212,27 @@ func newBed(ctx context.Context, c Config) (*bed, error) {
 			b.Close()
 		}
 	}()
-	ports, err := freePorts(3)
+	n2Port, err := freeport.UDP()
 	if err != nil {
 		return nil, err
 	}
-	b.pfcp = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
-	b.n3 = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))
-	// The SMF's PFCP endpoint is port 8805 of an address of its own in
-	// 127/8, so that other cores on the host do not collide with it.
-	n4 := netip.AddrFrom4([4]byte{127, byte(1 + rand.IntN(254)), byte(rand.IntN(256)), byte(1 + rand.IntN(254))}).String()
+	// The SMF's and the UPF's PFCP and GTP-U are the well-known ports of
+	// addresses of their own in 127/8: other cores on the host do not
+	// collide with them, and no socket bound to an ephemeral port can take
+	// the UPF's while it restarts.
+	n4 := loopback().String()
+	upfAddr := loopback().String()
+	b.pfcp = net.JoinHostPort(upfAddr, strconv.Itoa(pfcp.Port))
+	b.n3 = net.JoinHostPort(upfAddr, strconv.Itoa(gtpu.Port))
 
 	cfg := config.Default()
 	cfg.Log.Level = "error"
 	cfg.Store.Path = filepath.Join(dir, "subscribers.db")
 	cfg.Store.DemoSubscribers = c.UEs + 1
-	cfg.AMF.SCTP.UDPPort = ports[2]
+	cfg.AMF.SCTP.UDPPort = n2Port
 	cfg.UPF.Embedded = false
 	cfg.SMF.NodeID, cfg.SMF.N4Address = n4, n4
-	cfg.SMF.UPFs = []smf.UPFConfig{{Name: "upf", N4: b.pfcp, N3: "127.0.0.1", DNNs: []string{"internet", "ims"}}}
+	cfg.SMF.UPFs = []smf.UPFConfig{{Name: "upf", N4: b.pfcp, N3: upfAddr, DNNs: []string{"internet", "ims"}}}
 	cfg.SMF.Timers.Heartbeat = c.Heartbeat
 	cfg.SMF.Timers.HeartbeatTimeout = c.Heartbeat / 2
 	cfg.SMF.Timers.HeartbeatRetries = 3
@@ -229,7 +251,7 @@ func newBed(ctx context.Context, c Config) (*bed, error) {
 	sc := sim.DefaultConfig()
 	for i := range c.GNBs {
 		g, err := gnb.Dial(ctx, gnb.Config{AMFAddr: b.core.N2Addr(), Transport: cfg.AMF.SCTP, GNBID: uint32(200 + i),
-			PLMN: sc.PLMN, TAC: 1, Slices: sc.Slices, N3Addr: "127.0.0.1:0", N3PeerPort: uint16(ports[1]), Logger: c.Logger})
+			PLMN: sc.PLMN, TAC: 1, Slices: sc.Slices, N3Addr: "127.0.0.1:0", Logger: c.Logger})
 		if err != nil {
 			return nil, fmt.Errorf("gNB %d: %w", i, err)
 		}
@@ -356,7 +378,7 @@ func (b *bed) upfRestart(ctx context.Context) (Result, error) {
 	r := Result{Drill: DrillUPFRestart}
 	before := b.core.SMF.Stats()
 	regs := b.core.AMF.Stats().Registrations
-	sent0 := b.traffic.sent.Load()
+	sent0, refused0 := b.traffic.sent.Load(), b.traffic.refused.Load()
 
 	if err := b.upf.Kill(); err != nil {
 		return r, err
@@ -392,11 +414,63 @@ func (b *bed) upfRestart(ctx context.Context) (Result, error) {
 	ei1 := b.errorIndications()
 	time.Sleep(max(b.cfg.Heartbeat, 500*time.Millisecond))
 	r.LostAfter = b.errorIndications() - ei1
-	r.LostOutage = (sentBack - sent0) + (ei1 - ei0) // sent to a dead UPF, or to the new one before restoration
+	r.LostOutage = (sentBack - sent0) + (ei1 - ei0) + (b.traffic.refused.Load() - refused0)
 	r.Sent = b.traffic.sent.Load() - sent0
 	r.Reregistered = int(b.core.AMF.Stats().Registrations - regs)
 	r.Stale = b.stale()
 	r.Failures = r.Released
+	return r, nil
+}
+
+// ranFault runs a fault of gNB 0 (fault returns once the core answered
+// it) and waits for its UEs to come back through their uplink.
+func (b *bed) ranFault(ctx context.Context, name string, fault func(context.Context) error) (Result, error) {
+	r := Result{Drill: name}
+	smf0, regs := b.core.SMF.Stats(), b.core.AMF.Stats().Registrations
+	sent0, refused0, ei0 := b.traffic.sent.Load(), b.traffic.refused.Load(), b.errorIndications()
+	var hit []*benchUE
+	for i, u := range b.ues {
+		if i%len(b.gnbs) == 0 {
+			hit = append(hit, u)
+		}
+	}
+	start := time.Now()
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err := fault(fctx)
+	cancel()
+	if err != nil {
+		return r, err
+	}
+	r.Detect = time.Since(start)
+	// Every UE of the gNB was dropped; its next uplink packet brings it
+	// back (the traffic reaches each UE every UEs/UplinkPPS seconds).
+	back := func() int {
+		n := 0
+		for _, u := range hit {
+			if s, ok := u.u.Session(u.psi); ok && s.State == "PDU SESSION ACTIVE" && u.u.Connected() {
+				n++
+			}
+		}
+		return n
+	}
+	if err := waitFor(ctx, 30*time.Second, func() bool { return back() == len(hit) }); err != nil {
+		r.Failures = len(hit) - back()
+	}
+	at, err := b.probeSession(ctx, 30*time.Second)
+	if err != nil {
+		return r, err
+	}
+	r.Recovered = at.Sub(start)
+	ei1 := b.errorIndications()
+	time.Sleep(500 * time.Millisecond)
+	r.LostAfter = b.errorIndications() - ei1
+	r.LostOutage = (ei1 - ei0) + (b.traffic.refused.Load() - refused0)
+	r.Sent = b.traffic.sent.Load() - sent0
+	smf1 := b.core.SMF.Stats()
+	r.Released = int(smf1.Released-smf0.Released) - 1 // the probe's own session
+	r.Restored = len(hit) - r.Failures - r.Released
+	r.Reregistered = int(b.core.AMF.Stats().Registrations - regs)
+	r.Stale = b.stale()
 	return r, nil
 }
 
@@ -421,8 +495,9 @@ func (c closer) Kill() error { return c.u.Close() }
 
 // uplink sends UplinkPPS packets per second round robin from the UEs.
 type uplink struct {
-	sent   atomic.Int64
-	cancel context.CancelFunc
+	sent    atomic.Int64
+	refused atomic.Int64 // the UE had no user plane to send on
+	cancel  context.CancelFunc
 	done   chan struct{}
 }
 
@@ -451,6 +526,8 @@ func startUplink(ctx context.Context, ues []*benchUE, pps int) *uplink {
 				u := ues[next]
 				if err := u.u.SendData(u.psi, pkts[next]); err == nil {
 					t.sent.Add(1)
+				} else {
+					t.refused.Add(1)
 				}
 				next = (next + 1) % len(ues)
 			}
@@ -511,16 +588,9 @@ func waitFor(ctx context.Context, d time.Duration, cond func() bool) error {
 	return nil
 }
 
-func freePorts(n int) ([]int, error) {
-	ps := make([]int, n)
-	for i := range ps {
-		p, err := freeport.UDP()
-		if err != nil {
-			return nil, err
-		}
-		ps[i] = p
-	}
-	return ps, nil
+// loopback draws an address of 127/8 outside 127.0.0.0/16.
+func loopback() netip.Addr {
+	return netip.AddrFrom4([4]byte{127, byte(1 + rand.IntN(254)), byte(rand.IntN(256)), byte(1 + rand.IntN(254))})
 }
 
 func abs(x int) int {

@@ -26,9 +26,14 @@ func TestDrillsRun(t *testing.T) {
 		if r.Reregistered != 0 || r.Stale != 0 || r.LostAfter != 0 || r.Failures != 0 {
 			t.Errorf("%s: %+v", r.Drill, r)
 		}
-		if r.Drill == DrillUPFRestart {
-			if r.Detect > 2*heartbeat || r.Recovered > time.Second || r.Restored != 40 {
-				t.Errorf("%s: detect %v (heartbeat %v), recovered %v, restored %d of 40", r.Drill, r.Detect, heartbeat, r.Recovered, r.Restored)
+		switch r.Drill {
+		case DrillUPFRestart:
+			if r.Detect > 2*heartbeat || r.Recovered > time.Second || r.Restored != 40 || r.Released != 0 {
+				t.Errorf("%s: detect %v (heartbeat %v), recovered %v, restored %d of 40, released %d", r.Drill, r.Detect, heartbeat, r.Recovered, r.Restored, r.Released)
+			}
+		default: // the 20 UEs of gNB 0 come back with their sessions
+			if r.Restored != 20 || r.Released != 0 {
+				t.Errorf("%s: restored %d of 20, released %d", r.Drill, r.Restored, r.Released)
 			}
 		}
 	}

@@ -64,8 +64,10 @@ type Driver struct {
 	sinkMu sync.Mutex
 	sinkW  *writer
 
-	wg     sync.WaitGroup
-	closed atomic.Bool
+	wg        sync.WaitGroup
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
 
 	n3rx, n3tx, n6rx, n6tx, txErr, rxErr atomic.Uint64
 }
@@ -144,14 +146,17 @@ func (d *Driver) Start(ctx context.Context) {
 }
 
 // Close stops the readers and closes the socket and devices (the kernel
-// removes the TUN devices and their routes).
+// removes the TUN devices and their routes). Every call returns once they
+// are closed: the end of Start's context closes the driver too, and a
+// caller of Close must still be able to bind the addresses again when it
+// returns (a UPF restarted in the same process).
 func (d *Driver) Close() error {
-	if d.closed.Swap(true) {
-		return nil
-	}
-	err := d.closeAll()
-	d.wg.Wait()
-	return err
+	d.closeOnce.Do(func() {
+		d.closed.Store(true)
+		d.closeErr = d.closeAll()
+		d.wg.Wait()
+	})
+	return d.closeErr
 }
 
 func (d *Driver) closeAll() error {
