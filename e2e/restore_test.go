@@ -10,8 +10,8 @@ import (
 
 	"github.com/tern5g/tern/config"
 	"github.com/tern5g/tern/gtpu"
-	"github.com/tern5g/tern/pfcp"
 	"github.com/tern5g/tern/nf/smf"
+	"github.com/tern5g/tern/pfcp"
 	"github.com/tern5g/tern/sim/ue"
 	"github.com/tern5g/tern/upf"
 )

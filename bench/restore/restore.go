@@ -498,7 +498,7 @@ type uplink struct {
 	sent    atomic.Int64
 	refused atomic.Int64 // the UE had no user plane to send on
 	cancel  context.CancelFunc
-	done   chan struct{}
+	done    chan struct{}
 }
 
 func startUplink(ctx context.Context, ues []*benchUE, pps int) *uplink {
