@@ -141,4 +141,16 @@ func TestUPFRestartUnderCore(t *testing.T) {
 	if n := u.Stats().Control.Sessions; n != ues+2 {
 		t.Errorf("UPF holds %d sessions, want %d", n, ues+2)
 	}
+	// Everything restored is released cleanly: nothing left in the NFs or
+	// at the restarted UPF (its TEIDs included).
+	for _, p := range append(phones, p) {
+		if err := p.Deregister(context.Background(), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := waitIdle(t, c.Core)
+	st.UPF = u.Stats()
+	if left := leftovers(st); left != "" {
+		t.Errorf("left behind:%s", left)
+	}
 }
