@@ -186,21 +186,6 @@ func (b *bed) connect(ctx context.Context, pps, size int) error {
 	return nil
 }
 
-// waitFor polls cond every 100 µs until it holds or d passes.
-func waitFor(ctx context.Context, d time.Duration, cond func() bool) error {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return errors.New("timed out")
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
-	return nil
-}
-
 // Close stops everything.
 func (b *bed) Close() {
 	for _, g := range b.gnbs {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tern5g/tern/internal/poll"
 	"github.com/tern5g/tern/sim/ue"
 )
 
@@ -121,7 +122,7 @@ func (b *bed) goIdle(ctx context.Context, bus ...*benchUE) error {
 			return fmt.Errorf("release to CM-IDLE: %w", err)
 		}
 	}
-	return waitFor(ctx, 5*time.Second, func() bool {
+	return poll.Until(ctx, 5*time.Second, 100*time.Microsecond, func() bool {
 		return b.core.SMF.Stats().Deactivations >= before+uint64(len(bus))
 	})
 }
@@ -150,7 +151,7 @@ func pagingTrials(ctx context.Context, c PagingConfig, res *PagingResult) error 
 		done := make(chan struct{})
 		go func() { defer close(done); s.Run(sctx) }()
 		var sentNs, recvNs int64
-		err := waitFor(ctx, 10*time.Second, func() bool {
+		err := poll.Until(ctx, 10*time.Second, 100*time.Microsecond, func() bool {
 			var ok bool
 			sentNs, recvNs, ok = s.FirstAfter(start)
 			return ok
@@ -213,7 +214,7 @@ func pagingConcurrent(ctx context.Context, c PagingConfig, n int, res *PagingRes
 		if err := b.core.UPF.InjectDownlink(pkts...); err != nil {
 			return err
 		}
-		err := waitFor(ctx, 10*time.Second, func() bool {
+		err := poll.Until(ctx, 10*time.Second, 100*time.Microsecond, func() bool {
 			for i, bu := range b.ues {
 				if _, _, ok := bu.stream.FirstAfter(marks[i]); !ok {
 					return false

@@ -35,6 +35,7 @@ import (
 	"github.com/tern5g/tern/gtpu"
 	"github.com/tern5g/tern/internal/freeport"
 	"github.com/tern5g/tern/internal/ipv4pkt"
+	"github.com/tern5g/tern/internal/poll"
 	"github.com/tern5g/tern/nf/smf"
 	"github.com/tern5g/tern/pfcp"
 	"github.com/tern5g/tern/report"
@@ -302,7 +303,7 @@ func newBed(ctx context.Context, c Config) (*bed, error) {
 	}
 	// Every downlink path is set up at the UPF (the N2 answers are in)
 	// and every Registration Complete counted.
-	if err := waitFor(ctx, 10*time.Second, func() bool {
+	if err := poll.Until(ctx, 10*time.Second, 200*time.Microsecond, func() bool {
 		return b.core.SMF.Stats().Established >= uint64(c.UEs) && b.core.AMF.Stats().Registrations >= uint64(c.UEs+1)
 	}); err != nil {
 		return nil, fmt.Errorf("sessions: %w", err)
@@ -329,7 +330,7 @@ func (b *bed) Close() {
 }
 
 func (b *bed) waitUPF(ctx context.Context, d time.Duration) error {
-	if err := waitFor(ctx, d, func() bool { return b.core.SMF.UPFStates()["upf"] == "up" }); err != nil {
+	if err := poll.Until(ctx, d, 200*time.Microsecond, func() bool { return b.core.SMF.UPFStates()["upf"] == "up" }); err != nil {
 		return fmt.Errorf("UPF not associated: %w", err)
 	}
 	return nil
@@ -394,7 +395,7 @@ func (b *bed) upfRestart(ctx context.Context) (Result, error) {
 	sentBack := b.traffic.sent.Load()
 
 	// Detected: the SMF has associated again.
-	if err := waitFor(ctx, 10*b.cfg.Heartbeat+5*time.Second, func() bool { return b.core.SMF.Stats().Associations > before.Associations }); err != nil {
+	if err := poll.Until(ctx, 10*b.cfg.Heartbeat+5*time.Second, 200*time.Microsecond, func() bool { return b.core.SMF.Stats().Associations > before.Associations }); err != nil {
 		return r, fmt.Errorf("restart not detected: %w", err)
 	}
 	r.Detect = time.Since(back)
@@ -453,7 +454,7 @@ func (b *bed) ranFault(ctx context.Context, name string, fault func(context.Cont
 		}
 		return n
 	}
-	if err := waitFor(ctx, 30*time.Second, func() bool { return back() == len(hit) }); err != nil {
+	if err := poll.Until(ctx, 30*time.Second, 200*time.Microsecond, func() bool { return back() == len(hit) }); err != nil {
 		r.Failures = len(hit) - back()
 	}
 	at, err := b.probeSession(ctx, 30*time.Second)
@@ -572,20 +573,6 @@ func parallel(ctx context.Context, n, width int, f func(i int) error) error {
 		err = ctx.Err()
 	}
 	return err
-}
-
-func waitFor(ctx context.Context, d time.Duration, cond func() bool) error {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return errors.New("timed out")
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		time.Sleep(200 * time.Microsecond)
-	}
-	return nil
 }
 
 // loopback draws an address of 127/8 outside 127.0.0.0/16.
