@@ -3,13 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/tern5g/tern/config"
 	"github.com/tern5g/tern/gtpu"
+	"github.com/tern5g/tern/internal/freeport"
 	"github.com/tern5g/tern/nf/smf"
 	"github.com/tern5g/tern/pfcp"
 	"github.com/tern5g/tern/sim/ue"
@@ -33,10 +33,6 @@ func startRemoteUPF(t *testing.T, cfg upf.Config) *remoteUPF {
 	}
 	t.Cleanup(func() { u.Close() })
 	return &remoteUPF{cfg: cfg, UPF: u}
-}
-
-func loopback127() netip.Addr {
-	return netip.AddrFrom4([4]byte{127, byte(1 + rand.IntN(254)), byte(rand.IntN(256)), byte(1 + rand.IntN(254))})
 }
 
 // waitUPF waits for the SMF to see its UPF in state want.
@@ -65,7 +61,7 @@ func TestUPFRestartUnderCore(t *testing.T) {
 	// addresses of their own in 127/8: parallel test binaries do not
 	// collide with them, and no ephemeral socket can take the UPF's ports
 	// while it restarts.
-	n4, upfAddr := loopback127(), loopback127()
+	n4, upfAddr := freeport.Loopback(), freeport.Loopback()
 	ucfg := upf.DefaultConfig()
 	ucfg.PFCPAddr = netip.AddrPortFrom(upfAddr, pfcp.Port).String()
 	ucfg.N3Addr = netip.AddrPortFrom(upfAddr, gtpu.Port).String()

@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -124,7 +123,7 @@ func newBed(ctx context.Context, c bedConfig) (*bed, error) {
 		for try := 0; ; try++ {
 			// Another process may hold GTP-U on the address drawn: draw
 			// again.
-			gc.N3Addr = netip.AddrPortFrom(loopback(), gtpu.Port).String()
+			gc.N3Addr = netip.AddrPortFrom(freeport.Loopback(), gtpu.Port).String()
 			g, err = gnb.Dial(ctx, gc)
 			if err == nil || !errors.Is(err, syscall.EADDRINUSE) || try == 8 {
 				break
@@ -157,13 +156,6 @@ func newBed(ctx context.Context, c bedConfig) (*bed, error) {
 	}
 	ok = true
 	return b, nil
-}
-
-// loopback draws an address of 127/8 (not 127.0.0.0/16) for a gNB's N3
-// socket, so that each gNB can own port 2152 on its own address (the
-// F-TEIDs carry no port).
-func loopback() netip.Addr {
-	return netip.AddrFrom4([4]byte{127, byte(1 + rand.IntN(254)), byte(rand.IntN(256)), byte(1 + rand.IntN(254))})
 }
 
 // connect registers every UE and gives it a PDU session whose downlink

@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
@@ -221,8 +220,8 @@ func newBed(ctx context.Context, c Config) (*bed, error) {
 	// addresses of their own in 127/8: other cores on the host do not
 	// collide with them, and no socket bound to an ephemeral port can take
 	// the UPF's while it restarts.
-	n4 := loopback().String()
-	upfAddr := loopback().String()
+	n4 := freeport.Loopback().String()
+	upfAddr := freeport.Loopback().String()
 	b.pfcp = net.JoinHostPort(upfAddr, strconv.Itoa(pfcp.Port))
 	b.n3 = net.JoinHostPort(upfAddr, strconv.Itoa(gtpu.Port))
 
@@ -573,11 +572,6 @@ func parallel(ctx context.Context, n, width int, f func(i int) error) error {
 		err = ctx.Err()
 	}
 	return err
-}
-
-// loopback draws an address of 127/8 outside 127.0.0.0/16.
-func loopback() netip.Addr {
-	return netip.AddrFrom4([4]byte{127, byte(1 + rand.IntN(254)), byte(rand.IntN(256)), byte(1 + rand.IntN(254))})
 }
 
 func abs(x int) int {

@@ -5,7 +5,9 @@ package freeport
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"net/netip"
 )
 
 // UDP returns a loopback UDP port that was free a moment ago. Another
@@ -18,4 +20,12 @@ func UDP() (int, error) {
 	}
 	defer c.Close()
 	return c.LocalAddr().(*net.UDPAddr).Port, nil
+}
+
+// Loopback draws an address of 127/8 outside 127.0.0.0/16, where a run can
+// own a well-known port (GTP-U 2152, PFCP 8805) that other processes on
+// the host also use on addresses of their own, and that no socket bound to
+// an ephemeral port can take. Linux answers the whole of 127/8 on lo.
+func Loopback() netip.Addr {
+	return netip.AddrFrom4([4]byte{127, byte(1 + rand.IntN(254)), byte(rand.IntN(256)), byte(1 + rand.IntN(254))})
 }
