@@ -24,6 +24,7 @@ import (
 type cp struct {
 	mu      sync.Mutex
 	reports []*pfcp.SessionReportRequest
+	nodes   []*pfcp.NodeReportRequest
 	got     chan struct{}
 }
 
@@ -33,6 +34,13 @@ func (c *cp) HandleSessionReport(_ context.Context, _ uint64, req *pfcp.SessionR
 	c.mu.Unlock()
 	c.got <- struct{}{}
 	return &pfcp.SessionReportResponse{Cause: pfcp.CauseRequestAccepted}
+}
+
+func (c *cp) HandleNodeReport(_ context.Context, req *pfcp.NodeReportRequest) *pfcp.NodeReportResponse {
+	c.mu.Lock()
+	c.nodes = append(c.nodes, req)
+	c.mu.Unlock()
+	return &pfcp.NodeReportResponse{NodeID: req.NodeID, Cause: pfcp.CauseRequestAccepted}
 }
 
 // gnbAddr is a loopback address of its own for this test process, so a

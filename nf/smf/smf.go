@@ -280,6 +280,8 @@ type counters struct {
 	pathSwitches   atomic.Uint64
 	deactivations  atomic.Uint64
 	activations    atomic.Uint64
+
+	errorIndicationReports, nodeReports, upFailureDeactivations atomic.Uint64
 }
 
 // Stats is a snapshot of the SMF's state and counters.
@@ -306,6 +308,11 @@ type Stats struct {
 	// AN release (the UPF buffers from then) and brought back by a
 	// service request.
 	Deactivations, Activations uint64
+	// ErrorIndicationReports and NodeReports count PFCP reports of a
+	// broken N3 tunnel (a gNB's GTP-U Error Indication) and of node
+	// events (user plane path failure or recovery); UPFailureDeactivations
+	// the user planes they took down (TS 23.527 §5).
+	ErrorIndicationReports, NodeReports, UPFailureDeactivations uint64
 }
 
 // Stats returns a snapshot.
@@ -329,6 +336,10 @@ func (s *SMF) Stats() Stats {
 		PathSwitches:   s.stats.pathSwitches.Load(),
 		Deactivations:  s.stats.deactivations.Load(),
 		Activations:    s.stats.activations.Load(),
+
+		ErrorIndicationReports: s.stats.errorIndicationReports.Load(),
+		NodeReports:            s.stats.nodeReports.Load(),
+		UPFailureDeactivations: s.stats.upFailureDeactivations.Load(),
 	}
 	for _, d := range s.cfg.order {
 		st.IPs[d.name] = d.pool.allocated()
