@@ -338,14 +338,25 @@ func AppendErrorIndication(dst []byte, e *ErrorIndication) []byte {
 
 // ParseErrorIndication decodes an Error Indication; PeerAddr aliases b.
 func ParseErrorIndication(b []byte) (*ErrorIndication, error) {
-	var h Header
-	if err := Parse(b, &h); err != nil {
+	e := &ErrorIndication{}
+	if err := e.Decode(b); err != nil {
 		return nil, err
 	}
-	if h.Type != TypeErrorIndication {
-		return nil, fmt.Errorf("gtpu: message type %d is not an Error Indication", h.Type)
+	return e, nil
+}
+
+// Decode decodes the Error Indication in b into e (§7.3.1: TEID Data I
+// and GTP-U Peer Address are mandatory); PeerAddr aliases b. It does not
+// allocate, so that a UPF can handle Error Indications on its packet path.
+func (e *ErrorIndication) Decode(b []byte) error {
+	var h Header
+	if err := Parse(b, &h); err != nil {
+		return err
 	}
-	e := &ErrorIndication{Seq: h.Seq, UDPPort: h.UDPPort}
+	if h.Type != TypeErrorIndication {
+		return fmt.Errorf("gtpu: message type %d is not an Error Indication", h.Type)
+	}
+	*e = ErrorIndication{Seq: h.Seq, UDPPort: h.UDPPort}
 	var haveTEID, havePeer bool
 	err := walkIEs(h.Payload(b), func(t uint8, v []byte) {
 		switch t {
@@ -358,16 +369,23 @@ func ParseErrorIndication(b []byte) (*ErrorIndication, error) {
 		}
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !haveTEID || !havePeer {
-		return nil, ErrMissingIE
+		return ErrMissingIE
 	}
 	if len(e.PeerAddr) != 4 && len(e.PeerAddr) != 16 {
-		return nil, fmt.Errorf("%w: GTP-U Peer Address of %d octets", ErrBadIE, len(e.PeerAddr))
+		return errBadPeerAddress
 	}
-	return e, nil
+	return nil
 }
+
+// errBadPeerAddress: a GTP-U Peer Address IE (§8.4) is 4 or 16 octets.
+var errBadPeerAddress = fmt.Errorf("%w: GTP-U Peer Address of neither 4 nor 16 octets", ErrBadIE)
+
+// EchoRequestLen is the length of the Echo Request AppendEchoRequest
+// writes: the header with the sequence number, no IE.
+const EchoRequestLen = MandatoryLen + 4
 
 // ParseRecovery returns the Recovery IE of an Echo Response payload.
 func ParseRecovery(payload []byte) (uint8, error) {

@@ -255,6 +255,29 @@ func TestParseNoAlloc(t *testing.T) {
 	}
 }
 
+// TestDecodeAllocations: a UPF decodes Error Indications and Echo
+// Responses on its packet path, which allocates nothing.
+func TestDecodeAllocations(t *testing.T) {
+	ei := gtpu.AppendErrorIndication(nil, &gtpu.ErrorIndication{Seq: 1, TEID: 9, PeerAddr: []byte{10, 100, 3, 1}, UDPPort: 2152})
+	resp := gtpu.AppendEchoResponse(nil, 7)
+	var h gtpu.Header
+	if err := gtpu.Parse(resp, &h); err != nil {
+		t.Fatal(err)
+	}
+	var e gtpu.ErrorIndication
+	n := testing.AllocsPerRun(100, func() {
+		if err := e.Decode(ei); err != nil || e.TEID != 9 {
+			t.Fatal(err)
+		}
+		if _, err := gtpu.ParseRecovery(h.Payload(resp)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n != 0 {
+		t.Errorf("%v allocations per decode", n)
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	f.Add(unhexF(dlGPDU))
 	f.Add(gtpu.AppendEchoRequest(nil, 1))
@@ -273,7 +296,15 @@ func FuzzParse(f *testing.F) {
 		}
 		_ = h.Payload(b)
 		if h.Type == gtpu.TypeErrorIndication {
-			_, _ = gtpu.ParseErrorIndication(b)
+			var e gtpu.ErrorIndication
+			if e.Decode(b) == nil {
+				// What decodes encodes again to the same content.
+				var back gtpu.ErrorIndication
+				if err := back.Decode(gtpu.AppendErrorIndication(nil, &e)); err != nil || back.TEID != e.TEID ||
+					!bytes.Equal(back.PeerAddr, e.PeerAddr) || back.UDPPort != e.UDPPort {
+					t.Fatalf("re-encoded %+v decodes to %+v, %v", e, back, err)
+				}
+			}
 		}
 		if h.Type == gtpu.TypeEndMarker {
 			if teid, err := gtpu.ParseEndMarker(b); err == nil && teid != h.TEID {

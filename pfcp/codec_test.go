@@ -145,6 +145,18 @@ func fullMessages() []Message {
 			UsageReports:       []UsageReport{fullUsageReport(4)},
 		},
 		&SessionReportResponse{Cause: CauseRequestAccepted, OffendingIE: IEReportType},
+		&SessionReportRequest{
+			ReportType: ReportERIR,
+			ErrorIndicationReport: &ErrorIndicationReport{RemoteFTEIDs: []FTEID{
+				{TEID: 0xa0b0c0d0, IPv4: gnbAddr}, {TEID: 7, IPv4: netip.MustParseAddr("10.100.3.9")},
+			}},
+		},
+		&NodeReportRequest{
+			NodeID: NodeID{IP: upfAddr}, ReportType: NodeReportUPFR | NodeReportUPRR,
+			PathFailurePeers:  []netip.Addr{gnbAddr, netip.MustParseAddr("2001:db8::5")},
+			PathRecoveryPeers: []netip.Addr{netip.MustParseAddr("10.100.3.9")},
+		},
+		&NodeReportResponse{NodeID: NodeID{IP: smfAddr}, Cause: CauseRequestAccepted, OffendingIE: IENodeReportType},
 	}
 }
 
@@ -404,6 +416,79 @@ func TestDownlinkDataReportOnTheWire(t *testing.T) {
 	// Octet 5: QFII (bit 2) without PPI; then the QFI.
 	if pdr != 2 || !bytes.Equal(dsi, []byte{0x02, 9}) {
 		t.Errorf("go-pfcp sees PDR %d, DL Data Service Information % x", pdr, dsi)
+	}
+}
+
+// TestNodeReportOnTheWire checks a User Plane Path Failure Report (§7.4.5.1)
+// as go-pfcp reads it: Node Report Type with UPFR, and a Remote GTP-U Peer
+// (§8.2.70) with the V4 flag and the gNB address.
+func TestNodeReportOnTheWire(t *testing.T) {
+	b, err := Encode(&NodeReportRequest{NodeID: NodeID{IP: upfAddr}, ReportType: NodeReportUPFR,
+		PathFailurePeers: []netip.Addr{gnbAddr}}, 9, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gm, err := message.ParseNodeReportRequest(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gm.NodeReportType == nil || gm.UserPlanePathFailureReport == nil {
+		t.Fatalf("go-pfcp sees no Node Report Type or no path failure report: %+v", gm)
+	}
+	if typ, err := gm.NodeReportType.NodeReportType(); err != nil || typ != 0x01 {
+		t.Errorf("Node Report Type %#x %v, want UPFR", typ, err)
+	}
+	kids, err := gm.UserPlanePathFailureReport.UserPlanePathFailureReport()
+	if err != nil || len(kids) != 1 {
+		t.Fatalf("path failure report members %v %v", kids, err)
+	}
+	peer, err := kids[0].RemoteGTPUPeer()
+	if err != nil || !peer.IPv4Address.Equal(net.IP(gnbAddr.AsSlice())) {
+		t.Errorf("remote GTP-U peer %+v %v, want %s", peer, err, gnbAddr)
+	}
+	// A report type whose report is missing is a conditional IE error.
+	raw := encodeRaw(t, MsgNodeReportRequest, 0, ie.NewNodeID(upfAddr.String(), "", ""), ie.NewNodeReportType(0x01))
+	var ieErr *IEError
+	if _, _, err := Decode(raw); !errors.As(err, &ieErr) || ieErr.Cause != CauseConditionalIEMissing ||
+		ieErr.OffendingIE != IEUserPlanePathFailureReport {
+		t.Errorf("UPFR without the report: %v", err)
+	}
+	// A Remote GTP-U Peer without an address flag is malformed.
+	raw = encodeRaw(t, MsgNodeReportRequest, 0, ie.NewNodeID(upfAddr.String(), "", ""), ie.NewNodeReportType(0x01),
+		ie.NewGroupedIE(ie.UserPlanePathFailureReport, ie.New(ie.RemoteGTPUPeer, []byte{0})))
+	if _, _, err := Decode(raw); !errors.As(err, &ieErr) || ieErr.OffendingIE != IERemoteGTPUPeer {
+		t.Errorf("peer without address: %v", err)
+	}
+}
+
+// TestErrorIndicationReportOnTheWire checks §7.5.8.4 as go-pfcp reads it:
+// the Remote F-TEID with the gNB's TEID and address.
+func TestErrorIndicationReportOnTheWire(t *testing.T) {
+	b, err := Encode(&SessionReportRequest{ReportType: ReportERIR,
+		ErrorIndicationReport: &ErrorIndicationReport{RemoteFTEIDs: []FTEID{{TEID: 0x55, IPv4: gnbAddr}}}}, 1, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gm, err := message.ParseSessionReportRequest(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gm.ErrorIndicationReport == nil {
+		t.Fatal("no Error Indication Report")
+	}
+	kids, err := ie.ParseMultiIEs(gm.ErrorIndicationReport.Payload)
+	if err != nil || len(kids) != 1 || kids[0].Type != ie.FTEID {
+		t.Fatalf("Error Indication Report members %v %v", kids, err)
+	}
+	f, err := kids[0].FTEID()
+	if err != nil || f.TEID != 0x55 || !f.IPv4Address.Equal(net.IP(gnbAddr.AsSlice())) {
+		t.Errorf("go-pfcp sees remote F-TEID %+v %v", f, err)
+	}
+	// The Remote F-TEID is mandatory in the report.
+	raw := encodeRaw(t, MsgSessionReportRequest, 5, ie.NewReportType(0, 0, 1, 0), ie.NewGroupedIE(ie.ErrorIndicationReport, ie.NewPDRID(1)))
+	var ieErr *IEError
+	if _, _, err := Decode(raw); !errors.As(err, &ieErr) || ieErr.Cause != CauseMandatoryIEMissing || ieErr.OffendingIE != IEFTEID {
+		t.Errorf("report without Remote F-TEID: %v", err)
 	}
 }
 

@@ -108,6 +108,10 @@ func newMessage(t uint8) Message {
 		return &AssociationReleaseResponse{}
 	case MsgVersionNotSupportedResponse:
 		return &VersionNotSupportedResponse{}
+	case MsgNodeReportRequest:
+		return &NodeReportRequest{}
+	case MsgNodeReportResponse:
+		return &NodeReportResponse{}
 	case MsgSessionEstablishmentRequest:
 		return &SessionEstablishmentRequest{}
 	case MsgSessionEstablishmentResponse:
@@ -212,6 +216,14 @@ func (d *decoder) message(m Message, body []byte) {
 		m.NodeID = d.nodeIDOf(ies)
 		m.Cause = d.causeOf(ies)
 	case *VersionNotSupportedResponse:
+	case *NodeReportRequest:
+		d.nodeReportRequest(m, ies)
+	case *NodeReportResponse:
+		m.NodeID = d.nodeIDOf(ies)
+		m.Cause = d.causeOf(ies)
+		if x := find(ies, ie.OffendingIE); x != nil {
+			m.OffendingIE = d.u16(x)
+		}
 	case *SessionEstablishmentRequest:
 		d.establishmentRequest(m, ies)
 	case *SessionEstablishmentResponse:
@@ -580,8 +592,98 @@ func (d *decoder) reportRequest(m *SessionReportRequest, ies []*ie.IE) {
 			m.DownlinkDataReport = r
 		case ie.UsageReportWithinSessionReportRequest:
 			m.UsageReports = append(m.UsageReports, d.usageReport(x))
+		case ie.ErrorIndicationReport:
+			// §7.5.8.4: Remote F-TEID is M, one per tunnel.
+			kids := d.kids(x)
+			d.must(kids, ie.FTEID)
+			r := &ErrorIndicationReport{}
+			for _, k := range kids {
+				if k.Type != ie.FTEID {
+					continue
+				}
+				if f := d.fteid(k); f != nil {
+					r.RemoteFTEIDs = append(r.RemoteFTEIDs, *f)
+				}
+			}
+			m.ErrorIndicationReport = r
 		}
 	}
+}
+
+// nodeReportRequest decodes §7.4.5.1: Node ID and Node Report Type are M;
+// each report is C on its flag and holds one or more Remote GTP-U Peers.
+func (d *decoder) nodeReportRequest(m *NodeReportRequest, ies []*ie.IE) {
+	m.NodeID = d.nodeIDOf(ies)
+	if x := d.must(ies, ie.NodeReportType); x != nil {
+		m.ReportType = d.u8(x)
+	}
+	for _, x := range ies {
+		d.current = x.Type
+		switch x.Type {
+		case ie.UserPlanePathFailureReport:
+			m.PathFailurePeers = append(m.PathFailurePeers, d.remotePeers(x)...)
+		case ie.UserPlanePathRecoveryReport:
+			m.PathRecoveryPeers = append(m.PathRecoveryPeers, d.remotePeers(x)...)
+		}
+	}
+	if m.ReportType&NodeReportUPFR != 0 && len(m.PathFailurePeers) == 0 {
+		d.fail(CauseConditionalIEMissing, ie.UserPlanePathFailureReport, nil)
+	}
+	if m.ReportType&NodeReportUPRR != 0 && len(m.PathRecoveryPeers) == 0 {
+		d.fail(CauseConditionalIEMissing, ie.UserPlanePathRecoveryReport, nil)
+	}
+}
+
+// remotePeers returns the addresses of the Remote GTP-U Peer IEs (§8.2.70)
+// of a path failure or recovery report. The Destination Interface and
+// Network Instance fields are checked for length and skipped.
+func (d *decoder) remotePeers(x *ie.IE) []netip.Addr {
+	kids := d.kids(x)
+	d.must(kids, ie.RemoteGTPUPeer)
+	var out []netip.Addr
+	for _, k := range kids {
+		if k.Type != ie.RemoteGTPUPeer {
+			continue
+		}
+		p := k.Payload
+		if len(p) < 1 {
+			d.bad(k.Type, io.ErrUnexpectedEOF)
+			return out
+		}
+		flags, p := p[0], p[1:]
+		n := 0
+		if flags&remotePeerV4 != 0 {
+			n += 4
+		}
+		if flags&remotePeerV6 != 0 {
+			n += 16
+		}
+		if n == 0 || len(p) < n {
+			d.bad(k.Type, fmt.Errorf("remote GTP-U peer: flags %#x with %d octets", flags, len(p)))
+			return out
+		}
+		if flags&remotePeerV4 != 0 {
+			out = append(out, netip.AddrFrom4([4]byte(p[:4])))
+			p = p[4:]
+		}
+		if flags&remotePeerV6 != 0 {
+			out = append(out, netip.AddrFrom16([16]byte(p[:16])))
+			p = p[16:]
+		}
+		// DI: a 2-octet length then the interface; NI: a 2-octet length
+		// then the name.
+		for _, f := range []uint8{remotePeerDI, remotePeerNI} {
+			if flags&f == 0 {
+				continue
+			}
+			if len(p) < 2 || len(p) < 2+int(binary.BigEndian.Uint16(p)) {
+				d.bad(k.Type, io.ErrUnexpectedEOF)
+				return out
+			}
+			p = p[2+int(binary.BigEndian.Uint16(p)):]
+		}
+	}
+	return out
 }
 
 func (d *decoder) pdi(x *ie.IE) PDI {

@@ -75,6 +75,16 @@ func (c directCP) ReportSession(ctx context.Context, cpSEID uint64, req *Session
 	return nonNil(c.h.HandleSessionReport(ctx, cpSEID, req), "session report")
 }
 
+func (c directCP) ReportNode(ctx context.Context, req *NodeReportRequest) (*NodeReportResponse, error) {
+	if c.h == nil {
+		return nil, ErrNoControlPlane
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return nonNil(c.h.HandleNodeReport(ctx, req), "node report")
+}
+
 func nonNil[T any](resp *T, what string) (*T, error) {
 	if resp == nil {
 		return nil, errors.New("pfcp: handler returned no " + what + " response")

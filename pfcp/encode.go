@@ -102,6 +102,19 @@ func encodeIEs(m Message) ([]*ie.IE, error) {
 		e.nodeID(m.NodeID)
 		e.add(ie.NewCause(uint8(m.Cause)))
 	case *VersionNotSupportedResponse:
+	case *NodeReportRequest:
+		e.nodeID(m.NodeID)
+		e.add(ie.New(ie.NodeReportType, []byte{m.ReportType}))
+		if len(m.PathFailurePeers) > 0 {
+			e.add(peersIE(ie.UserPlanePathFailureReport, m.PathFailurePeers))
+		}
+		if len(m.PathRecoveryPeers) > 0 {
+			e.add(peersIE(ie.UserPlanePathRecoveryReport, m.PathRecoveryPeers))
+		}
+	case *NodeReportResponse:
+		e.nodeID(m.NodeID)
+		e.add(ie.NewCause(uint8(m.Cause)))
+		e.offending(m.OffendingIE)
 	case *SessionEstablishmentRequest:
 		e.nodeID(m.NodeID)
 		e.add(fseidIE(m.CPFSEID))
@@ -168,6 +181,14 @@ func encodeIEs(m Message) ([]*ie.IE, error) {
 		}
 		for i := range m.UsageReports {
 			e.add(usageReportIE(ie.UsageReportWithinSessionReportRequest, &m.UsageReports[i]))
+		}
+		if r := m.ErrorIndicationReport; r != nil {
+			// §7.5.8.4: one Remote F-TEID (an F-TEID IE) per tunnel.
+			kids := make([]*ie.IE, 0, len(r.RemoteFTEIDs))
+			for i := range r.RemoteFTEIDs {
+				kids = append(kids, fteidIE(&r.RemoteFTEIDs[i]))
+			}
+			e.add(ie.NewGroupedIE(ie.ErrorIndicationReport, kids...))
 		}
 	case *SessionReportResponse:
 		e.add(ie.NewCause(uint8(m.Cause)))
@@ -349,6 +370,35 @@ func timestampIE(t uint16, ts time.Time) *ie.IE {
 
 // ntpEpochOffset is 1970-01-01 minus 1900-01-01 in seconds.
 const ntpEpochOffset = 2208988800
+
+// peersIE builds a User Plane Path Failure / Recovery Report (§7.4.5.1-2,
+// -3): one Remote GTP-U Peer IE (§8.2.70) per address, with the V4 or V6
+// flag and no Destination Interface or Network Instance.
+func peersIE(t uint16, peers []netip.Addr) *ie.IE {
+	kids := make([]*ie.IE, 0, len(peers))
+	for _, a := range peers {
+		a = a.Unmap()
+		switch {
+		case a.Is4():
+			b := a.As4()
+			kids = append(kids, ie.New(ie.RemoteGTPUPeer, append([]byte{remotePeerV4}, b[:]...)))
+		case a.Is6():
+			b := a.As16()
+			kids = append(kids, ie.New(ie.RemoteGTPUPeer, append([]byte{remotePeerV6}, b[:]...)))
+		default:
+			return nil // an invalid address: the encoder reports it
+		}
+	}
+	return ie.NewGroupedIE(t, kids...)
+}
+
+// Remote GTP-U Peer flags (§8.2.70 octet 5).
+const (
+	remotePeerV6 uint8 = 0x01
+	remotePeerV4 uint8 = 0x02
+	remotePeerDI uint8 = 0x04
+	remotePeerNI uint8 = 0x08
+)
 
 func fseidIE(f FSEID) *ie.IE {
 	return ie.NewFSEID(f.SEID, ip4(f.IPv4), nil)

@@ -420,6 +420,16 @@ func (e *Endpoint) serve(hdr Header, msg Message, ieErr *IEError, peer netip.Add
 			return nil, 0, false
 		}
 		return r, 0, true
+	case *NodeReportRequest:
+		if ieErr != nil || e.cfg.CP == nil {
+			c, off := e.rejectCauseIE(ieErr)
+			return &NodeReportResponse{NodeID: e.cfg.NodeID, Cause: c, OffendingIE: off}, 0, true
+		}
+		r := e.cfg.CP.HandleNodeReport(ctx, m)
+		if r == nil {
+			return nil, 0, false
+		}
+		return r, 0, true
 	case *SessionEstablishmentRequest:
 		cpSEID := m.CPFSEID.SEID
 		if ieErr != nil || e.cfg.UP == nil {
@@ -678,4 +688,8 @@ type udpControlPlane struct {
 
 func (c *udpControlPlane) ReportSession(ctx context.Context, cpSEID uint64, req *SessionReportRequest) (*SessionReportResponse, error) {
 	return expect[*SessionReportResponse](c.e.request(ctx, c.peer, req, cpSEID))
+}
+
+func (c *udpControlPlane) ReportNode(ctx context.Context, req *NodeReportRequest) (*NodeReportResponse, error) {
+	return expect[*NodeReportResponse](c.e.request(ctx, c.peer, req, 0))
 }

@@ -86,6 +86,14 @@ func (f *fakeUP) HandleSessionDeletion(_ context.Context, seid uint64) *SessionD
 type fakeCP struct {
 	mu      sync.Mutex
 	reports []uint64
+	nodes   []*NodeReportRequest
+}
+
+func (c *fakeCP) HandleNodeReport(_ context.Context, req *NodeReportRequest) *NodeReportResponse {
+	c.mu.Lock()
+	c.nodes = append(c.nodes, req)
+	c.mu.Unlock()
+	return &NodeReportResponse{NodeID: NodeID{IP: smfAddr}, Cause: CauseRequestAccepted}
 }
 
 func (c *fakeCP) HandleSessionReport(_ context.Context, seid uint64, req *SessionReportRequest) *SessionReportResponse {
@@ -194,9 +202,19 @@ func TestEndpointSessionLifecycle(t *testing.T) {
 	if err != nil || rr.Cause != CauseRequestAccepted {
 		t.Fatalf("report: %+v %v", rr, err)
 	}
+	// A Node Report (§7.4.5) takes the same way back, node-related.
+	nr, err := toSMF.ReportNode(ctx, &NodeReportRequest{NodeID: NodeID{IP: upfAddr}, ReportType: NodeReportUPFR,
+		PathFailurePeers: []netip.Addr{gnbAddr}})
+	if err != nil || nr.Cause != CauseRequestAccepted || nr.NodeID.IP != smfAddr {
+		t.Fatalf("node report: %+v %v", nr, err)
+	}
 	cp.mu.Lock()
 	if len(cp.reports) != 1 || cp.reports[0] != 0xc0ffee {
 		t.Errorf("SMF got reports for %v", cp.reports)
+	}
+	if len(cp.nodes) != 1 || cp.nodes[0].NodeID.IP != upfAddr || len(cp.nodes[0].PathFailurePeers) != 1 ||
+		cp.nodes[0].PathFailurePeers[0] != gnbAddr {
+		t.Errorf("SMF got node reports %+v", cp.nodes)
 	}
 	cp.mu.Unlock()
 
@@ -650,6 +668,13 @@ func TestDirect(t *testing.T) {
 	if len(cp.reports) != 1 || cp.reports[0] != 5 {
 		t.Errorf("reports %v", cp.reports)
 	}
+	nodeReport := &NodeReportRequest{NodeID: NodeID{IP: upfAddr}, ReportType: NodeReportUPRR, PathRecoveryPeers: []netip.Addr{gnbAddr}}
+	if nr, err := up.cp.ReportNode(ctx, nodeReport); err != nil || nr.Cause != CauseRequestAccepted {
+		t.Fatal(nr, err)
+	}
+	if len(cp.nodes) != 1 || cp.nodes[0] != nodeReport {
+		t.Errorf("node reports %v", cp.nodes)
+	}
 	if dr, err := d.DeleteSession(ctx, er.UPFSEID.SEID); err != nil || dr.Cause != CauseRequestAccepted {
 		t.Fatal(dr, err)
 	}
@@ -665,6 +690,9 @@ func TestDirect(t *testing.T) {
 	_, _ = noCP.SetupAssociation(ctx, &AssociationSetupRequest{})
 	if _, err := noCP.(*direct).cp.ReportSession(ctx, 1, &SessionReportRequest{}); !errors.Is(err, ErrNoControlPlane) {
 		t.Errorf("report without CP: %v", err)
+	}
+	if _, err := noCP.(*direct).cp.ReportNode(ctx, nodeReport); !errors.Is(err, ErrNoControlPlane) {
+		t.Errorf("node report without CP: %v", err)
 	}
 }
 

@@ -1,6 +1,9 @@
 package pfcp
 
-import "time"
+import (
+	"net/netip"
+	"time"
+)
 
 // Message types (§7.3 Table 7.3-1).
 const (
@@ -11,6 +14,8 @@ const (
 	MsgAssociationReleaseRequest    uint8 = 9
 	MsgAssociationReleaseResponse   uint8 = 10
 	MsgVersionNotSupportedResponse  uint8 = 11
+	MsgNodeReportRequest            uint8 = 12
+	MsgNodeReportResponse           uint8 = 13
 	MsgSessionEstablishmentRequest  uint8 = 50
 	MsgSessionEstablishmentResponse uint8 = 51
 	MsgSessionModificationRequest   uint8 = 52
@@ -23,43 +28,48 @@ const (
 
 // IE types used as Offending IE values (§8.1.2 Table 8.1.2-1).
 const (
-	IECreatePDR            uint16 = 1
-	IEPDI                  uint16 = 2
-	IECreateFAR            uint16 = 3
-	IEForwardingParameters uint16 = 4
-	IECreateURR            uint16 = 6
-	IECreateQER            uint16 = 7
-	IEUpdatePDR            uint16 = 9
-	IEUpdateFAR            uint16 = 10
-	IEUpdateURR            uint16 = 13
-	IEUpdateQER            uint16 = 14
-	IERemovePDR            uint16 = 15
-	IERemoveFAR            uint16 = 16
-	IERemoveURR            uint16 = 17
-	IERemoveQER            uint16 = 18
-	IECause                uint16 = 19
-	IESourceInterface      uint16 = 20
-	IEFTEID                uint16 = 21
-	IEGateStatus           uint16 = 25
-	IEPrecedence           uint16 = 29
-	IEReportType           uint16 = 39
-	IEOffendingIE          uint16 = 40
-	IEDestinationInterface uint16 = 42
-	IEApplyAction          uint16 = 44
-	IEPDRID                uint16 = 56
-	IEFSEID                uint16 = 57
-	IENodeID               uint16 = 60
-	IEMeasurementMethod    uint16 = 62
-	IEReportingTriggers    uint16 = 37
-	IEQueryURR             uint16 = 77
-	IEURRID                uint16 = 81
-	IECreateBAR            uint16 = 85
-	IEUpdateBAR            uint16 = 86
-	IERemoveBAR            uint16 = 87
-	IEBARID                uint16 = 88
-	IERecoveryTimeStamp    uint16 = 96
-	IEFARID                uint16 = 108
-	IEQERID                uint16 = 109
+	IECreatePDR                   uint16 = 1
+	IEPDI                         uint16 = 2
+	IECreateFAR                   uint16 = 3
+	IEForwardingParameters        uint16 = 4
+	IECreateURR                   uint16 = 6
+	IECreateQER                   uint16 = 7
+	IEUpdatePDR                   uint16 = 9
+	IEUpdateFAR                   uint16 = 10
+	IEUpdateURR                   uint16 = 13
+	IEUpdateQER                   uint16 = 14
+	IERemovePDR                   uint16 = 15
+	IERemoveFAR                   uint16 = 16
+	IERemoveURR                   uint16 = 17
+	IERemoveQER                   uint16 = 18
+	IECause                       uint16 = 19
+	IESourceInterface             uint16 = 20
+	IEFTEID                       uint16 = 21
+	IEGateStatus                  uint16 = 25
+	IEPrecedence                  uint16 = 29
+	IEReportType                  uint16 = 39
+	IEOffendingIE                 uint16 = 40
+	IEDestinationInterface        uint16 = 42
+	IEApplyAction                 uint16 = 44
+	IEPDRID                       uint16 = 56
+	IEFSEID                       uint16 = 57
+	IENodeID                      uint16 = 60
+	IEMeasurementMethod           uint16 = 62
+	IEReportingTriggers           uint16 = 37
+	IEQueryURR                    uint16 = 77
+	IEURRID                       uint16 = 81
+	IECreateBAR                   uint16 = 85
+	IEUpdateBAR                   uint16 = 86
+	IERemoveBAR                   uint16 = 87
+	IEBARID                       uint16 = 88
+	IERecoveryTimeStamp           uint16 = 96
+	IEErrorIndicationReport       uint16 = 99
+	IENodeReportType              uint16 = 101
+	IEUserPlanePathFailureReport  uint16 = 102
+	IERemoteGTPUPeer              uint16 = 103
+	IEFARID                       uint16 = 108
+	IEQERID                       uint16 = 109
+	IEUserPlanePathRecoveryReport uint16 = 187
 )
 
 // Message is one PFCP message of the set tern speaks.
@@ -107,6 +117,29 @@ type AssociationReleaseResponse struct {
 
 // VersionNotSupportedResponse (§7.4.4.7): header only.
 type VersionNotSupportedResponse struct{}
+
+// NodeReportRequest (§7.4.5.1): the Node Report procedure (§6.2.9), by
+// which a UP function reports an event of the node rather than of one
+// session; here the GTP-U paths to remote peers that Echo supervision
+// found broken or working again (TS 23.007 §20.3.1).
+type NodeReportRequest struct {
+	NodeID NodeID
+	// ReportType is the Node Report Type (§8.2.69): NodeReport* flags.
+	ReportType uint8
+	// PathFailurePeers are the Remote GTP-U Peers (§8.2.70) of the User
+	// Plane Path Failure Report (§7.4.5.1-2); present with UPFR.
+	PathFailurePeers []netip.Addr
+	// PathRecoveryPeers are those of the User Plane Path Recovery Report
+	// (§7.4.5.1-3, Rel-16); present with UPRR.
+	PathRecoveryPeers []netip.Addr
+}
+
+// NodeReportResponse (§7.4.5.2).
+type NodeReportResponse struct {
+	NodeID      NodeID
+	Cause       Cause
+	OffendingIE uint16
+}
 
 // SessionEstablishmentRequest (§7.5.2).
 type SessionEstablishmentRequest struct {
@@ -179,6 +212,8 @@ type SessionReportRequest struct {
 	ReportType         uint8 // Report* flags
 	DownlinkDataReport *DownlinkDataReport
 	UsageReports       []UsageReport
+	// ErrorIndicationReport comes with ReportERIR (§7.5.8.4).
+	ErrorIndicationReport *ErrorIndicationReport
 }
 
 // SessionReportResponse (§7.5.9).
@@ -194,6 +229,8 @@ func (*AssociationSetupResponse) MessageType() uint8     { return MsgAssociation
 func (*AssociationReleaseRequest) MessageType() uint8    { return MsgAssociationReleaseRequest }
 func (*AssociationReleaseResponse) MessageType() uint8   { return MsgAssociationReleaseResponse }
 func (*VersionNotSupportedResponse) MessageType() uint8  { return MsgVersionNotSupportedResponse }
+func (*NodeReportRequest) MessageType() uint8            { return MsgNodeReportRequest }
+func (*NodeReportResponse) MessageType() uint8           { return MsgNodeReportResponse }
 func (*SessionEstablishmentRequest) MessageType() uint8  { return MsgSessionEstablishmentRequest }
 func (*SessionEstablishmentResponse) MessageType() uint8 { return MsgSessionEstablishmentResponse }
 func (*SessionModificationRequest) MessageType() uint8   { return MsgSessionModificationRequest }
@@ -211,7 +248,8 @@ func isSessionMessage(t uint8) bool { return t >= 50 }
 func isRequest(t uint8) bool {
 	switch t {
 	case MsgHeartbeatRequest, MsgAssociationSetupRequest, MsgAssociationReleaseRequest,
-		3, 7, 12, 14, // PFD management, association update, node report, session set deletion
+		MsgNodeReportRequest,
+		3, 7, 14, // PFD management, association update, session set deletion
 		MsgSessionEstablishmentRequest, MsgSessionModificationRequest,
 		MsgSessionDeletionRequest, MsgSessionReportRequest:
 		return true

@@ -23,6 +23,9 @@ type UserPlane interface {
 // ControlPlane is what a UPF calls on its SMF.
 type ControlPlane interface {
 	ReportSession(ctx context.Context, cpSEID uint64, req *SessionReportRequest) (*SessionReportResponse, error)
+	// ReportNode sends a PFCP Node Report Request (§6.2.9, §7.4.5), e.g. a
+	// User Plane Path Failure Report.
+	ReportNode(ctx context.Context, req *NodeReportRequest) (*NodeReportResponse, error)
 }
 
 // UPHandler serves PFCP requests at a UPF (implemented by UPF-C). Handlers
@@ -40,6 +43,9 @@ type UPHandler interface {
 // CPHandler serves PFCP requests at an SMF (implemented by the SMF).
 type CPHandler interface {
 	HandleSessionReport(ctx context.Context, seid uint64, req *SessionReportRequest) *SessionReportResponse
+	// HandleNodeReport serves a Node Report Request (§6.2.9.2); the
+	// reporting UP function is the request's Node ID.
+	HandleNodeReport(ctx context.Context, req *NodeReportRequest) *NodeReportResponse
 }
 
 // PacketTap observes every PFCP datagram the Endpoint sends or receives (same

@@ -338,6 +338,19 @@ const (
 	ReportUPIR uint8 = 1 << 3 // User Plane Inactivity Report
 )
 
+// ErrorIndicationReport is the Error Indication Report grouped IE
+// (§7.5.8.4): the remote F-TEIDs (TEID and GTP-U peer address) that GTP-U
+// Error Indications came back for (§5.10).
+type ErrorIndicationReport struct {
+	RemoteFTEIDs []FTEID
+}
+
+// Node Report Type flags (§8.2.69).
+const (
+	NodeReportUPFR uint8 = 1 << 0 // User Plane Path Failure Report
+	NodeReportUPRR uint8 = 1 << 1 // User Plane Path Recovery Report
+)
+
 // DownlinkDataReport is the Downlink Data Report grouped IE (§7.5.8.2).
 type DownlinkDataReport struct {
 	PDRIDs []uint16

@@ -62,6 +62,19 @@ type Config struct {
 	// address; or "global", one UPF-wide table of every session's rules
 	// (upfu.Config.GlobalPDRTable), for comparison with UPFs built so.
 	PDRTable string `yaml:"pdrTable,omitempty"`
+	// EchoInterval is how often the UPF sends a GTP-U Echo Request to each
+	// gNB (remote GTP-U peer) that its sessions' FARs forward to, to find
+	// broken paths (TS 29.281 §7.2.1, TS 23.007 §20.3.1; default 60s, the
+	// shortest §7.2.1 allows; 0 = default; negative = no supervision). A
+	// failed path is reported to the SMFs with a PFCP Node Report.
+	EchoInterval time.Duration `yaml:"echoInterval,omitempty"`
+	// EchoT3Response is T3-RESPONSE: how long an Echo Request waits for
+	// its response before it is sent again (default 2s; 0 = default).
+	EchoT3Response time.Duration `yaml:"echoT3Response,omitempty"`
+	// EchoN3Requests is N3-REQUESTS: how often an unanswered Echo Request
+	// is sent again before the path counts as failed (default 3; 0 =
+	// default).
+	EchoN3Requests int `yaml:"echoN3Requests,omitempty"`
 }
 
 // PDR table modes (Config.PDRTable).
@@ -116,6 +129,9 @@ func DefaultConfig() Config {
 		BufferBytes:       upfu.DefaultBufferBytes,
 		BufferGlobalBytes: upfu.DefaultBufferGlobalBytes,
 		BufferHoldTime:    upfu.DefaultBufferHold,
+		EchoInterval:      upfu.DefaultEchoInterval,
+		EchoT3Response:    upfu.DefaultEchoT3,
+		EchoN3Requests:    upfu.DefaultEchoN3,
 	}
 }
 
@@ -224,6 +240,12 @@ func New(cfg Config, logger *slog.Logger) (*UPF, error) {
 	if err := cfg.validateBuffers(); err != nil {
 		return nil, err
 	}
+	switch {
+	case cfg.EchoT3Response < 0:
+		return nil, fmt.Errorf("upf: echoT3Response: %v is negative", cfg.EchoT3Response)
+	case cfg.EchoN3Requests < 0:
+		return nil, fmt.Errorf("upf: echoN3Requests: %d is negative", cfg.EchoN3Requests)
+	}
 	switch cfg.PDRTable {
 	case "", PDRTableSession, PDRTableGlobal:
 	default:
@@ -268,6 +290,7 @@ func New(cfg Config, logger *slog.Logger) (*UPF, error) {
 		BufferPackets: cfg.BufferPackets, BufferBytes: cfg.BufferBytes,
 		BufferGlobalBytes: cfg.BufferGlobalBytes, BufferHold: cfg.BufferHoldTime,
 		GlobalPDRTable: global,
+		EchoInterval:   cfg.EchoInterval, EchoT3: cfg.EchoT3Response, EchoN3: cfg.EchoN3Requests,
 	}, logger.With("part", "upf-u"))
 	if err != nil {
 		return nil, fmt.Errorf("upf: %w", err)
@@ -286,6 +309,7 @@ func New(cfg Config, logger *slog.Logger) (*UPF, error) {
 	u.upfc = upfc.New(upfc.Config{NodeID: nodeID, N3Addr: n3.Addr(), NetworkInstances: names, NoSessionTables: global,
 		RecoveryTime: recovery}, u.pipe, logger.With("part", "upf-c"))
 	u.pipe.SetReporter(u.upfc)
+	u.pipe.SetPathReporter(u.upfc)
 	return u, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 type cp struct {
 	mu      sync.Mutex
 	reports []*pfcp.SessionReportRequest
+	nodes   []*pfcp.NodeReportRequest
 	got     chan struct{}
 }
 
@@ -33,6 +35,13 @@ func (c *cp) HandleSessionReport(_ context.Context, _ uint64, req *pfcp.SessionR
 	c.mu.Unlock()
 	c.got <- struct{}{}
 	return &pfcp.SessionReportResponse{Cause: pfcp.CauseRequestAccepted}
+}
+
+func (c *cp) HandleNodeReport(_ context.Context, req *pfcp.NodeReportRequest) *pfcp.NodeReportResponse {
+	c.mu.Lock()
+	c.nodes = append(c.nodes, req)
+	c.mu.Unlock()
+	return &pfcp.NodeReportResponse{NodeID: req.NodeID, Cause: pfcp.CauseRequestAccepted}
 }
 
 // gnbAddr is a loopback address of its own for this test process, so a
@@ -101,6 +110,8 @@ func TestConfigValidation(t *testing.T) {
 		{BufferBytes: -1},
 		{BufferGlobalBytes: -1},
 		{BufferHoldTime: -time.Second},
+		{EchoT3Response: -time.Second},
+		{EchoN3Requests: -1},
 		{BufferBytes: 4 << 20, BufferGlobalBytes: 1 << 20}, // one session's buffer above the cap
 		{BufferGlobalBytes: 1 << 20},                       // below the default per-session 2 MiB
 	} {
@@ -113,11 +124,13 @@ func TestConfigValidation(t *testing.T) {
 	}
 	// The buffering keys as a YAML document spells them.
 	var cfg upf.Config
-	doc := "bufferPackets: 64\nbufferBytes: 65536\nbufferGlobalBytes: 1048576\nbufferHoldTime: 5s\n"
+	doc := "bufferPackets: 64\nbufferBytes: 65536\nbufferGlobalBytes: 1048576\nbufferHoldTime: 5s\n" +
+		"echoInterval: 90s\nechoT3Response: 3s\nechoN3Requests: 5\n"
 	if err := yaml.Unmarshal([]byte(doc), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	want := upf.Config{BufferPackets: 64, BufferBytes: 64 << 10, BufferGlobalBytes: 1 << 20, BufferHoldTime: 5 * time.Second}
+	want := upf.Config{BufferPackets: 64, BufferBytes: 64 << 10, BufferGlobalBytes: 1 << 20, BufferHoldTime: 5 * time.Second,
+		EchoInterval: 90 * time.Second, EchoT3Response: 3 * time.Second, EchoN3Requests: 5}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("YAML %+v, want %+v", cfg, want)
 	}
@@ -125,7 +138,8 @@ func TestConfigValidation(t *testing.T) {
 		t.Errorf("%+v: %v", cfg, err)
 	}
 	d := upf.DefaultConfig()
-	if d.BufferPackets != 1024 || d.BufferBytes != 2<<20 || d.BufferGlobalBytes != 256<<20 || d.BufferHoldTime != 30*time.Second {
+	if d.BufferPackets != 1024 || d.BufferBytes != 2<<20 || d.BufferGlobalBytes != 256<<20 || d.BufferHoldTime != 30*time.Second ||
+		d.EchoInterval != time.Minute || d.EchoT3Response != 2*time.Second || d.EchoN3Requests != 3 {
 		t.Errorf("defaults %+v", d)
 	}
 }
@@ -489,5 +503,66 @@ func TestInjectDownlinkBuffersAndDrainsInOrder(t *testing.T) {
 	}
 	if err := (&upf.UPF{}).InjectDownlink(pkt(0)); err == nil {
 		t.Error("InjectDownlink on a UPF not started succeeded")
+	}
+}
+
+// GTP-U path supervision end to end: the UPF sends Echo Requests to the
+// peer its session's FAR tunnels to; while the peer answers the path stays
+// up; when it falls silent, the SMF gets one Node Report Request with a
+// User Plane Path Failure Report naming it (TS 29.281 §7.2.1, TS 29.244
+// §7.4.5.1).
+func TestEchoPathFailureReachesSMF(t *testing.T) {
+	peerAP := netip.AddrPortFrom(gnbAddr(), gtpu.Port)
+	peer := listen(t, peerAP)
+	u, up, c := start(t, upf.Config{N3Addr: "127.0.0.1:0", EchoInterval: 40 * time.Millisecond,
+		EchoT3Response: 20 * time.Millisecond, EchoN3Requests: 1})
+	var answer atomic.Bool
+	answer.Store(true)
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := peer.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return // closed at cleanup
+			}
+			var h gtpu.Header
+			if gtpu.Parse(buf[:n], &h) == nil && h.Type == gtpu.TypeEchoRequest && answer.Load() {
+				_, _ = peer.WriteToUDPAddrPort(gtpu.AppendEchoResponse(nil, h.Seq), from)
+			}
+		}
+	}()
+	est, err := up.EstablishSession(context.Background(), &pfcp.SessionEstablishmentRequest{
+		NodeID:  pfcp.NodeID{IP: netip.MustParseAddr("127.0.0.1")},
+		CPFSEID: pfcp.FSEID{SEID: 1, IPv4: netip.MustParseAddr("127.0.0.1")},
+		CreatePDRs: []pfcp.CreatePDR{{ID: 1, Precedence: 255, FARID: 1,
+			PDI:                pfcp.PDI{SourceInterface: pfcp.InterfaceAccess, FTEID: &pfcp.FTEID{Choose: true}},
+			OuterHeaderRemoval: ptr(pfcp.OuterHeaderRemovalGTPUUDPIPv4)}},
+		CreateFARs: []pfcp.CreateFAR{{ID: 1, ApplyAction: pfcp.ActionForward, Forwarding: &pfcp.ForwardingParameters{
+			Destination:         pfcp.InterfaceCore,
+			OuterHeaderCreation: &pfcp.OuterHeaderCreation{Description: pfcp.OuterHeaderCreationGTPUUDPIPv4, TEID: 0x77, IPv4: gnbAddr()}}}},
+	})
+	if err != nil || est.Cause != pfcp.CauseRequestAccepted {
+		t.Fatalf("establishment: %+v %v", est, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for u.Stats().Pipeline.EchoRequestsSent < 4 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	st := u.Stats()
+	c.mu.Lock()
+	nodes := len(c.nodes)
+	c.mu.Unlock()
+	if st.Pipeline.EchoRequestsSent < 4 || st.Pipeline.PathFailures != 0 || st.Pipeline.PathsUp != 1 || nodes != 0 {
+		t.Fatalf("answering peer: stats %+v, %d node reports", st.Pipeline, nodes)
+	}
+	answer.Store(false)
+	for u.Stats().Control.NodeReportsSent == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.nodes) != 1 || c.nodes[0].ReportType != pfcp.NodeReportUPFR ||
+		!reflect.DeepEqual(c.nodes[0].PathFailurePeers, []netip.Addr{gnbAddr()}) {
+		t.Fatalf("node reports %+v; stats %+v", c.nodes, u.Stats())
 	}
 }

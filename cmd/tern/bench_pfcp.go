@@ -120,6 +120,10 @@ func (benchCP) HandleSessionReport(ctx context.Context, seid uint64, req *pfcp.S
 	return &pfcp.SessionReportResponse{Cause: pfcp.CauseRequestAccepted}
 }
 
+func (benchCP) HandleNodeReport(ctx context.Context, req *pfcp.NodeReportRequest) *pfcp.NodeReportResponse {
+	return &pfcp.NodeReportResponse{NodeID: req.NodeID, Cause: pfcp.CauseRequestAccepted}
+}
+
 // capturingUP remembers the ControlPlane handed to the UPF at association.
 type capturingUP struct {
 	pfcp.UPHandler

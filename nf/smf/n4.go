@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
+
+	"github.com/free5gc/openapi/models"
 
 	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/pfcp"
@@ -248,7 +251,112 @@ func (s *SMF) HandleSessionReport(ctx context.Context, seid uint64, req *pfcp.Se
 	if req.ReportType&pfcp.ReportUSAR != 0 {
 		s.countUsage(c, req.UsageReports)
 	}
+	if req.ReportType&pfcp.ReportERIR != 0 && req.ErrorIndicationReport != nil {
+		s.stats.errorIndicationReports.Add(1)
+		remote := req.ErrorIndicationReport.RemoteFTEIDs
+		s.post(c.ue, func() {
+			// TS 23.527 §5 (GTP-U Error Indication from a 5G-AN): only the
+			// tunnel the gNB disowned; a report about a tunnel the
+			// session has since left (a handover, a reactivation) is
+			// stale.
+			for _, f := range remote {
+				if c.dlTunnel.TEID == f.TEID && c.dlTunnel.Addr == f.IPv4 && f.IPv4.IsValid() {
+					s.userPlaneFailed(c, "GTP-U Error Indication")
+					return
+				}
+			}
+		})
+	}
 	return &pfcp.SessionReportResponse{Cause: pfcp.CauseRequestAccepted}
+}
+
+// HandleNodeReport implements pfcp.CPHandler (TS 29.244 §6.2.9.2). A User
+// Plane Path Failure Report (§7.4.5.1-2) names the gNBs that the UPF lost
+// its GTP-U path to (Echo supervision, TS 23.007 §20.3.1): every session
+// of that UPF whose downlink tunnel ends at one of them loses its user
+// plane (TS 23.527 §5, TS 23.007 §20.3.1: the SMF deactivates it, so that downlink data is
+// buffered and pages the UE, whose service request sets up a new tunnel).
+// A recovery report (§7.4.5.1-3) is logged: the sessions come back with
+// service requests, not with the path.
+func (s *SMF) HandleNodeReport(ctx context.Context, req *pfcp.NodeReportRequest) *pfcp.NodeReportResponse {
+	resp := &pfcp.NodeReportResponse{NodeID: s.nodeID(), Cause: pfcp.CauseRequestAccepted}
+	if req == nil {
+		resp.Cause = pfcp.CauseMandatoryIEMissing
+		return resp
+	}
+	s.stats.nodeReports.Add(1)
+	if req.ReportType&pfcp.NodeReportUPRR != 0 {
+		s.log.Info("UPF reports user plane paths recovered", "upf", req.NodeID.String(), "peers", req.PathRecoveryPeers)
+	}
+	if req.ReportType&pfcp.NodeReportUPFR == 0 || len(req.PathFailurePeers) == 0 {
+		return resp
+	}
+	s.log.Warn("UPF reports user plane path failure", "upf", req.NodeID.String(), "peers", req.PathFailurePeers)
+	failed := make(map[netip.Addr]bool, len(req.PathFailurePeers))
+	for _, a := range req.PathFailurePeers {
+		failed[a.Unmap()] = true
+	}
+	known := s.reportingUPF(req.NodeID) != nil
+	for _, c := range s.contexts.All() {
+		if known && !s.isReportingUPF(c.upf, req.NodeID) {
+			continue
+		}
+		s.post(c.ue, func() {
+			// The tunnel is read on the UE's executor, where it changes.
+			if failed[c.dlTunnel.Addr] {
+				s.userPlaneFailed(c, "user plane path failure")
+			}
+		})
+	}
+	return resp
+}
+
+// reportingUPF is the configured UPF a Node ID names: by its N3 address
+// (tern's UPF takes it as Node ID by default) or its name. nil: none does;
+// the report then applies to the sessions of every UPF, since the SMF
+// cannot tell which paths were meant and a needless deactivation costs
+// only a service request.
+func (s *SMF) reportingUPF(id pfcp.NodeID) *upfNode {
+	for _, u := range s.cfg.upfs {
+		if s.isReportingUPF(u, id) {
+			return u
+		}
+	}
+	return nil
+}
+
+func (s *SMF) isReportingUPF(u *upfNode, id pfcp.NodeID) bool {
+	return u != nil && (id.IP.IsValid() && id.IP.Unmap() == u.n3 || id.FQDN != "" && id.FQDN == u.name)
+}
+
+// userPlaneFailed deactivates c's user plane because its N3 tunnel no
+// longer works (TS 23.527 §5, Error Indication steps 4-5): the UPF buffers downlink
+// data and reports it (the AN release path, deactivateUP, so that data
+// pages the UE and a service request sets up a new tunnel), and, since
+// the SMF saw the user plane active, the AMF is asked to release the
+// session's resources in the 5G-AN (TS 23.502 §4.3.7 CN-initiated
+// deactivation: N1N2MessageTransfer with a PDU Session Resource Release
+// Command). Runs on c's executor.
+func (s *SMF) userPlaneFailed(c *smContext, why string) {
+	if c.state == stReleased || c.state == stReleasing || c.state == stEstablishing ||
+		c.upCnx == models.Smf_PDUSess_UpCnxState_DEACTIVATED {
+		return
+	}
+	active := c.upCnx == models.Smf_PDUSess_UpCnxState_ACTIVATED
+	s.log.Info("user plane deactivated", "supi", c.supi, "psi", c.psi, "tunnel", c.dlTunnel.Addr, "teid", c.dlTunnel.TEID, "why", why)
+	if _, err := s.deactivateUP(c); err != nil {
+		s.log.Warn("user plane deactivation: UPF not told to buffer", "supi", c.supi, "psi", c.psi, "err", err)
+	}
+	s.stats.upFailureDeactivations.Add(1)
+	if !active {
+		return
+	}
+	n2, err := releaseCommandTransfer()
+	if err != nil {
+		s.log.Warn("user plane deactivation: no N2 content for the AMF", "supi", c.supi, "psi", c.psi, "err", err)
+		return
+	}
+	s.send(c, n1n2{n2: n2, n2Type: models.Amf_Comm_NgapIeType_PDU_RES_REL_CMD}, nil)
 }
 
 // dropDownlink makes the UPF discard the session's buffered downlink and

@@ -248,11 +248,12 @@ type counters struct {
 	deactivations  atomic.Uint64
 	activations    atomic.Uint64
 
-	associations        atomic.Uint64
-	heartbeatsMissed    atomic.Uint64
-	upfFailures         atomic.Uint64
-	sessionsRestored    atomic.Uint64
-	sessionsNotRestored atomic.Uint64
+	associations                                                atomic.Uint64
+	heartbeatsMissed                                            atomic.Uint64
+	upfFailures                                                 atomic.Uint64
+	sessionsRestored                                            atomic.Uint64
+	sessionsNotRestored                                         atomic.Uint64
+	errorIndicationReports, nodeReports, upFailureDeactivations atomic.Uint64
 }
 
 // Stats is a snapshot of the SMF's state and counters.
@@ -286,6 +287,11 @@ type Stats struct {
 	// again at a restarted UPF or released because that failed.
 	Associations, HeartbeatsMissed, UPFFailures uint64
 	SessionsRestored, SessionsNotRestored       uint64
+	// ErrorIndicationReports and NodeReports count PFCP reports of a
+	// broken N3 tunnel (a gNB's GTP-U Error Indication) and of node
+	// events (user plane path failure or recovery); UPFailureDeactivations
+	// the user planes they took down (TS 23.527 §5).
+	ErrorIndicationReports, NodeReports, UPFailureDeactivations uint64
 }
 
 // Stats returns a snapshot.
@@ -310,11 +316,14 @@ func (s *SMF) Stats() Stats {
 		Deactivations:  s.stats.deactivations.Load(),
 		Activations:    s.stats.activations.Load(),
 
-		Associations:        s.stats.associations.Load(),
-		HeartbeatsMissed:    s.stats.heartbeatsMissed.Load(),
-		UPFFailures:         s.stats.upfFailures.Load(),
-		SessionsRestored:    s.stats.sessionsRestored.Load(),
-		SessionsNotRestored: s.stats.sessionsNotRestored.Load(),
+		Associations:           s.stats.associations.Load(),
+		HeartbeatsMissed:       s.stats.heartbeatsMissed.Load(),
+		UPFFailures:            s.stats.upfFailures.Load(),
+		SessionsRestored:       s.stats.sessionsRestored.Load(),
+		SessionsNotRestored:    s.stats.sessionsNotRestored.Load(),
+		ErrorIndicationReports: s.stats.errorIndicationReports.Load(),
+		NodeReports:            s.stats.nodeReports.Load(),
+		UPFailureDeactivations: s.stats.upFailureDeactivations.Load(),
 	}
 	for _, d := range s.cfg.order {
 		st.IPs[d.name] = d.pool.allocated()

@@ -3,6 +3,7 @@ package smf
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -789,5 +790,127 @@ func waitForCond(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// establishAt establishes (supi, psi) with its downlink tunnel at gNB
+// address gnb.
+func establishAt(t *testing.T, h *harness, supi string, psi uint8, gnb netip.Addr) string {
+	t.Helper()
+	h.amf.clearRef(supi, psi)
+	created, err := h.smf.CreateSMContext(context.Background(), createReq(supi, psi, "internet", sliceA, estRequest(t, psi, nas.PDUSessionTypeIPv4, 0, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.amf.setRef(supi, psi, created.Ref)
+	h.amf.next(t)
+	b, err := ngap.EncodeSetupResponseTransfer(&ngap.PDUSessionResourceSetupResponseTransfer{
+		DLTunnel: ngap.GTPTunnel{Addr: gnb, TEID: 0xA000 + uint32(psi)}, QoSFlows: []uint8{defaultQFI}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.smf.UpdateSMContext(context.Background(), created.Ref, &sbi.SMContextUpdate{Data: &models.Smf_PDUSess_SmContextUpdateData{
+		N2SmInfo: &models.RefToBinaryData{ContentId: sbi.ContentIDN2SM}, N2SmInfoType: models.Smf_PDUSess_N2SmInfoType_PDU_RES_SETUP_RSP,
+	}, N2SmInfo: b}); err != nil {
+		t.Fatal(err)
+	}
+	return created.Ref
+}
+
+func (f *fakeUPF) modCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.mods)
+}
+
+// wantUPFailure checks the deactivation of one session's user plane for a
+// broken N3 tunnel (TS 23.527 §5): the AMF is asked to release the AN
+// resources (TS 23.502 §4.3.7) and the UPF to buffer and notify.
+func wantUPFailure(t *testing.T, h *harness, supi string, psi uint8) {
+	t.Helper()
+	tr := h.amf.next(t)
+	if tr.supi != supi || tr.psi != psi || tr.n2Type != models.Amf_Comm_NgapIeType_PDU_RES_REL_CMD || tr.n1 != nil {
+		t.Fatalf("transfer %s/%d %s, want the release command of %s/%d", tr.supi, tr.psi, tr.n2Type, supi, psi)
+	}
+	f := h.upf.lastMod(t).UpdateFARs
+	if len(f) != 1 || f[0].ID != farDownlink || f[0].ApplyAction == nil || *f[0].ApplyAction != pfcp.ActionBuffer|pfcp.ActionNotifyCP {
+		t.Errorf("DL FAR update %+v, want buffer and notify", f)
+	}
+}
+
+// An Error Indication Report deactivates the session whose downlink tunnel
+// it names and no other; one about a tunnel the session no longer uses is
+// ignored.
+func TestErrorIndicationReportDeactivates(t *testing.T) {
+	h := newHarness(t, testConfig(), pcf.Config{})
+	ctx := context.Background()
+	h.establish(t, testSUPI, 1, "internet")
+	h.establish(t, testSUPI, 2, "internet")
+	seid1, seid2 := h.upf.establishes[0].CPFSEID.SEID, h.upf.establishes[1].CPFSEID.SEID
+	mods := h.upf.modCount()
+
+	eir := func(teid uint32) *pfcp.SessionReportRequest {
+		return &pfcp.SessionReportRequest{ReportType: pfcp.ReportERIR,
+			ErrorIndicationReport: &pfcp.ErrorIndicationReport{RemoteFTEIDs: []pfcp.FTEID{{TEID: teid, IPv4: gnbN3}}}}
+	}
+	if rsp := h.smf.HandleSessionReport(ctx, seid1, eir(0xA001)); rsp.Cause != pfcp.CauseRequestAccepted {
+		t.Fatalf("report: %+v", rsp)
+	}
+	wantUPFailure(t, h, testSUPI, 1)
+	// Session 2 is on the same gNB with another TEID: a report naming a
+	// TEID it does not use changes nothing; the same UE's executor runs
+	// it before the next report, which is for session 2's own tunnel.
+	h.smf.HandleSessionReport(ctx, seid2, eir(0xA0FF))
+	h.smf.HandleSessionReport(ctx, seid2, eir(0xA002))
+	wantUPFailure(t, h, testSUPI, 2)
+	if n := h.upf.modCount() - mods; n != 2 {
+		t.Errorf("%d PFCP modifications, want one per deactivated session", n)
+	}
+	// A repeated report for a deactivated session does nothing more.
+	h.smf.HandleSessionReport(ctx, seid1, eir(0xA001))
+	h.amf.noTransfer(t)
+	if s := h.smf.Stats(); s.ErrorIndicationReports != 4 || s.UPFailureDeactivations != 2 || s.Deactivations != 2 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+// A User Plane Path Failure Report deactivates exactly the sessions whose
+// downlink tunnel ends at the failed gNB, of any UE; a recovery report
+// deactivates nothing.
+func TestNodeReportPathFailureDeactivates(t *testing.T) {
+	h := newHarness(t, testConfig(), pcf.Config{})
+	ctx := context.Background()
+	other := netip.MustParseAddr("10.100.3.77")
+	const supi2 = "imsi-208930000000002"
+	establishAt(t, h, testSUPI, 1, gnbN3)
+	establishAt(t, h, testSUPI, 2, other)
+	establishAt(t, h, supi2, 1, gnbN3)
+	mods := h.upf.modCount()
+
+	rsp := h.smf.HandleNodeReport(ctx, &pfcp.NodeReportRequest{NodeID: pfcp.NodeID{IP: upfN3}, ReportType: pfcp.NodeReportUPFR,
+		PathFailurePeers: []netip.Addr{gnbN3}})
+	if rsp.Cause != pfcp.CauseRequestAccepted || !rsp.NodeID.IP.IsValid() {
+		t.Fatalf("node report: %+v", rsp)
+	}
+	got := map[string]bool{}
+	for range 2 {
+		tr := h.amf.next(t)
+		if tr.n2Type != models.Amf_Comm_NgapIeType_PDU_RES_REL_CMD {
+			t.Fatalf("transfer %+v", tr)
+		}
+		got[fmt.Sprintf("%s/%d", tr.supi, tr.psi)] = true
+	}
+	if !got[testSUPI+"/1"] || !got[supi2+"/1"] {
+		t.Errorf("deactivated %v, want the sessions at %s", got, gnbN3)
+	}
+	h.amf.noTransfer(t) // not the session at the other gNB
+	if n := h.upf.modCount() - mods; n != 2 {
+		t.Errorf("%d PFCP modifications, want 2", n)
+	}
+	h.smf.HandleNodeReport(ctx, &pfcp.NodeReportRequest{NodeID: pfcp.NodeID{IP: upfN3}, ReportType: pfcp.NodeReportUPRR,
+		PathRecoveryPeers: []netip.Addr{other}})
+	h.amf.noTransfer(t)
+	if s := h.smf.Stats(); s.NodeReports != 2 || s.UPFailureDeactivations != 2 {
+		t.Errorf("stats %+v", s)
 	}
 }

@@ -161,6 +161,9 @@ type ReportKind uint8
 const (
 	ReportDownlinkData ReportKind = iota + 1 // DLDR: first packet buffered with NOCP
 	ReportUsage                              // USAR: URR threshold reached
+	// ReportErrorIndication (ERIR, TS 29.244 §5.10): a GTP-U Error
+	// Indication came back for a tunnel a FAR of the session sends to.
+	ReportErrorIndication
 )
 
 // Report is what UPF-U tells UPF-C, which turns it into a PFCP Session
@@ -175,4 +178,9 @@ type Report struct {
 	Volume Volume
 	// Packets per direction (USAR only).
 	ULPackets, DLPackets uint64
+	// RemoteTEID and RemotePeer are the tunnel the Error Indication named
+	// (ERIR only): its TEID Data I and GTP-U Peer Address (TS 29.281
+	// §7.3.1), the remote F-TEID of the report (TS 29.244 §7.5.8.4).
+	RemoteTEID uint32
+	RemotePeer netip.Addr
 }

@@ -2,6 +2,7 @@ package upfc
 
 import (
 	"context"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -19,18 +20,24 @@ type reportQueue struct {
 	running bool
 
 	sent, failed, dropped uint64
+	nodeSent, nodeFailed  uint64
 }
 
 type queuedReport struct {
 	seid uint64
 	r    rules.Report
 	at   time.Time
+	// A path event instead of a session report: the GTP-U peer whose
+	// path failed, or recovered.
+	path      bool
+	peer      netip.Addr
+	recovered bool
 }
 
-func (q *reportQueue) counts() (sent, failed, dropped uint64) {
+func (q *reportQueue) counts() (sent, failed, dropped, nodeSent, nodeFailed uint64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.sent, q.failed, q.dropped
+	return q.sent, q.failed, q.dropped, q.nodeSent, q.nodeFailed
 }
 
 func (q *reportQueue) count(p *uint64) {
@@ -46,6 +53,27 @@ func (q *reportQueue) count(p *uint64) {
 // path never waits for N4. When the queue is full the report is dropped
 // and counted.
 func (c *UPFC) Report(seid uint64, r rules.Report) {
+	c.enqueue(queuedReport{seid: seid, r: r, at: time.Now()})
+}
+
+// PathFailure implements upfu.PathReporter: path supervision found the
+// GTP-U path to peer broken (TS 23.007 §20.3.1). Every associated CP
+// function gets a Node Report Request with a User Plane Path Failure
+// Report naming the peer (TS 29.244 §6.2.9.2, §7.4.5.1-2), since each may
+// have sessions whose tunnels end there.
+func (c *UPFC) PathFailure(peer netip.Addr) {
+	c.enqueue(queuedReport{path: true, peer: peer, at: time.Now()})
+}
+
+// PathRecovery implements upfu.PathReporter: the peer of a failed path
+// answers again; the CP functions get a User Plane Path Recovery Report
+// (§7.4.5.1-3).
+func (c *UPFC) PathRecovery(peer netip.Addr) {
+	c.enqueue(queuedReport{path: true, peer: peer, recovered: true, at: time.Now()})
+}
+
+// enqueue queues a report for the sender; a full queue drops it (counted).
+func (c *UPFC) enqueue(it queuedReport) {
 	q := &c.reports
 	q.mu.Lock()
 	if len(q.items) >= c.cfg.ReportQueue {
@@ -53,7 +81,7 @@ func (c *UPFC) Report(seid uint64, r rules.Report) {
 		q.mu.Unlock()
 		return
 	}
-	q.items = append(q.items, queuedReport{seid: seid, r: r, at: time.Now()})
+	q.items = append(q.items, it)
 	start := !q.running
 	q.running = true
 	q.mu.Unlock()
@@ -88,6 +116,10 @@ func (c *UPFC) sendReports() {
 
 func (c *UPFC) sendReport(it *queuedReport) {
 	q := &c.reports
+	if it.path {
+		c.sendNodeReports(it)
+		return
+	}
 	c.mu.Lock()
 	cp, cpSEID, req := c.buildReport(it)
 	c.mu.Unlock()
@@ -107,6 +139,39 @@ func (c *UPFC) sendReport(it *queuedReport) {
 		q.count(&q.failed)
 	default:
 		q.count(&q.sent)
+	}
+}
+
+// sendNodeReports sends a path event's Node Report Request to every
+// associated CP function.
+func (c *UPFC) sendNodeReports(it *queuedReport) {
+	q := &c.reports
+	req := &pfcp.NodeReportRequest{NodeID: c.cfg.NodeID, ReportType: pfcp.NodeReportUPFR, PathFailurePeers: []netip.Addr{it.peer}}
+	if it.recovered {
+		req = &pfcp.NodeReportRequest{NodeID: c.cfg.NodeID, ReportType: pfcp.NodeReportUPRR, PathRecoveryPeers: []netip.Addr{it.peer}}
+	}
+	c.mu.Lock()
+	cps := make(map[string]pfcp.ControlPlane, len(c.assocs))
+	for key, a := range c.assocs {
+		if a.cp != nil {
+			cps[key] = a.cp
+		}
+	}
+	c.mu.Unlock()
+	for key, cp := range cps {
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ReportTimeout)
+		resp, err := cp.ReportNode(ctx, req)
+		cancel()
+		switch {
+		case err != nil:
+			c.log.Warn("PFCP node report failed", "node", key, "peer", it.peer, "err", err)
+			q.count(&q.nodeFailed)
+		case !resp.Cause.Accepted():
+			c.log.Warn("PFCP node report rejected", "node", key, "peer", it.peer, "cause", resp.Cause)
+			q.count(&q.nodeFailed)
+		default:
+			q.count(&q.nodeSent)
+		}
 	}
 }
 
@@ -145,9 +210,58 @@ func (c *UPFC) buildReport(it *queuedReport) (pfcp.ControlPlane, uint64, *pfcp.S
 		use := rules.Usage{Volume: r.Volume, ULPackets: r.ULPackets, DLPackets: r.DLPackets}
 		ur := u.report(use, pfcp.UsageTriggerVolumeThreshold, it.at)
 		req = &pfcp.SessionReportRequest{ReportType: pfcp.ReportUSAR, UsageReports: []pfcp.UsageReport{ur}}
+	case rules.ReportErrorIndication:
+		// §5.10: an Error Indication Report with the remote F-TEID. The
+		// first report of a tunnel stops it; the Error Indications that
+		// follow for it find no forwarding FAR and are stale.
+		if !c.stopTunnel(s, r.RemotePeer, r.RemoteTEID) {
+			return nil, 0, nil
+		}
+		req = &pfcp.SessionReportRequest{ReportType: pfcp.ReportERIR, ErrorIndicationReport: &pfcp.ErrorIndicationReport{
+			RemoteFTEIDs: []pfcp.FTEID{{TEID: r.RemoteTEID, IPv4: r.RemotePeer}}}}
 	default:
 		c.log.Warn("unknown report kind from the data path", "seid", it.seid, "kind", r.Kind)
 		return nil, 0, nil
 	}
 	return a.cp, s.cpSEID, req
+}
+
+// stopTunnel turns the FARs of s that forward to the tunnel (peer, teid)
+// from forwarding to buffering, and reports whether there were any. The
+// peer has no context for the tunnel (TS 29.281 §7.3.1), so what the FAR
+// sends there is lost; buffered instead, downlink data waits for the SMF,
+// which deactivates the user plane (buffer and notify, TS 23.527 §5,
+// Error Indication step 4) and later points the FAR at a new tunnel,
+// which drains the buffer in order (TS 23.502 §4.2.3.3 step 12). This is
+// the gateway's own reaction of TS 23.007 §21 (stop sending to the
+// disowned tunnel, keep the context), done locally so that packets stop
+// at once rather than a PFCP round trip later. c.mu held.
+func (c *UPFC) stopTunnel(s *session, peer netip.Addr, teid uint32) bool {
+	n := s.clone()
+	hit := false
+	for id, f := range s.fars {
+		fw := f.spec.Forwarding
+		if f.spec.ApplyAction&pfcp.ActionForward == 0 || fw == nil || fw.OuterHeaderCreation == nil {
+			continue
+		}
+		if o := fw.OuterHeaderCreation; o.TEID != teid || o.IPv4.Unmap() != peer {
+			continue
+		}
+		spec := cloneFAR(&f.spec)
+		spec.ApplyAction = spec.ApplyAction&^pfcp.ActionForward | pfcp.ActionBuffer
+		n.fars[id] = &farState{spec: spec}
+		hit = true
+	}
+	if !hit {
+		return false
+	}
+	snap, rej := c.compile(n, nil)
+	if rej != nil {
+		c.log.Error("upfc: session with a stopped tunnel does not compile: left forwarding", "seid", s.seid, "err", rej)
+		return false
+	}
+	n.snapshot = snap
+	c.commit(s, n)
+	c.log.Info("GTP-U Error Indication: FAR buffers instead of forwarding", "seid", s.seid, "peer", peer, "teid", teid)
+	return true
 }

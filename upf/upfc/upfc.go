@@ -77,6 +77,10 @@ type Stats struct {
 	// Session Report Requests: answered with acceptance, failed (error or
 	// rejection), dropped (queue full, or the session/rule was gone).
 	ReportsSent, ReportsFailed, ReportsDropped uint64
+	// Node Report Requests (path failure or recovery, TS 29.244 §7.4.5)
+	// answered with acceptance, and failed; one per associated CP
+	// function per event.
+	NodeReportsSent, NodeReportsFailed uint64
 }
 
 // association is one PFCP association with a CP function (§6.2.6).
@@ -230,6 +234,6 @@ func (c *UPFC) Stats() Stats {
 		}
 	}
 	c.mu.Unlock()
-	st.ReportsSent, st.ReportsFailed, st.ReportsDropped = c.reports.counts()
+	st.ReportsSent, st.ReportsFailed, st.ReportsDropped, st.NodeReportsSent, st.NodeReportsFailed = c.reports.counts()
 	return st
 }

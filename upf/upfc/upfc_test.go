@@ -55,7 +55,8 @@ func (d *fakeDP) counts() (installs, removes, live int) {
 // fakeCP receives Session Report Requests.
 type fakeCP struct {
 	reports chan sentReport
-	block   chan struct{} // when non-nil, ReportSession waits for it
+	nodes   chan *pfcp.NodeReportRequest // Node Report Requests, when non-nil
+	block   chan struct{}                // when non-nil, ReportSession waits for it
 	cause   pfcp.Cause
 	err     error
 }
@@ -63,6 +64,13 @@ type fakeCP struct {
 type sentReport struct {
 	cpSEID uint64
 	req    *pfcp.SessionReportRequest
+}
+
+func (f *fakeCP) ReportNode(ctx context.Context, req *pfcp.NodeReportRequest) (*pfcp.NodeReportResponse, error) {
+	if f.nodes != nil {
+		f.nodes <- req
+	}
+	return &pfcp.NodeReportResponse{Cause: pfcp.CauseRequestAccepted}, nil
 }
 
 func (f *fakeCP) ReportSession(ctx context.Context, cpSEID uint64, req *pfcp.SessionReportRequest) (*pfcp.SessionReportResponse, error) {

@@ -13,6 +13,10 @@ import (
 
 type acceptCP struct{}
 
+func (acceptCP) ReportNode(context.Context, *pfcp.NodeReportRequest) (*pfcp.NodeReportResponse, error) {
+	return &pfcp.NodeReportResponse{Cause: pfcp.CauseRequestAccepted}, nil
+}
+
 func (acceptCP) ReportSession(context.Context, uint64, *pfcp.SessionReportRequest) (*pfcp.SessionReportResponse, error) {
 	return &pfcp.SessionReportResponse{Cause: pfcp.CauseRequestAccepted}, nil
 }

@@ -20,6 +20,11 @@ func FuzzPipeline(f *testing.F) {
 	f.Add([]byte{0x60, 0, 0, 0, 0, 0, 17, 64}, false)
 	f.Add(gtpu.AppendEndMarker(nil, ulTEID), true)
 	f.Add(gtpu.AppendGPDU(nil, fuzzFwdTEID, qfi, true, ipv4UDP(dnIP, ueIP, 1, 2, 60)), true)
+	// Path supervision and Error Indication handling: an Echo Response,
+	// and an Error Indication for the session's downlink tunnel.
+	f.Add(gtpu.AppendEchoResponse(nil, 1), true)
+	gnbIP := gnb.Addr().As4()
+	f.Add(gtpu.AppendErrorIndication(nil, &gtpu.ErrorIndication{Seq: 1, TEID: dlTEID, PeerAddr: gnbIP[:], UDPPort: 2152}), true)
 	var ws [2]*upfu.Worker
 	for i, global := range []bool{false, true} {
 		// Error Indications unlimited: the limiter's refill depends on timing.

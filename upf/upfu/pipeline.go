@@ -79,6 +79,16 @@ type Config struct {
 	// a few PDRs each, they are faster; the global table is there to
 	// compare with UPFs built that way.
 	GlobalPDRTable bool
+	// EchoInterval is how often each remote GTP-U peer that a session's
+	// FAR forwards to gets an Echo Request (TS 29.281 §7.2.1; default
+	// DefaultEchoInterval). Negative: no path supervision.
+	EchoInterval time.Duration
+	// EchoT3 is T3-RESPONSE, the wait for an Echo Response before the
+	// request is sent again (default DefaultEchoT3).
+	EchoT3 time.Duration
+	// EchoN3 is N3-REQUESTS, the retransmissions of an unanswered Echo
+	// Request before the path counts as failed (default DefaultEchoN3).
+	EchoN3 int
 }
 
 // Buffering defaults (Config).
@@ -97,6 +107,7 @@ type entry struct {
 	n6       []Port // per PDR index: the N6 port of its FAR (-1: none)
 	replaced atomic.Bool
 	gids     []uint32 // GlobalPDRTable: the session's rules there (writer)
+	tunnels  []tunnel // the remote tunnels its FARs forward to (writer)
 }
 
 type teidMap = map[uint32]*entry
@@ -128,6 +139,18 @@ type Pipeline struct {
 
 	eiLimit *rules.TokenBucket
 	pool    *rules.BufferPool // every session's DL buffer
+
+	// Path supervision (path.go): sessions per remote peer (under mu),
+	// the tunnels Error Indications are resolved with, Echo Responses
+	// from the workers.
+	peerRefs     map[netip.Addr]int
+	byTunnel     [shards]atomic.Pointer[tunnelMap]
+	pathKick     chan struct{}
+	echoes       chan echoResponse
+	pathReporter atomic.Pointer[pathReporterBox]
+
+	echoSent, echoUnmatched, echoDropped, pathFailures atomic.Uint64
+	pathsSupervised, pathsDown                         atomic.Int64
 
 	reportsDropped, drainDropped atomic.Uint64
 	endMarkersSent               atomic.Uint64
@@ -171,6 +194,18 @@ func New(cfg Config, logger *slog.Logger) (*Pipeline, error) {
 	if cfg.ErrorIndicationRate <= 0 {
 		cfg.ErrorIndicationRate = 1000
 	}
+	if cfg.EchoInterval == 0 {
+		cfg.EchoInterval = DefaultEchoInterval
+	}
+	if cfg.EchoT3 <= 0 {
+		cfg.EchoT3 = DefaultEchoT3
+	}
+	if cfg.EchoN3 < 0 {
+		return nil, fmt.Errorf("upfu: negative Echo N3 %d", cfg.EchoN3)
+	}
+	if cfg.EchoN3 == 0 {
+		cfg.EchoN3 = DefaultEchoN3
+	}
 	if cfg.N3Addr.IsValid() && !cfg.N3Addr.Is4() {
 		return nil, fmt.Errorf("upfu: N3 address %s is not IPv4", cfg.N3Addr)
 	}
@@ -184,6 +219,10 @@ func New(cfg Config, logger *slog.Logger) (*Pipeline, error) {
 		kicks:   make(chan uint64, 256),
 		eiLimit: rules.NewTokenBucket(uint64(cfg.ErrorIndicationRate), uint64(max(cfg.ErrorIndicationRate/10, 1))),
 		pool:    rules.NewBufferPool(cfg.BufferGlobalBytes),
+
+		peerRefs: make(map[netip.Addr]int),
+		pathKick: make(chan struct{}, 1),
+		echoes:   make(chan echoResponse, 256),
 	}
 	for i, name := range cfg.NetworkInstances {
 		if _, dup := p.n6[name]; dup {
@@ -201,6 +240,7 @@ func New(cfg Config, logger *slog.Logger) (*Pipeline, error) {
 	for i := range shards {
 		p.byTEID[i].Store(&teidMap{})
 		p.byUE[i].Store(&ueMap{})
+		p.byTunnel[i].Store(&tunnelMap{})
 	}
 	p.ctl = p.NewWorker()
 	p.ctlOut = make([]Packet, 0, ctlBatch)
@@ -262,7 +302,7 @@ func (p *Pipeline) Install(s *rules.Session) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	old := p.bySEID[s.SEID]
-	e := &entry{sess: s, n6: make([]Port, len(s.PDRs))}
+	e := &entry{sess: s, n6: make([]Port, len(s.PDRs)), tunnels: tunnelsOf(s)}
 	if old != nil {
 		e.buf = old.buf
 	} else {
@@ -329,6 +369,7 @@ func (p *Pipeline) Install(s *rules.Session) {
 		p.setUE(s.UEIPv4, e)
 	}
 	p.bySEID[s.SEID] = e
+	p.retunnelLocked(old, e)
 	if old != nil {
 		old.replaced.Store(true) // before the drain: see kick in downlink
 		if p.global != nil {
@@ -514,6 +555,7 @@ func (p *Pipeline) Remove(seid uint64) {
 	if ue := e.sess.UEIPv4; ue.Is4() && p.lookupUE(v4(ue)) == e {
 		p.setUE(ue, nil)
 	}
+	p.retunnelLocked(e, nil)
 	if p.global != nil {
 		p.global.remove(e.gids)
 	}
@@ -616,10 +658,18 @@ func (p *Pipeline) report(seid uint64, r rules.Report) {
 	}
 }
 
-// Run delivers reports, serves late buffer drains and expires buffered
-// packets older than Config.BufferHold until ctx ends.
+// Run delivers reports, serves late buffer drains, expires buffered
+// packets older than Config.BufferHold and supervises the GTP-U paths
+// (path.go) until ctx ends.
 func (p *Pipeline) Run(ctx context.Context) {
 	var wg sync.WaitGroup
+	if p.cfg.EchoInterval > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.supervise(ctx)
+		}()
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

@@ -14,21 +14,23 @@ type DropReason uint8
 
 // Drop reasons.
 const (
-	DropMalformed       DropReason = iota // not parseable GTP-U / IP
-	DropUnsupported                       // GTP-U message type or extension the UPF does not handle
-	DropUnknownTEID                       // no session for the TEID (Error Indication sent, §7.3.1)
-	DropNoSession                         // no session for the downlink destination address
-	DropNoPDR                             // no PDR of the session matches
-	DropFAR                               // the FAR says drop (or has no usable action)
-	DropGate                              // QER gate closed
-	DropMBR                               // QER maximum bit rate exceeded
-	DropBufferFull                        // session buffer full
-	DropNoN6                              // FAR's network instance has no N6 port
-	DropNoHeadroom                        // no room to prepend the GTP-U header
-	DropUplinkBuffer                      // uplink FAR says buffer: not supported, dropped
-	DropBufferGlobalCap                   // the UPF-wide buffered bytes cap is reached
-	DropBufferExpired                     // buffered longer than the hold time (Config.BufferHold)
-	DropBufferDiscarded                   // buffered, then the session went or its FAR dropped
+	DropMalformed              DropReason = iota // not parseable GTP-U / IP
+	DropUnsupported                              // GTP-U message type or extension the UPF does not handle
+	DropUnknownTEID                              // no session for the TEID (Error Indication sent, §7.3.1)
+	DropNoSession                                // no session for the downlink destination address
+	DropNoPDR                                    // no PDR of the session matches
+	DropFAR                                      // the FAR says drop (or has no usable action)
+	DropGate                                     // QER gate closed
+	DropMBR                                      // QER maximum bit rate exceeded
+	DropBufferFull                               // session buffer full
+	DropNoN6                                     // FAR's network instance has no N6 port
+	DropNoHeadroom                               // no room to prepend the GTP-U header
+	DropUplinkBuffer                             // uplink FAR says buffer: not supported, dropped
+	DropBufferGlobalCap                          // the UPF-wide buffered bytes cap is reached
+	DropBufferExpired                            // buffered longer than the hold time (Config.BufferHold)
+	DropBufferDiscarded                          // buffered, then the session went or its FAR dropped
+	DropErrorIndicationUnknown                   // Error Indication for a tunnel no FAR forwards to
+	DropEchoBadRecovery                          // Echo Response without a well-formed Recovery IE
 	NumDropReasons
 )
 
@@ -36,6 +38,7 @@ var dropNames = [NumDropReasons]string{
 	"malformed", "unsupported", "unknown-teid", "no-session", "no-pdr", "far-drop",
 	"gate-closed", "mbr", "buffer-full", "no-n6", "no-headroom", "uplink-buffer",
 	"buffer-global-cap", "buffer-expired", "buffer-discarded",
+	"error-indication-unknown", "echo-bad-recovery",
 }
 
 func (r DropReason) String() string {
@@ -185,9 +188,11 @@ func (w *Worker) uplinkOne(pk *Packet, out []Packet) []Packet {
 		w.local.echoReplies++
 		return w.respond(out, pk.Peer, func(b []byte) []byte { return gtpu.AppendEchoResponse(b, h.Seq) })
 	case gtpu.TypeErrorIndication:
-		// The gNB lost the DL tunnel. Reported to the operator by the
-		// counter; PFCP Error Indication Report (§5.10) is not raised yet.
 		w.local.errorIndicationsRecv++
+		w.errorIndicationReceived(data)
+		return out
+	case gtpu.TypeEchoResponse:
+		w.echoResponse(data, h, pk.Peer)
 		return out
 	case gtpu.TypeEndMarker:
 		w.local.endMarkers++
@@ -322,6 +327,48 @@ func (w *Worker) relayEndMarker(out []Packet, teid uint32) []Packet {
 		return w.respond(out, to.Peer, func(b []byte) []byte { return gtpu.AppendEndMarker(b, to.TEID) })
 	}
 	return out
+}
+
+// errorIndicationReceived handles an Error Indication (TS 29.281 §7.3.1):
+// the peer has no context for a tunnel we send to. The session whose FAR
+// forwards to that tunnel (GTP-U Peer Address, TEID Data I) is found in
+// the map Install keeps and reported to UPF-C, which stops the FAR and
+// sends the SMF an Error Indication Report (TS 29.244 §5.10). One naming
+// no tunnel of ours is dropped and counted.
+func (w *Worker) errorIndicationReceived(data []byte) {
+	var ei gtpu.ErrorIndication
+	if err := ei.Decode(data); err != nil {
+		w.drop(DropMalformed)
+		return
+	}
+	var peer netip.Addr
+	if len(ei.PeerAddr) == 4 {
+		peer = netip.AddrFrom4([4]byte(ei.PeerAddr))
+	} else {
+		peer = netip.AddrFrom16([16]byte(ei.PeerAddr)).Unmap()
+	}
+	e := w.p.lookupTunnel(peer, ei.TEID)
+	if e == nil {
+		w.drop(DropErrorIndicationUnknown)
+		return
+	}
+	w.p.report(e.sess.SEID, rules.Report{Kind: rules.ReportErrorIndication, RemoteTEID: ei.TEID, RemotePeer: peer})
+}
+
+// echoResponse passes an Echo Response (TS 29.281 §7.2.2) to path
+// supervision. Its Recovery IE is mandatory; the restart counter in it is
+// 0 for GTP-U and not used (§8.2), but a response without a well-formed
+// one is dropped and counted, and so does not count as an answer.
+func (w *Worker) echoResponse(data []byte, h *gtpu.Header, from netip.AddrPort) {
+	if _, err := gtpu.ParseRecovery(h.Payload(data)); err != nil || !h.HasSeq {
+		w.drop(DropEchoBadRecovery)
+		return
+	}
+	select {
+	case w.p.echoes <- echoResponse{peer: from.Addr().Unmap(), seq: h.Seq}:
+	default:
+		w.p.echoDropped.Add(1)
+	}
 }
 
 // unknownTEID drops a G-PDU for a TEID no session has and answers with an
@@ -577,6 +624,15 @@ type Stats struct {
 	BufferedBytes  int
 	Sessions       int
 	ReportsDropped uint64
+	// GTP-U path supervision (TS 29.281 §7.2.1): Echo Requests sent
+	// (retransmissions included), Echo Responses that matched no
+	// outstanding request or found the supervisor's queue full, path
+	// failures declared, and the peers supervised and, of those, up now.
+	// Echo Responses with a bad Recovery IE are in Drops
+	// ("echo-bad-recovery").
+	EchoRequestsSent, EchoResponsesUnmatched, EchoResponsesDropped uint64
+	PathFailures                                                   uint64
+	PathsSupervised, PathsUp                                       int
 }
 
 // Stats sums the workers' counters.
@@ -603,6 +659,10 @@ func (p *Pipeline) Stats() Stats {
 		st.BufferedTotal += s.buffered.Load()
 	}
 	st.EndMarkersSent = p.endMarkersSent.Load()
+	st.EchoRequestsSent, st.EchoResponsesUnmatched = p.echoSent.Load(), p.echoUnmatched.Load()
+	st.EchoResponsesDropped, st.PathFailures = p.echoDropped.Load(), p.pathFailures.Load()
+	st.PathsSupervised = int(p.pathsSupervised.Load())
+	st.PathsUp = st.PathsSupervised - int(p.pathsDown.Load())
 	if v := p.drainDropped.Load(); v != 0 {
 		st.Drops["drain-no-sink"] += v
 	}
