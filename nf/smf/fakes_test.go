@@ -43,8 +43,9 @@ type fakeUPF struct {
 	down        bool // fail every request (UPF unreachable)
 	recovery    time.Time
 	assocs      int
-	lostBeats   int // heartbeats still to go unanswered
-	beats       int // heartbeats answered
+	nodeID      pfcp.NodeID // given at association; zero: upfN3
+	lostBeats   int         // heartbeats still to go unanswered
+	beats       int         // heartbeats answered
 }
 
 func newFakeUPF() *fakeUPF {
@@ -76,7 +77,11 @@ func (f *fakeUPF) SetupAssociation(ctx context.Context, req *pfcp.AssociationSet
 		return nil, errUPFDown
 	}
 	f.assocs++
-	return &pfcp.AssociationSetupResponse{NodeID: pfcp.NodeID{IP: upfN3}, Cause: pfcp.CauseRequestAccepted, RecoveryTime: f.recovery}, nil
+	id := f.nodeID
+	if id == (pfcp.NodeID{}) {
+		id = pfcp.NodeID{IP: upfN3}
+	}
+	return &pfcp.AssociationSetupResponse{NodeID: id, Cause: pfcp.CauseRequestAccepted, RecoveryTime: f.recovery}, nil
 }
 
 func (f *fakeUPF) EstablishSession(ctx context.Context, req *pfcp.SessionEstablishmentRequest) (*pfcp.SessionEstablishmentResponse, error) {

@@ -311,8 +311,9 @@ func (s *SMF) HandleNodeReport(ctx context.Context, req *pfcp.NodeReportRequest)
 	return resp
 }
 
-// reportingUPF is the configured UPF a Node ID names: by its N3 address
-// (tern's UPF takes it as Node ID by default) or its name. nil: none does;
+// reportingUPF is the configured UPF a Node ID names: the Node ID it gave
+// at association, else its N3 address (tern's UPF takes it as Node ID by
+// default) or its name. nil: none does;
 // the report then applies to the sessions of every UPF, since the SMF
 // cannot tell which paths were meant and a needless deactivation costs
 // only a service request.
@@ -326,7 +327,13 @@ func (s *SMF) reportingUPF(id pfcp.NodeID) *upfNode {
 }
 
 func (s *SMF) isReportingUPF(u *upfNode, id pfcp.NodeID) bool {
-	return u != nil && (id.IP.IsValid() && id.IP.Unmap() == u.n3 || id.FQDN != "" && id.FQDN == u.name)
+	if u == nil {
+		return false
+	}
+	if assoc := u.nodeID.Load(); assoc != nil && assoc.String() == id.String() {
+		return true
+	}
+	return id.IP.IsValid() && id.IP.Unmap() == u.n3 || id.FQDN != "" && id.FQDN == u.name
 }
 
 // userPlaneFailed deactivates c's user plane because its N3 tunnel no

@@ -139,6 +139,8 @@ func (s *SMF) associate(ctx context.Context, u *upfNode, timeout time.Duration) 
 		return fmt.Errorf("upf %s: association setup rejected: %s", u.name, resp.Cause)
 	}
 	lost := restarted(u.recovery, resp.RecoveryTime)
+	id := resp.NodeID
+	u.nodeID.Store(&id)
 	if !resp.RecoveryTime.IsZero() {
 		u.recovery = resp.RecoveryTime
 	}

@@ -2,6 +2,7 @@ package smf
 
 import (
 	"context"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -214,6 +215,28 @@ func TestHeartbeatBurstLoss(t *testing.T) {
 	if st.UPFFailures != 0 || st.HeartbeatsMissed != 10 || st.Associations != 1 || st.SessionsRestored != 0 {
 		t.Errorf("stats %+v", st)
 	}
+}
+
+// A Node Report names its UPF by the Node ID the UPF gave at association:
+// the sessions of the other UPF, at the same gNB, keep their user plane.
+func TestNodeReportNamesUPFByAssociatedNodeID(t *testing.T) {
+	cfg := testConfig()
+	cfg.UPFs = append(cfg.UPFs, UPFConfig{Name: "upf2", N4: "direct", N3: "10.100.3.3", DNNs: []string{"ims"}})
+	up1, up2 := newFakeUPF(), newFakeUPF()
+	up1.nodeID = pfcp.NodeID{FQDN: "upf-a.tern.example"}
+	up2.nodeID = pfcp.NodeID{FQDN: "upf-b.tern.example"}
+	h := buildHarness(t, cfg, pcf.Config{}, map[string]*fakeUPF{"upf1": up1, "upf2": up2})
+	if err := h.smf.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.establish(t, testSUPI, 1, "internet") // upf1
+	h.establish(t, testSUPI, 2, "ims")      // upf2
+	h.smf.HandleNodeReport(context.Background(), &pfcp.NodeReportRequest{NodeID: up2.nodeID, ReportType: pfcp.NodeReportUPFR,
+		PathFailurePeers: []netip.Addr{gnbN3}})
+	if tr := h.amf.next(t); tr.psi != 2 || tr.n2Type != models.Amf_Comm_NgapIeType_PDU_RES_REL_CMD {
+		t.Fatalf("transfer %+v, want session 2's user plane released", tr)
+	}
+	h.amf.noTransfer(t)
 }
 
 func TestRestartedRecoveryTime(t *testing.T) {

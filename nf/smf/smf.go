@@ -83,6 +83,9 @@ type upfNode struct {
 	// recovery is the UPF's Recovery Time Stamp as last advertised;
 	// written and read by its supervisor only.
 	recovery time.Time
+	// nodeID is the Node ID the UPF gave in its last association, for
+	// node-level reports (nil until associated).
+	nodeID atomic.Pointer[pfcp.NodeID]
 }
 
 // SMF is one SMF instance. It implements sbi.PDUSession,
