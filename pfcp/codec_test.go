@@ -746,3 +746,30 @@ func TestRuleIDZero(t *testing.T) {
 		t.Error("a PDR without FAR ID got one on the wire")
 	}
 }
+
+// TestSDFFilterTernCannotHonour: an SDF filter is matched by its flow
+// description only, so one without it, or with a ToS, SPI or flow label,
+// is refused with its IE rather than widened to match everything (found by
+// FuzzDecode: an empty filter decoded and then could not be re-encoded).
+func TestSDFFilterTernCannotHonour(t *testing.T) {
+	for name, f := range map[string]*ie.IE{
+		"empty":          ie.NewSDFFilter("", "", "", "", 0),
+		"tos only":       ie.NewSDFFilter("", "0a0b", "", "", 0),
+		"fd and spi":     ie.NewSDFFilter("permit out ip from any to assigned", "", "00000001", "", 0),
+		"fd and a label": ie.NewSDFFilter("permit out ip from any to assigned", "", "", "000001", 0),
+	} {
+		b, err := message.NewSessionEstablishmentRequest(0, 0, 0, 9, 0,
+			ie.NewNodeID("10.0.0.9", "", ""), ie.NewFSEID(5, net.ParseIP("10.0.0.9"), nil),
+			ie.NewCreatePDR(ie.NewPDRID(1), ie.NewPrecedence(200),
+				ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore), f), ie.NewFARID(1)),
+			ie.NewCreateFAR(ie.NewFARID(1), ie.NewApplyAction(0x01)),
+		).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ieErr *IEError
+		if _, _, err := Decode(b); !errors.As(err, &ieErr) || ieErr.OffendingIE != ie.SDFFilter || ieErr.Cause != CauseMandatoryIEIncorrect {
+			t.Errorf("%s: %v, want Mandatory IE incorrect on the SDF Filter", name, err)
+		}
+	}
+}

@@ -715,6 +715,14 @@ func (d *decoder) pdi(x *ie.IE) PDI {
 				d.bad(k.Type, err)
 				continue
 			}
+			// tern matches an SDF filter by its flow description only
+			// (§8.2.5): one without, or with a ToS, SPI or flow label
+			// tern would not look at, cannot be honoured and is refused
+			// rather than widened to match everything.
+			if !f.HasFD() || f.FlowDescription == "" || f.HasTTC() || f.HasSPI() || f.HasFL() {
+				d.bad(k.Type, errors.New("SDF filter: only a non-empty flow description is supported"))
+				continue
+			}
 			s := SDFFilter{FlowDescription: f.FlowDescription}
 			if f.HasBID() {
 				s.ID = f.SDFFilterID
