@@ -280,7 +280,7 @@ func (c Config) compile() (*servedConfig, error) {
 		if err != nil || !n3.Is4() {
 			return nil, fmt.Errorf("smf.upfs[%d].n3: %q is not an IPv4 address", i, u.N3)
 		}
-		node := &upfNode{name: u.Name, n3: n3}
+		node := &upfNode{name: u.Name, n3: n3, check: make(chan struct{}, 1)}
 		if len(u.DNNs) == 0 {
 			return nil, fmt.Errorf("smf.upfs[%d].dnns: at least one DNN is required", i)
 		}

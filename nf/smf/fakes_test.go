@@ -44,6 +44,7 @@ type fakeUPF struct {
 	recovery    time.Time
 	assocs      int
 	nodeID      pfcp.NodeID // given at association; zero: upfN3
+	unassoc     bool        // restarted and not associated again: session requests get cause 72
 	lostBeats   int         // heartbeats still to go unanswered
 	beats       int         // heartbeats answered
 }
@@ -58,6 +59,7 @@ func (f *fakeUPF) restart() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	clear(f.sessions)
+	f.unassoc = true
 	f.recovery = f.recovery.Add(time.Second)
 	f.establishes = nil
 }
@@ -77,6 +79,7 @@ func (f *fakeUPF) SetupAssociation(ctx context.Context, req *pfcp.AssociationSet
 		return nil, errUPFDown
 	}
 	f.assocs++
+	f.unassoc = false
 	id := f.nodeID
 	if id == (pfcp.NodeID{}) {
 		id = pfcp.NodeID{IP: upfN3}
@@ -91,6 +94,9 @@ func (f *fakeUPF) EstablishSession(ctx context.Context, req *pfcp.SessionEstabli
 		return nil, errUPFDown
 	}
 	f.establishes = append(f.establishes, req)
+	if f.unassoc {
+		return &pfcp.SessionEstablishmentResponse{Cause: pfcp.CauseNoEstablishedPFCPAssociation}, nil
+	}
 	if f.reject {
 		return &pfcp.SessionEstablishmentResponse{Cause: pfcp.CauseNoResourcesAvailable}, nil
 	}

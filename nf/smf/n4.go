@@ -110,6 +110,7 @@ func (s *SMF) runEstablishment(c *smContext, req *pfcp.SessionEstablishmentReque
 	}
 	if !resp.Cause.Accepted() {
 		s.stats.n4Failures.Add(1)
+		u.lostState(resp.Cause)
 		return fmt.Errorf("%w: upf %s: session establishment rejected: %s (offending IE %d)", errN4, u.name, resp.Cause, resp.OffendingIE)
 	}
 	if resp.UPFSEID == nil {
@@ -150,6 +151,7 @@ func (s *SMF) modifyN4(c *smContext, req *pfcp.SessionModificationRequest) error
 	}
 	if !resp.Cause.Accepted() {
 		s.stats.n4Failures.Add(1)
+		c.upf.lostState(resp.Cause)
 		return fmt.Errorf("%w: upf %s: session modification rejected: %s", errN4, c.upf.name, resp.Cause)
 	}
 	s.countUsage(c, resp.UsageReports)

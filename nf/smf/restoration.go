@@ -61,13 +61,25 @@ func (u *upfNode) setState(st upfState)  { u.st.Store(int32(st)) }
 func (u *upfNode) serving() bool         { return u.state() == upfUp }
 func (u *upfNode) knownRecovery() string { return u.recovery.Format(time.RFC3339) }
 
+// associationRetry is how often a UPF that is down is asked to associate
+// (the heartbeat period when that is shorter): a UPF started after its SMF,
+// or back from a failure, serves within about a second rather than a
+// heartbeat period, for one small request a second while it is away.
+const associationRetry = time.Second
+
 // superviseUPF is u's supervisor: it associates while u is down, sends
 // heartbeats while it is up, and restores u's sessions when it restarted.
 // It is the only writer of u's state and recovery time. An association
 // attempt is a liveness probe like a heartbeat and waits as long.
 func (s *SMF) superviseUPF(u *upfNode) {
 	ctx := s.group.Context()
-	t := time.NewTicker(s.cfg.timers.Heartbeat)
+	next := func() time.Duration {
+		if u.state() == upfDown {
+			return min(associationRetry, s.cfg.timers.Heartbeat)
+		}
+		return s.cfg.timers.Heartbeat
+	}
+	t := time.NewTimer(next())
 	defer t.Stop()
 	missed := 0
 	for {
@@ -75,7 +87,10 @@ func (s *SMF) superviseUPF(u *upfNode) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-u.check:
+			t.Stop() // Go ≥ 1.23: no stale expiry is received after Stop or Reset
 		}
+		t.Reset(next())
 		if u.state() == upfDown {
 			if err := s.associate(ctx, u, s.cfg.timers.HeartbeatTimeout); err != nil && ctx.Err() == nil {
 				s.log.Debug("PFCP association retry failed", "upf", u.name, "err", err)
@@ -111,6 +126,21 @@ func (s *SMF) superviseUPF(u *upfNode) {
 		default:
 			missed = 0
 		}
+	}
+}
+
+// lostState is what a UPF that answers a session request with cause says
+// about itself: it has no association or no such session, so it most
+// likely restarted since the last heartbeat. The supervisor is woken for a
+// heartbeat now rather than at the next period, so that restoration starts
+// at once (the request that found out still fails).
+func (u *upfNode) lostState(cause pfcp.Cause) {
+	if cause != pfcp.CauseNoEstablishedPFCPAssociation && cause != pfcp.CauseSessionContextNotFound {
+		return
+	}
+	select {
+	case u.check <- struct{}{}:
+	default: // a check is already due
 	}
 }
 

@@ -104,6 +104,31 @@ func TestUPFRestartRestoresSessions(t *testing.T) {
 	h.empty(t)
 }
 
+// A UPF that answers a session request with "No established PFCP
+// Association" restarted since the last heartbeat: the SMF checks at once
+// instead of at the next period, and restores.
+func TestRejectionWakesSupervision(t *testing.T) {
+	cfg := testConfig()
+	cfg.Timers.Heartbeat = time.Hour // only the rejection can start it
+	h := newHarness(t, cfg, pcf.Config{})
+	h.establish(t, testSUPI, 1, "internet")
+	h.upf.restart()
+	h.amf.clearRef(testSUPI, 2)
+	created, err := h.smf.CreateSMContext(context.Background(), createReq(testSUPI, 2, "internet", sliceA, estRequest(t, 2, nas.PDUSessionTypeIPv4, 0, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.amf.setRef(testSUPI, 2, created.Ref)
+	if tr := h.amf.next(t); tr.psi != 2 {
+		t.Fatalf("transfer %+v", tr)
+	} else if _, ok := tr.n1.(*nas.PDUSessionEstablishmentReject); !ok {
+		t.Fatalf("session at the restarted UPF: %T, want a reject", tr.n1)
+	}
+	waitFor(t, "restoration", func() bool { return h.smf.Stats().SessionsRestored == 1 })
+	waitFor(t, "UPF up", func() bool { return h.smf.UPFStates()["upf1"] == "up" })
+	h.establish(t, testSUPI, 3, "internet")
+}
+
 // A session the restarted UPF refuses is released towards the UE with #39
 // so that the UE establishes it again (TS 24.501 §6.3.3.2).
 func TestUPFRestartRestorationRefused(t *testing.T) {

@@ -86,6 +86,8 @@ type upfNode struct {
 	// nodeID is the Node ID the UPF gave in its last association, for
 	// node-level reports (nil until associated).
 	nodeID atomic.Pointer[pfcp.NodeID]
+	// check wakes the supervisor for a heartbeat now (restoration.go).
+	check chan struct{}
 }
 
 // SMF is one SMF instance. It implements sbi.PDUSession,
@@ -196,8 +198,8 @@ func (s *SMF) Start(ctx context.Context) error {
 		// take, so that a core whose UPFs are up serves at once; the
 		// supervisor takes over from there.
 		if err := s.associate(ctx, u, s.cfg.timers.HeartbeatTimeout); err != nil {
-			s.log.Warn("PFCP association failed; retrying every heartbeat period", "upf", u.name,
-				"period", s.cfg.timers.Heartbeat, "err", err)
+			s.log.Warn("PFCP association failed; retrying until the UPF answers", "upf", u.name,
+				"period", min(associationRetry, s.cfg.timers.Heartbeat), "err", err)
 		}
 		s.group.Go(func() { s.superviseUPF(u) })
 	}
