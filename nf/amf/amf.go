@@ -62,6 +62,7 @@ type AMF struct {
 	instanceID string
 	deps       Deps
 	smf        atomic.Pointer[sbi.PDUSession] // Deps.SMF or SetSMF's; nil = none
+	observer   atomic.Pointer[Observer]       // SetObserver's; nil = none
 	log        *slog.Logger
 
 	// group owns every goroutine the AMF starts (association readers, UE
@@ -260,6 +261,7 @@ func (a *AMF) Addr() string {
 type Stats struct {
 	RegisteredUEs       int64  // UEs in RM-REGISTERED
 	ConnectedUEs        int64  // UEs in CM-CONNECTED
+	IdleUEs             int64  // RM-REGISTERED UEs in CM-IDLE
 	UEContexts          int64  // UE contexts held (registered or in a procedure)
 	GNBs                int64  // associations with a successful NG Setup
 	NGSetups            uint64 // NG Setup Responses sent
@@ -302,6 +304,7 @@ type Stats struct {
 
 type counters struct {
 	registered, connected, contexts, gnbs           atomic.Int64
+	idle                                            atomic.Int64
 	ngSetups, ngSetupFailures, ngResets             atomic.Uint64
 	registrations, regRejects                       atomic.Uint64
 	auths, authFails, resyncs, smcs, idents, deregs atomic.Uint64
@@ -323,6 +326,7 @@ func (a *AMF) Stats() Stats {
 	return Stats{
 		RegisteredUEs:       c.registered.Load(),
 		ConnectedUEs:        c.connected.Load(),
+		IdleUEs:             c.idle.Load(),
 		UEContexts:          c.contexts.Load(),
 		GNBs:                c.gnbs.Load(),
 		NGSetups:            c.ngSetups.Load(),

@@ -222,6 +222,9 @@ func (u *ue) rejectAuthentication() {
 	u.log.Info("authentication rejected", "suci", u.suci, "supi", u.supi)
 	u.sendNASMessage(&nas.AuthenticationReject{})
 	u.amf.stats.authFails.Add(1)
+	// The procedure that authenticated (registration, service request)
+	// ends with the release: rejected.
+	u.outcome = OutcomeRejected
 	// TS 24.501 §5.4.1.3.5: the UE deletes its registration; so does the
 	// network.
 	u.releaseAndRemove(causeNASAuthFailure)

@@ -3,6 +3,7 @@ package amf
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/free5gc/openapi/models"
 
@@ -27,6 +28,10 @@ func (u *ue) onDeregistrationRequest(m *nas.DeregistrationRequestUEOriginating, 
 		return
 	}
 	a := u.amf
+	// UE-initiated deregistration runs within this one event, so it is
+	// timed here rather than by the state machine (observe.go).
+	start := time.Now()
+	u.log.Info("procedure started", append([]any{"procedure", ProcDeregistration}, u.unidentified()...)...)
 	wasRegistered := u.st.rm == rmRegistered
 	u.endProcedureData(u.st.proc)
 	// TS 23.502 §4.2.2.3.2 step 2: Nsmf_PDUSession_ReleaseSMContext for
@@ -41,6 +46,7 @@ func (u *ue) onDeregistrationRequest(m *nas.DeregistrationRequestUEOriginating, 
 	}
 	a.stats.deregs.Add(1)
 	u.log.Debug("UE deregistered", "switch_off", m.SwitchOff)
+	u.procedureEnded(ProcDeregistration, OutcomeSuccess, start)
 	u.releaseAndRemove(causeNASDeregister)
 }
 

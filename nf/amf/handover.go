@@ -2,6 +2,7 @@ package amf
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/free5gc/openapi/models"
 
@@ -77,6 +78,11 @@ func (a *AMF) handlePathSwitchRequest(g *gnb, m *ngap.PathSwitchRequest) {
 
 func (u *ue) onPathSwitchRequest(g *gnb, src *ranUE, m *ngap.PathSwitchRequest) {
 	a := u.amf
+	// The switch runs within this one event, so it is timed here rather
+	// than by the state machine (observe.go).
+	start, outcome := time.Now(), OutcomeRejected
+	u.log.Info("procedure started", "procedure", ProcPathSwitch)
+	defer func() { u.procedureEnded(ProcPathSwitch, outcome, start) }()
 	if u.gone() || src != u.ran || u.st.rm != rmRegistered || (u.st.proc != procNone && u.st.proc != procRegistration) {
 		// TS 23.502 §4.9.1.2.2: the switch cannot be done for a UE in
 		// this state (not registered, or a procedure that holds the
@@ -152,6 +158,7 @@ func (u *ue) onPathSwitchRequest(g *gnb, src *ranUE, m *ngap.PathSwitchRequest) 
 		ack.UESecurityCapabilities = &stored
 	}
 	a.stats.pathSwitches.Add(1) // before the send: whoever sees the ack sees the count
+	outcome = OutcomeSuccess
 	if err := r.gnb.send(r.stream, ack); err != nil {
 		u.log.Warn("Path Switch Request Acknowledge not sent", "err", err)
 	}

@@ -22,6 +22,9 @@ func (u *testUE) goIdle(a *AMF) {
 		Cause: ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkUserInactivity}})
 	u.releaseComplete(expect[*ngap.UEContextReleaseCommand](u.t, u.recvNGAP()))
 	waitFor(u.t, "CM-IDLE", func() bool { return a.Stats().ConnectedUEs == 0 })
+	if s := a.Stats(); s.IdleUEs != s.RegisteredUEs {
+		u.t.Errorf("%d registered UEs, none connected, but %d idle", s.RegisteredUEs, s.IdleUEs)
+	}
 }
 
 // serviceRequest sends a Service Request as the initial NAS message of a
@@ -120,7 +123,7 @@ func TestPagingThenServiceRequest(t *testing.T) {
 		t.Errorf("after ICS response: %+v", up)
 	}
 	s := a.Stats()
-	if s.Pagings != 1 || s.ServiceRequests != 1 || s.ConnectedUEs != 1 || s.PendingTransfers != 0 || s.PagingFailures != 0 {
+	if s.Pagings != 1 || s.ServiceRequests != 1 || s.ConnectedUEs != 1 || s.IdleUEs != 0 || s.PendingTransfers != 0 || s.PagingFailures != 0 {
 		t.Errorf("stats %+v", s)
 	}
 	if smf.failureCount() != 0 {

@@ -74,6 +74,9 @@ func (u *ue) onRegistrationRequest(m *nas.RegistrationRequest, integrity bool) {
 		}
 	}
 	u.endProcedureData(u.st.proc)
+	if u.supi == "" && m.MobileIdentity.Type == nas.IdentitySUCI {
+		u.suci = m.MobileIdentity.SUCI // names the UE in the procedure's start line
+	}
 	if !u.fire(evRegistrationStart) {
 		u.sendStatus(nas.CauseMessageTypeNotCompatibleWithState)
 		return
@@ -348,6 +351,7 @@ func (u *ue) rejectRegistration(cause nas.Cause5GMM) {
 	u.log.Info("registration rejected", "cause", uint8(cause), "supi", u.supi)
 	u.sendNASMessage(&nas.RegistrationReject{Cause: cause})
 	u.amf.stats.regRejects.Add(1)
+	u.outcome = OutcomeRejected
 	u.endRegistration()
 	u.releaseAndRemove(causeNASUnspecified)
 }

@@ -158,7 +158,7 @@ func TestNGResetFromGNBWhole(t *testing.T) {
 	if s := stateOf(t, a, u3.supi); s != (ueState{rmRegistered, cmConnected, procNone}) || deactivations(smf, u3.supi) != 0 {
 		t.Errorf("UE on the other gNB: %s, %d deactivations", s, deactivations(smf, u3.supi))
 	}
-	if s := a.Stats(); s.RegisteredUEs != 3 || s.ConnectedUEs != 1 || s.PDUSessions != 3 || s.GNBs != 2 || s.NGResets != 1 || s.UEContextReleases != 0 {
+	if s := a.Stats(); s.RegisteredUEs != 3 || s.ConnectedUEs != 1 || s.IdleUEs != 2 || s.PDUSessions != 3 || s.GNBs != 2 || s.NGResets != 1 || s.UEContextReleases != 0 {
 		t.Errorf("stats %+v", s)
 	}
 	if n := procedureTimers(t, a); n != 0 {

@@ -215,6 +215,7 @@ func (u *ue) rejectService(cause nas.Cause5GMM) {
 	u.amf.stats.serviceRejects.Add(1)
 	u.sendNASMessage(&nas.ServiceReject{Cause: cause})
 	if u.st.proc == procServiceRequest {
+		u.outcome = OutcomeRejected
 		u.endServiceRequest()
 	}
 	if u.st.rm == rmRegistered && cause != nas.CauseImplicitlyDeregistered && cause != nas.CauseUEIdentityCannotBeDerived {

@@ -71,7 +71,9 @@ func (u *ue) startRetransmission(id timerID, resend func()) {
 			u.nasTimerID = timerNone
 			u.log.Info("timer expired for the last time, aborting procedure", "timer", id.String())
 			u.amf.stats.timeouts.Add(1)
+			u.outcome = OutcomeTimeout
 			u.onTimerAbort(id)
+			u.outcome = "" // when the abort fired no event
 		})
 }
 

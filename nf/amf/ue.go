@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tern5g/tern/identity"
 	"github.com/tern5g/tern/internal/serial"
@@ -235,6 +236,11 @@ type ue struct {
 	reachable bool
 	// handoverTime guards an N2 handover's preparation and execution.
 	handoverTime serial.Timer
+
+	// procStart is when the running procedure (st.proc) started; outcome,
+	// when set, is how the handler ending it names its end (observe.go).
+	procStart time.Time
+	outcome   string
 }
 
 // post queues f on u's executor after everything posted before it. Work
@@ -251,7 +257,10 @@ func (u *ue) fire(ev event) bool {
 		u.amf.stats.refused.Add(1)
 		return false
 	}
+	prev := u.st.proc
 	u.setState(n)
+	u.trackProcedure(prev, ev)
+	u.outcome = ""
 	return true
 }
 
@@ -266,6 +275,16 @@ func (u *ue) setState(n ueState) {
 		a.stats.connected.Add(1)
 	} else if u.st.cm == cmConnected && n.cm == cmIdle {
 		a.stats.connected.Add(-1)
+	}
+	// Registered and CM-IDLE: neither of the two counts above tells it
+	// (connected UEs include those still registering).
+	wasIdle, isIdle := u.st.rm == rmRegistered && u.st.cm == cmIdle, n.rm == rmRegistered && n.cm == cmIdle
+	if wasIdle != isIdle {
+		if isIdle {
+			a.stats.idle.Add(1)
+		} else {
+			a.stats.idle.Add(-1)
+		}
 	}
 	u.st = n
 	u.publish()

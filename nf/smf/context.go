@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"time"
 
 	"github.com/free5gc/openapi/models"
 
@@ -110,6 +111,10 @@ type smContext struct {
 	dnn    *dnnConf
 	slice  identity.SNSSAI
 	cpSEID uint64
+
+	// establishing is when CreateSMContext was asked for the session, until
+	// the establishment's outcome is reported (then zero; observe.go).
+	establishing time.Time
 
 	state     smState
 	upCnx     models.Smf_PDUSess_UpCnxState
@@ -271,6 +276,7 @@ func (s *SMF) forget(c *smContext) {
 	if c.state == stReleased {
 		return
 	}
+	s.establishmentEnded(c, OutcomeAborted) // when still establishing: released meanwhile
 	c.state = stReleased
 	s.stopTimer(c)
 	c.backoff.Stop()

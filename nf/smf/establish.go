@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"sort"
+	"time"
 
 	"github.com/free5gc/openapi/models"
 
@@ -34,6 +35,22 @@ import (
 // CreateSMContext answer, as the AMF expects for every reject the SMF can
 // know early.
 func (s *SMF) CreateSMContext(ctx context.Context, req *sbi.SMContextCreate) (*sbi.SMContextCreated, error) {
+	start := time.Now()
+	var supi string
+	var psi int32
+	if req != nil && req.Data != nil {
+		supi, psi = req.Data.Supi, req.Data.PduSessionId
+	}
+	s.log.Info("procedure started", "procedure", ProcPDUSessionEstablishment, "supi", supi, "psi", psi)
+	created, err := s.createSMContext(ctx, req, start)
+	if err != nil {
+		// Refused before a context existed: no later step reports it.
+		s.procedureEnded(supi, psi, OutcomeRejected, start)
+	}
+	return created, err
+}
+
+func (s *SMF) createSMContext(ctx context.Context, req *sbi.SMContextCreate, start time.Time) (*sbi.SMContextCreated, error) {
 	if req == nil || req.Data == nil {
 		return nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "smContextCreateData")
 	}
@@ -121,7 +138,7 @@ func (s *SMF) CreateSMContext(ctx context.Context, req *sbi.SMContextCreate) (*s
 	}
 
 	return callUE(ctx, s, d.Supi, func(u *ueState) (*sbi.SMContextCreated, error) {
-		return s.createContext(ctx, u, d, er, psi, pti, dc, slice, sub, typeCause)
+		return s.createContext(ctx, u, d, er, psi, pti, dc, slice, sub, typeCause, start)
 	})
 }
 
@@ -129,7 +146,7 @@ func (s *SMF) CreateSMContext(ctx context.Context, req *sbi.SMContextCreate) (*s
 // same PDU session ID goes, then policy, address and UPF.
 func (s *SMF) createContext(ctx context.Context, u *ueState, d *models.Smf_PDUSess_SmContextCreateData,
 	er *nas.PDUSessionEstablishmentRequest, psi, pti uint8, dc *dnnConf, slice identity.SNSSAI,
-	sub *models.Udm_SDM_DnnConfiguration, typeCause nas.Cause5GSM) (*sbi.SMContextCreated, error) {
+	sub *models.Udm_SDM_DnnConfiguration, typeCause nas.Cause5GSM, start time.Time) (*sbi.SMContextCreated, error) {
 	dnn := dc.name
 	if old := u.sessions[psi]; old != nil {
 		// TS 23.502 §4.3.2.2.1 step 3: a request for a PDU session ID that
@@ -187,6 +204,7 @@ func (s *SMF) createContext(ctx context.Context, u *ueState, d *models.Smf_PDUSe
 	}
 
 	c := s.newContext(u, psi, dc, slice)
+	c.establishing = start
 	c.pti = pti
 	c.ueIP = ip
 	c.typeCause = typeCause
@@ -225,6 +243,7 @@ func (s *SMF) completeEstablishment(c *smContext) {
 		// step 5 and step 11, then the N1N2MessageTransfer request shall
 		// include the N1 SM container with a PDU Session Establishment Reject".
 		s.log.Warn("PDU session establishment failed", "supi", c.supi, "psi", c.psi, "err", err)
+		s.establishmentEnded(c, OutcomeRejected)
 		s.releaseResources(c)
 		s.forget(c)
 		s.stats.rejected.Add(1)

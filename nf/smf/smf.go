@@ -110,6 +110,8 @@ type SMF struct {
 	nextRef  atomic.Uint64
 	nextSEID atomic.Uint64
 
+	observer atomic.Pointer[Observer] // SetObserver's; nil = none
+
 	mu      sync.Mutex
 	started bool
 

@@ -90,6 +90,7 @@ func (s *SMF) handleN2(ctx context.Context, c *smContext, typ models.Smf_PDUSess
 		if c.state == stWaitN2Setup {
 			c.state = stActive
 			s.stats.established.Add(1)
+			s.establishmentEnded(c, OutcomeSuccess)
 			s.runPending(c)
 		}
 		return updated(nil, nil, "", c.upCnx), nil
@@ -108,6 +109,7 @@ func (s *SMF) handleN2(ctx context.Context, c *smContext, typ models.Smf_PDUSess
 			if err != nil {
 				return nil, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "%v", err)
 			}
+			s.establishmentEnded(c, OutcomeRejected)
 			s.releaseResources(c)
 			s.forget(c)
 			s.stats.rejected.Add(1)

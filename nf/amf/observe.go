@@ -1,0 +1,130 @@
+package amf
+
+import (
+	"time"
+)
+
+// Observer is told how each UE procedure ended and how long it ran. It is
+// called on the UE's executor, so it must return at once: recording a
+// sample (a histogram observation) is the intended cost. The AMF defines it
+// here, where it is consumed, so that whoever records (package metrics)
+// depends on the AMF and not the other way round.
+type Observer interface {
+	Procedure(name, outcome string, d time.Duration)
+}
+
+// Procedure names given to the Observer and written in the procedure log
+// lines.
+const (
+	ProcRegistration          = "registration"
+	ProcServiceRequest        = "service_request"
+	ProcPaging                = "paging"
+	ProcHandover              = "handover"    // N2 handover, preparation and execution
+	ProcPathSwitch            = "path_switch" // Xn handover
+	ProcDeregistration        = "deregistration"
+	ProcNetworkDeregistration = "network_deregistration"
+)
+
+// Procedure outcomes given to the Observer.
+const (
+	OutcomeSuccess  = "success"
+	OutcomeRejected = "rejected" // the network said no (Reject, Failure message)
+	OutcomeFailure  = "failure"  // the peer did not do its part (handover failed at the target, paging unanswered)
+	OutcomeTimeout  = "timeout"  // the last retransmission went unanswered
+	OutcomeAborted  = "aborted"  // superseded by another procedure, or the connection or context went away
+)
+
+// SetObserver sets the Observer of UE procedures (nil: none); safe to call
+// at any time.
+func (a *AMF) SetObserver(o Observer) {
+	if o == nil {
+		a.observer.Store(nil)
+		return
+	}
+	a.observer.Store(&o)
+}
+
+// procName is the Observer's name of a procedure of the state machine.
+func procName(p procedure) string {
+	switch p {
+	case procRegistration:
+		return ProcRegistration
+	case procServiceRequest:
+		return ProcServiceRequest
+	case procPaging:
+		return ProcPaging
+	case procHandoverPreparation, procHandoverExecution:
+		return ProcHandover
+	case procNetworkDeregistration:
+		return ProcNetworkDeregistration
+	}
+	return ""
+}
+
+// trackProcedure follows the procedures through the state machine: ev moved
+// u from procedure prev to u.st.proc. A procedure that ends is reported
+// with the outcome its handler set (u.outcome) or, failing that, the one ev
+// implies; a procedure that starts (or restarts) is timed from now. Doing
+// it here, where every procedure change passes, means no ending path (a
+// lost connection, a deleted context) goes unreported.
+func (u *ue) trackProcedure(prev procedure, ev event) {
+	cur := u.st.proc
+	restart := ev == evRegistrationStart || ev == evServiceRequestStart
+	if prev == procHandoverPreparation && cur == procHandoverExecution {
+		return // one handover: the command does not end it
+	}
+	if prev != procNone && (cur != prev || restart) {
+		o := u.outcome
+		if o == "" {
+			o = eventOutcome(prev, ev)
+		}
+		u.procedureEnded(procName(prev), o, u.procStart)
+	}
+	if cur != procNone && (cur != prev || restart) {
+		u.procStart = time.Now()
+		u.log.Info("procedure started", append([]any{"procedure", procName(cur)}, u.unidentified()...)...)
+	}
+}
+
+// eventOutcome is the outcome of procedure p ended by ev when its handler
+// named none.
+func eventOutcome(p procedure, ev event) string {
+	switch ev {
+	case evRegistrationComplete, evHandoverComplete:
+		return OutcomeSuccess
+	case evServiceRequestEnd:
+		return OutcomeSuccess // rejectService and the abort paths say otherwise
+	case evRegistrationStart, evServiceRequestStart:
+		if p == procPaging {
+			return OutcomeSuccess // the paged UE answered (TS 23.502 §4.2.3.3 step 6)
+		}
+	case evPagingEnd:
+		return OutcomeFailure
+	case evHandoverCancel:
+		return OutcomeFailure
+	case evDeregistered:
+		if p == procNetworkDeregistration {
+			return OutcomeSuccess
+		}
+	}
+	return OutcomeAborted
+}
+
+// procedureEnded logs the outcome and tells the Observer.
+func (u *ue) procedureEnded(name, outcome string, start time.Time) {
+	d := time.Since(start)
+	u.log.Info("procedure ended", append([]any{"procedure", name, "outcome", outcome, "duration", d}, u.unidentified()...)...)
+	if p := u.amf.observer.Load(); p != nil {
+		(*p).Procedure(name, outcome, d)
+	}
+}
+
+// unidentified names a UE whose SUPI is not known yet (a registration by
+// SUCI) by its SUCI. Once the SUPI is known u.log carries it (setSUPI), so
+// every line names the UE once.
+func (u *ue) unidentified() []any {
+	if u.supi != "" || u.suci == "" {
+		return nil
+	}
+	return []any{"suci", u.suci}
+}
