@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 
 	"gopkg.in/yaml.v3"
 
@@ -33,6 +35,8 @@ type Config struct {
 	// Capture, when set, is a pcap file that receives every N2 datagram
 	// (SCTP over UDP), for tshark/Wireshark.
 	Capture string `yaml:"capture,omitempty"`
+	// Metrics is the operations HTTP server of tern up.
+	Metrics Metrics `yaml:"metrics"`
 
 	AMF  amf.Config  `yaml:"amf"`
 	AUSF ausf.Config `yaml:"ausf"`
@@ -51,8 +55,22 @@ type UPF struct {
 	Embedded bool `yaml:"embedded"`
 	// Name is the smf.upfs entry the embedded UPF serves (its N4 is
 	// "direct", or this UPF's pfcpAddr).
-	Name       string `yaml:"name"`
-	upf.Config `yaml:",inline"`
+	Name string `yaml:"name"`
+	// MetricsAddress is the operations HTTP server (/metrics, /healthz,
+	// /readyz) of tern nf upf, which reads this section; a UPF embedded in
+	// the unit is covered by metrics.address. Empty: none.
+	MetricsAddress string `yaml:"metricsAddress,omitempty"`
+	upf.Config     `yaml:",inline"`
+}
+
+// Metrics configures the operations HTTP server: /metrics (Prometheus),
+// /healthz and /readyz.
+type Metrics struct {
+	// Address is host:port to listen on, e.g. 127.0.0.1:9464. Empty (the
+	// default): no server, so that tern processes sharing a host and a
+	// configuration (tern up, tern nf upf, the benchmarks' children) do not
+	// fight over a port nobody asked for.
+	Address string `yaml:"address,omitempty"`
 }
 
 // Log configures structured logging.
@@ -158,6 +176,12 @@ func (c *Config) Validate() error {
 	if c.Store.DemoSubscribers < 0 || c.Store.DemoSubscribers > 1_000_000 {
 		return fmt.Errorf("config: store.demoSubscribers: %d not in 0..1000000", c.Store.DemoSubscribers)
 	}
+	if err := checkListenAddr(c.Metrics.Address); err != nil {
+		return fmt.Errorf("config: metrics.address: %w", err)
+	}
+	if err := checkListenAddr(c.UPF.MetricsAddress); err != nil {
+		return fmt.Errorf("config: upf.metricsAddress: %w", err)
+	}
 	// Each NF names its own fields ("amf: tais[0].tac: ..."); the section
 	// prefix completes the path.
 	for _, v := range []struct {
@@ -207,6 +231,21 @@ func (c *Config) crossCheck() error {
 				return fmt.Errorf("config: upf.n6: no device for DNN %q that smf.upfs[%d] serves", d, i)
 			}
 		}
+	}
+	return nil
+}
+
+// checkListenAddr accepts "" (off) and host:port with a numeric port.
+func checkListenAddr(s string) error {
+	if s == "" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return err
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("%q: port %q is not a number in 0..65535", s, port)
 	}
 	return nil
 }

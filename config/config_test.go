@@ -70,6 +70,9 @@ func TestValidationNamesTheField(t *testing.T) {
 		{"nssf:\n  plmn: \"00101\"\n", "nssf.plmn"},
 		{"bogus: 1\n", "bogus"},
 		{"amf:\n  nosuchfield: 1\n", "nosuchfield"},
+		{"metrics:\n  address: \"9464\"\n", "metrics.address"},
+		{"metrics:\n  address: \"127.0.0.1:http\"\n", "metrics.address"},
+		{"upf:\n  metricsAddress: \"127.0.0.1:99999\"\n", "upf.metricsAddress"},
 	}
 	for _, c := range cases {
 		_, err := Parse([]byte(c.doc))
@@ -102,5 +105,20 @@ func TestCrossCheckNormalisesPLMNs(t *testing.T) {
 	}
 	if _, err := Parse([]byte("ausf:\n  servingPlmns: [\"00101\"]\n")); err == nil || !strings.Contains(err.Error(), "amf.guamis[0].plmn") {
 		t.Fatalf("AMF PLMN not served by the AUSF: %v", err)
+	}
+}
+
+// The metrics addresses are off by default and taken when set, the port 0
+// (any free port) included.
+func TestMetricsAddresses(t *testing.T) {
+	if d := Default(); d.Metrics.Address != "" || d.UPF.MetricsAddress != "" {
+		t.Errorf("metrics on by default: %q, upf %q", d.Metrics.Address, d.UPF.MetricsAddress)
+	}
+	c, err := Parse([]byte("metrics:\n  address: 127.0.0.1:9464\nupf:\n  metricsAddress: \"[::1]:0\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Metrics.Address != "127.0.0.1:9464" || c.UPF.MetricsAddress != "[::1]:0" {
+		t.Errorf("parsed metrics %q, upf %q", c.Metrics.Address, c.UPF.MetricsAddress)
 	}
 }

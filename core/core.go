@@ -285,6 +285,15 @@ func (c *Core) Stats() Stats {
 	return st
 }
 
+// N4Stats are the counters of the SMF's PFCP endpoint, and false when it
+// has none (every UPF is reached by the direct binding).
+func (c *Core) N4Stats() (pfcp.EndpointStats, bool) {
+	if c.n4 == nil {
+		return pfcp.EndpointStats{}, false
+	}
+	return c.n4.Stats(), true
+}
+
 // Close stops N2, then the NFs, N4 and the UPF, then the store and the
 // capture.
 func (c *Core) Close() error {

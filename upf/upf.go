@@ -401,6 +401,17 @@ func (u *UPF) Close() error {
 	return err
 }
 
+// PFCPStats are the counters of the UPF's PFCP endpoint, and false when it
+// has none (not started, or reached by the direct binding in a core unit).
+func (u *UPF) PFCPStats() (pfcp.EndpointStats, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.ep == nil {
+		return pfcp.EndpointStats{}, false
+	}
+	return u.ep.Stats(), true
+}
+
 // Stats are the UPF's counters.
 type Stats struct {
 	// Pipeline: forwarded packets/bytes per direction, drops by reason,

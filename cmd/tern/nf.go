@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/tern5g/tern/core"
+	"github.com/tern5g/tern/metrics"
 )
 
 // runNF runs one network function as its own process.
@@ -41,6 +42,7 @@ func runNFUPF(args []string) error {
 	n3 := fs.String("n3", "", "N3 GTP-U address, IP:port (overrides upf.n3Addr)")
 	noN6 := fs.Bool("no-n6", false, "run without N6 TUN devices (overrides upf.noN6)")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error (overrides log.level)")
+	metricsAddr := fs.String("metrics", "", "serve /metrics, /healthz and /readyz on this address, host:port (overrides upf.metricsAddress)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -60,6 +62,9 @@ func runNFUPF(args []string) error {
 	if *logLevel != "" {
 		cfg.Log.Level = *logLevel
 	}
+	if *metricsAddr != "" {
+		cfg.UPF.MetricsAddress = *metricsAddr
+	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -75,6 +80,14 @@ func runNFUPF(args []string) error {
 	}
 	if err := u.Start(ctx); err != nil {
 		return err
+	}
+	if cfg.UPF.MetricsAddress != "" {
+		srv, err := metrics.ServeUPF(cfg.UPF.MetricsAddress, u, log)
+		if err != nil {
+			u.Close()
+			return err
+		}
+		defer srv.Close()
 	}
 	// The "ready" line is what scripts and tern bench restore wait for.
 	fmt.Printf("tern upf ready: PFCP on %s, N3 on %s\n", u.PFCPAddr(), u.N3Addr())

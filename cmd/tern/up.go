@@ -20,6 +20,7 @@ import (
 	"github.com/tern5g/tern/core"
 	"github.com/tern5g/tern/gtpu"
 	"github.com/tern5g/tern/lab"
+	"github.com/tern5g/tern/metrics"
 	"github.com/tern5g/tern/nf/smf"
 	"github.com/tern5g/tern/sctp"
 )
@@ -37,6 +38,7 @@ func runUp(args []string) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the core to this file until it stops")
 	labMode := fs.Bool("lab", false, "configure for the core namespace of 'tern lab up': N2 "+lab.CoreN3.String()+":38412 (SCTP over UDP 9899), N3 "+lab.CoreN3.String()+":2152, N6 TUNs tern-<dnn>")
 	labPrefix := fs.String("prefix", "tern", "with --lab: the lab's namespace prefix; tern up must run in <prefix>-core")
+	metricsAddr := fs.String("metrics", "", "serve /metrics, /healthz and /readyz on this address, host:port (overrides metrics.address)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -80,6 +82,9 @@ func runUp(args []string) error {
 	if *demoSubs >= 0 {
 		cfg.Store.DemoSubscribers = *demoSubs
 	}
+	if *metricsAddr != "" {
+		cfg.Metrics.Address = *metricsAddr
+	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -94,6 +99,14 @@ func runUp(args []string) error {
 	if err := c.Start(ctx); err != nil {
 		c.Close()
 		return err
+	}
+	if cfg.Metrics.Address != "" {
+		srv, err := metrics.ServeCore(cfg.Metrics.Address, c, log)
+		if err != nil {
+			c.Close()
+			return err
+		}
+		defer srv.Close()
 	}
 	st := c.Stats()
 	// The "ready" line is what `tern bench register` waits for.

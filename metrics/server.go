@@ -1,0 +1,137 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tern5g/tern/core"
+	"github.com/tern5g/tern/upf"
+)
+
+// Server is a process's one HTTP server for operations:
+//
+//   - /metrics: the registry in the Prometheus exposition format;
+//   - /healthz: 200 while the process serves HTTP at all (liveness);
+//   - /readyz: 200 when the process can do its job, 503 with the reason
+//     otherwise (readiness).
+type Server struct {
+	srv  *http.Server
+	ln   net.Listener
+	done chan struct{}
+}
+
+// ReadyFunc says why the process is not ready, or nil when it is.
+type ReadyFunc func() error
+
+// Serve listens on addr (host:port; port 0 picks one) and serves r and
+// ready until Close.
+func Serve(addr string, r *prometheus.Registry, ready ReadyFunc, log *slog.Logger) (*Server, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(r, promhttp.HandlerOpts{
+		Registry: r, // promhttp_metric_handler_errors_total
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// A collector that fails is reported and the rest still served:
+		// a partial scrape is worth more than none.
+		ErrorHandling: promhttp.ContinueOnError,
+	}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := ready(); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	s := &Server{
+		srv: &http.Server{
+			Handler:           mux,
+			ReadHeaderTimeout: 5 * time.Second,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		},
+		ln:   ln,
+		done: make(chan struct{}),
+	}
+	go func() {
+		defer close(s.done)
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server stopped", "err", err)
+		}
+	}()
+	log.Info("metrics listening", "addr", ln.Addr().String(), "paths", "/metrics /healthz /readyz")
+	return s, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Close stops the server, letting requests in flight finish for a moment.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := s.srv.Shutdown(ctx)
+	<-s.done
+	return err
+}
+
+// CoreReady is ready for a core unit: N2 listening, and at least one UPF
+// associated (smf.UPFStates), for without one no PDU session can be set up.
+func CoreReady(c *core.Core) ReadyFunc {
+	return func() error {
+		if c.N2Addr() == "" {
+			return errors.New("N2 not listening")
+		}
+		states := c.SMF.UPFStates()
+		for _, s := range states {
+			if s == "up" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no UPF associated (%v)", states)
+	}
+}
+
+// UPFReady is ready for a UPF of its own: its PFCP endpoint serves.
+func UPFReady(u *upf.UPF) ReadyFunc {
+	return func() error {
+		if !u.PFCPAddr().IsValid() {
+			return errors.New("PFCP endpoint not serving")
+		}
+		return nil
+	}
+}
+
+// ServeCore registers core unit c's collectors with a new registry and
+// serves them, with c's readiness, on addr.
+func ServeCore(addr string, c *core.Core, log *slog.Logger) (*Server, error) {
+	r := NewRegistry()
+	if err := RegisterCore(r, c); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	return Serve(addr, r, CoreReady(c), log)
+}
+
+// ServeUPF does the same for a UPF running as its own process.
+func ServeUPF(addr string, u *upf.UPF, log *slog.Logger) (*Server, error) {
+	r := NewRegistry()
+	if err := RegisterUPF(r, u); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	return Serve(addr, r, UPFReady(u), log)
+}
