@@ -31,7 +31,7 @@ func (u *ue) onDeregistrationRequest(m *nas.DeregistrationRequestUEOriginating, 
 	// UE-initiated deregistration runs within this one event, so it is
 	// timed here rather than by the state machine (observe.go).
 	start := time.Now()
-	u.log.Info("procedure started", append([]any{"procedure", ProcDeregistration}, u.unidentified()...)...)
+	u.logStarted(ProcDeregistration)
 	wasRegistered := u.st.rm == rmRegistered
 	u.endProcedureData(u.st.proc)
 	// TS 23.502 §4.2.2.3.2 step 2: Nsmf_PDUSession_ReleaseSMContext for

@@ -81,7 +81,7 @@ func (u *ue) onPathSwitchRequest(g *gnb, src *ranUE, m *ngap.PathSwitchRequest) 
 	// The switch runs within this one event, so it is timed here rather
 	// than by the state machine (observe.go).
 	start, outcome := time.Now(), OutcomeRejected
-	u.log.Info("procedure started", "procedure", ProcPathSwitch)
+	u.logStarted(ProcPathSwitch)
 	defer func() { u.procedureEnded(ProcPathSwitch, outcome, start) }()
 	if u.gone() || src != u.ran || u.st.rm != rmRegistered || (u.st.proc != procNone && u.st.proc != procRegistration) {
 		// TS 23.502 §4.9.1.2.2: the switch cannot be done for a UE in

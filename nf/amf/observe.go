@@ -1,6 +1,8 @@
 package amf
 
 import (
+	"context"
+	"log/slog"
 	"time"
 )
 
@@ -82,7 +84,7 @@ func (u *ue) trackProcedure(prev procedure, ev event) {
 	}
 	if cur != procNone && (cur != prev || restart) {
 		u.procStart = time.Now()
-		u.log.Info("procedure started", append([]any{"procedure", procName(cur)}, u.unidentified()...)...)
+		u.logStarted(procName(cur))
 	}
 }
 
@@ -113,9 +115,20 @@ func eventOutcome(p procedure, ev event) string {
 // procedureEnded logs the outcome and tells the Observer.
 func (u *ue) procedureEnded(name, outcome string, start time.Time) {
 	d := time.Since(start)
-	u.log.Info("procedure ended", append([]any{"procedure", name, "outcome", outcome, "duration", d}, u.unidentified()...)...)
+	if u.log.Enabled(context.Background(), slog.LevelInfo) {
+		u.log.Info("procedure ended", append([]any{"procedure", name, "outcome", outcome, "duration", d}, u.unidentified()...)...)
+	}
 	if p := u.amf.observer.Load(); p != nil {
 		(*p).Procedure(name, outcome, d)
+	}
+}
+
+// logStarted writes the start line of procedure name. The level is checked
+// first: building the arguments costs allocations a disabled level need
+// not pay.
+func (u *ue) logStarted(name string) {
+	if u.log.Enabled(context.Background(), slog.LevelInfo) {
+		u.log.Info("procedure started", append([]any{"procedure", name}, u.unidentified()...)...)
 	}
 }
 

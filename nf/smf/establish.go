@@ -3,6 +3,7 @@ package smf
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"sort"
 	"time"
@@ -41,7 +42,9 @@ func (s *SMF) CreateSMContext(ctx context.Context, req *sbi.SMContextCreate) (*s
 	if req != nil && req.Data != nil {
 		supi, psi = req.Data.Supi, req.Data.PduSessionId
 	}
-	s.log.Info("procedure started", "procedure", ProcPDUSessionEstablishment, "supi", supi, "psi", psi)
+	if s.log.Enabled(ctx, slog.LevelInfo) { // the arguments cost allocations a disabled level need not pay
+		s.log.Info("procedure started", "procedure", ProcPDUSessionEstablishment, "supi", supi, "psi", psi)
+	}
 	created, err := s.createSMContext(ctx, req, start)
 	if err != nil {
 		// Refused before a context existed: no later step reports it.

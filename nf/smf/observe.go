@@ -1,6 +1,10 @@
 package smf
 
-import "time"
+import (
+	"context"
+	"log/slog"
+	"time"
+)
 
 // Observer is told how each PDU session establishment ended and how long
 // it took, from CreateSMContext to the RAN's answer to the N2 setup. It is
@@ -45,7 +49,9 @@ func (s *SMF) establishmentEnded(c *smContext, outcome string) {
 // procedureEnded logs the outcome and tells the Observer.
 func (s *SMF) procedureEnded(supi string, psi int32, outcome string, start time.Time) {
 	d := time.Since(start)
-	s.log.Info("procedure ended", "procedure", ProcPDUSessionEstablishment, "outcome", outcome, "supi", supi, "psi", psi, "duration", d)
+	if s.log.Enabled(context.Background(), slog.LevelInfo) {
+		s.log.Info("procedure ended", "procedure", ProcPDUSessionEstablishment, "outcome", outcome, "supi", supi, "psi", psi, "duration", d)
+	}
 	if p := s.observer.Load(); p != nil {
 		(*p).Procedure(ProcPDUSessionEstablishment, outcome, d)
 	}
