@@ -278,7 +278,11 @@ type Stats struct {
 
 // Stats reads the NF counters and the process's resident memory.
 func (c *Core) Stats() Stats {
-	st := Stats{AMF: c.AMF.Stats(), SMF: c.SMF.Stats(), Subscribers: c.store.Len(), ResidentSize: report.ResidentBytes(0)}
+	subs, err := c.store.Len()
+	if err != nil {
+		c.log.Warn("counting subscribers", "err", err)
+	}
+	st := Stats{AMF: c.AMF.Stats(), SMF: c.SMF.Stats(), Subscribers: subs, ResidentSize: report.ResidentBytes(0)}
 	if c.UPF != nil {
 		st.UPF = c.UPF.Stats()
 	}

@@ -134,9 +134,13 @@ func subscriberList(args []string) error {
 		return err
 	}
 	defer st.Close()
+	subs, err := st.List()
+	if err != nil {
+		return err
+	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SUPI\tOP type\tAMF\tSQN\tslices")
-	for _, s := range st.List() {
+	for _, s := range subs {
 		var sl []string
 		for _, x := range s.Slices {
 			sl = append(sl, x.SNSSAI)
