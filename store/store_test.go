@@ -341,3 +341,18 @@ func TestStoreFilePrivate(t *testing.T) {
 		}
 	}
 }
+
+func TestOpenDriver(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "subscribers.db")
+	s, err := OpenDriver(DriverSQLite, path)
+	if err != nil || s.Driver() != DriverSQLite {
+		t.Fatalf("sqlite: %v", err)
+	}
+	s.Close()
+	if _, err := OpenDriver("mysql", path); err == nil || !strings.Contains(err.Error(), `"mysql" is not sqlite or postgres`) {
+		t.Fatalf("unknown driver: %v", err)
+	}
+	if _, err := OpenDriver(DriverPostgres, "postgres://tern@127.0.0.1:1/tern?connect_timeout=1"); err == nil {
+		t.Fatal("postgres with no server opened")
+	}
+}
