@@ -41,7 +41,7 @@ var pgTest struct {
 
 // postgresDSN returns the connection string of a new, empty database on the
 // test server, or skips t.
-func postgresDSN(t *testing.T) string {
+func postgresDSN(t testing.TB) string {
 	t.Helper()
 	pgTest.once.Do(func() {
 		srv, err := startPostgres()

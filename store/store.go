@@ -343,8 +343,8 @@ func (s *Store) Len() (int, error) {
 }
 
 // Syncs returns how many writes this Store has made durable before
-// returning since Open: every write except SQN allocations within a
-// reservation.
+// returning since Open: with SQLite every write except SQN allocations
+// within a reservation, with PostgreSQL every write.
 func (s *Store) Syncs() uint64 { return s.syncs.Load() }
 
 // IncrementSQN adds one to the subscriber's SQN_HE (wrapping at 48 bits),

@@ -26,14 +26,14 @@ type engine struct {
 	// open returns an empty store, and an opener of other Stores on the
 	// same data, as another process (or the same one after a crash, when
 	// the first is never closed) would open it.
-	open func(t *testing.T) (*Store, opener)
+	open func(t testing.TB) (*Store, opener)
 }
 
 // opener opens another Store on the same data.
 type opener func() (*Store, error)
 
 // must opens the store or fails t, and closes it when t ends.
-func (o opener) must(t *testing.T) *Store {
+func (o opener) must(t testing.TB) *Store {
 	t.Helper()
 	s, err := o()
 	if err != nil {
@@ -44,7 +44,7 @@ func (o opener) must(t *testing.T) *Store {
 }
 
 func sqliteEngine() engine {
-	return engine{name: DriverSQLite, open: func(t *testing.T) (*Store, opener) {
+	return engine{name: DriverSQLite, open: func(t testing.TB) (*Store, opener) {
 		path := filepath.Join(t.TempDir(), "subscribers.db")
 		again := opener(func() (*Store, error) { return Open(path) })
 		return again.must(t), again
@@ -52,7 +52,7 @@ func sqliteEngine() engine {
 }
 
 func postgresEngine() engine {
-	return engine{name: DriverPostgres, open: func(t *testing.T) (*Store, opener) {
+	return engine{name: DriverPostgres, open: func(t testing.TB) (*Store, opener) {
 		dsn := postgresDSN(t)
 		again := opener(func() (*Store, error) { return OpenPostgres(dsn) })
 		return again.must(t), again
