@@ -62,6 +62,9 @@ func TestOpenConvertsLegacyLog(t *testing.T) {
 	if k, _ := sniff(path); k != fileSQLite {
 		t.Fatalf("path holds kind %d after conversion", k)
 	}
+	if left, _ := filepath.Glob(path + ".import*"); len(left) > 0 {
+		t.Fatalf("conversion left %v", left)
+	}
 	s.Close()
 	r := openT(t, path, Options{})
 	if r.LegacyBackup() != "" || lenT(t, r) != 2 {

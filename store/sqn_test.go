@@ -291,3 +291,38 @@ func TestReserveSQNsUpFront(t *testing.T) {
 		}
 	}
 }
+
+// ReserveSQNs raises short reservations to SQN_HE+headroom (at most
+// MaxSQN) and leaves the others, on both engines.
+func TestReserveSQNs(t *testing.T) {
+	forEngines(t, func(t *testing.T, e engine) {
+		s, _ := e.open(t)
+		subs := DefaultSubscribers(3)
+		subs[1].SQN = MaxSQN - 10
+		if _, err := s.PutAll(subs, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ReserveSQNs(1000); err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range []uint64{1000, MaxSQN, 1000} {
+			if got := reservation(t, s, subs[i].SUPI); got != want {
+				t.Errorf("%s: reservation %d, want %d", subs[i].SUPI, got, want)
+			}
+		}
+		for range 600 {
+			if _, err := s.UpdateSQN(subs[0].SUPI, 1000, plusOne); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.ReserveSQNs(1000); err != nil {
+			t.Fatal(err)
+		}
+		if got := reservation(t, s, subs[0].SUPI); got != 1600 {
+			t.Errorf("reservation with 400 of 1000 left: %d, want 1600", got)
+		}
+		if got := reservation(t, s, subs[2].SUPI); got != 1000 {
+			t.Errorf("reservation with all its headroom left changed to %d", got)
+		}
+	})
+}
