@@ -25,6 +25,7 @@ import (
 	"github.com/tern5g/tern/nf/smf"
 	"github.com/tern5g/tern/nf/udm"
 	"github.com/tern5g/tern/nf/udr"
+	"github.com/tern5g/tern/store"
 	"github.com/tern5g/tern/upf"
 )
 
@@ -79,13 +80,28 @@ type Log struct {
 	Format string `yaml:"format"` // text or json
 }
 
-// Store configures the embedded subscriber store.
+// Store configures the subscriber store (see package store).
 type Store struct {
-	// Path of the store file; created on first start.
+	// Driver is the database engine: sqlite (embedded, the default: Path
+	// is its file) or postgres (DSN names the database).
+	Driver string `yaml:"driver"`
+	// Path of the SQLite database file; created on first start. A legacy
+	// subscriber log found there is converted in place.
 	Path string `yaml:"path"`
+	// DSN is the PostgreSQL connection string (driver postgres), a URL
+	// ("postgres://tern@db.example:5432/tern") or key=value pairs.
+	DSN string `yaml:"dsn,omitempty"`
 	// DemoSubscribers is how many demo subscribers (IMSI 208930000000001 on,
 	// see store.DefaultSubscribers) are provisioned when missing; 0 = none.
 	DemoSubscribers int `yaml:"demoSubscribers"`
+}
+
+// Source is what store.OpenDriver opens for Driver: Path or DSN.
+func (s Store) Source() string {
+	if s.Driver == store.DriverPostgres {
+		return s.DSN
+	}
+	return s.Path
 }
 
 // DefaultStorePath is where `tern up` keeps subscribers unless told otherwise:
@@ -106,7 +122,7 @@ func DefaultStorePath() string {
 func Default() Config {
 	return Config{
 		Log:   Log{Level: "info", Format: "text"},
-		Store: Store{Path: DefaultStorePath(), DemoSubscribers: 1000},
+		Store: Store{Driver: store.DriverSQLite, Path: DefaultStorePath(), DemoSubscribers: 1000},
 		AMF:   amf.DefaultConfig(),
 		AUSF:  ausf.Config{ServingPLMNs: []string{"20893"}},
 		UDM:   udm.DefaultConfig(),
@@ -170,8 +186,17 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("config: log.format: %q is not text or json", c.Log.Format)
 	}
-	if c.Store.Path == "" {
-		return errors.New("config: store.path: empty")
+	switch c.Store.Driver {
+	case store.DriverSQLite:
+		if c.Store.Path == "" {
+			return errors.New("config: store.path: empty (driver sqlite needs a database file)")
+		}
+	case store.DriverPostgres:
+		if c.Store.DSN == "" {
+			return errors.New("config: store.dsn: empty (driver postgres needs a connection string)")
+		}
+	default:
+		return fmt.Errorf("config: store.driver: %q is not %s or %s", c.Store.Driver, store.DriverSQLite, store.DriverPostgres)
 	}
 	if c.Store.DemoSubscribers < 0 || c.Store.DemoSubscribers > 1_000_000 {
 		return fmt.Errorf("config: store.demoSubscribers: %d not in 0..1000000", c.Store.DemoSubscribers)

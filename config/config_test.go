@@ -64,6 +64,9 @@ func TestValidationNamesTheField(t *testing.T) {
 	cases := []struct{ doc, want string }{
 		{"log:\n  level: loud\n", "log.level"},
 		{"store:\n  demoSubscribers: -1\n", "store.demoSubscribers"},
+		{"store:\n  driver: mysql\n", "store.driver: \"mysql\" is not sqlite or postgres"},
+		{"store:\n  driver: postgres\n", "store.dsn"},
+		{"store:\n  path: \"\"\n", "store.path"},
 		{"amf:\n  tais:\n    - plmn: \"2089\"\n      tac: 1\n", "amf"},
 		{"ausf:\n  servingPlmns: []\n", "servingPlmns"},
 		{"udm:\n  homeNetworkKeys:\n    - id: 1\n      scheme: profileC\n      privateKey: \"00\"\n", "udm"},
@@ -92,6 +95,13 @@ func TestLoad(t *testing.T) {
 	c, err := Load(p)
 	if err != nil || c.Store.Path != "/tmp/x.db" {
 		t.Fatalf("%+v %v", c.Store, err)
+	}
+	if c.Store.Driver != "sqlite" || c.Store.Source() != "/tmp/x.db" {
+		t.Fatalf("default driver: %+v", c.Store)
+	}
+	os.WriteFile(p, []byte("store:\n  driver: postgres\n  dsn: postgres://tern@db/tern\n"), 0o644)
+	if c, err = Load(p); err != nil || c.Store.Source() != "postgres://tern@db/tern" {
+		t.Fatalf("postgres: %+v %v", c.Store, err)
 	}
 	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
 		t.Fatal("missing file accepted")

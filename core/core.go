@@ -73,18 +73,21 @@ func New(cfg config.Config, logger *slog.Logger) (*Core, error) {
 		}
 	}()
 
-	st, err := store.Open(cfg.Store.Path)
+	st, err := store.OpenDriver(cfg.Store.Driver, cfg.Store.Source())
 	if err != nil {
 		return nil, fmt.Errorf("core: subscriber store: %w", err)
 	}
 	c.store = st
+	if b := st.LegacyBackup(); b != "" {
+		logger.Info("converted the legacy subscriber log to SQLite", "store", cfg.Store.Path, "kept", b)
+	}
 	if n := cfg.Store.DemoSubscribers; n > 0 {
 		added, err := st.PutAll(store.DefaultSubscribers(n), false)
 		if err != nil {
 			return nil, fmt.Errorf("core: provisioning demo subscribers: %w", err)
 		}
 		if added > 0 {
-			logger.Info("provisioned demo subscribers", "added", added, "store", cfg.Store.Path)
+			logger.Info("provisioned demo subscribers", "added", added, "driver", st.Driver())
 		}
 	}
 
@@ -278,7 +281,11 @@ type Stats struct {
 
 // Stats reads the NF counters and the process's resident memory.
 func (c *Core) Stats() Stats {
-	st := Stats{AMF: c.AMF.Stats(), SMF: c.SMF.Stats(), Subscribers: c.store.Len(), ResidentSize: report.ResidentBytes(0)}
+	subs, err := c.store.Len()
+	if err != nil {
+		c.log.Warn("counting subscribers", "err", err)
+	}
+	st := Stats{AMF: c.AMF.Stats(), SMF: c.SMF.Stats(), Subscribers: subs, ResidentSize: report.ResidentBytes(0)}
 	if c.UPF != nil {
 		st.UPF = c.UPF.Stats()
 	}

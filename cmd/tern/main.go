@@ -25,7 +25,7 @@ func commands() map[string]command {
 		"sim":        {"run simulated gNBs and UEs against an AMF", runSim},
 		"bench":      {"run a benchmark: register, session, pfcp, upf, classify, paging, handover, restore", runBench},
 		"lab":        {"build (up) or remove (down) the network-namespace test bed: ran | core | one DN per DNN", runLab},
-		"subscriber": {"manage the subscriber store: add, list, delete", runSubscriber},
+		"subscriber": {"manage the subscriber store: add, list, show, delete, import", runSubscriber},
 		"config":     {"print the effective configuration (defaults, or --config merged over them)", runConfig},
 		"version":    {"print the version", func([]string) error { fmt.Println(version()); return nil }},
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,6 +109,138 @@ func TestSubscriberCommands(t *testing.T) {
 	}
 	if err := runSubscriber([]string{"delete", "--store", db, "--imsi", "208930000000101"}); err == nil {
 		t.Fatal("deleting a missing subscriber succeeded")
+	}
+}
+
+// Every bad flag of subscriber add fails with a message that names it and
+// says what it accepts.
+func TestSubscriberAddValidatesFlags(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "subs.db")
+	base := []string{"add", "--store", db, "--imsi", "208930000000101", "--k", "8baf473f2f8fd09487cccbd7097c6862"}
+	opc := []string{"--opc", "8e27b6af0e692e750f32667a3b14605d"}
+	cfg := filepath.Join(t.TempDir(), "tern.yaml")
+	os.WriteFile(cfg, []byte(`smf:
+  dnns:
+    - {name: corp, snssai: 1-010203, pool: 10.70.0.0/16, mtu: 1400}
+  upfs:
+    - {name: upf, n4: direct, n3: 127.0.0.1, dnns: [corp]}
+upf:
+  n6:
+    - {dnn: corp, tun: tern-corp, pool: 10.70.0.0/16}
+`), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"add", "--store", db, "--k", "00"}, "--imsi is required"},
+		{[]string{"add", "--store", db, "--imsi", "12ab"}, "--imsi: \"12ab\" is not 6-15 digits"},
+		{append([]string{"add", "--store", db, "--imsi", "208930000000101", "--k", "00"}, opc...), "--k: want 32 hex digits"},
+		{base, "--opc or --op is required"},
+		{append(base, "--opc", "zz"), "--opc: want 32 hex digits"},
+		{append(base, "--op", "8e27"), "--op: want 32 hex digits"},
+		{append(base, append(opc, "--op", "8e27b6af0e692e750f32667a3b14605d")...), "give one, not both"},
+		{append(base, append(opc, "--amf", "80")...), "--amf: want 4 hex digits"},
+		{append(base, append(opc, "--sqn", "281474976710656")...), "--sqn: 281474976710656 is above"},
+		{append(base, append(opc, "--ambr-ul", "fast")...), "--ambr-ul: \"fast\" is not a bit rate"},
+		{append(base, append(opc, "--ambr-dl", "10 Mbit/s")...), "--ambr-dl"},
+		{append(base, append(opc, "--slice", "1-0102")...), "--slice: \"1-0102\""},
+		{append(base, append(opc, "--dnn", "corp")...), "--dnn: \"corp\" is not served by the configuration (smf.dnns: internet, ims)"},
+		{append(base, append(opc, "--config", cfg)...), "--dnn: \"internet\" is not served by the configuration (smf.dnns: corp)"},
+		{append(base, append(opc, "extra")...), "unexpected argument \"extra\""},
+	} {
+		err := runSubscriber(c.args)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error containing %q", c.args[2:], err, c.want)
+		}
+	}
+	if _, err := os.Stat(db); !os.IsNotExist(err) {
+		t.Errorf("rejected adds created the store: %v", err)
+	}
+	// The DNN the configuration serves is accepted.
+	if err := runSubscriber(append(base, append(opc, "--config", cfg, "--dnn", "corp")...)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// list, show and delete do not create a store that is not there.
+func TestSubscriberCommandsNeedAStore(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "none.db")
+	for _, args := range [][]string{
+		{"list", "--store", db},
+		{"show", "--store", db, "--imsi", "208930000000001"},
+		{"delete", "--store", db, "--imsi", "208930000000001"},
+	} {
+		if err := runSubscriber(args); err == nil || !strings.Contains(err.Error(), "no subscriber store at "+db) {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	if _, err := os.Stat(db); !os.IsNotExist(err) {
+		t.Fatalf("store created: %v", err)
+	}
+}
+
+// The commands work on a store that a running core holds open, and the
+// core sees their changes at once.
+func TestSubscriberCommandsBesideRunningCore(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "subs.db")
+	core, err := store.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer core.Close()
+	if _, err := core.PutAll(store.DefaultSubscribers(2), false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := core.IncrementSQN(store.DemoSUPI(1)); err != nil {
+		t.Fatal(err)
+	}
+	add := []string{"add", "--store", db, "--imsi", "208930000000101", "--k", "8baf473f2f8fd09487cccbd7097c6862",
+		"--opc", "8e27b6af0e692e750f32667a3b14605d"}
+	if err := runSubscriber(add); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := core.Get("imsi-208930000000101"); err != nil {
+		t.Fatalf("core does not see the added subscriber: %v", err)
+	}
+	if err := runSubscriber([]string{"show", "--store", db, "--imsi", "208930000000001"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := runSubscriber([]string{"delete", "--store", db, "--imsi", "208930000000002"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := core.Len(); err != nil || n != 2 {
+		t.Fatalf("core sees %d subscribers (%v), want 2", n, err)
+	}
+	if got, _ := core.Get(store.DemoSUPI(1)); got.SQN != 1 {
+		t.Fatalf("SQN_HE %d after the CLI's changes, want 1", got.SQN)
+	}
+}
+
+func TestSubscriberImport(t *testing.T) {
+	dir := t.TempDir()
+	legacy := filepath.Join(dir, "old.db")
+	// A legacy log as the earlier store wrote it.
+	line := `{"op":"put","sub":{"supi":"imsi-208930000000001","k":"8baf473f2f8fd09487cccbd7097c6862","op":"8e27b6af0e692e750f32667a3b14605d","opType":"OPc","amf":"8000","sqn":7,"ueAmbr":{"uplink":"1 Gbps","downlink":"2 Gbps"},"slices":[{"snssai":"1-010203","default":true,"dnns":[{"name":"internet","default":true,"sessionAmbr":{"uplink":"1 Gbps","downlink":"1 Gbps"},"5qi":9,"arpPriority":8}]}]}}`
+	log := fmt.Sprintf("%08x %s\n", crc32.Checksum([]byte(line), crc32.MakeTable(crc32.Castagnoli)), line)
+	os.WriteFile(legacy, []byte(log), 0o600)
+	db := filepath.Join(dir, "new.db")
+	if err := runSubscriber([]string{"import", "--store", db, "--from", legacy}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := st.Get(store.DemoSUPI(1))
+	st.Close()
+	if err != nil || sub.SQN != 7 {
+		t.Fatalf("imported %+v, %v", sub, err)
+	}
+	if err := runSubscriber([]string{"import", "--store", db, "--from", db}); err == nil || !strings.Contains(err.Error(), "--from") {
+		t.Fatalf("importing a SQLite store as a legacy log: %v", err)
+	}
+	if err := runSubscriber([]string{"import", "--store", db}); err == nil || !strings.Contains(err.Error(), "--from is required") {
+		t.Fatalf("no --from: %v", err)
 	}
 }
 

@@ -5,33 +5,85 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/tern5g/tern/config"
 	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/sbi"
 	"github.com/tern5g/tern/store"
 )
 
-// runSubscriber manages the subscriber store that the UDR serves.
+// runSubscriber manages the subscriber store that the UDR serves. The
+// store's engine locks it, so these commands work while `tern up` runs on
+// the same store.
 func runSubscriber(args []string) error {
+	const usage = "usage: tern subscriber add|list|show|delete|import [flags]"
 	if len(args) == 0 {
-		return errors.New("usage: tern subscriber add|list|delete [flags]")
+		return errors.New(usage)
 	}
 	switch args[0] {
 	case "add":
 		return subscriberAdd(args[1:])
-	case "list":
+	case "list", "ls":
 		return subscriberList(args[1:])
+	case "show":
+		return subscriberShow(args[1:])
 	case "delete", "del", "rm":
 		return subscriberDelete(args[1:])
+	case "import":
+		return subscriberImport(args[1:])
 	}
-	return fmt.Errorf("unknown subscriber command %q (have: add, list, delete)", args[0])
+	return fmt.Errorf("unknown subscriber command %q (%s)", args[0], usage)
 }
 
-func storeFlag(fs *flag.FlagSet) *string {
-	return fs.String("store", config.DefaultStorePath(), "subscriber store file")
+// storeFlags pick the store: the configuration's store section, or a
+// SQLite file given with --store.
+type storeFlags struct {
+	config, path *string
+}
+
+func addStoreFlags(fs *flag.FlagSet) storeFlags {
+	return storeFlags{
+		config: fs.String("config", "", "YAML configuration whose store section (and served DNNs) to use (default: embedded defaults)"),
+		path:   fs.String("store", "", "SQLite store file, overriding the configuration's store (default "+config.DefaultStorePath()+")"),
+	}
+}
+
+// load returns the configuration with --store applied.
+func (f storeFlags) load() (config.Config, error) {
+	cfg, err := loadConfig(*f.config)
+	if err != nil {
+		return cfg, err
+	}
+	if *f.path != "" {
+		cfg.Store.Driver, cfg.Store.Path = store.DriverSQLite, *f.path
+	}
+	return cfg, nil
+}
+
+// open opens the configured store. With mustExist, a SQLite file that is
+// not there is an error rather than a new, empty store.
+func (f storeFlags) open(cfg config.Config, mustExist bool) (*store.Store, error) {
+	if mustExist && cfg.Store.Driver == store.DriverSQLite {
+		if _, err := os.Stat(cfg.Store.Path); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no subscriber store at %s: `tern up` or `tern subscriber add` creates it; choose another with --store or --config", cfg.Store.Path)
+		}
+	}
+	return store.OpenDriver(cfg.Store.Driver, cfg.Store.Source())
+}
+
+// where names the store for messages, without a DSN's credentials.
+func where(cfg config.Config) string {
+	if cfg.Store.Driver == store.DriverPostgres {
+		return "the PostgreSQL store"
+	}
+	return cfg.Store.Path
 }
 
 // stringList is a repeatable flag.
@@ -40,55 +92,137 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
+func noArgs(fs *flag.FlagSet) error {
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
+	}
+	return nil
+}
+
+// supiFlag checks --imsi and returns the SUPI.
+func supiFlag(imsi string) (string, error) {
+	if imsi == "" {
+		return "", errors.New("--imsi is required: the subscriber's IMSI, 6-15 digits")
+	}
+	supi := "imsi-" + imsi
+	if _, err := identity.ParseSUPI(supi); err != nil {
+		return "", fmt.Errorf("--imsi: %q is not 6-15 digits", imsi)
+	}
+	return supi, nil
+}
+
 func subscriberAdd(args []string) error {
 	fs := flag.NewFlagSet("subscriber add", flag.ContinueOnError)
-	path := storeFlag(fs)
+	sf := addStoreFlags(fs)
 	imsi := fs.String("imsi", "", "IMSI digits (required), e.g. 208930000000101")
 	k := fs.String("k", "", "permanent key K, 32 hex digits (required)")
 	opc := fs.String("opc", "", "OPc, 32 hex digits (this or --op)")
 	op := fs.String("op", "", "OP, 32 hex digits (this or --opc)")
 	amfField := fs.String("amf", "8000", "authentication management field, 4 hex digits")
-	sqn := fs.Uint64("sqn", 0, "initial SQN_HE")
-	ambrUL := fs.String("ambr-ul", "1 Gbps", "UE-AMBR uplink")
-	ambrDL := fs.String("ambr-dl", "2 Gbps", "UE-AMBR downlink")
-	var slices, dnns stringList
-	fs.Var(&slices, "slice", "subscribed S-NSSAI (repeatable), \"1\" or \"1-010203\"; the first is the default (default 1-010203)")
-	fs.Var(&dnns, "dnn", "DNN subscribed on every slice (repeatable; default internet)")
+	sqn := fs.Uint64("sqn", 0, "initial SQN_HE, 0 to 2^48-1")
+	ambrUL := fs.String("ambr-ul", "1 Gbps", "UE-AMBR uplink, \"<number> <bps|Kbps|Mbps|Gbps|Tbps>\"")
+	ambrDL := fs.String("ambr-dl", "2 Gbps", "UE-AMBR downlink, \"<number> <bps|Kbps|Mbps|Gbps|Tbps>\"")
+	var snssais, dnns stringList
+	fs.Var(&snssais, "slice", "subscribed S-NSSAI (repeatable), \"1\" or \"1-010203\"; the first is the default (default 1-010203)")
+	fs.Var(&dnns, "dnn", "DNN subscribed on every slice (repeatable; one the configuration's smf.dnns serves; default internet)")
 	replace := fs.Bool("replace", false, "overwrite an existing subscriber")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *imsi == "" || *k == "" {
-		return errors.New("--imsi and --k are required")
+	if err := noArgs(fs); err != nil {
+		return err
 	}
-	if (*opc == "") == (*op == "") {
-		return errors.New("give exactly one of --opc and --op")
+	cfg, err := sf.load()
+	if err != nil {
+		return err
 	}
-	sub := store.Subscriber{SUPI: "imsi-" + *imsi, OPType: store.OPTypeOPc, SQN: *sqn,
-		UEAMBR: store.AMBR{Uplink: *ambrUL, Downlink: *ambrDL}}
+	sub, err := subscriberFromFlags(cfg, addFlags{imsi: *imsi, k: *k, opc: *opc, op: *op, amf: *amfField, sqn: *sqn,
+		ambrUL: *ambrUL, ambrDL: *ambrDL, snssais: snssais, dnns: dnns})
+	if err != nil {
+		return err
+	}
+	st, err := sf.open(cfg, false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if *replace {
+		err = st.Put(sub)
+	} else {
+		var n int
+		if n, err = st.PutAll([]store.Subscriber{sub}, false); err == nil && n == 0 {
+			return fmt.Errorf("%s exists (use --replace to overwrite)", sub.SUPI)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Printf("added %s to %s\n", sub.SUPI, where(cfg))
+	return nil
+}
+
+// addFlags are the values of `subscriber add`.
+type addFlags struct {
+	imsi, k, opc, op, amf, ambrUL, ambrDL string
+	sqn                                   uint64
+	snssais, dnns                         []string
+}
+
+// subscriberFromFlags checks every flag, naming it and what it accepts,
+// and builds the subscriber.
+func subscriberFromFlags(cfg config.Config, f addFlags) (store.Subscriber, error) {
+	var sub store.Subscriber
 	var err error
-	if sub.K, err = hexField("k", *k); err != nil {
-		return err
+	if sub.SUPI, err = supiFlag(f.imsi); err != nil {
+		return sub, err
 	}
-	opHex := *opc
-	if *op != "" {
-		opHex, sub.OPType = *op, store.OPTypeOP
+	if sub.K, err = hexFlag("k", f.k, 16); err != nil {
+		return sub, err
 	}
-	if sub.OP, err = hexField("op", opHex); err != nil {
-		return err
+	switch {
+	case f.opc != "" && f.op != "":
+		return sub, errors.New("--opc and --op: give one, not both")
+	case f.opc != "":
+		sub.OPType = store.OPTypeOPc
+		sub.OP, err = hexFlag("opc", f.opc, 16)
+	case f.op != "":
+		sub.OPType = store.OPTypeOP
+		sub.OP, err = hexFlag("op", f.op, 16)
+	default:
+		return sub, errors.New("--opc or --op is required: the operator key, 32 hex digits")
 	}
-	if sub.AMF, err = hexField("amf", *amfField); err != nil {
-		return err
+	if err != nil {
+		return sub, err
 	}
-	if len(slices) == 0 {
-		slices = stringList{store.DemoSNSSAI}
+	if sub.AMF, err = hexFlag("amf", f.amf, 2); err != nil {
+		return sub, err
+	}
+	if f.sqn > store.MaxSQN {
+		return sub, fmt.Errorf("--sqn: %d is above the largest 48-bit SQN, %d", f.sqn, uint64(store.MaxSQN))
+	}
+	sub.SQN = f.sqn
+	for _, r := range []struct{ flag, v string }{{"ambr-ul", f.ambrUL}, {"ambr-dl", f.ambrDL}} {
+		if _, err := sbi.ParseBitRate(r.v); err != nil {
+			return sub, fmt.Errorf("--%s: %q is not a bit rate: want \"<number> <unit>\", unit bps, Kbps, Mbps, Gbps or Tbps, e.g. \"1 Gbps\"", r.flag, r.v)
+		}
+	}
+	sub.UEAMBR = store.AMBR{Uplink: f.ambrUL, Downlink: f.ambrDL}
+	snssais, dnns := f.snssais, f.dnns
+	if len(snssais) == 0 {
+		snssais = []string{store.DemoSNSSAI}
 	}
 	if len(dnns) == 0 {
-		dnns = stringList{store.DemoDNN}
+		dnns = []string{store.DemoDNN}
 	}
-	for i, s := range slices {
+	served := servedDNNs(cfg)
+	for _, d := range dnns {
+		if !slices.Contains(served, d) {
+			return sub, fmt.Errorf("--dnn: %q is not served by the configuration (smf.dnns: %s)", d, strings.Join(served, ", "))
+		}
+	}
+	for i, s := range snssais {
 		if _, err := identity.ParseSNSSAI(s); err != nil {
-			return fmt.Errorf("--slice: %w", err)
+			return sub, fmt.Errorf("--slice: %q: want SST or SST-SD, e.g. 1 or 1-010203 (%v)", s, err)
 		}
 		sl := store.Slice{SNSSAI: s, Default: i == 0}
 		for j, d := range dnns {
@@ -97,46 +231,59 @@ func subscriberAdd(args []string) error {
 		}
 		sub.Slices = append(sub.Slices, sl)
 	}
+	// What the flags cannot get wrong on their own (a slice or DNN given
+	// twice) the record's own validation names.
 	if err := sub.Validate(); err != nil {
-		return err
+		return sub, err
 	}
-	st, err := store.Open(*path)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if _, err := st.Get(sub.SUPI); err == nil && !*replace {
-		return fmt.Errorf("%s exists (use --replace to overwrite)", sub.SUPI)
-	}
-	if err := st.Put(sub); err != nil {
-		return err
-	}
-	fmt.Printf("added %s to %s\n", sub.SUPI, *path)
-	return nil
+	return sub, nil
 }
 
-func hexField(name, s string) (store.HexBytes, error) {
+// servedDNNs are the DNNs the configured SMF serves.
+func servedDNNs(cfg config.Config) []string {
+	var out []string
+	for _, d := range cfg.SMF.DNNs {
+		if !slices.Contains(out, d.Name) {
+			out = append(out, d.Name)
+		}
+	}
+	return out
+}
+
+// hexFlag decodes the value of --name, which must be n bytes in hex.
+func hexFlag(name, s string, n int) (store.HexBytes, error) {
 	b, err := hex.DecodeString(s)
-	if err != nil {
-		return nil, fmt.Errorf("--%s: %w", name, err)
+	if err != nil || len(b) != n {
+		return nil, fmt.Errorf("--%s: want %d hex digits, have %q", name, 2*n, s)
 	}
 	return b, nil
 }
 
 func subscriberList(args []string) error {
 	fs := flag.NewFlagSet("subscriber list", flag.ContinueOnError)
-	path := storeFlag(fs)
+	sf := addStoreFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	st, err := store.Open(*path)
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	cfg, err := sf.load()
+	if err != nil {
+		return err
+	}
+	st, err := sf.open(cfg, true)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	subs, err := st.List()
+	if err != nil {
+		return err
+	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SUPI\tOP type\tAMF\tSQN\tslices")
-	for _, s := range st.List() {
+	for _, s := range subs {
 		var sl []string
 		for _, x := range s.Slices {
 			sl = append(sl, x.SNSSAI)
@@ -146,24 +293,106 @@ func subscriberList(args []string) error {
 	return tw.Flush()
 }
 
-func subscriberDelete(args []string) error {
-	fs := flag.NewFlagSet("subscriber delete", flag.ContinueOnError)
-	path := storeFlag(fs)
-	imsi := fs.String("imsi", "", "IMSI digits of the subscriber to delete (required)")
+func subscriberShow(args []string) error {
+	fs := flag.NewFlagSet("subscriber show", flag.ContinueOnError)
+	sf := addStoreFlags(fs)
+	imsi := fs.String("imsi", "", "IMSI digits of the subscriber to show (required)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *imsi == "" {
-		return errors.New("--imsi is required")
+	if err := noArgs(fs); err != nil {
+		return err
 	}
-	st, err := store.Open(*path)
+	supi, err := supiFlag(*imsi)
+	if err != nil {
+		return err
+	}
+	cfg, err := sf.load()
+	if err != nil {
+		return err
+	}
+	st, err := sf.open(cfg, true)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := st.Delete("imsi-" + *imsi); err != nil {
+	sub, err := st.Get(supi)
+	if err != nil {
 		return err
 	}
-	fmt.Printf("deleted imsi-%s from %s\n", *imsi, *path)
+	out, err := yaml.Marshal(&sub)
+	if err != nil {
+		return err
+	}
+	_, err = os.Stdout.Write(out)
+	return err
+}
+
+func subscriberDelete(args []string) error {
+	fs := flag.NewFlagSet("subscriber delete", flag.ContinueOnError)
+	sf := addStoreFlags(fs)
+	imsi := fs.String("imsi", "", "IMSI digits of the subscriber to delete (required)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	supi, err := supiFlag(*imsi)
+	if err != nil {
+		return err
+	}
+	cfg, err := sf.load()
+	if err != nil {
+		return err
+	}
+	st, err := sf.open(cfg, true)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.Delete(supi); err != nil {
+		return err
+	}
+	fmt.Printf("deleted %s from %s\n", supi, where(cfg))
+	return nil
+}
+
+func subscriberImport(args []string) error {
+	fs := flag.NewFlagSet("subscriber import", flag.ContinueOnError)
+	sf := addStoreFlags(fs)
+	from := fs.String("from", "", "legacy subscriber log (the store file of tern before SQLite) to import (required)")
+	replace := fs.Bool("replace", false, "overwrite subscribers the store already has")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	if *from == "" {
+		return errors.New("--from is required: the legacy subscriber log to import")
+	}
+	subs, err := store.ReadLegacyFile(*from)
+	if err != nil {
+		return fmt.Errorf("--from: %w", err)
+	}
+	cfg, err := sf.load()
+	if err != nil {
+		return err
+	}
+	st, err := sf.open(cfg, false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	n, err := st.PutAll(subs, *replace)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("imported %d of %d subscribers from %s into %s", n, len(subs), *from, where(cfg))
+	if kept := len(subs) - n; kept > 0 {
+		fmt.Printf(" (%d already there, kept; --replace overwrites them)", kept)
+	}
+	fmt.Println()
 	return nil
 }

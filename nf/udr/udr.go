@@ -25,8 +25,8 @@ type Config struct {
 	// Annex C.1.1); 0 makes SQN a plain counter. Default 5.
 	IndLength *int `yaml:"indLength,omitempty"`
 	// SQNReserve is how many authentication vectors' worth of SQNs the
-	// store reserves durably at a time (see AllocateSQN); 0 logs every SQN,
-	// one fsync per authentication. Default 1024.
+	// store reserves durably at a time (see AllocateSQN); 0 makes every
+	// SQN durable, one fsync per authentication. Default 1024.
 	SQNReserve *int `yaml:"sqnReserve,omitempty"`
 }
 
@@ -54,13 +54,14 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// SubscriberStore is what the UDR needs from a subscriber store; *store.Store
-// implements it (an external database can later).
+// SubscriberStore is what the UDR needs from a subscriber store;
+// *store.Store implements it over SQLite or PostgreSQL.
 type SubscriberStore interface {
 	Get(supi string) (store.Subscriber, error)
-	// UpdateSQN sets SQN_HE to next(SQN_HE) and returns it once no restart
-	// can issue it again, durably reserving headroom SQNs beyond it when it
-	// must write.
+	// UpdateSQN sets SQN_HE to next(SQN_HE) atomically, also against other
+	// processes, and returns it once no restart can issue it again, durably
+	// reserving headroom SQNs beyond it when it must. next may run more
+	// than once per call, so it must depend only on its argument.
 	UpdateSQN(supi string, headroom uint64, next func(cur uint64) (uint64, error)) (uint64, error)
 	// ReserveSQNs durably reserves headroom SQNs for every subscriber that
 	// has less than half of that left, in one write.
@@ -128,7 +129,7 @@ func (u *UDR) QueryAuthenticationSubscription(ctx context.Context, supi string) 
 			return nil, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "%s: deriving OPc: %v", supi, err)
 		}
 	}
-	// sequenceNumber is the live SQN_HE; what the store logs is a
+	// sequenceNumber is SQN_HE; what the store keeps durable is a
 	// reservation at or above it (see AllocateSQN).
 	return &models.Udr_DR_AuthenticationSubscription{
 		AuthenticationMethod:          models.Udr_DR_AuthMethod_5_G_AKA,
@@ -163,11 +164,12 @@ func NextSQN(cur uint64, indLength int) uint64 {
 //
 // Departure from TS 29.505/TS 29.504: there the UDM writes each new
 // sequenceNumber into the stored authentication subscription, i.e. one
-// durable write per authentication. tern keeps SQN_HE in memory and makes
-// durable only a reservation SQNReserve vectors ahead, written when an
-// allocation would pass it (and before that SQN is returned); after a crash
-// SQN_HE resumes at the reservation. SQNs then jump forward across a crash,
-// which the USIM accepts (TS 33.102 Annex C.2.1, C.3), and none is reused.
+// durable write per authentication. tern's store commits each new SQN_HE
+// atomically but without waiting for the disk, and makes durable only a
+// reservation SQNReserve vectors ahead, written when an allocation would
+// pass it (and before that SQN is returned); after a power failure SQN_HE
+// resumes at the reservation. SQNs then jump forward, which the USIM
+// accepts (TS 33.102 Annex C.2.1, C.3), and none is reused.
 func (u *UDR) AllocateSQN(ctx context.Context, supi string, sqnMS string) (*models.Udr_DR_SequenceNumber, error) {
 	var ms uint64
 	resync := sqnMS != ""

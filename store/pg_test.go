@@ -1,0 +1,210 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// pgStartTimeout bounds initdb plus the server's start.
+const pgStartTimeout = 60 * time.Second
+
+// pgServer is a throwaway PostgreSQL server in a temporary directory,
+// shared by the tests of this package (each test gets its own database) and
+// stopped by TestMain.
+type pgServer struct {
+	dir  string
+	port int
+	cmd  *exec.Cmd
+	dbs  atomic.Int64
+	// exited receives the server's exit once.
+	exited chan error
+}
+
+var pgTest struct {
+	once sync.Once
+	srv  *pgServer
+	skip string // why PostgreSQL tests are skipped
+}
+
+// postgresDSN returns the connection string of a new, empty database on the
+// test server, or skips t.
+func postgresDSN(t testing.TB) string {
+	t.Helper()
+	pgTest.once.Do(func() {
+		srv, err := startPostgres()
+		if err != nil {
+			pgTest.skip = err.Error()
+			return
+		}
+		pgTest.srv = srv
+	})
+	if pgTest.srv == nil {
+		t.Skipf("no PostgreSQL server for the tests: %s", pgTest.skip)
+	}
+	name := fmt.Sprintf("t%d", pgTest.srv.dbs.Add(1))
+	admin, err := sql.Open("pgx", pgTest.srv.dsn("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
+		t.Fatalf("creating database %s: %v", name, err)
+	}
+	return pgTest.srv.dsn(name)
+}
+
+func (p *pgServer) dsn(db string) string {
+	return fmt.Sprintf("host=127.0.0.1 port=%d user=tern dbname=%s sslmode=disable", p.port, db)
+}
+
+// findInitdb looks on PATH, then where Debian installs it.
+func findInitdb() (string, error) {
+	if p, err := exec.LookPath("initdb"); err == nil {
+		return p, nil
+	}
+	m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	if len(m) > 0 {
+		return m[len(m)-1], nil
+	}
+	return "", errors.New("initdb not found on PATH or in /usr/lib/postgresql/*/bin")
+}
+
+// serverCredential is whom the server runs as: PostgreSQL refuses to run
+// as root, so as root the tests run it as postgres (or nobody).
+func serverCredential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	for _, name := range []string{"postgres", "nobody"} {
+		u, err := user.Lookup(name)
+		if err != nil {
+			continue
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+	}
+	return nil, errors.New("running as root and there is no postgres or nobody user to run the server as")
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func startPostgres() (*pgServer, error) {
+	initdb, err := findInitdb()
+	if err != nil {
+		return nil, err
+	}
+	postgres, err := exec.LookPath("postgres")
+	if err != nil {
+		if postgres, err = exec.LookPath(filepath.Join(filepath.Dir(initdb), "postgres")); err != nil {
+			return nil, errors.New("postgres not found on PATH or beside initdb")
+		}
+	}
+	cred, err := serverCredential()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "tern-pg-")
+	if err != nil {
+		return nil, err
+	}
+	p := &pgServer{dir: dir}
+	ok := false
+	defer func() {
+		if !ok {
+			p.stop()
+		}
+	}()
+	if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), pgStartTimeout)
+	defer cancel()
+	data := filepath.Join(dir, "data")
+	cmd := exec.CommandContext(ctx, initdb, "-D", data, "-U", "tern", "--auth=trust", "-E", "UTF8", "--no-sync")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("initdb: %v: %s", err, out)
+	}
+	if p.port, err = freePort(); err != nil {
+		return nil, err
+	}
+	// fsync off: the server is thrown away; what the tests check is tern's
+	// use of transactions, not the disk.
+	p.cmd = exec.Command(postgres, "-D", data, "-p", strconv.Itoa(p.port), "-k", dir,
+		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=200")
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	p.cmd.Env = []string{"LC_ALL=C"}
+	logFile, err := os.Create(filepath.Join(dir, "server.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close() // the child has its own copy
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting postgres: %w", err)
+	}
+	p.exited = make(chan error, 1)
+	go func() { p.exited <- p.cmd.Wait() }()
+	for {
+		db, err := sql.Open("pgx", p.dsn("postgres"))
+		if err == nil {
+			err = db.PingContext(ctx)
+			db.Close()
+		}
+		if err == nil {
+			ok = true
+			return p, nil
+		}
+		select {
+		case werr := <-p.exited:
+			p.cmd = nil // already reaped
+			return nil, fmt.Errorf("postgres exited: %v: %s", werr, p.serverLog())
+		case <-ctx.Done():
+			return nil, fmt.Errorf("postgres not ready after %v: %v: %s", pgStartTimeout, err, p.serverLog())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// stop shuts the server down (fast shutdown, then a kill) and removes its
+// directory.
+func (p *pgServer) stop() {
+	if p.cmd != nil && p.cmd.Process != nil {
+		p.cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-p.exited:
+		case <-time.After(10 * time.Second):
+			p.cmd.Process.Kill()
+		}
+	}
+	os.RemoveAll(p.dir)
+}
+
+func (p *pgServer) serverLog() string {
+	b, _ := os.ReadFile(filepath.Join(p.dir, "server.log"))
+	return string(b)
+}
