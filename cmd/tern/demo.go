@@ -121,11 +121,7 @@ func runDemo(args []string) error {
 	// A short transfer paced under the ims session AMBR (10 Mbit/s in the
 	// demo subscription), so the QER's MBR policing does not drop it.
 	scfg.TransferBytes, scfg.TransferRate = 128<<10, 8_000_000
-	scfg.N3Addrs = nil
-	for i := range *gnbs {
-		// DL tunnels name an address; the UPF sends to its port 2152.
-		scfg.N3Addrs = append(scfg.N3Addrs, netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 1, byte(1 + i%250)}), 2152).String())
-	}
+	scfg.N3Addrs = sim.LoopbackN3Addrs(*gnbs)
 	if w := c.Capture(); w != nil {
 		scfg.N3Tap = w
 	}
@@ -181,7 +177,7 @@ const demoUPFN4 = "127.0.0.2:8805"
 
 // demoDNTarget is the UPF's N6 gateway on the internet DNN's TUN (the first
 // host of the pool, which the SMF never hands out).
-var demoDNTarget = netip.MustParseAddr("10.60.0.1")
+var demoDNTarget = netip.MustParseAddr(sim.DefaultDataTarget)
 
 func n4Mode(cfg config.Config) string {
 	if cfg.UPF.PFCPAddr != "" {
