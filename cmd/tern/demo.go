@@ -148,7 +148,7 @@ func runDemo(args []string) error {
 	up := st.UPF
 	fmt.Printf("sessions: %d established; at the end %d SM contexts, %d UPF sessions, %d PDRs, %d TEIDs left\n",
 		res.Data.Sessions, st.SMF.Contexts, up.Control.Sessions, up.Control.PDRs, up.Control.TEIDs)
-	fmt.Printf("UPF: %d uplink and %d downlink packets, drops %v\n", up.Pipeline.ULPackets, up.Pipeline.DLPackets, up.Pipeline.Drops)
+	fmt.Printf("UPF: %d uplink and %d downlink packets, drops: %s\n", up.Pipeline.ULPackets, up.Pipeline.DLPackets, report.Counts(up.Pipeline.Drops))
 	if d := res.Data; d.PingSent > 0 || d.TransferPacketsSent > 0 {
 		fmt.Printf("user plane: ping %d sent, %d answered, %d lost; transfer %d datagrams (%d B) sent, %d echoed back, %d lost, %.1f Mbit/s offered\n",
 			d.PingSent, d.PingReceived, d.PingLost, d.TransferPacketsSent, d.TransferBytesSent, d.TransferPacketsReceived, d.TransferLost, d.TransferBps/1e6)
