@@ -290,6 +290,9 @@ background while any scenario runs.
 	}
 	printUserPlane(cfg, res)
 	fmt.Printf("total %v\n", time.Since(start).Round(time.Millisecond))
+	if errors.Is(err, context.Canceled) {
+		return errors.New("interrupted: the summary is of what ran; the UEs were deregistered")
+	}
 	if err != nil {
 		return err
 	}
