@@ -3,6 +3,8 @@
 // messages name the offending field.
 package config
 
+//go:generate go test -run ^TestConfigReference$ -args -update
+
 import (
 	"bytes"
 	"errors"
