@@ -1,5 +1,5 @@
 // Package report records procedure latencies and writes them the way
-// ../shared/notes/benchmarks.md asks: a text table for people and a JSON
+// docs/benchmarks.md describes: a text table for people and a JSON
 // document (bench, commit, machine, params, results) for scripts.
 package report
 

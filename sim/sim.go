@@ -1,7 +1,7 @@
 // Package sim is tern's RAN simulator: gNBs that speak NGAP over SCTP to
 // any AMF (tern's, or another 5G core) and UEs that run real 5GMM
 // procedures over them, measuring each procedure with the latency windows of
-// the L25GC paper (shared/notes/benchmarks.md).
+// the L25GC paper (docs/benchmarks.md).
 //
 // Packages:
 //
