@@ -69,8 +69,8 @@ type Config struct {
 	N3Tap sctp.PacketTap
 	// DataTarget is the data network host the ping and transfer steps send
 	// to (default 10.60.0.1, the N6 gateway of the default UPF's internet
-	// DNN, which the kernel of a root `tern up` answers; the lab's DN is
-	// 10.100.6.2).
+	// DNN, which the kernel of a root `tern up` answers; in the lab, the
+	// DN server lab.DNServer).
 	DataTarget netip.Addr
 	// NoDownlink, when set, says why nothing can come back from DataTarget
 	// (e.g. the UPF runs without N6 devices). The ping step then checks
