@@ -65,7 +65,7 @@ fuzz: deps
 	  done; \
 	done
 
-## bench: the registration benchmark (see README for the others).
+## bench: the registration benchmark (docs/benchmarks.md has the others).
 bench: build
 	./$(BIN) bench register --ues 1000 --concurrency 64 --json bench-register.json
 
