@@ -3,6 +3,10 @@
 
 GO      ?= go
 BIN     := bin/tern
+# The commit `tern --version` prints; go build stamps it too where it can
+# read .git (not with GOFLAGS=-buildvcs=false, nor in a container build).
+COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+LDFLAGS := -X main.commit=$(COMMIT)
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all build demo up test test-short fuzz bench vet fmt deps tools clean
@@ -35,7 +39,7 @@ tools:
 	fi
 
 build: deps
-	$(GO) build -o $(BIN) ./cmd/tern
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tern
 
 ## demo: a core and a simulated RAN doing real procedures, with a report.
 demo: build
@@ -61,7 +65,7 @@ fuzz: deps
 	  done; \
 	done
 
-## bench: the registration benchmark (see README for the others).
+## bench: the registration benchmark (docs/benchmarks.md has the others).
 bench: build
 	./$(BIN) bench register --ues 1000 --concurrency 64 --json bench-register.json
 

@@ -72,8 +72,8 @@ func buildAll(t testing.TB, rules []classify.Rule) []classify.Classifier {
 
 func TestClassBenchAgreesWithLinear(t *testing.T) {
 	dir := classbench.DefaultDir()
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("no ClassBench data at %s: %v", dir, err)
+	if err := classbench.Available(dir, classbench.Sets[0]); err != nil {
+		t.Skip(err)
 	}
 	long := os.Getenv("TERN_CLASSIFY_LONG") != ""
 	for _, name := range classbench.Sets {

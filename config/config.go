@@ -3,6 +3,8 @@
 // messages name the offending field.
 package config
 
+//go:generate go test -run ^TestConfigReference$ -args -update
+
 import (
 	"bytes"
 	"errors"
@@ -134,8 +136,16 @@ func Default() Config {
 }
 
 // Parse reads a YAML document over the defaults: fields it leaves out keep
-// their default values; unknown fields are errors.
+// their default values; unknown fields are errors. A list in the document
+// replaces the default list whole, and its items get their defaults field
+// by field (an smf.dnns entry without mtu gets the default MTU).
 func Parse(b []byte) (Config, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err == nil {
+		if err := checkRenamed(&doc); err != nil {
+			return Config{}, err
+		}
+	} // a document that does not parse is reported by Decode below
 	c := Default()
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
@@ -143,10 +153,42 @@ func Parse(b []byte) (Config, error) {
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
+	c.AMF = c.AMF.WithDefaults()
+	c.SMF = c.SMF.WithDefaults()
+	c.PCF = c.PCF.WithDefaults()
 	if err := c.Validate(); err != nil {
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// renamedKeys are keys of earlier releases and what they are now: keys are
+// lowerCamel with "Id" as in 3GPP's OpenAPI (nfInstanceId), everywhere.
+var renamedKeys = map[string]string{
+	"amf.instanceID": "amf.instanceId",
+	"upf.nodeID":     "upf.nodeId",
+}
+
+// checkRenamed fails on a key of renamedKeys, naming the new one (the
+// decoder would only say the old one is unknown).
+func checkRenamed(doc *yaml.Node) error {
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil
+	}
+	root := doc.Content[0]
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		section, body := root.Content[i].Value, root.Content[i+1]
+		if body.Kind != yaml.MappingNode {
+			continue
+		}
+		for j := 0; j+1 < len(body.Content); j += 2 {
+			k := body.Content[j]
+			if now, ok := renamedKeys[section+"."+k.Value]; ok {
+				return fmt.Errorf("config: line %d: %s.%s is now spelled %s", k.Line, section, k.Value, now)
+			}
+		}
+	}
+	return nil
 }
 
 // Load reads and validates the file at path.

@@ -132,3 +132,31 @@ func TestMetricsAddresses(t *testing.T) {
 		t.Errorf("parsed metrics %q, upf %q", c.Metrics.Address, c.UPF.MetricsAddress)
 	}
 }
+
+// TestListItemsGetDefaults: a list in the document replaces the default
+// list, and each of its items gets the per-item defaults (an omitted mtu
+// was 0 and failed validation).
+func TestListItemsGetDefaults(t *testing.T) {
+	c, err := Parse([]byte("smf:\n  dnns:\n    - name: internet\n      snssai: 1-010203\n      pool: 10.60.0.0/16\n" +
+		"    - name: ims\n      snssai: 1-010203\n      pool: 10.61.0.0/16\n      mtu: 1280\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SMF.DNNs[0].MTU != 1400 || c.SMF.DNNs[1].MTU != 1280 {
+		t.Errorf("dnns = %+v", c.SMF.DNNs)
+	}
+}
+
+// TestRenamedKeys: the old spellings fail with the new key named; the new
+// ones are taken.
+func TestRenamedKeys(t *testing.T) {
+	for old, now := range map[string]string{"amf:\n  instanceID: x\n": "amf.instanceId", "upf:\n  nodeID: 127.0.0.1\n": "upf.nodeId"} {
+		if _, err := Parse([]byte(old)); err == nil || !strings.Contains(err.Error(), now) {
+			t.Errorf("%q: %v, want an error naming %s", old, err, now)
+		}
+	}
+	c, err := Parse([]byte("amf:\n  instanceId: 6f0c1f0e-0000-4000-8000-000000000001\nupf:\n  nodeId: 127.0.0.1\n"))
+	if err != nil || c.AMF.InstanceID == "" || c.UPF.NodeID != "127.0.0.1" {
+		t.Fatalf("%+v %v", c.AMF.InstanceID, err)
+	}
+}

@@ -388,3 +388,36 @@ func TestMalformedPFCP(t *testing.T) {
 	}
 	runSessionScenario(t, c)
 }
+
+// TestFailedStepReleasesSessions: a UE whose ping fails (this core's UPF
+// has no N6, so nothing answers) skips the scenario's release and
+// deregister steps; the simulator deregisters it at once, and the core is
+// left with no SM context, UPF session or registered UE.
+func TestFailedStepReleasesSessions(t *testing.T) {
+	c := startCore(t, 4, nil)
+	cfg := sim.DefaultConfig()
+	cfg.AMFAddr, cfg.Transport = c.N2Addr(), c.transport()
+	cfg.UEs, cfg.Concurrency = 4, 2
+	cfg.DNNs = []string{"internet", "ims"}
+	cfg.PingCount, cfg.PingTimeout = 1, 50*time.Millisecond
+	cfg.Scenario, _ = sim.ParseScenario("session+ping")
+	res, err := sim.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := res.Steps[2]; st.Step != sim.StepPing || st.Failed != 4 {
+		t.Fatalf("steps %+v: want the ping step failed for every UE", res.Steps)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st := c.Stats()
+		if st.SMF.Contexts == 0 && st.UPF.Control.Sessions == 0 && st.AMF.RegisteredUEs == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("left in the core: %d SM contexts, %d UPF sessions, %d registered UEs",
+				st.SMF.Contexts, st.UPF.Control.Sessions, st.AMF.RegisteredUEs)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,5 +1,5 @@
 // Package report records procedure latencies and writes them the way
-// ../shared/notes/benchmarks.md asks: a text table for people and a JSON
+// docs/benchmarks.md describes: a text table for people and a JSON
 // document (bench, commit, machine, params, results) for scripts.
 package report
 
@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -118,18 +119,19 @@ func Quantile(sorted []time.Duration, q float64) time.Duration {
 	return sorted[i]
 }
 
-// WriteTable prints summaries as an aligned table in microseconds.
+// WriteTable prints summaries as an aligned table, each duration in the
+// unit that suits it (Duration).
 // A table with failures says so on its last line.
 func WriteTable(w io.Writer, title string, sums []Summary) {
 	if title != "" {
 		fmt.Fprintln(w, title)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "procedure\tcount\tfailures\tmedian µs\tp90 µs\tp99 µs\tmax µs\t")
+	fmt.Fprintln(tw, "procedure\tcount\tfailures\tmedian\tp90\tp99\tmax\t")
 	failed := 0
 	for _, s := range sums {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t\n", s.Procedure, s.Count, s.Failures,
-			us(s.Median), us(s.P90), us(s.P99), us(s.Max))
+			Duration(s.Median), Duration(s.P90), Duration(s.P99), Duration(s.Max))
 		failed += s.Failures
 	}
 	tw.Flush()
@@ -138,4 +140,38 @@ func WriteTable(w io.Writer, title string, sums []Summary) {
 	}
 }
 
-func us(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Microsecond)) }
+// Duration renders d for people with three or four significant digits in
+// µs, ms or s ("185.7µs", "131.4ms", "2.05s"); time.Duration's own String
+// gives every nanosecond ("131.370123ms").
+func Duration(d time.Duration) string {
+	switch a := d.Abs(); {
+	case a == 0:
+		return "0"
+	case a < time.Millisecond:
+		return fmt.Sprintf("%.1fµs", float64(d)/float64(time.Microsecond))
+	case a < time.Second:
+		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	}
+}
+
+// Counts renders named counters as "a 1, b 2" in key order, leaving out
+// zeros; "none" when nothing is left (fmt's %v would print "map[]").
+func Counts(m map[string]uint64) string {
+	keys := make([]string, 0, len(m))
+	for k, v := range m {
+		if v != 0 {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return "none"
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}

@@ -75,3 +75,28 @@ func TestResidentBytes(t *testing.T) {
 		t.Fatal("a bogus pid gave a size")
 	}
 }
+
+func TestDurationAndCounts(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0:                         "0",
+		185700 * time.Nanosecond:  "185.7µs",
+		131370 * time.Microsecond: "131.4ms",
+		2050 * time.Millisecond:   "2.05s",
+	} {
+		if got := Duration(d); got != want {
+			t.Errorf("Duration(%d) = %q, want %q", d, got, want)
+		}
+	}
+	if got := Counts(map[string]uint64{}); got != "none" {
+		t.Errorf("Counts(empty) = %q", got)
+	}
+	if got := Counts(map[string]uint64{"no-n6": 2, "buffer-expired": 3, "zero": 0}); got != "buffer-expired 3, no-n6 2" {
+		t.Errorf("Counts = %q", got)
+	}
+	var sb strings.Builder
+	WriteTable(&sb, "", []Summary{{Procedure: "transfer", Count: 1, Median: 131370 * time.Microsecond,
+		P90: 131370 * time.Microsecond, P99: 131370 * time.Microsecond, Max: 131370 * time.Microsecond}})
+	if !strings.Contains(sb.String(), "131.4ms") || strings.Contains(sb.String(), "131370") {
+		t.Errorf("table:\n%s", sb.String())
+	}
+}

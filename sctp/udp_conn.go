@@ -15,8 +15,24 @@ import (
 	pion "github.com/pion/sctp"
 )
 
-// shutdownTimeout bounds a graceful Close before it falls back to ABORT.
-const shutdownTimeout = 2 * time.Second
+// A graceful Close waits for the peer's SHUTDOWN ACK for a few smoothed
+// round trips, at least minShutdownWait and at most maxShutdownWait, then
+// falls back to ABORT. A peer that is gone never answers: a fixed 2 s wait
+// made every stop of a core with a vanished gNB take 2 s, while a live
+// peer answers within a round trip or two. The minimum covers data still
+// unacknowledged at Close, which SHUTDOWN waits for: the peer's delayed
+// SACK (200 ms, RFC 4960 §6.2) and a round trip.
+const (
+	minShutdownWait = 400 * time.Millisecond
+	maxShutdownWait = 2 * time.Second
+)
+
+// shutdownWait is the graceful Close's wait for an association whose
+// smoothed RTT is srttMs milliseconds (0: not measured yet).
+func shutdownWait(srttMs float64) time.Duration {
+	d := time.Duration(4 * srttMs * float64(time.Millisecond))
+	return min(max(d, minShutdownWait), maxShutdownWait)
+}
 
 // recvQueueLen is how many received messages wait for Recv; beyond it the
 // association's read loop waits, so its socket (or, for a listener, its
@@ -241,7 +257,7 @@ func (c *assocConn) Close() error {
 		if c.hb != nil {
 			c.hb.stop()
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownWait(c.assoc.SRTT()))
 		err := c.assoc.Shutdown(ctx)
 		cancel()
 		if err != nil && c.assoc.CloseReason() == nil {

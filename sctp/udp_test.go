@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -540,4 +541,71 @@ func BenchmarkRoundTrip(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestCloseVanishedPeer: closing an association whose peer is gone (its
+// process killed: no SHUTDOWN ACK will ever come) takes a few round trips,
+// not the old fixed 2 s, so a core stops promptly.
+func TestCloseVanishedPeer(t *testing.T) {
+	cfg := udpConfig(t)
+	l := mustListen(t, cfg)
+	defer l.Close()
+	// The client reaches the listener through a relay; closing the relay
+	// makes the client vanish without a word.
+	relay, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: cfg.UDPPort})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var client atomic.Pointer[net.UDPAddr]
+	go func() {
+		buf := make([]byte, 65536)
+		for {
+			n, from, err := relay.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			client.Store(from)
+			up.Write(buf[:n])
+		}
+	}()
+	go func() {
+		buf := make([]byte, 65536)
+		for {
+			n, err := up.Read(buf)
+			if err != nil {
+				return
+			}
+			if a := client.Load(); a != nil {
+				relay.WriteToUDP(buf[:n], a)
+			}
+		}
+	}()
+	accepted := make(chan Conn, 1)
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			accepted <- c
+		}
+	}()
+	ccfg := cfg
+	ccfg.UDPPort = relay.LocalAddr().(*net.UDPAddr).Port
+	c := mustDial(t, ccfg)
+	s := <-accepted
+	if err := c.Send(0, ppidNGAP, []byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := recvTimeout(t, s, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	relay.Close()
+	up.Close()
+	start := time.Now()
+	s.Close()
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Close with a vanished peer took %v", d)
+	}
+	c.Close()
 }

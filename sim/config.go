@@ -68,8 +68,16 @@ type Config struct {
 	// N3Tap, when set, sees every GTP-U datagram of the gNBs (for pcap).
 	N3Tap sctp.PacketTap
 	// DataTarget is the data network host the ping and transfer steps send
-	// to (default 10.100.6.2, the lab's DN).
+	// to (default 10.60.0.1, the N6 gateway of the default UPF's internet
+	// DNN, which the kernel of a root `tern up` answers; in the lab, the
+	// DN server lab.DNServer).
 	DataTarget netip.Addr
+	// NoDownlink, when set, says why nothing can come back from DataTarget
+	// (e.g. the UPF runs without N6 devices). The ping step then checks
+	// only that the UPF took the uplink: the requests were sent and the
+	// UPF answered none with a GTP-U Error Indication; replies that do
+	// come are still counted.
+	NoDownlink string
 	// TUN gives every PDU session a TUN device (TUNPrefix + a number, e.g.
 	// "uesimtun0") with policy routing from the session address, so that
 	// ping/curl/iperf3 bound to that address use the session. Needs root.
@@ -138,8 +146,10 @@ const (
 	DefaultK         = "8baf473f2f8fd09487cccbd7097c6862"
 	DefaultOPc       = "8e27b6af0e692e750f32667a3b14605d"
 	DefaultAMFAddr   = "127.0.0.1:38412"
-	// DefaultDataTarget is the lab's data network host (tern-dn).
-	DefaultDataTarget = "10.100.6.2"
+	// DefaultDataTarget is the N6 gateway of `tern up`'s internet DNN: the
+	// first host of its pool 10.60.0.0/16, the UPF's TUN address, which the
+	// SMF never hands to a UE.
+	DefaultDataTarget = "10.60.0.1"
 
 	// The home network public keys matching the UDM's demo private keys
 	// (free5GC's and UERANSIM's demo keys: profile A key 1, profile B key 2).
@@ -389,6 +399,20 @@ func (c Config) validate() error {
 		}
 	}
 	return nil
+}
+
+// LoopbackN3Addrs returns one N3 address per gNB for a core on this
+// machine: 127.0.1.1:2152, 127.0.1.2:2152, ... A real UPF sends downlink to
+// port 2152 of the address in the DL tunnel, so each gNB needs an address
+// of its own with that port; 127.0.1.x stays clear of the UPF's N3 on
+// 127.0.0.1:2152 (all of 127/8 is loopback on Linux).
+func LoopbackN3Addrs(gnbs int) []string {
+	out := make([]string, gnbs)
+	for i := range out {
+		ip := netip.AddrFrom4([4]byte{127, 0, 1 + byte(i/250), byte(1 + i%250)})
+		out[i] = netip.AddrPortFrom(ip, gtpu.Port).String()
+	}
+	return out
 }
 
 // imsi returns UE i's IMSI digits.

@@ -47,7 +47,10 @@ type testCore struct {
 	idle     idleCore          // idle mode (idle_test.go)
 	ho       hoCore            // handover (handover_test.go)
 	wg       sync.WaitGroup
-	errs     []error
+
+	// errMu guards errs apart from mu: fail is called with mu held.
+	errMu sync.Mutex
+	errs  []error
 }
 
 type coreSecurity struct {
@@ -105,9 +108,9 @@ func newTestCore(t *testing.T, k, opc []byte) *testCore {
 }
 
 func (c *testCore) fail(err error) {
-	c.mu.Lock()
+	c.errMu.Lock()
 	c.errs = append(c.errs, err)
-	c.mu.Unlock()
+	c.errMu.Unlock()
 }
 
 func (c *testCore) accept() {
@@ -224,6 +227,18 @@ func (c *testCore) initial(u *coreUE, im *ngap.InitialUEMessage, send sendFunc) 
 	}
 	if sr, ok := m.(*nas.ServiceRequest); ok {
 		c.serviceRequest(u, im, sr, send)
+		return
+	}
+	if dr, ok := m.(*nas.DeregistrationRequestUEOriginating); ok {
+		// From CM-IDLE (the simulator's clean-up of a UE that stopped
+		// early): protected with the context kept at release.
+		kept := c.contexts[dr.MobileIdentity.GUTI.TMSI]
+		if kept == nil {
+			c.fail(fmt.Errorf("deregistration from CM-IDLE with an unknown 5G-GUTI %+v", dr.MobileIdentity))
+			return
+		}
+		u.supi, u.sec = kept.supi, kept.sec
+		c.uplink(u, pdu, send)
 		return
 	}
 	rr, ok := m.(*nas.RegistrationRequest)

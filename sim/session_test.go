@@ -294,6 +294,8 @@ func sessionConfig(c *testCore, upf *testUPF) Config {
 	cfg.N3PeerPort = upf.port()
 	cfg.PingCount, cfg.PingInterval, cfg.PingTimeout = 6, time.Millisecond, 300*time.Millisecond
 	cfg.TransferBytes, cfg.TransferSize, cfg.TransferEcho = 24_000, 1200, true
+	// A DN host outside the test UPF's pools, which hand out .1 too.
+	cfg.DataTarget = netip.MustParseAddr("10.100.6.2")
 	return cfg
 }
 
@@ -377,6 +379,37 @@ func TestRunCountsLostPackets(t *testing.T) {
 	}
 }
 
+// TestFailedStepCleansUp: a UE whose ping step fails skips the release
+// and deregister steps, so the run deregisters it at once (releasing its
+// sessions in the core) without counting that in the scenario's figures.
+func TestFailedStepCleansUp(t *testing.T) {
+	d := DefaultConfig()
+	core := newTestCore(t, d.K, d.OPc)
+	upf := core.withUPF(1) // every uplink packet is lost
+	cfg := sessionConfig(core, upf)
+	cfg.UEs, cfg.Concurrency = 3, 3
+	cfg.PingCount, cfg.PingTimeout = 2, 100*time.Millisecond
+	cfg.Scenario, _ = ParseScenario("session+ping")
+	res := run(t, cfg)
+	if st := res.Steps[2]; st.Step != StepPing || st.Failed != 3 || res.Steps[3].Skipped != 3 || res.Steps[4].Skipped != 3 {
+		t.Fatalf("steps %+v", res.Steps)
+	}
+	for _, u := range res.UEs {
+		if u.FailedStep != StepPing || u.Registered {
+			t.Errorf("UE %s: failed at %q, registered %v; want failed at ping and deregistered", u.SUPI, u.FailedStep, u.Registered)
+		}
+	}
+	if n, f := summary(t, res, ue.ProcDeregistration); n != 0 || f != 0 {
+		t.Errorf("deregistration: %d ok, %d failed recorded; the clean-up is not the scenario's", n, f)
+	}
+	core.mu.Lock()
+	left := len(core.ues)
+	core.mu.Unlock()
+	if left != 0 {
+		t.Errorf("test core: %d UE contexts left", left)
+	}
+}
+
 func TestRunSessionRejected(t *testing.T) {
 	d := DefaultConfig()
 	core := newTestCore(t, d.K, d.OPc)
@@ -415,7 +448,7 @@ func TestScenarioAndConfigForSessions(t *testing.T) {
 	}
 	cfg.N3Addrs = nil
 	c := cfg.withDefaults()
-	if err := c.validate(); err != nil || c.DNNs[0] != "internet" || c.DataTarget.String() != "10.100.6.2" || c.TransferPort != 9 {
+	if err := c.validate(); err != nil || c.DNNs[0] != "internet" || c.DataTarget.String() != DefaultDataTarget || c.TransferPort != 9 {
 		t.Fatalf("defaults %+v: %v", c, err)
 	}
 }
@@ -470,5 +503,28 @@ func TestRunTUNMode(t *testing.T) {
 	}
 	if _, err := net.InterfaceByName("ternsimt0"); err == nil {
 		t.Fatal("TUN left behind after the release")
+	}
+}
+
+// TestNoDownlinkChecksUplink: with Config.NoDownlink (a UPF without N6)
+// the ping step passes on the uplink alone and records no lost requests;
+// the sessions are then released as usual.
+func TestNoDownlinkChecksUplink(t *testing.T) {
+	d := DefaultConfig()
+	core := newTestCore(t, d.K, d.OPc)
+	upf := core.withUPF(1) // nothing comes back
+	cfg := sessionConfig(core, upf)
+	cfg.UEs = 2
+	cfg.NoDownlink = "the test UPF has no data network"
+	cfg.Scenario, _ = ParseScenario("session+ping")
+	res := run(t, cfg)
+	if res.Failures() != 0 {
+		t.Fatalf("failures: steps %+v UEs %+v", res.Steps, res.UEs)
+	}
+	if dr := res.Data; dr.PingSent != 2*cfg.PingCount || dr.PingReceived != 0 {
+		t.Fatalf("data %+v", dr)
+	}
+	if n, f := summary(t, res, ue.ProcPDURelease); n != 2 || f != 0 {
+		t.Errorf("release: %d ok, %d failed", n, f)
 	}
 }

@@ -1,7 +1,7 @@
 // Package sim is tern's RAN simulator: gNBs that speak NGAP over SCTP to
 // any AMF (tern's, or another 5G core) and UEs that run real 5GMM
 // procedures over them, measuring each procedure with the latency windows of
-// the L25GC paper (shared/notes/benchmarks.md).
+// the L25GC paper (docs/benchmarks.md).
 //
 // Packages:
 //
@@ -211,6 +211,12 @@ func (r *Result) Failures() int {
 // cfg.Concurrency UEs at a time, before the next step. It returns an error
 // only when the run cannot take place (bad config, a gNB cannot connect or
 // is refused NG Setup); procedure failures are counted in the Result.
+//
+// A UE that fails a step skips the rest of the scenario, so it is
+// deregistered there and then (which releases its PDU sessions) rather
+// than left in the core. When ctx is cancelled, Run stops after the
+// procedures in flight, deregisters every UE still registered, and returns
+// the Result of what ran with ctx's error.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -253,6 +259,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r.gnbs = gnbs
 
 	ues := make([]*simUE, cfg.UEs)
+	r.ues = ues
 	plmnDigits := len(cfg.PLMN.MCC) + len(cfg.PLMN.MNC)
 	for i := range ues {
 		card, err := usim.New(usim.Subscriber{
@@ -270,6 +277,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sim: ue %d: %w", i, err)
 		}
+		obs := &observer{rec: r.rec}
 		u, err := ue.New(ue.Config{
 			USIM:           card,
 			ServingPLMN:    cfg.PLMN,
@@ -280,19 +288,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			// Idle mode
 			InactivityTimeout:    cfg.InactivityTimeout,
 			PeriodicRegistration: cfg.PeriodicRegistration,
-			Observer:             r.rec,
+			Observer:             obs,
 			Logger:               log,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("sim: ue %d: %w", i, err)
 		}
 		g := gnbs[i%len(gnbs)]
-		su := &simUE{u: u, index: i, port: g.NewPort(u)}
+		su := &simUE{u: u, obs: obs, index: i, port: g.NewPort(u)}
 		su.gnb.Store(g.ID())
 		u.Attach(su.port)
 		ues[i] = su
 	}
-	r.ues = ues
 
 	res := &Result{Recorder: r.rec}
 	var mv *mover
@@ -300,11 +307,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		mv = r.startMover(ctx)
 	}
 	for _, step := range cfg.Scenario {
-		if err := ctx.Err(); err != nil {
-			if mv != nil {
-				mv.end()
-			}
-			return nil, fmt.Errorf("sim: %w", err)
+		if ctx.Err() != nil {
+			break
 		}
 		sr := r.runStep(ctx, step)
 		log.Info("step done", "step", step, "ok", sr.OK, "failed", sr.Failed, "skipped", sr.Skipped, "wall", sr.Wall)
@@ -315,6 +319,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if mv != nil {
 		res.Mobility = mv.end()
+	}
+	if ctx.Err() != nil {
+		r.cleanUpAll(ctx)
 	}
 	for i, g := range gnbs {
 		res.GNBs = append(res.GNBs, GNBOutcome{ID: g.ID(), TAC: cfg.tac(i), Counters: g.Counters(), N3: g.N3Counters()})
@@ -333,12 +340,77 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		res.UEs[i] = o
 	}
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("sim: %w", err)
+	}
 	return res, nil
+}
+
+// observer hands a UE's procedure outcomes to the run's recorder, except
+// while muted: the clean-up of a UE that stopped early is not part of the
+// scenario and must not count in its figures.
+type observer struct {
+	rec   *report.Recorder
+	muted atomic.Bool
+}
+
+func (o *observer) Observe(proc string, d time.Duration) {
+	if !o.muted.Load() {
+		o.rec.Observe(proc, d)
+	}
+}
+
+func (o *observer) Fail(proc string) {
+	if !o.muted.Load() {
+		o.rec.Fail(proc)
+	}
+}
+
+// cleanUp deregisters su if it is registered, which releases its PDU
+// sessions in the core, and closes its TUNs: a UE that stops before the
+// scenario's release and deregister steps would otherwise leave them
+// behind. It gets a fresh procedure timeout even when ctx is cancelled
+// (Ctrl-C is when leaving nothing behind matters most). The caller holds
+// su.mu.
+func (r *runner) cleanUp(ctx context.Context, su *simUE) {
+	su.obs.muted.Store(true)
+	defer su.obs.muted.Store(false)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Timeout)
+	defer cancel()
+	if su.u.Registered() {
+		if err := su.u.Deregister(ctx, false); err != nil {
+			r.log.Warn("clean-up deregistration", "supi", su.u.SUPI(), "err", err)
+		}
+	}
+	r.dropSessions(su)
+}
+
+// cleanUpAll runs cleanUp for every UE, cfg.Concurrency at a time (an
+// interrupted run).
+func (r *runner) cleanUpAll(ctx context.Context) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < min(r.cfg.Concurrency, len(r.ues)); w++ {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(r.ues) {
+					return
+				}
+				su := r.ues[i]
+				su.mu.Lock()
+				r.cleanUp(ctx, su)
+				su.mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // simUE is one UE and what the run keeps about it.
 type simUE struct {
 	u     *ue.UE
+	obs   *observer
 	index int
 	port  *gnb.Port
 	gnb   atomic.Uint32 // the gNB ID serving it, as of its last handover
@@ -391,6 +463,11 @@ func (r *runner) runStep(ctx context.Context, step Step) StepResult {
 				if err := r.lockedStep(ctx, su, step); err != nil {
 					su.err, su.failedStep = err, step
 					bad.Add(1)
+					// The UE skips the rest of the scenario, its release
+					// and deregister steps too.
+					su.mu.Lock()
+					r.cleanUp(ctx, su)
+					su.mu.Unlock()
 					continue
 				}
 				ok.Add(1)

@@ -24,7 +24,7 @@ import (
 type Config struct {
 	// NodeID is the PFCP Node ID: an IPv4 address or an FQDN (default: the
 	// N3 address).
-	NodeID string `yaml:"nodeID"`
+	NodeID string `yaml:"nodeId"`
 	// N3Addr is the GTP-U address, "10.100.3.2:2152" (default
 	// "127.0.0.1:2152"). Its IP is the F-TEID address the UPF allocates.
 	N3Addr string `yaml:"n3Addr"`

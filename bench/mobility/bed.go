@@ -12,7 +12,7 @@
 // Every experiment measures, in the same run, the reference it is judged
 // against: the stream's one-way delay while the UE is connected and
 // nothing happens (the baseline). Procedure windows are those of
-// ../shared/notes/benchmarks.md, taken by the simulator just before the
+// docs/benchmarks.md, taken by the simulator just before the
 // SCTP send of the NGAP messages that bound them.
 package mobility
 

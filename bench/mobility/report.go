@@ -15,7 +15,7 @@ import (
 	"github.com/tern5g/tern/report"
 )
 
-// Published figures (../shared/notes/benchmarks.md): L25GC and free5GC on
+// Published figures (the papers, docs/benchmarks.md): L25GC and free5GC on
 // their hardware, and L25GC+'s concurrent paging totals.
 var (
 	l25gcPaging          = 27 * time.Millisecond

@@ -1,5 +1,7 @@
-// Package classbench reads ClassBench rule sets and header traces
-// (../shared/classbench/README.md) into classify rules and headers.
+// Package classbench reads ClassBench rule sets and header traces into
+// classify rules and headers. The sets are not in the repository (about
+// 100 MB); testdata/classbench/README.md says where they come from and how
+// they are laid out.
 package classbench
 
 import (
@@ -15,7 +17,7 @@ import (
 	"github.com/tern5g/tern/classify"
 )
 
-// Sets are the nine ClassBench sets in ../shared/classbench.
+// Sets are the nine ClassBench sets tern is measured on.
 var Sets = []string{
 	"acl1_1k", "fw1_1k", "ipc1_1k",
 	"acl1_10k", "fw1_10k", "ipc1_10k",
@@ -230,25 +232,37 @@ func withFile(dir, base string, fn func(io.Reader) error) error {
 	return nil
 }
 
-// DefaultDir is where the shared sets live: $TERN_CLASSBENCH, else the first
-// shared/classbench found beside or inside the working directory or one of
-// its parents (a checkout has shared/ next to it), else
-// /work/shared/classbench.
+// DefaultDir is where the sets are looked for: $TERN_CLASSBENCH, else
+// testdata/classbench at the root of the module holding the working
+// directory (found by its go.mod), else testdata/classbench relative to
+// it. A directory outside the repository is only ever taken from
+// $TERN_CLASSBENCH or a --classbench flag: a clone must not depend on
+// paths beside it.
 func DefaultDir() string {
 	if d := os.Getenv("TERN_CLASSBENCH"); d != "" {
 		return d
 	}
-	if wd, err := os.Getwd(); err == nil {
-		for d := wd; ; d = filepath.Dir(d) {
-			for _, c := range []string{filepath.Join(d, "shared", "classbench"), filepath.Join(filepath.Dir(d), "shared", "classbench")} {
-				if fi, err := os.Stat(c); err == nil && fi.IsDir() {
-					return c
-				}
-			}
-			if d == filepath.Dir(d) {
-				break
-			}
+	local := filepath.Join("testdata", "classbench")
+	wd, err := os.Getwd()
+	if err != nil {
+		return local
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return filepath.Join(d, local)
+		}
+		if d == filepath.Dir(d) {
+			return local
 		}
 	}
-	return "/work/shared/classbench"
+}
+
+// Available reports whether dir holds set (its rules file), with the
+// reason when it does not: for tests to skip and commands to say what is
+// missing.
+func Available(dir, set string) error {
+	if _, err := os.Stat(filepath.Join(dir, set+".rules.gz")); err != nil {
+		return fmt.Errorf("no ClassBench set %s in %s (set TERN_CLASSBENCH or see testdata/classbench/README.md): %w", set, dir, err)
+	}
+	return nil
 }

@@ -1,6 +1,8 @@
 package classbench_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -66,4 +68,22 @@ func FuzzParse(f *testing.F) {
 		}
 		_, _ = classbench.ParseTrace(strings.NewReader(s))
 	})
+}
+
+// TestDefaultDirInsideRepository: without TERN_CLASSBENCH the sets are
+// looked for inside the repository (testdata/classbench at the module
+// root), never beside the clone.
+func TestDefaultDirInsideRepository(t *testing.T) {
+	t.Setenv("TERN_CLASSBENCH", "")
+	d := classbench.DefaultDir()
+	root := filepath.Dir(filepath.Dir(d))
+	if filepath.Base(d) != "classbench" || filepath.Base(filepath.Dir(d)) != "testdata" {
+		t.Fatalf("DefaultDir() = %s", d)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("DefaultDir() = %s: not at the module root: %v", d, err)
+	}
+	if err := classbench.Available(t.TempDir(), "acl1_1k"); err == nil || !strings.Contains(err.Error(), "TERN_CLASSBENCH") {
+		t.Fatalf("Available(empty dir) = %v", err)
+	}
 }

@@ -31,6 +31,13 @@ func benchClassify(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	explicit := false
+	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "classbench" || f.Name == "sets" })
+	if err := classbench.Available(*dir, "acl1_1k"); err != nil && !explicit {
+		// A clone has no ClassBench data: measure what needs none.
+		fmt.Fprintf(os.Stderr, "tern bench classify: %v\nrunning the 5G workloads only\n", err)
+		*sets, *noSweep = "", true
+	}
 	cfg := bench.Config{
 		ClassBenchDir: *dir, Workloads: !*no5G, Sweep: !*noSweep,
 		Passes: *passes, Updates: *updates, Log: os.Stderr,

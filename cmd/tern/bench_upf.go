@@ -145,8 +145,8 @@ func benchUPF(args []string) error {
 	})
 	printUPFResults(samples, sessCounts, sizes, dirs, doc)
 	st := bed.u.Stats()
-	fmt.Printf("\nUPF counters over the whole run: UL %d, DL %d forwarded; drops %v; N3 rx %d tx %d, N6 rx %d tx %d, tx errors %d\n",
-		st.Pipeline.ULPackets, st.Pipeline.DLPackets, st.Pipeline.Drops,
+	fmt.Printf("\nUPF counters over the whole run: UL %d, DL %d forwarded; drops: %s; N3 rx %d tx %d, N6 rx %d tx %d, tx errors %d\n",
+		st.Pipeline.ULPackets, st.Pipeline.DLPackets, report.Counts(st.Pipeline.Drops),
 		st.Driver.N3Rx, st.Driver.N3Tx, st.Driver.N6Rx, st.Driver.N6Tx, st.Driver.TxErrors)
 	fmt.Println("(UPF/kernel = ratio of the medians; paired = median of each round's UPF run over the kernel run beside it; the target counts as met when both are >= 0.4)")
 	fmt.Println("(loss = sent but not delivered: the generator offers more than the path carries, so the excess is dropped at a socket or device queue)")
@@ -300,8 +300,8 @@ func (b *upfBed) measureSessions(ctx context.Context, n int, sizes []int, dirs [
 				}
 				if s.Delivered == 0 {
 					st := b.u.Stats()
-					return fmt.Errorf("%s %s %d B with %d sessions: nothing arrived of %d sent (UPF: UL %d DL %d forwarded, drops %v, N3 rx %d, N6 rx %d tx %d)",
-						path, dir, size, n, s.Sent, st.Pipeline.ULPackets, st.Pipeline.DLPackets, st.Pipeline.Drops, st.Driver.N3Rx, st.Driver.N6Rx, st.Driver.N6Tx)
+					return fmt.Errorf("%s %s %d B with %d sessions: nothing arrived of %d sent (UPF: UL %d DL %d forwarded, drops: %s, N3 rx %d, N6 rx %d tx %d)",
+						path, dir, size, n, s.Sent, st.Pipeline.ULPackets, st.Pipeline.DLPackets, report.Counts(st.Pipeline.Drops), st.Driver.N3Rx, st.Driver.N6Rx, st.Driver.N6Tx)
 				}
 			}
 		}

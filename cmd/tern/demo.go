@@ -121,11 +121,7 @@ func runDemo(args []string) error {
 	// A short transfer paced under the ims session AMBR (10 Mbit/s in the
 	// demo subscription), so the QER's MBR policing does not drop it.
 	scfg.TransferBytes, scfg.TransferRate = 128<<10, 8_000_000
-	scfg.N3Addrs = nil
-	for i := range *gnbs {
-		// DL tunnels name an address; the UPF sends to its port 2152.
-		scfg.N3Addrs = append(scfg.N3Addrs, netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 1, byte(1 + i%250)}), 2152).String())
-	}
+	scfg.N3Addrs = sim.LoopbackN3Addrs(*gnbs)
 	if w := c.Capture(); w != nil {
 		scfg.N3Tap = w
 	}
@@ -152,7 +148,7 @@ func runDemo(args []string) error {
 	up := st.UPF
 	fmt.Printf("sessions: %d established; at the end %d SM contexts, %d UPF sessions, %d PDRs, %d TEIDs left\n",
 		res.Data.Sessions, st.SMF.Contexts, up.Control.Sessions, up.Control.PDRs, up.Control.TEIDs)
-	fmt.Printf("UPF: %d uplink and %d downlink packets, drops %v\n", up.Pipeline.ULPackets, up.Pipeline.DLPackets, up.Pipeline.Drops)
+	fmt.Printf("UPF: %d uplink and %d downlink packets, drops: %s\n", up.Pipeline.ULPackets, up.Pipeline.DLPackets, report.Counts(up.Pipeline.Drops))
 	if d := res.Data; d.PingSent > 0 || d.TransferPacketsSent > 0 {
 		fmt.Printf("user plane: ping %d sent, %d answered, %d lost; transfer %d datagrams (%d B) sent, %d echoed back, %d lost, %.1f Mbit/s offered\n",
 			d.PingSent, d.PingReceived, d.PingLost, d.TransferPacketsSent, d.TransferBytesSent, d.TransferPacketsReceived, d.TransferLost, d.TransferBps/1e6)
@@ -181,7 +177,7 @@ const demoUPFN4 = "127.0.0.2:8805"
 
 // demoDNTarget is the UPF's N6 gateway on the internet DNN's TUN (the first
 // host of the pool, which the SMF never hands out).
-var demoDNTarget = netip.MustParseAddr("10.60.0.1")
+var demoDNTarget = netip.MustParseAddr(sim.DefaultDataTarget)
 
 func n4Mode(cfg config.Config) string {
 	if cfg.UPF.PFCPAddr != "" {

@@ -254,3 +254,43 @@ func TestConfigCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRunExitStatus: help and version exit 0 (tern --help, tern COMMAND -h,
+// also for the commands made of subcommands), a command line without a
+// command 2, a failed command 1; the unknown-benchmark error lists them all.
+func TestRunExitStatus(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"--help"}, 0}, {[]string{"-h"}, 0}, {[]string{"help"}, 0},
+		{[]string{"--version"}, 0}, {[]string{"version"}, 0},
+		{[]string{"config", "-h"}, 0}, {[]string{"sim", "-h"}, 0}, {[]string{"up", "--help"}, 0},
+		{[]string{"bench", "-h"}, 0}, {[]string{"bench", "register", "-h"}, 0},
+		{[]string{"lab", "-h"}, 0}, {[]string{"subscriber", "-h"}, 0},
+		{nil, 2}, {[]string{"nope"}, 2},
+		{[]string{"bench"}, 1}, {[]string{"lab"}, 1}, {[]string{"sim", "--nope"}, 1},
+	} {
+		var out, errs strings.Builder
+		if got := run(tc.args, &out, &errs); got != tc.want {
+			t.Errorf("tern %s: exit %d, want %d (stderr %q)", strings.Join(tc.args, " "), got, tc.want, errs.String())
+		}
+	}
+	var out, errs strings.Builder
+	run([]string{"bench", "nope"}, &out, &errs)
+	for _, b := range []string{"register", "session", "pfcp", "upf", "classify", "paging", "handover", "restore"} {
+		if !strings.Contains(errs.String(), b) {
+			t.Errorf("tern bench nope does not list %s: %q", b, errs.String())
+		}
+	}
+}
+
+// TestVersionCommit: the commit set by -ldflags shows when the binary has
+// no VCS stamp (test binaries never do).
+func TestVersionCommit(t *testing.T) {
+	defer func(c string) { commit = c }(commit)
+	commit = "4d0efa3c1a2b"
+	if v := version(); !strings.Contains(v, "commit 4d0efa3c1a2b") || !strings.HasPrefix(v, "tern ") {
+		t.Errorf("version() = %q", v)
+	}
+}

@@ -31,7 +31,7 @@ func runNF(args []string) error {
 	case "amf", "smf", "ausf", "udm", "udr", "pcf", "nrf", "nssf":
 		return fmt.Errorf("%s cannot run as its own process yet: the control-plane NFs call each other in-process and run together in 'tern up'", args[0])
 	}
-	return fmt.Errorf("unknown NF %q (try: tern nf upf)", args[0])
+	return fmt.Errorf("unknown NF %q (try: %s nf upf)", args[0], prog())
 }
 
 // runNFUPF runs the UPF alone until SIGINT or SIGTERM.

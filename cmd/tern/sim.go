@@ -28,6 +28,7 @@ import (
 	"github.com/tern5g/tern/sctp"
 	"github.com/tern5g/tern/security/suci"
 	"github.com/tern5g/tern/sim"
+	"github.com/tern5g/tern/sim/gnb"
 )
 
 // runSim is `tern sim`: gNBs and UEs against an AMF, printing per-procedure
@@ -72,7 +73,7 @@ background while any scenario runs.
 		gnbs        = fs.Int("gnbs", d.GNBs, "number of gNBs (one SCTP association each)")
 		ues         = fs.Int("ues", d.UEs, "number of UEs")
 		concurrency = fs.Int("concurrency", d.Concurrency, "UEs running a procedure at once")
-		scenario    = fs.String("scenario", "register+deregister", "a named scenario or comma-separated steps (listed below)")
+		scenario    = fs.String("scenario", "session+ping", "a named scenario or comma-separated steps (listed below)")
 		jsonPath    = fs.String("json", "", "write the result (benchmarks.md format) to this file")
 		plmn        = fs.String("plmn", d.PLMN.String(), "PLMN (MCC+MNC)")
 		tac         = fs.Uint("tac", uint(d.TAC), "tracking area code (of the first gNB with --tac-step)")
@@ -98,7 +99,7 @@ background while any scenario runs.
 		labPrefix    = fs.String("prefix", "tern", "with --lab: the lab's namespace prefix; tern sim must run in <prefix>-ran")
 		hold         = fs.Bool("hold", false, "after the scenario (default then: register,session), print the sessions on one ready line, wait for SIGINT/SIGTERM, then release and deregister")
 		dnns         = fs.String("dnns", strings.Join(d.DNNs, ","), "comma-separated DNNs: the session step establishes one PDU session on each")
-		n3           = fs.String("n3", strings.Join(d.N3Addrs, ","), "the gNBs' GTP-U addresses (IP:port, gNB i uses entry i mod n; a fixed port needs one per gNB)")
+		n3           = fs.String("n3", "", "the gNBs' GTP-U addresses (IP:port, gNB i uses entry i mod n; a fixed port needs one per gNB); default 127.0.1.(i+1):2152 for gNB i, beside the UPF's 127.0.0.1:2152")
 		dataTarget   = fs.String("data-target", d.DataTarget.String(), "data network host of the ping and transfer steps")
 		tun          = fs.Bool("tun", false, "give each PDU session a TUN device with policy routing from its address (needs root)")
 		tunPrefix    = fs.String("tun-prefix", d.TUNPrefix, "TUN device names: prefix + a number")
@@ -130,6 +131,11 @@ background while any scenario runs.
 	cfg.RoutingIndicator, cfg.HNKeyID, cfg.Timeout = *routing, uint8(*hnKeyID), *timeout
 	cfg.DNNs = splitList(*dnns)
 	cfg.N3Addrs = splitList(*n3)
+	if len(cfg.N3Addrs) == 0 {
+		// A UPF sends downlink to port 2152 of the DL tunnel's address:
+		// each gNB needs an address of its own (--lab picks the lab's).
+		cfg.N3Addrs = sim.LoopbackN3Addrs(cfg.GNBs)
+	}
 	cfg.TUN, cfg.TUNPrefix, cfg.PingCount, cfg.TransferBytes, cfg.TransferEcho = *tun, *tunPrefix, *pingCount, *xferBytes, *transferEcho
 	cfg.InactivityTimeout, cfg.PeriodicRegistration = *inactivity, *periodic
 	cfg.HandoverEvery, cfg.HandoverKind, cfg.HandoverInterruption = *hoEvery, *hoKind, *hoInterrupt
@@ -191,6 +197,8 @@ background while any scenario runs.
 			return err
 		}
 		defer cleanup()
+	} else if !set["data-target"] {
+		cfg.NoDownlink = noDownlinkReason(cfg)
 	}
 
 	// SIGINT/SIGTERM ends a hold (the sessions are then released and the
@@ -251,15 +259,16 @@ background while any scenario runs.
 	}
 	start := time.Now()
 	res, err := sim.Run(ctx, cfg)
-	if err != nil {
+	if res == nil {
 		return err
 	}
+	// An interrupted run (Ctrl-C) still reports what it did.
 	title := fmt.Sprintf("tern sim: %d UEs, %d gNBs, concurrency %d, scenario %s, AMF %s (%s)",
 		cfg.UEs, cfg.GNBs, cfg.Concurrency, cfg.Scenario, cfg.AMFAddr, report.ThisMachine())
 	report.WriteTable(os.Stdout, title, res.Summaries)
 	for _, s := range res.Steps {
-		fmt.Printf("step %-10s ok %d failed %d skipped %d, wall %.1f ms\n",
-			s.Step, s.OK, s.Failed, s.Skipped, float64(s.Wall)/float64(time.Millisecond))
+		fmt.Printf("step %-10s ok %d failed %d skipped %d, wall %v\n",
+			s.Step, s.OK, s.Failed, s.Skipped, s.Wall.Round(time.Microsecond))
 	}
 	shown := 0
 	for _, u := range res.UEs {
@@ -279,7 +288,14 @@ background while any scenario runs.
 		fmt.Printf("background handovers: %d started (%d xn, %d n2), %d moved, %d failed, %d ticks skipped\n",
 			m.Attempted, m.Xn, m.N2, m.Moved, m.Failed, m.Skipped)
 	}
-	fmt.Printf("total %.1f ms\n", float64(time.Since(start))/float64(time.Millisecond))
+	printUserPlane(cfg, res)
+	fmt.Printf("total %v\n", time.Since(start).Round(time.Millisecond))
+	if errors.Is(err, context.Canceled) {
+		return errors.New("interrupted: the summary is of what ran; the UEs were deregistered")
+	}
+	if err != nil {
+		return err
+	}
 
 	if *jsonPath != "" {
 		doc := report.NewDoc("sim", map[string]any{
@@ -314,7 +330,65 @@ background while any scenario runs.
 	if n := res.Failures(); n > 0 {
 		return fmt.Errorf("sim: %d procedure runs failed", n)
 	}
+	if ei := n3Total(res).ErrorIndications; cfg.NoDownlink != "" && ei > 0 {
+		return fmt.Errorf("sim: the UPF answered uplink with %d GTP-U Error Indications", ei)
+	}
 	return nil
+}
+
+// noDownlinkReason says why no reply can come back from cfg's data target,
+// or "" when one can. The default target is the N6 gateway of a `tern up`
+// on this machine, an address its UPF's TUN device holds: when no
+// interface here has it, that UPF runs without N6 (tern up is not root)
+// and drops the uplink at its N6 side, so only the uplink can be checked.
+func noDownlinkReason(cfg sim.Config) string {
+	host, _, err := net.SplitHostPort(cfg.AMFAddr)
+	if ip, perr := netip.ParseAddr(host); err != nil || perr != nil || !ip.IsLoopback() {
+		return "" // a core elsewhere: its N6 is not visible from here
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return ""
+	}
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr() == cfg.DataTarget {
+			return ""
+		}
+	}
+	return fmt.Sprintf("no interface here has %s, the UPF's N6 gateway: tern up runs its UPF without N6 devices "+
+		"when it is not root, so no reply can come back (run tern up as root for round trips)", cfg.DataTarget)
+}
+
+// n3Total sums the gNBs' GTP-U counters.
+func n3Total(res *sim.Result) gnb.N3Counters {
+	var t gnb.N3Counters
+	for _, g := range res.GNBs {
+		t.Uplink += g.N3.Uplink
+		t.Downlink += g.N3.Downlink
+		t.ErrorIndications += g.N3.ErrorIndications
+	}
+	return t
+}
+
+// printUserPlane reports the data steps: what went up N3, what came back.
+func printUserPlane(cfg sim.Config, res *sim.Result) {
+	d := res.Data
+	if d.PingSent == 0 && d.TransferPacketsSent == 0 {
+		return
+	}
+	n3 := n3Total(res)
+	fmt.Printf("user plane: %d PDU sessions; N3 %d G-PDUs up, %d down, %d Error Indications from the UPF\n",
+		d.Sessions, n3.Uplink, n3.Downlink, n3.ErrorIndications)
+	if d.PingSent > 0 {
+		fmt.Printf("  ping %s: %d sent, %d answered, %d lost\n", cfg.DataTarget, d.PingSent, d.PingReceived, d.PingLost)
+	}
+	if d.TransferPacketsSent > 0 {
+		fmt.Printf("  transfer %s: %d datagrams (%d B) sent, %d echoed, %.1f Mbit/s offered\n",
+			cfg.DataTarget, d.TransferPacketsSent, d.TransferBytesSent, d.TransferPacketsReceived, d.TransferBps/1e6)
+	}
+	if cfg.NoDownlink != "" {
+		fmt.Printf("  uplink only: the UPF took the uplink without an Error Indication; downlink not checked: %s\n", cfg.NoDownlink)
+	}
 }
 
 // labSimConfig points cfg at the lab (package lab) from the ran namespace,

@@ -153,7 +153,7 @@ func labConfig(cfg *config.Config) error {
 func checkNamespace(name string) error {
 	want, err := netns.GetFromName(name)
 	if err != nil {
-		return fmt.Errorf("namespace %s: %w (tern lab up --prefix %s first)", name, err, strings.TrimSuffix(strings.TrimSuffix(name, "-core"), "-ran"))
+		return fmt.Errorf("namespace %s: %w (%s lab up --prefix %s first)", name, err, prog(), strings.TrimSuffix(strings.TrimSuffix(name, "-core"), "-ran"))
 	}
 	defer want.Close()
 	cur, err := netns.Get()
@@ -162,7 +162,7 @@ func checkNamespace(name string) error {
 	}
 	defer cur.Close()
 	if !cur.Equal(want) {
-		return fmt.Errorf("not inside namespace %s: run ip netns exec %s tern %s", name, name, strings.Join(os.Args[1:], " "))
+		return fmt.Errorf("not inside namespace %s: run ip netns exec %s %s %s", name, name, prog(), strings.Join(os.Args[1:], " "))
 	}
 	return nil
 }

@@ -219,7 +219,7 @@ func (u *ue) authenticationFailed() {
 // rejectAuthentication sends Authentication Reject (TS 24.501 §5.4.1.3.5)
 // and releases the UE; the registration fails.
 func (u *ue) rejectAuthentication() {
-	u.log.Info("authentication rejected", "suci", u.suci, "supi", u.supi)
+	u.log.Info("authentication rejected", "suci", u.suci)
 	u.sendNASMessage(&nas.AuthenticationReject{})
 	u.amf.stats.authFails.Add(1)
 	// The procedure that authenticated (registration, service request)

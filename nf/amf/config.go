@@ -61,7 +61,7 @@ type Config struct {
 	RelativeCapacity *uint8 `yaml:"relativeCapacity"`
 	// InstanceID is the NF instance id used in Nudm_UECM registration; a
 	// random UUID is made when empty.
-	InstanceID string `yaml:"instanceID"`
+	InstanceID string `yaml:"instanceId"`
 }
 
 // GUAMIConfig is one served GUAMI (TS 23.003 §2.10.1).

@@ -94,18 +94,18 @@ func (u *ue) startNetworkDeregistration(cause nas.Cause5GMM, reRegister bool) {
 			// the one deregistered.
 			u.registrationAccepted()
 		} else if u.st.rm != rmRegistered {
-			u.log.Info("network deregistration during a first registration: local", "supi", u.supi)
+			u.log.Info("network deregistration during a first registration: local")
 			u.amf.stats.networkDeregs.Add(1)
 			u.releaseAndRemove(causeNASDeregister)
 			return
 		}
 	}
 	if u.gone() || u.st.rm != rmRegistered {
-		u.log.Info("network deregistration of a UE that is not registered ignored", "supi", u.supi)
+		u.log.Info("network deregistration of a UE that is not registered ignored")
 		return
 	}
 	if u.st.cm == cmIdle {
-		u.log.Info("network deregistration of an idle UE: local", "supi", u.supi)
+		u.log.Info("network deregistration of an idle UE: local")
 		u.networkDeregistrationDone()
 		return
 	}
@@ -151,7 +151,7 @@ func (u *ue) onNetworkDeregistrationAccept() {
 // expiry of T3522 the procedure is aborted and the UE considered
 // deregistered.
 func (u *ue) networkDeregistrationTimedOut() {
-	u.log.Info("T3522 expired the last time: UE deregistered locally", "supi", u.supi)
+	u.log.Info("T3522 expired the last time: UE deregistered locally")
 	u.networkDeregistrationDone()
 }
 

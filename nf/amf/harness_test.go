@@ -3,7 +3,6 @@ package amf
 import (
 	"fmt"
 	"log/slog"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,12 +35,7 @@ func mustHex(s string) []byte {
 	return b
 }
 
-func testLogger() *slog.Logger {
-	if os.Getenv("AMF_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return nil
-}
+func testLogger() *slog.Logger { return slog.New(newTestLogHandler()) }
 
 func testConfig() Config {
 	c := DefaultConfig()

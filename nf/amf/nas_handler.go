@@ -144,12 +144,12 @@ func (u *ue) unprotect(pdu []byte) (nasIn, bool) {
 			if r.secured() || newCtx {
 				// TS 24.501 §4.4.4.3: after the secure exchange is established,
 				// a message failing the integrity check is discarded.
-				u.log.Info("NAS message discarded: integrity check failed", "err", err, "supi", u.supi)
+				u.log.Info("NAS message discarded: integrity check failed", "err", err)
 				return nasIn{}, false
 			}
 		}
 	} else if r.secured() {
-		u.log.Info("NAS message discarded: not protected after secure exchange", "supi", u.supi)
+		u.log.Info("NAS message discarded: not protected after secure exchange")
 		return nasIn{}, false
 	}
 	// No secure exchange yet: read the message unverified and accept only

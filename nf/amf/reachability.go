@@ -35,7 +35,7 @@ func (u *ue) mobileReachableExpired() {
 	if u.gone() || u.st.cm != cmIdle || u.st.rm != rmRegistered {
 		return
 	}
-	u.log.Info("mobile reachable timer expired: UE not reachable", "supi", u.supi)
+	u.log.Info("mobile reachable timer expired: UE not reachable")
 	u.setReachable(false)
 	if u.st.proc == procPaging {
 		u.endProcedureData(procPaging)
@@ -54,7 +54,7 @@ func (u *ue) implicitDeregistration() {
 	if u.gone() || u.st.cm != cmIdle {
 		return
 	}
-	u.log.Info("implicit deregistration", "supi", u.supi)
+	u.log.Info("implicit deregistration")
 	u.amf.stats.implicitDeregs.Add(1)
 	u.deregisterAtUDM()
 	u.releaseAndRemove(causeNASDeregister)

@@ -314,7 +314,7 @@ func (u *ue) onRegistrationComplete() {
 	fromIdle := u.reg.fromIdle
 	u.registrationAccepted()
 	u.amf.stats.registrations.Add(1)
-	u.log.Debug("UE registered", "supi", u.supi, "guti", u.guti.String())
+	u.log.Debug("UE registered", "guti", u.guti.String())
 	if fromIdle && req != nil && !req.FollowOnRequest && req.UplinkDataStatus == nil && len(u.page.pending) == 0 &&
 		(req.RegistrationType == nas.RegistrationPeriodicUpdating || req.RegistrationType == nas.RegistrationMobilityUpdating) {
 		// TS 24.501 §5.5.1.3.4, TS 23.502 §4.2.2.2.2 step 23: a UE that
@@ -348,7 +348,7 @@ func (u *ue) endRegistration() {
 // rejectRegistration sends Registration Reject (TS 24.501 §5.5.1.2.5) and
 // releases the UE.
 func (u *ue) rejectRegistration(cause nas.Cause5GMM) {
-	u.log.Info("registration rejected", "cause", uint8(cause), "supi", u.supi)
+	u.log.Info("registration rejected", "cause", uint8(cause))
 	u.sendNASMessage(&nas.RegistrationReject{Cause: cause})
 	u.amf.stats.regRejects.Add(1)
 	u.outcome = OutcomeRejected

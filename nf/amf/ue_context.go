@@ -56,7 +56,7 @@ func (u *ue) onInitialContextSetupResponse(r *ranUE, m *ngap.InitialContextSetup
 // onInitialContextSetupFailure: the gNB could not set the UE up (TS 38.413
 // §8.3.1.3); the NAS message it carried never reached the UE.
 func (u *ue) onInitialContextSetupFailure(r *ranUE, m *ngap.InitialContextSetupFailure) {
-	u.log.Info("Initial Context Setup failed", "cause", m.Cause.String(), "supi", u.supi)
+	u.log.Info("Initial Context Setup failed", "cause", m.Cause.String())
 	if r != u.ran || u.gone() {
 		return
 	}
