@@ -71,7 +71,7 @@ func buildAll(t testing.TB, rules []classify.Rule) []classify.Classifier {
 }
 
 func TestClassBenchAgreesWithLinear(t *testing.T) {
-	dir := classbench.DefaultDir()
+	dir := setsDir()
 	if err := classbench.Available(dir, classbench.Sets[0]); err != nil {
 		t.Skip(err)
 	}

@@ -14,7 +14,7 @@ import (
 // lookup4Go, over the fw1_100k trace, the set that probes the most tuples
 // a lookup.
 func BenchmarkLookup4Loop(b *testing.B) {
-	dir := classbench.DefaultDir()
+	dir := setsDir()
 	if _, err := os.Stat(filepath.Join(dir, "fw1_100k.rules.gz")); err != nil {
 		b.Skipf("no ClassBench sets in %s: %v", dir, err)
 	}

@@ -89,7 +89,7 @@ func TestChooseGridSeparatesHosts(t *testing.T) {
 // grid's work.
 func TestChooseGridSavesWork(t *testing.T) {
 	for _, name := range []string{"acl1_1k", "fw1_1k", "ipc1_1k", "acl1_10k"} {
-		set, err := classbench.Load(classbench.DefaultDir(), name)
+		set, err := classbench.Load(setsDir(), name)
 		if err != nil {
 			t.Skipf("ClassBench sets: %v", err)
 		}
@@ -130,7 +130,7 @@ func TestChooseGridSavesWork(t *testing.T) {
 // UPF's global table is) chooses its grid again each time its IPv4 rules
 // double, and then has the grid a bulk build of the same rules chooses.
 func TestRankedTupleRegridsWhenFilled(t *testing.T) {
-	set, err := classbench.Load(classbench.DefaultDir(), "acl1_1k")
+	set, err := classbench.Load(setsDir(), "acl1_1k")
 	if err != nil {
 		t.Skipf("ClassBench sets: %v", err)
 	}
@@ -170,7 +170,7 @@ func TestRankedTupleRegridsWhenFilled(t *testing.T) {
 // deletes make the table choose its grid again (and rebuild) still see
 // every stable rule.
 func TestRankedTupleRegridUnderLookups(t *testing.T) {
-	set, err := classbench.Load(classbench.DefaultDir(), "acl1_1k")
+	set, err := classbench.Load(setsDir(), "acl1_1k")
 	if err != nil {
 		t.Skipf("ClassBench sets: %v", err)
 	}
@@ -201,7 +201,7 @@ func TestRankedTupleRegridUnderLookups(t *testing.T) {
 // at a time (which chooses its grid again as it grows).
 func BenchmarkFilledByInserts(b *testing.B) {
 	for _, name := range []string{"acl1_1k", "ipc1_1k", "acl1_10k", "ipc1_10k"} {
-		set, err := classbench.Load(classbench.DefaultDir(), name)
+		set, err := classbench.Load(setsDir(), name)
 		if err != nil {
 			b.Skipf("ClassBench sets: %v", err)
 		}

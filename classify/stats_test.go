@@ -14,7 +14,7 @@ func TestRankedShape(t *testing.T) {
 	if name == "" {
 		t.Skip("diagnostic: set TERN_CLASSIFY_SHAPE=<set>")
 	}
-	set, err := classbench.Load(classbench.DefaultDir(), name)
+	set, err := classbench.Load(setsDir(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
