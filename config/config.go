@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -292,14 +293,36 @@ func (c *Config) crossCheck() error {
 		if i < 0 {
 			return fmt.Errorf("config: upf.name: %q is not one of smf.upfs", c.UPF.Name)
 		}
-		// Every DNN the SMF sends to the embedded UPF needs an N6 device.
+		// Every DNN the SMF sends to the embedded UPF needs an N6 device,
+		// which routes the DNN's UE pool: the SMF hands out addresses of
+		// smf.dnns[].pool, so a device routing another pool would send the
+		// downlink nowhere. A pool is read at start only; both keys change
+		// together, on restart.
 		for _, d := range c.SMF.UPFs[i].DNNs {
-			if !slices.ContainsFunc(c.UPF.N6, func(n upf.N6Config) bool { return n.DNN == d }) {
+			j := slices.IndexFunc(c.UPF.N6, func(n upf.N6Config) bool { return n.DNN == d })
+			if j < 0 {
 				return fmt.Errorf("config: upf.n6: no device for DNN %q that smf.upfs[%d] serves", d, i)
+			}
+			k := slices.IndexFunc(c.SMF.DNNs, func(dn smf.DNNConfig) bool { return dn.Name == d })
+			if k >= 0 && c.UPF.N6[j].Pool != "" && !samePrefix(c.UPF.N6[j].Pool, c.SMF.DNNs[k].Pool) {
+				return fmt.Errorf("config: upf.n6[%d].pool: %s differs from smf.dnns[%d].pool %s for DNN %q: the UPF routes the pool the SMF allocates from; change both (they apply on restart)",
+					j, c.UPF.N6[j].Pool, k, c.SMF.DNNs[k].Pool, d)
 			}
 		}
 	}
 	return nil
+}
+
+// samePrefix compares two prefixes as networks ("10.60.0.1/16" is
+// 10.60.0.0/16); unparsable ones compare as text (their own checks name
+// them).
+func samePrefix(a, b string) bool {
+	pa, errA := netip.ParsePrefix(a)
+	pb, errB := netip.ParsePrefix(b)
+	if errA != nil || errB != nil {
+		return a == b
+	}
+	return pa.Masked() == pb.Masked()
 }
 
 // checkListenAddr accepts "" (off) and host:port with a numeric port.

@@ -160,3 +160,18 @@ func TestRenamedKeys(t *testing.T) {
 		t.Fatalf("%+v %v", c.AMF.InstanceID, err)
 	}
 }
+
+// TestDNNPoolChangeNeedsBothKeys: the SMF allocates from smf.dnns[].pool
+// and the embedded UPF routes upf.n6[].pool into the DNN's device; a pool
+// changed in one place only is refused with both keys named.
+func TestDNNPoolChangeNeedsBothKeys(t *testing.T) {
+	_, err := Parse([]byte("smf:\n  dnns:\n    - {name: internet, snssai: 1-010203, pool: 10.80.0.0/16}\n    - {name: ims, snssai: 1-010203, pool: 10.61.0.0/16}\n"))
+	if err == nil || !strings.Contains(err.Error(), "upf.n6[0].pool") || !strings.Contains(err.Error(), "smf.dnns[0].pool") {
+		t.Fatalf("pool changed only at the SMF: %v", err)
+	}
+	c, err := Parse([]byte("smf:\n  dnns:\n    - {name: internet, snssai: 1-010203, pool: 10.80.0.0/16}\n    - {name: ims, snssai: 1-010203, pool: 10.61.0.0/16}\n" +
+		"upf:\n  n6:\n    - {dnn: internet, pool: 10.80.0.0/16}\n    - {dnn: ims, pool: 10.61.0.0/16}\n"))
+	if err != nil || c.UPF.N6[0].Pool != "10.80.0.0/16" {
+		t.Fatalf("pool changed in both places: %v", err)
+	}
+}
