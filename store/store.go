@@ -279,6 +279,11 @@ func (s *Store) PutAll(subs []Subscriber, overwrite bool) (int, error) {
 			if err != nil {
 				return fmt.Errorf("store: %w", err)
 			}
+			if k > 0 {
+				if err := recordChange(tx, subs[i].SUPI, false); err != nil {
+					return err
+				}
+			}
 			n += int(k)
 		}
 		return nil
@@ -301,7 +306,7 @@ func (s *Store) Delete(supi string) error {
 		} else if n == 0 {
 			return fmt.Errorf("%s: %w", supi, ErrNotFound)
 		}
-		return nil
+		return recordChange(tx, supi, true)
 	})
 }
 
