@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -97,6 +98,12 @@ type Store struct {
 	// DemoSubscribers is how many demo subscribers (IMSI 208930000000001 on,
 	// see store.DefaultSubscribers) are provisioned when missing; 0 = none.
 	DemoSubscribers int `yaml:"demoSubscribers"`
+	// FollowInterval is how often the running core reads the store's
+	// change feed, to act on subscribers another process (tern subscriber,
+	// another core) changed: a deleted subscriber's UE is deregistered, a
+	// changed one's subscription data read again. New subscribers need no
+	// notice (default 1s).
+	FollowInterval time.Duration `yaml:"followInterval"`
 }
 
 // Source is what store.OpenDriver opens for Driver: Path or DSN.
@@ -125,7 +132,7 @@ func DefaultStorePath() string {
 func Default() Config {
 	return Config{
 		Log:   Log{Level: "info", Format: "text"},
-		Store: Store{Driver: store.DriverSQLite, Path: DefaultStorePath(), DemoSubscribers: 1000},
+		Store: Store{Driver: store.DriverSQLite, Path: DefaultStorePath(), DemoSubscribers: 1000, FollowInterval: time.Second},
 		AMF:   amf.DefaultConfig(),
 		AUSF:  ausf.Config{ServingPLMNs: []string{"20893"}},
 		UDM:   udm.DefaultConfig(),

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/free5gc/openapi/models"
 
@@ -51,6 +52,8 @@ type Core struct {
 	UPF  *upf.UPF // nil when the unit has no embedded UPF
 
 	n4 *pfcp.Endpoint // the SMF's PFCP endpoint, when some UPF is remote
+
+	stopFollow func() // ends followStore's goroutine
 
 	closeOnce sync.Once
 	closeErr  error
@@ -132,6 +135,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Core, error) {
 		return nil, err
 	}
 	c.AMF.SetSMF(c.SMF)
+	c.UDM.SetAMF(c.AMF)
 	c.PCF.SetNotifier(c.SMF)
 	if err := c.wireN4(); err != nil {
 		return nil, err
@@ -227,7 +231,30 @@ func (c *Core) Start(ctx context.Context) error {
 	if err := c.AMF.Start(ctx); err != nil {
 		return err
 	}
+	c.followStore()
 	return nil
+}
+
+// followStore has the UDR follow the store's change feed and hand each
+// change to the UDM, which notifies the AMF (see udm.SubscriberChanged),
+// until Close.
+func (c *Core) followStore() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	c.stopFollow = func() { cancel(); <-done }
+	every := c.cfg.Store.FollowInterval
+	if every <= 0 {
+		every = time.Second
+	}
+	go func() {
+		defer close(done)
+		err := c.UDR.Follow(ctx, c.store, every, func(supi string, deleted bool) {
+			c.UDM.SubscriberChanged(ctx, supi, deleted)
+		})
+		if err != nil {
+			c.log.Warn("not following subscriber changes: changes made by other processes apply at the UEs' next registration", "err", err)
+		}
+	}()
 }
 
 // profiles are the NF profiles the unit registers with its NRF (TS 29.510
@@ -305,6 +332,9 @@ func (c *Core) N4Stats() (pfcp.EndpointStats, bool) {
 // capture.
 func (c *Core) Close() error {
 	c.closeOnce.Do(func() {
+		if c.stopFollow != nil {
+			c.stopFollow()
+		}
 		var errs []error
 		if c.AMF != nil {
 			errs = append(errs, c.AMF.Close())

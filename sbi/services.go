@@ -86,6 +86,22 @@ type UEContextManagement interface {
 	GetAMF3GPPAccess(ctx context.Context, supi string) (*models.Udm_UECM_Amf3GppAccessRegistration, error)
 }
 
+// UECMNotifier receives Nudm_UECM_DeregistrationNotification (TS 29.503
+// §5.3.2.2.3: the UDM's callback to the serving AMF at the deregCallbackUri
+// of its registration), served by the AMF: the UDM tells the AMF to
+// deregister the UE, e.g. because its subscription was withdrawn (TS 23.502
+// §4.2.2.3.3).
+type UECMNotifier interface {
+	DeregistrationNotify(ctx context.Context, supi string, d *models.Udm_UECM_DeregistrationData) error
+}
+
+// SDMNotifier receives Nudm_SDM_Notification (TS 29.503 §5.2.2.3.2), served
+// by a consumer of subscription data (the AMF): the data items named in n
+// changed and should be read again (TS 23.502 §4.5.2).
+type SDMNotifier interface {
+	SubscriptionDataChanged(ctx context.Context, supi string, n *models.Udm_SDM_ModificationNotification) error
+}
+
 // SubscribedSNSSAI is one subscribed S-NSSAI with its default indication
 // (TS 29.531 SubscribedSnssai, TS 23.501 §5.15.3).
 type SubscribedSNSSAI struct {

@@ -117,6 +117,28 @@ func (u *ue) onRegistrationRequest(m *nas.RegistrationRequest, integrity bool) {
 // TS 23.502 §4.2.2.2.2 steps 14 (Nudm_UECM_Registration, Nudm_SDM_Get),
 // allowed NSSAI (Nnssf_NSSelection, TS 23.501 §5.15.5.2.1), then the
 // Registration Accept.
+// applyAmData takes the access and mobility subscription data the AMF
+// keeps for the UE: the subscribed S-NSSAIs and the UE-AMBR. It fails, and
+// changes nothing, when the subscribed NSSAI is unusable.
+func (u *ue) applyAmData(am *models.Udm_SDM_AccessAndMobilitySubscriptionData) error {
+	subscribed, err := sbi.SubscribedFromNssai(am.Nssai)
+	if err != nil {
+		return err
+	}
+	u.subscribed = subscribed
+	u.ueAMBR = nil
+	if am.SubscribedUeAmbr != nil {
+		ambr, err := ambrFromModel(am.SubscribedUeAmbr.Uplink, am.SubscribedUeAmbr.Downlink)
+		if err != nil {
+			// The UE-AMBR is optional on N2 (TS 38.413 §9.2.1.1): go without.
+			u.log.Warn("subscribed UE-AMBR unusable", "err", err)
+		} else {
+			u.ueAMBR = &ambr
+		}
+	}
+	return nil
+}
+
 func (u *ue) completeRegistration() {
 	a := u.amf
 	req := u.reg.req
@@ -148,22 +170,10 @@ func (u *ue) completeRegistration() {
 			u.rejectRegistration(causeForSBIError(err))
 			return
 		}
-		subscribed, err := sbi.SubscribedFromNssai(am.Nssai)
-		if err != nil {
+		if err := u.applyAmData(am); err != nil {
 			u.log.Info("subscribed NSSAI unusable", "err", err)
 			u.rejectRegistration(nas.CauseProtocolErrorUnspecified)
 			return
-		}
-		u.subscribed = subscribed
-		u.ueAMBR = nil
-		if am.SubscribedUeAmbr != nil {
-			ambr, err := ambrFromModel(am.SubscribedUeAmbr.Uplink, am.SubscribedUeAmbr.Downlink)
-			if err != nil {
-				// The UE-AMBR is optional on N2 (TS 38.413 §9.2.1.1): go without.
-				u.log.Warn("subscribed UE-AMBR unusable", "err", err)
-			} else {
-				u.ueAMBR = &ambr
-			}
 		}
 	}
 	tai := u.ran.tai

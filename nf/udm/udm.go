@@ -37,6 +37,7 @@ type UDM struct {
 	mu         sync.Mutex
 	amf3GPP    map[string]*models.Udm_UECM_Amf3GppAccessRegistration // serving AMF per SUPI
 	authEvents map[string]*models.Udm_UEAU_AuthEvent                 // last authentication result per SUPI
+	notifier   AMFNotifier                                           // the serving AMF's callbacks (SetAMF)
 }
 
 var (
