@@ -136,6 +136,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Core, error) {
 	}
 	c.AMF.SetSMF(c.SMF)
 	c.UDM.SetAMF(c.AMF)
+	c.UDM.SetSMF(c.SMF)
 	c.PCF.SetNotifier(c.SMF)
 	if err := c.wireN4(); err != nil {
 		return nil, err

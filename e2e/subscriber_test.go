@@ -8,6 +8,7 @@ import (
 	"github.com/tern5g/tern/config"
 	"github.com/tern5g/tern/internal/poll"
 	"github.com/tern5g/tern/nf/amf"
+	"github.com/tern5g/tern/sim/ue"
 	"github.com/tern5g/tern/store"
 )
 
@@ -36,12 +37,30 @@ func TestLiveSubscriberChanges(t *testing.T) {
 	}
 	u := registeredUE(t, g, "0000000050") // fails the test if it cannot register
 
+	ctx := context.Background()
+	sess, err := u.EstablishSession(ctx, ue.SessionRequest{DNN: "internet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The subscribed session AMBR of internet changes: the SMF asks the PCF
+	// again and modifies the session, and the UE learns its new AMBR.
 	changed := added.Clone()
 	changed.UEAMBR = store.AMBR{Uplink: "10 Mbps", Downlink: "20 Mbps"}
+	for i := range changed.Slices[0].DNNs {
+		if changed.Slices[0].DNNs[i].Name == "internet" {
+			changed.Slices[0].DNNs[i].SessionAMBR = store.AMBR{Uplink: "5 Mbps", Downlink: "7 Mbps"}
+		}
+	}
 	if err := cli.Put(changed); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // the notification has nothing to show outside the AMF's log
+	if err := poll.Until(ctx, 5*time.Second, time.Millisecond, func() bool {
+		s, ok := u.Session(sess.ID)
+		return ok && s.AMBR.UL == 5_000_000 && s.AMBR.DL == 7_000_000
+	}); err != nil {
+		s, _ := u.Session(sess.ID)
+		t.Fatalf("session AMBR after the subscription change: %+v (%v)", s.AMBR, err)
+	}
 	if !u.Registered() {
 		t.Fatal("a changed subscription deregistered the UE")
 	}
@@ -49,7 +68,6 @@ func TestLiveSubscriberChanges(t *testing.T) {
 	if err := cli.Delete(added.SUPI); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
 	if err := poll.Until(ctx, 5*time.Second, time.Millisecond, func() bool { return !u.Registered() }); err != nil {
 		t.Fatalf("UE still registered after its subscriber was deleted: %v", err)
 	}

@@ -58,6 +58,7 @@ type policy struct {
 	supi     string
 	psi      int32
 	dnn      string
+	slice    *models.Snssai
 	decision models.Pcf_SMPolCtrl_SmPolicyDecision // the full current decision
 }
 
@@ -123,12 +124,43 @@ func (p *PCF) CreateSMPolicy(ctx context.Context, req *models.Pcf_SMPolCtrl_SmPo
 	case req.Dnn == "":
 		return "", nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "dnn")
 	}
-	local := p.localPolicy(req.Dnn, req.SliceInfo)
+	ambr, fiveQI, arp, err := p.authorize(req.Dnn, req.SliceInfo, req.SubsSessAmbr, req.SubsDefQos)
+	if err != nil {
+		return "", nil, err
+	}
+	pol := &policy{
+		id:       strconv.FormatUint(p.nextID.Add(1), 10),
+		supi:     req.Supi,
+		psi:      req.PduSessionId,
+		dnn:      req.Dnn,
+		slice:    req.SliceInfo,
+		decision: decision(ambr, fiveQI, arp),
+	}
+	key := sessionKey{req.Supi, req.PduSessionId}
+	p.mu.Lock()
+	// A new association for the same session replaces a stale one (the SMF
+	// re-establishing the session ID, TS 23.502 §4.3.2.2.1 step 3).
+	if old, ok := p.bySession[key]; ok {
+		delete(p.policies, old)
+		p.deleted.Add(1)
+	}
+	p.policies[pol.id] = pol
+	p.bySession[key] = pol.id
+	out := copyDecision(&pol.decision)
+	p.mu.Unlock()
+	p.created.Add(1)
+	p.log.Debug("SM policy created", "policy", pol.id, "supi", req.Supi, "psi", req.PduSessionId, "dnn", req.Dnn, "5qi", fiveQI, "ambr", ambr)
+	return pol.id, out, nil
+}
 
-	// Session rule (TS 29.512 §4.2.2.4): authorized session AMBR and default
-	// QoS, from local policy, else from the subscription, else from defaults.
-	ambr := models.Ambr{Uplink: p.def.SessionAMBRUplink, Downlink: p.def.SessionAMBRDownlink}
-	if s := req.SubsSessAmbr; s != nil {
+// authorize is the session rule of a PDU session (TS 29.512 §4.2.2.4):
+// the authorized session AMBR and default QoS, from local policy, else
+// from the subscription, else from defaults.
+func (p *PCF) authorize(dnn string, slice *models.Snssai, subsAmbr *models.Ambr, subsQos *models.SubscribedDefaultQos) (ambr models.Ambr, fiveQI int32, arp models.Arp, err error) {
+	local := p.localPolicy(dnn, slice)
+
+	ambr = models.Ambr{Uplink: p.def.SessionAMBRUplink, Downlink: p.def.SessionAMBRDownlink}
+	if s := subsAmbr; s != nil {
 		if s.Uplink != "" {
 			ambr.Uplink = s.Uplink
 		}
@@ -136,12 +168,12 @@ func (p *PCF) CreateSMPolicy(ctx context.Context, req *models.Pcf_SMPolCtrl_SmPo
 			ambr.Downlink = s.Downlink
 		}
 	}
-	fiveQI, arp := int32(p.def.FiveQI), models.Arp{
+	fiveQI, arp = int32(p.def.FiveQI), models.Arp{
 		PriorityLevel: int32(p.def.ARPPriority),
 		PreemptCap:    models.PreemptionCapability_NOT_PREEMPT,
 		PreemptVuln:   models.PreemptionVulnerability_PREEMPTABLE,
 	}
-	if q := req.SubsDefQos; q != nil {
+	if q := subsQos; q != nil {
 		if q.Var5qi != 0 {
 			fiveQI = q.Var5qi
 		}
@@ -164,33 +196,12 @@ func (p *PCF) CreateSMPolicy(ctx context.Context, req *models.Pcf_SMPolCtrl_SmPo
 		}
 	}
 	if !validBitRate(ambr.Uplink) || !validBitRate(ambr.Downlink) {
-		return "", nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "subsSessAmbr %+v", ambr)
+		return ambr, 0, arp, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "subsSessAmbr %+v", ambr)
 	}
 	if fiveQI < 1 || fiveQI > 255 || arp.PriorityLevel < 1 || arp.PriorityLevel > 15 {
-		return "", nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "subsDefQos 5qi %d arp %d", fiveQI, arp.PriorityLevel)
+		return ambr, 0, arp, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "subsDefQos 5qi %d arp %d", fiveQI, arp.PriorityLevel)
 	}
-	pol := &policy{
-		id:       strconv.FormatUint(p.nextID.Add(1), 10),
-		supi:     req.Supi,
-		psi:      req.PduSessionId,
-		dnn:      req.Dnn,
-		decision: decision(ambr, fiveQI, arp),
-	}
-	key := sessionKey{req.Supi, req.PduSessionId}
-	p.mu.Lock()
-	// A new association for the same session replaces a stale one (the SMF
-	// re-establishing the session ID, TS 23.502 §4.3.2.2.1 step 3).
-	if old, ok := p.bySession[key]; ok {
-		delete(p.policies, old)
-		p.deleted.Add(1)
-	}
-	p.policies[pol.id] = pol
-	p.bySession[key] = pol.id
-	out := copyDecision(&pol.decision)
-	p.mu.Unlock()
-	p.created.Add(1)
-	p.log.Debug("SM policy created", "policy", pol.id, "supi", req.Supi, "psi", req.PduSessionId, "dnn", req.Dnn, "5qi", fiveQI, "ambr", ambr)
-	return pol.id, out, nil
+	return ambr, fiveQI, arp, nil
 }
 
 // decision builds a full policy decision for the default QoS flow: a session
@@ -265,15 +276,25 @@ func (p *PCF) localPolicy(dnn string, slice *models.Snssai) *DNNPolicy {
 	return nil
 }
 
-// UpdateSMPolicy implements sbi.SMPolicyControl (TS 29.512 §4.2.4.2): tern's
-// policies do not depend on the reported triggers, so the answer is the
-// current decision.
+// UpdateSMPolicy implements sbi.SMPolicyControl (TS 29.512 §4.2.4.2). A
+// changed subscription the SMF reports (subsSessAmbr with trigger
+// SE_AMBR_CH, subsDefQos with DEF_QOS_CH, TS 29.512 §4.2.4.8-9) is
+// authorized again, local policy still taking precedence; other triggers
+// do not change tern's decisions, so the answer is the current one.
 func (p *PCF) UpdateSMPolicy(ctx context.Context, policyID string, req *models.Pcf_SMPolCtrl_SmPolicyUpdateContextData) (*models.Pcf_SMPolCtrl_SmPolicyDecision, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pol, ok := p.policies[policyID]
 	if !ok {
 		return nil, sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "sm policy %q", policyID)
+	}
+	if req != nil && (req.SubsSessAmbr != nil || req.SubsDefQos != nil) {
+		ambr, fiveQI, arp, err := p.authorize(pol.dnn, pol.slice, req.SubsSessAmbr, req.SubsDefQos)
+		if err != nil {
+			return nil, err
+		}
+		pol.decision = decision(ambr, fiveQI, arp)
+		p.log.Debug("SM policy authorized again for a changed subscription", "policy", pol.id, "5qi", fiveQI, "ambr", ambr)
 	}
 	return copyDecision(&pol.decision), nil
 }

@@ -221,3 +221,43 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdateWithChangedSubscription: an update reporting a changed
+// subscription (SE_AMBR_CH, DEF_QOS_CH) is authorized again; a DNN's local
+// policy still takes precedence over the subscription.
+func TestUpdateWithChangedSubscription(t *testing.T) {
+	p, err := New(Config{DNNs: []DNNPolicy{{DNN: "ims", SessionAMBRUplink: "10 Mbps", SessionAMBRDownlink: "20 Mbps"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	id, _, err := p.CreateSMPolicy(ctx, ctxData("imsi-1", 1, "internet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := &models.Pcf_SMPolCtrl_SmPolicyUpdateContextData{
+		RepPolicyCtrlReqTriggers: []models.Pcf_SMPolCtrl_PolicyControlRequestTrigger{models.Pcf_SMPolCtrl_PolicyControlRequestTrigger_SE_AMBR_CH},
+		SubsSessAmbr:             &models.Ambr{Uplink: "5 Mbps", Downlink: "7 Mbps"},
+		SubsDefQos:               &models.SubscribedDefaultQos{Var5qi: 7, Arp: &models.Arp{PriorityLevel: 3}},
+	}
+	d, err := p.UpdateSMPolicy(ctx, id, changed)
+	if r := sessionRule(t, d); err != nil || r.AuthSessAmbr.Uplink != "5 Mbps" || r.AuthSessAmbr.Downlink != "7 Mbps" || r.AuthDefQos.Var5qi != 7 {
+		t.Errorf("re-authorized %+v %v", r, err)
+	}
+	// The new decision is the policy's from now on.
+	if d, _ := p.UpdateSMPolicy(ctx, id, &models.Pcf_SMPolCtrl_SmPolicyUpdateContextData{}); sessionRule(t, d).AuthSessAmbr.Uplink != "5 Mbps" {
+		t.Errorf("decision not kept: %+v", sessionRule(t, d))
+	}
+	ims, _, err := p.CreateSMPolicy(ctx, ctxData("imsi-1", 2, "ims"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := p.UpdateSMPolicy(ctx, ims, changed); sessionRule(t, d).AuthSessAmbr.Uplink != "10 Mbps" {
+		t.Errorf("local policy lost to the subscription: %+v", sessionRule(t, d))
+	}
+	bad := *changed
+	bad.SubsSessAmbr = &models.Ambr{Uplink: "fast", Downlink: "1 Mbps"}
+	if _, err := p.UpdateSMPolicy(ctx, id, &bad); err == nil {
+		t.Error("an unusable subscribed AMBR was accepted")
+	}
+}

@@ -182,7 +182,20 @@ func (f *fakeUPF) lastMod(t *testing.T) *pfcp.SessionModificationRequest {
 
 // ---- fake SDM ----
 
-type fakeSDM struct{}
+type fakeSDM struct {
+	mu        sync.Mutex
+	withdrawn map[string]bool // "supi/dnn" no longer subscribed
+}
+
+// withdraw removes dnn from supi's sm-data.
+func (f *fakeSDM) withdraw(supi, dnn string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.withdrawn == nil {
+		f.withdrawn = make(map[string]bool)
+	}
+	f.withdrawn[supi+"/"+dnn] = true
+}
 
 func subscribedDNN(fiveQI int32, ambr string) models.Udm_SDM_DnnConfiguration {
 	return models.Udm_SDM_DnnConfiguration{
@@ -195,28 +208,38 @@ func subscribedDNN(fiveQI int32, ambr string) models.Udm_SDM_DnnConfiguration {
 
 // GetSmData: slice A has internet, ims and tiny; "enterprise" is subscribed
 // in slice B only; unknown SUPIs are USER_NOT_FOUND.
-func (fakeSDM) GetSmData(ctx context.Context, supi string, q sbi.SmDataQuery) ([]models.Udm_SDM_SessionManagementSubscriptionData, error) {
+func (f *fakeSDM) GetSmData(ctx context.Context, supi string, q sbi.SmDataQuery) ([]models.Udm_SDM_SessionManagementSubscriptionData, error) {
 	if supi == "imsi-208930000009999" {
 		return nil, sbi.NewProblem(http.StatusNotFound, sbi.CauseUserNotFound, supi)
 	}
 	a, b := sbi.SNSSAIToModel(sliceA), sbi.SNSSAIToModel(sliceB)
-	return []models.Udm_SDM_SessionManagementSubscriptionData{
+	sm := []models.Udm_SDM_SessionManagementSubscriptionData{
 		{SingleNssai: &a, DnnConfigurations: map[string]models.Udm_SDM_DnnConfiguration{
 			"internet": subscribedDNN(9, "1 Gbps"), "ims": subscribedDNN(5, "10 Mbps"), "tiny": subscribedDNN(9, "1 Gbps"),
 		}},
 		{SingleNssai: &b, DnnConfigurations: map[string]models.Udm_SDM_DnnConfiguration{"enterprise": subscribedDNN(9, "1 Gbps")}},
-	}, nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, d := range sm {
+		for dnn := range d.DnnConfigurations {
+			if f.withdrawn[supi+"/"+dnn] {
+				delete(d.DnnConfigurations, dnn)
+			}
+		}
+	}
+	return sm, nil
 }
 
-func (fakeSDM) GetAmData(context.Context, string, identity.PLMN) (*models.Udm_SDM_AccessAndMobilitySubscriptionData, error) {
+func (f *fakeSDM) GetAmData(context.Context, string, identity.PLMN) (*models.Udm_SDM_AccessAndMobilitySubscriptionData, error) {
 	return nil, errors.New("not used")
 }
 
-func (fakeSDM) GetNSSAI(context.Context, string, identity.PLMN) (*models.Udm_SDM_Nssai, error) {
+func (f *fakeSDM) GetNSSAI(context.Context, string, identity.PLMN) (*models.Udm_SDM_Nssai, error) {
 	return nil, errors.New("not used")
 }
 
-func (fakeSDM) GetSmfSelectData(context.Context, string, identity.PLMN) (*models.Udm_SDM_SmfSelectionSubscriptionData, error) {
+func (f *fakeSDM) GetSmfSelectData(context.Context, string, identity.PLMN) (*models.Udm_SDM_SmfSelectionSubscriptionData, error) {
 	return nil, errors.New("not used")
 }
 
@@ -382,6 +405,7 @@ func (a *fakeAMF) note(t *testing.T) statusNote {
 type harness struct {
 	smf *SMF
 	amf *fakeAMF
+	sdm *fakeSDM
 	upf *fakeUPF
 	pcf *pcf.PCF
 }
@@ -411,7 +435,7 @@ func newHarness(t *testing.T, cfg Config, pcfCfg pcf.Config) *harness {
 // does not start it.
 func buildHarness(t *testing.T, cfg Config, pcfCfg pcf.Config, upfs map[string]*fakeUPF) *harness {
 	t.Helper()
-	h := &harness{amf: newFakeAMF(t), upf: upfs["upf1"]}
+	h := &harness{amf: newFakeAMF(t), upf: upfs["upf1"], sdm: &fakeSDM{}}
 	p, err := pcf.New(pcfCfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -421,7 +445,7 @@ func buildHarness(t *testing.T, cfg Config, pcfCfg pcf.Config, upfs map[string]*
 	for name, u := range upfs {
 		ups[name] = u
 	}
-	s, err := New(cfg, Deps{AMF: h.amf, AMFStatus: h.amf, SDM: fakeSDM{}, PCF: p, UPFs: ups}, nil)
+	s, err := New(cfg, Deps{AMF: h.amf, AMFStatus: h.amf, SDM: h.sdm, PCF: p, UPFs: ups}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

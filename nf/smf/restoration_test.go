@@ -281,3 +281,26 @@ func TestRestartedRecoveryTime(t *testing.T) {
 		}
 	}
 }
+
+// A DNN withdrawn from the subscription releases the UE's session on it
+// with #27 (TS 23.502 §4.3.3.2 step 1b); its session on a DNN still
+// subscribed is left as it was (the PCF's decision did not change).
+func TestSubscriptionChangeReleasesWithdrawnDNN(t *testing.T) {
+	h := newHarness(t, testConfig(), pcf.Config{})
+	ctx := context.Background()
+	h.establish(t, testSUPI, 1, "internet")
+	h.establish(t, testSUPI, 2, "ims")
+	h.sdm.withdraw(testSUPI, "ims")
+	if err := h.smf.SubscriptionDataChanged(ctx, testSUPI, &models.Udm_SDM_ModificationNotification{}); err != nil {
+		t.Fatal(err)
+	}
+	tr := h.amf.next(t)
+	cmd, ok := tr.n1.(*nas.PDUSessionReleaseCommand)
+	if !ok || tr.psi != 2 || cmd.Cause != nas.CauseMissingOrUnknownDNN {
+		t.Fatalf("transfer %+v, want session 2 released with #27", tr)
+	}
+	h.amf.noTransfer(t)
+	if err := h.smf.SubscriptionDataChanged(ctx, "imsi-208930000000077", &models.Udm_SDM_ModificationNotification{}); err != nil {
+		t.Errorf("a UE without sessions: %v", err)
+	}
+}

@@ -694,7 +694,7 @@ func TestParallelUEs(t *testing.T) {
 func TestStartNeedsUserPlane(t *testing.T) {
 	amf := newFakeAMF(t)
 	p, _ := pcf.New(pcf.Config{}, nil)
-	s, err := New(testConfig(), Deps{AMF: amf, AMFStatus: amf, SDM: fakeSDM{}, PCF: p}, nil)
+	s, err := New(testConfig(), Deps{AMF: amf, AMFStatus: amf, SDM: &fakeSDM{}, PCF: p}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

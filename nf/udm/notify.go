@@ -29,6 +29,14 @@ func (u *UDM) SetAMF(n AMFNotifier) {
 	u.mu.Unlock()
 }
 
+// SetSMF sets the SMF that the UDM notifies of sm-data changes (the SMF's
+// SDM subscription, served in-process). Call it before the UDM serves.
+func (u *UDM) SetSMF(n sbi.SDMNotifier) {
+	u.mu.Lock()
+	u.smf = n
+	u.mu.Unlock()
+}
+
 // SubscriberChanged is the UDR's data change notification (TS 29.504
 // §5.2.2.3): supi's subscription was written or deleted, by whichever
 // process. For a UE an AMF serves:
@@ -37,27 +45,33 @@ func (u *UDM) SetAMF(n AMFNotifier) {
 //     SUBSCRIPTION_WITHDRAWN, and the AMF deregisters the UE (TS 23.502
 //     §4.2.2.3.3 step 1, TS 29.503 §5.3.2.2.3);
 //   - written: Nudm_SDM_Notification for its am-data (TS 29.503
-//     §5.2.2.3.2), which the AMF reads again (TS 23.502 §4.5.2).
+//     §5.2.2.3.2), which the AMF reads again (TS 23.502 §4.5.2), and for
+//     its sm-data to the SMF, which applies it to the UE's PDU sessions
+//     (TS 23.502 §4.3.3.2 step 1b).
 //
 // A subscriber no AMF serves needs nothing: the next registration reads
 // the store afresh.
-//
-// Departure: the SMF is not notified of sm-data changes (it subscribes to
-// none yet); sessions keep the subscription they were established with
-// until they are established again.
 func (u *UDM) SubscriberChanged(ctx context.Context, supi string, deleted bool) {
 	u.mu.Lock()
 	reg := u.amf3GPP[supi]
 	if deleted && reg != nil {
 		delete(u.amf3GPP, supi)
 	}
-	n := u.notifier
+	n, sm := u.notifier, u.smf
 	u.mu.Unlock()
 	if reg == nil || n == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, notifyTimeout)
 	defer cancel()
+	if !deleted && sm != nil {
+		err := sm.SubscriptionDataChanged(ctx, supi, &models.Udm_SDM_ModificationNotification{
+			NotifyItems: []models.NotifyItem{{ResourceId: "/" + supi + "/sm-data"}},
+		})
+		if err != nil {
+			u.log.Warn("Nudm_SDM_Notification of sm-data failed", "supi", supi, "err", err)
+		}
+	}
 	if deleted {
 		u.log.Info("subscription withdrawn: deregistering the UE at its AMF", "supi", supi, "amf", reg.AmfInstanceId)
 		err := n.DeregistrationNotify(ctx, supi, &models.Udm_UECM_DeregistrationData{

@@ -38,6 +38,7 @@ type UDM struct {
 	amf3GPP    map[string]*models.Udm_UECM_Amf3GppAccessRegistration // serving AMF per SUPI
 	authEvents map[string]*models.Udm_UEAU_AuthEvent                 // last authentication result per SUPI
 	notifier   AMFNotifier                                           // the serving AMF's callbacks (SetAMF)
+	smf        sbi.SDMNotifier                                       // the SMF's sm-data subscription (SetSMF)
 }
 
 var (
