@@ -25,10 +25,13 @@ const pgStartTimeout = 60 * time.Second
 // shared by the tests of this package (each test gets its own database) and
 // stopped by TestMain.
 type pgServer struct {
-	dir  string
-	port int
-	cmd  *exec.Cmd
-	dbs  atomic.Int64
+	dir      string
+	data     string
+	port     int
+	postgres string
+	cred     *syscall.Credential
+	cmd      *exec.Cmd
+	dbs      atomic.Int64
 	// exited receives the server's exit once.
 	exited chan error
 }
@@ -152,23 +155,35 @@ func startPostgres() (*pgServer, error) {
 	if p.port, err = freePort(); err != nil {
 		return nil, err
 	}
+	p.postgres, p.cred, p.data = postgres, cred, data
+	if err := p.run(ctx); err != nil {
+		return nil, err
+	}
+	ok = true
+	return p, nil
+}
+
+// run starts the server on p's data directory and port and waits until it
+// answers.
+func (p *pgServer) run(ctx context.Context) error {
 	// fsync off: the server is thrown away; what the tests check is tern's
 	// use of transactions, not the disk.
-	p.cmd = exec.Command(postgres, "-D", data, "-p", strconv.Itoa(p.port), "-k", dir,
+	p.cmd = exec.Command(p.postgres, "-D", p.data, "-p", strconv.Itoa(p.port), "-k", p.dir,
 		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=200")
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred}
 	p.cmd.Env = []string{"LC_ALL=C"}
-	logFile, err := os.Create(filepath.Join(dir, "server.log"))
+	logFile, err := os.OpenFile(filepath.Join(p.dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer logFile.Close() // the child has its own copy
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	if err := p.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting postgres: %w", err)
+		return fmt.Errorf("starting postgres: %w", err)
 	}
 	p.exited = make(chan error, 1)
-	go func() { p.exited <- p.cmd.Wait() }()
+	exited := p.exited
+	go func() { exited <- p.cmd.Wait() }()
 	for {
 		db, err := sql.Open("pgx", p.dsn("postgres"))
 		if err == nil {
@@ -176,31 +191,37 @@ func startPostgres() (*pgServer, error) {
 			db.Close()
 		}
 		if err == nil {
-			ok = true
-			return p, nil
+			return nil
 		}
 		select {
 		case werr := <-p.exited:
 			p.cmd = nil // already reaped
-			return nil, fmt.Errorf("postgres exited: %v: %s", werr, p.serverLog())
+			return fmt.Errorf("postgres exited: %v: %s", werr, p.serverLog())
 		case <-ctx.Done():
-			return nil, fmt.Errorf("postgres not ready after %v: %v: %s", pgStartTimeout, err, p.serverLog())
+			return fmt.Errorf("postgres not ready after %v: %v: %s", pgStartTimeout, err, p.serverLog())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
 
-// stop shuts the server down (fast shutdown, then a kill) and removes its
-// directory.
-func (p *pgServer) stop() {
+// halt shuts the server down and keeps its data, for run to start again.
+func (p *pgServer) halt() {
 	if p.cmd != nil && p.cmd.Process != nil {
 		p.cmd.Process.Signal(syscall.SIGINT)
 		select {
 		case <-p.exited:
 		case <-time.After(10 * time.Second):
 			p.cmd.Process.Kill()
+			<-p.exited
 		}
+		p.cmd = nil
 	}
+}
+
+// stop shuts the server down (fast shutdown, then a kill) and removes its
+// directory.
+func (p *pgServer) stop() {
+	p.halt()
 	os.RemoveAll(p.dir)
 }
 
