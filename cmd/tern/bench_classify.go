@@ -31,6 +31,12 @@ func benchClassify(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := checkFlags(
+		atLeast("passes", *passes, 1),
+		atLeast("updates", *updates, 0),
+	); err != nil {
+		return err
+	}
 	explicit := false
 	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "classbench" || f.Name == "sets" })
 	if err := classbench.Available(*dir, "acl1_1k"); err != nil && !explicit {

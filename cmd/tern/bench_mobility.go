@@ -28,6 +28,14 @@ func benchPaging(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := checkFlags(
+		atLeast("pps", *pps, 1),
+		intIn("size", *size, minStreamPayload, maxStreamPayload),
+		atLeast("trials", *trials, 1),
+		atLeast("rounds", *rounds, 1),
+	); err != nil {
+		return err
+	}
 	ns, err := intList(*conc)
 	if err != nil {
 		return fmt.Errorf("--concurrency: %w", err)
@@ -65,6 +73,13 @@ func benchHandover(args []string) error {
 	jsonPath := fs.String("json", "", "write results (benchmarks.md format) here")
 	pngPath := fs.String("png", "", "draw each mode's first handover, per-packet delays, here (L25GC Fig 14)")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := checkFlags(
+		atLeast("pps", *pps, 1),
+		intIn("size", *size, minStreamPayload, maxStreamPayload),
+		atLeast("trials", *trials, 1),
+	); err != nil {
 		return err
 	}
 	var ms []string

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net/netip"
@@ -35,8 +34,8 @@ func benchPFCP(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *n < 1 {
-		return errors.New("--n must be positive")
+	if err := atLeast("n", *n, 1); err != nil {
+		return err
 	}
 	ctx := context.Background()
 	fmt.Printf("tern bench pfcp on %s: %d sessions per binding\n", report.ThisMachine(), *n)

@@ -49,6 +49,13 @@ func benchRegister(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := checkFlags(
+		atLeast("ues", *ues, 1),
+		atLeast("concurrency", *conc, 1),
+		atLeast("gnbs", *gnbs, 1),
+	); err != nil {
+		return err
+	}
 	runs := []registerRun{{Name: "custom", UEs: *ues, Concurrency: *conc, GNBs: *gnbs}}
 	if *suite {
 		runs = []registerRun{

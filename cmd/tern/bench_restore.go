@@ -31,6 +31,14 @@ func benchRestore(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := checkFlags(
+		atLeast("ues", *ues, 1),
+		atLeast("gnbs", *gnbs, 1),
+		positiveDuration("heartbeat", *heartbeat),
+		atLeast("pps", *pps, 1),
+	); err != nil {
+		return err
+	}
 	var ds []string
 	for _, d := range strings.Split(*drills, ",") {
 		if d = strings.TrimSpace(d); d != "" {

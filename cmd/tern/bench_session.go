@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"maps"
@@ -63,8 +62,9 @@ func benchSession(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *ues < 1 || *conc < 1 || *gnbs < 1 || *rounds < 1 || *burstRounds < 1 {
-		return errors.New("--ues, --concurrency, --gnbs, --rounds and --burst-rounds must be positive")
+	if err := checkFlags(atLeast("ues", *ues, 1), atLeast("concurrency", *conc, 1), atLeast("gnbs", *gnbs, 1),
+		atLeast("rounds", *rounds, 1), atLeast("burst-rounds", *burstRounds, 1)); err != nil {
+		return err
 	}
 	runs := []sessionRun{{Name: "custom", UEs: *ues, Concurrency: *conc, GNBs: *gnbs, Rounds: *rounds}}
 	if *suite {

@@ -66,6 +66,14 @@ func benchUPF(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := checkFlags(
+		positiveDuration("duration", *dur),
+		atLeast("repeat", *repeat, 1),
+		atLeast("workers", *workers, 1),
+		nonNegativeDuration("drain", *drain),
+	); err != nil {
+		return err
+	}
 	if os.Geteuid() != 0 {
 		return errors.New("needs root: the benchmark builds network namespaces, veth links and the UPF's N6 TUN (run it with sudo)")
 	}

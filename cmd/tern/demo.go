@@ -42,6 +42,13 @@ func runDemo(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := checkFlags(
+		atLeast("ues", *ues, 1),
+		atLeast("gnbs", *gnbs, 1),
+		atLeast("concurrency", *conc, 1),
+	); err != nil {
+		return err
+	}
 	sc, err := sim.ParseScenario(*scenario)
 	if err != nil {
 		return err

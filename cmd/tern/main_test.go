@@ -294,3 +294,33 @@ func TestVersionCommit(t *testing.T) {
 		t.Errorf("version() = %q", v)
 	}
 }
+
+// TestBadFlagValuesNamed: a numeric flag out of range is refused before
+// anything starts, naming the flag and what it accepts (issue: values
+// were silently replaced by defaults, or a small --size crashed the bench).
+func TestBadFlagValuesNamed(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sim", "--ues", "-1"}, "--ues: -1, want 0 or more"},
+		{[]string{"sim", "--concurrency", "0"}, "--concurrency: 0, want 1 or more"},
+		{[]string{"sim", "--tac", "16777216"}, "--tac: 16777216, want 0..16777215"},
+		{[]string{"sim", "--timeout", "0s"}, "--timeout: 0s, want a positive duration"},
+		{[]string{"bench", "restore", "--ues", "-5"}, "--ues: -5, want 1 or more"},
+		{[]string{"bench", "restore", "--heartbeat", "-1s"}, "--heartbeat: -1s"},
+		{[]string{"bench", "paging", "--size", "10"}, "--size: 10, want 20..1372"},
+		{[]string{"bench", "handover", "--trials", "0"}, "--trials: 0, want 1 or more"},
+		{[]string{"bench", "register", "--gnbs", "0"}, "--gnbs: 0, want 1 or more"},
+		{[]string{"bench", "session", "--burst-rounds", "0"}, "--burst-rounds: 0"},
+		{[]string{"bench", "pfcp", "--n", "0"}, "--n: 0, want 1 or more"},
+		{[]string{"bench", "classify", "--passes", "0"}, "--passes: 0, want 1 or more"},
+		{[]string{"up", "--udp-port", "70000"}, "--udp-port: 70000, want 0..65535"},
+		{[]string{"demo", "--concurrency", "0"}, "--concurrency: 0, want 1 or more"},
+	} {
+		var out, errs strings.Builder
+		if got := run(tc.args, &out, &errs); got != 1 || !strings.Contains(errs.String(), tc.want) {
+			t.Errorf("tern %s: exit %d, stderr %q; want 1 and %q", strings.Join(tc.args, " "), got, errs.String(), tc.want)
+		}
+	}
+}

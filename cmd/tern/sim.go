@@ -122,6 +122,24 @@ background while any scenario runs.
 	if fs.NArg() > 0 {
 		return fmt.Errorf("sim: unexpected arguments %q", fs.Args())
 	}
+	if err := checkFlags(
+		intIn("udp-port", *udpPort, 1, 65535),
+		atLeast("gnbs", *gnbs, 1),
+		atLeast("ues", *ues, 0), // 0: gNBs only (NG Setup)
+		atLeast("concurrency", *concurrency, 1),
+		uintAtMost("tac", uint64(*tac), 1<<24-1), // TS 38.413 §9.3.3.10: 3 octets
+		uintAtMost("tac-step", uint64(*tacStep), 1<<24-1),
+		uintAtMost("gnb-id", uint64(*gnbID), 1<<32-1), // TS 38.413 §9.3.1.6: at most 32 bits
+		uintAtMost("hn-key-id", uint64(*hnKeyID), 255),
+		positiveDuration("timeout", *timeout),
+		atLeast("ping-count", *pingCount, 0),
+		atLeast("transfer-bytes", *xferBytes, 0),
+		nonNegativeDuration("inactivity", *inactivity),
+		nonNegativeDuration("handover-every", *hoEvery),
+		nonNegativeDuration("handover-interruption", *hoInterrupt),
+	); err != nil {
+		return err
+	}
 
 	cfg := d
 	cfg.AMFAddr = *amf

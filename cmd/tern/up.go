@@ -42,6 +42,12 @@ func runUp(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := checkFlags(
+		intIn("udp-port", *udpPort, 0, 65535),
+		atLeast("demo-subscribers", *demoSubs, -1),
+	); err != nil {
+		return err
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
