@@ -82,6 +82,9 @@ type RANDrops struct {
 // Handover runs the experiment, one mode after another.
 func Handover(ctx context.Context, c HandoverConfig) (*HandoverResult, error) {
 	c.defaults()
+	if err := c.Setup.check(); err != nil {
+		return nil, err
+	}
 	res := &HandoverResult{PPS: c.PPS}
 	for _, mode := range c.Modes {
 		m, err := handoverMode(ctx, c, mode)

@@ -50,6 +50,14 @@ func (c *Setup) defaults() {
 	}
 }
 
+// check refuses a stream payload too small for the stream's header.
+func (c *Setup) check() error {
+	if c.Size < payloadHeader {
+		return fmt.Errorf("mobility: stream packets of %d bytes cannot hold the %d-byte sequence and timestamp header", c.Size, payloadHeader)
+	}
+	return nil
+}
+
 func (c *PagingConfig) defaults() {
 	c.Setup.defaults()
 	if c.Rounds <= 0 {
@@ -91,6 +99,9 @@ type PagingResult struct {
 // runs, each on a core of its own.
 func Paging(ctx context.Context, c PagingConfig) (*PagingResult, error) {
 	c.defaults()
+	if err := c.Setup.check(); err != nil {
+		return nil, err
+	}
 	res := &PagingResult{PPS: c.PPS, Concurrent: map[int][]time.Duration{}}
 	if err := pagingTrials(ctx, c, res); err != nil {
 		return nil, err
