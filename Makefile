@@ -18,7 +18,8 @@ deps:
 	$(GO) mod download
 
 ## tools: Debian packages the tests use (tshark decodes our captures; iproute2 builds namespaces;
-## ping, curl and iperf3 drive traffic through the 5G sessions in the lab).
+## ping, curl and iperf3 drive traffic through the 5G sessions in the lab; PostgreSQL's server
+## binaries, which the store tests start a throwaway server from).
 ## Installed only when missing; skipped quietly when apt is unavailable.
 tools:
 	@missing=""; \
@@ -28,6 +29,7 @@ tools:
 	command -v ping >/dev/null 2>&1 || missing="$$missing iputils-ping"; \
 	command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
 	[ -f /usr/include/usrsctp.h ] || missing="$$missing libusrsctp-dev"; \
+	{ command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; } || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
 	  if command -v apt-get >/dev/null 2>&1 && { [ "$$(id -u)" = 0 ] || command -v sudo >/dev/null 2>&1; }; then \
 	    echo "installing:$$missing"; \
