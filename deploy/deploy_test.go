@@ -78,7 +78,8 @@ func TestSystemdUnit(t *testing.T) {
 	}
 }
 
-// TestDockerBuild builds the image and runs `tern version` in it. It needs
+// TestDockerBuild builds the image and runs `tern version` and the demo in
+// it. It needs
 // a Docker daemon and minutes, so it skips without one or with -short.
 func TestDockerBuild(t *testing.T) {
 	if testing.Short() {
@@ -100,6 +101,13 @@ func TestDockerBuild(t *testing.T) {
 	out, err := exec.CommandContext(ctx, docker, "run", "--rm", "tern:test", "version").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "commit test") {
 		t.Fatalf("tern version in the image: %v: %s", err, out)
+	}
+	// The image runs the demo: a core and a simulated RAN in the container
+	// (NET_ADMIN and the TUN device for the UPF's N6).
+	out, err = exec.CommandContext(ctx, docker, "run", "--rm", "--cap-add", "NET_ADMIN", "--device", "/dev/net/tun",
+		"tern:test", "demo", "--ues", "2").CombinedOutput()
+	if err != nil {
+		t.Fatalf("tern demo in the image: %v: %s", err, out)
 	}
 }
 
