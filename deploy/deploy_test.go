@@ -79,8 +79,8 @@ func TestSystemdUnit(t *testing.T) {
 }
 
 // TestDockerBuild builds the image and runs `tern version` and the demo in
-// it. It needs
-// a Docker daemon and minutes, so it skips without one or with -short.
+// it. It needs a Docker daemon and minutes, so it skips without one or with
+// -short.
 func TestDockerBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("docker build takes minutes")
