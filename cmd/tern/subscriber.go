@@ -293,25 +293,30 @@ func subscriberList(args []string) error {
 	return tw.Flush()
 }
 
-func subscriberShow(args []string) error {
-	fs := flag.NewFlagSet("subscriber show", flag.ContinueOnError)
+// oneSubscriber parses the flags of a command about one existing
+// subscriber (show, delete) and opens the store, which must exist.
+func oneSubscriber(name, verb string, args []string) (supi string, st *store.Store, cfg config.Config, err error) {
+	fs := flag.NewFlagSet("subscriber "+name, flag.ContinueOnError)
 	sf := addStoreFlags(fs)
-	imsi := fs.String("imsi", "", "IMSI digits of the subscriber to show (required)")
-	if err := fs.Parse(args); err != nil {
-		return err
+	imsi := fs.String("imsi", "", "IMSI digits of the subscriber to "+verb+" (required)")
+	if err = fs.Parse(args); err != nil {
+		return
 	}
-	if err := noArgs(fs); err != nil {
-		return err
+	if err = noArgs(fs); err != nil {
+		return
 	}
-	supi, err := supiFlag(*imsi)
-	if err != nil {
-		return err
+	if supi, err = supiFlag(*imsi); err != nil {
+		return
 	}
-	cfg, err := sf.load()
-	if err != nil {
-		return err
+	if cfg, err = sf.load(); err != nil {
+		return
 	}
-	st, err := sf.open(cfg, true)
+	st, err = sf.open(cfg, true)
+	return
+}
+
+func subscriberShow(args []string) error {
+	supi, st, _, err := oneSubscriber("show", "show", args)
 	if err != nil {
 		return err
 	}
@@ -329,24 +334,7 @@ func subscriberShow(args []string) error {
 }
 
 func subscriberDelete(args []string) error {
-	fs := flag.NewFlagSet("subscriber delete", flag.ContinueOnError)
-	sf := addStoreFlags(fs)
-	imsi := fs.String("imsi", "", "IMSI digits of the subscriber to delete (required)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := noArgs(fs); err != nil {
-		return err
-	}
-	supi, err := supiFlag(*imsi)
-	if err != nil {
-		return err
-	}
-	cfg, err := sf.load()
-	if err != nil {
-		return err
-	}
-	st, err := sf.open(cfg, true)
+	supi, st, cfg, err := oneSubscriber("delete", "delete", args)
 	if err != nil {
 		return err
 	}
