@@ -295,6 +295,22 @@ func (b *Buffer) Push(pkt []byte, notify bool, now int64) (r PushResult, first b
 	return r, first
 }
 
+// NotifyHeld is Push's notification for packets already held: when the
+// buffer holds packets and its episode has not notified yet, it marks the
+// episode notified and returns true, and the caller raises the episode's
+// Downlink Data Report. For a FAR that turns to BUFF|NOCP over packets a
+// plain BUFF kept (say, after an Error Indication stopped the tunnel): no
+// new packet may come to notify for them (TS 29.244 §5.2.4.1).
+func (b *Buffer) NotifyHeld() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n, _ := b.live(); n == 0 || b.notified || b.closed {
+		return false
+	}
+	b.notified = true
+	return true
+}
+
 // PushIfHolding stores pkt only while the buffering episode lasts (packets
 // held, being drained, or Hold), to keep order behind them.
 func (b *Buffer) PushIfHolding(pkt []byte, now int64) PushResult {

@@ -183,6 +183,43 @@ func TestOneReportPerEpisode(t *testing.T) {
 	}
 }
 
+// Packets a plain BUFF kept (an Error Indication stopped the tunnel before
+// the SMF deactivated the user plane) are reported when the FAR turns to
+// BUFF|NOCP: no later packet may come to notify for them, and without the
+// report nobody would page the UE (TS 29.244 §5.2.4.1). Once only.
+func TestNOCPOverHeldPacketsReports(t *testing.T) {
+	p := newPipeline(t, upfu.Config{})
+	rep := runReports(t, p)
+	w := p.NewWorker()
+	p.Install(session(t, sessionOpts{dlFAR: rules.ActionBuffer}))
+	for i := range 3 {
+		w.Downlink([]upfu.Packet{dlPacket(ueIP, uint16(i), 60)}, nil)
+	}
+	time.Sleep(20 * time.Millisecond)
+	rep.mu.Lock()
+	n := len(rep.got)
+	rep.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d reports for packets buffered without NOCP", n)
+	}
+	p.Install(session(t, sessionOpts{dlFAR: rules.ActionBuffer | rules.ActionNotifyCP}))
+	got := rep.wait(t, 1)
+	if got[0].Kind != rules.ReportDownlinkData || got[0].PDRID != 2 || got[0].QFI != qfi {
+		t.Errorf("report %+v", got[0])
+	}
+	// The episode has notified: neither a new packet nor the same rules
+	// installed again report a second time.
+	w.Downlink([]upfu.Packet{dlPacket(ueIP, 9, 60)}, nil)
+	p.Install(session(t, sessionOpts{dlFAR: rules.ActionBuffer | rules.ActionNotifyCP}))
+	time.Sleep(20 * time.Millisecond)
+	rep.mu.Lock()
+	n = len(rep.got)
+	rep.mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d reports, want 1", n)
+	}
+}
+
 // Buffering a packet allocates nothing once the pool has storage: after
 // one episode has grown it, the next reuses it.
 func TestBufferingNoAllocations(t *testing.T) {

@@ -409,6 +409,25 @@ func (p *Pipeline) Install(s *rules.Session) {
 	if e.buf.Holding() && !buffers(s) {
 		p.drainLocked(e)
 	}
+	// Buffered packets that no NOCP reported yet, now under a FAR that
+	// asks for the report: raise it, or nobody pages for them.
+	if pdr, ok := notifyingPDR(s); ok && e.buf.NotifyHeld() {
+		var def uint8
+		if pdr.FAR.Encap != nil {
+			def = pdr.FAR.Encap.QFI
+		}
+		p.report(s.SEID, rules.Report{Kind: rules.ReportDownlinkData, PDRID: pdr.ID, QFI: qfiFor(pdr, def)})
+	}
+}
+
+// notifyingPDR is the first PDR of s whose FAR buffers with NOCP.
+func notifyingPDR(s *rules.Session) (*rules.PDR, bool) {
+	for _, pdr := range s.PDRs {
+		if pdr != nil && pdr.FAR != nil && pdr.FAR.Action&rules.ActionBuffer != 0 && pdr.FAR.Action&rules.ActionNotifyCP != 0 {
+			return pdr, true
+		}
+	}
+	return nil, false
 }
 
 // endMarkers returns the tunnels to send End Markers on when s replaces
