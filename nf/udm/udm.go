@@ -296,10 +296,6 @@ func (u *UDM) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *model
 	if reg == nil || reg.AmfInstanceId == "" {
 		return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "amfInstanceId")
 	}
-	// 404 USER_NOT_FOUND for an unknown subscriber.
-	if _, err := u.udr.QueryAmData(ctx, supi, identity.PLMN{}); err != nil {
-		return fmt.Errorf("udm: %w", err)
-	}
 	r := *reg
 	r.Supi = supi
 	if r.RegistrationTime == nil {
@@ -310,6 +306,23 @@ func (u *UDM) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *model
 	old := u.amf3GPP[supi]
 	u.amf3GPP[supi] = &r
 	u.mu.Unlock()
+	// 404 USER_NOT_FOUND for an unknown subscriber. The check comes after
+	// the registration is recorded, so that a subscriber deleted meanwhile
+	// by another process is either seen missing here or, its deletion
+	// arriving later, finds the registration to deregister
+	// (SubscriberChanged): never neither.
+	if _, err := u.udr.QueryAmData(ctx, supi, identity.PLMN{}); err != nil {
+		u.mu.Lock()
+		if u.amf3GPP[supi] == &r {
+			if old != nil {
+				u.amf3GPP[supi] = old
+			} else {
+				delete(u.amf3GPP, supi)
+			}
+		}
+		u.mu.Unlock()
+		return fmt.Errorf("udm: %w", err)
+	}
 	if old != nil && old.AmfInstanceId != r.AmfInstanceId {
 		u.log.Info("serving AMF changed", "supi", supi, "old", old.AmfInstanceId, "new", r.AmfInstanceId)
 	}

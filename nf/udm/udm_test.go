@@ -217,6 +217,31 @@ func TestUECM(t *testing.T) {
 	if err := u.RegisterAMF3GPPAccess(ctx, "imsi-208930000000077", &models.Udm_UECM_Amf3GppAccessRegistration{AmfInstanceId: "amf-1"}); !errors.Is(err, sbi.ErrUserNotFound) {
 		t.Fatalf("unknown: %v", err)
 	}
+	if _, err := u.GetAMF3GPPAccess(ctx, "imsi-208930000000077"); !errors.Is(err, sbi.ErrContextNotFound) {
+		t.Errorf("a refused registration was left recorded: %v", err)
+	}
+}
+
+// A subscriber deleted (by another process) while its UE registers: the
+// registration is recorded before the check, so either the check refuses
+// it or the deletion's notification finds it to deregister; a refused one
+// leaves the previous registration as it was.
+func TestUECMRegistrationOfADeletedSubscriber(t *testing.T) {
+	u, st := newUDM(t, Config{})
+	ctx := context.Background()
+	supi := store.DemoSUPI(1)
+	if err := u.RegisterAMF3GPPAccess(ctx, supi, &models.Udm_UECM_Amf3GppAccessRegistration{AmfInstanceId: "amf-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Delete(supi); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.RegisterAMF3GPPAccess(ctx, supi, &models.Udm_UECM_Amf3GppAccessRegistration{AmfInstanceId: "amf-2"}); !errors.Is(err, sbi.ErrUserNotFound) {
+		t.Fatalf("registration of a deleted subscriber: %v", err)
+	}
+	if got, err := u.GetAMF3GPPAccess(ctx, supi); err != nil || got.AmfInstanceId != "amf-1" {
+		t.Errorf("after the refusal: %+v %v, want amf-1's registration kept for the deletion to find", got, err)
+	}
 }
 
 func TestConfigValidate(t *testing.T) {

@@ -14,6 +14,13 @@ type ChangeFeed interface {
 	Changes(after uint64, limit int) ([]store.Change, error)
 }
 
+// clearCache drops every cached subscriber.
+func (u *UDR) clearCache() {
+	for _, c := range u.cache.All() {
+		u.cache.CompareAndDelete(c.sub.SUPI, c)
+	}
+}
+
 // changeBatch bounds the changes read at once.
 const changeBatch = 1000
 
@@ -29,6 +36,14 @@ func (u *UDR) Follow(ctx context.Context, feed ChangeFeed, interval time.Duratio
 	if err != nil {
 		return err
 	}
+	// The cache starts empty and is coherent from here on: every change
+	// after last drops its entry.
+	u.clearCache()
+	u.following.Store(true)
+	defer func() {
+		u.following.Store(false)
+		u.clearCache()
+	}()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -40,11 +55,16 @@ func (u *UDR) Follow(ctx context.Context, feed ChangeFeed, interval time.Duratio
 		for {
 			cs, err := feed.Changes(last, changeBatch)
 			if err != nil {
-				// The next interval tries again from the same place.
+				// The next interval tries again from the same place;
+				// meanwhile nothing is served from the cache.
 				u.log.Warn("reading the subscriber change feed failed", "err", err)
+				u.following.Store(false)
+				u.clearCache()
 				break
 			}
+			u.following.Store(true)
 			for _, c := range cs {
+				u.cache.Delete(c.SUPI) // before the notification: see UDR
 				notify(c.SUPI, c.Deleted)
 				last = c.Seq
 			}

@@ -10,10 +10,12 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/free5gc/openapi/models"
 
 	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/internal/shardmap"
 	"github.com/tern5g/tern/sbi"
 	"github.com/tern5g/tern/security/milenage"
 	"github.com/tern5g/tern/store"
@@ -69,11 +71,30 @@ type SubscriberStore interface {
 }
 
 // UDR implements sbi.DataRepository.
+//
+// # Reads and the cache
+//
+// Authentication reads the subscriber from the store every time (its K,
+// OPc and SQN must be current). The subscription data sets (am-data,
+// sm-data, smf-select-data), read several times per registration, come
+// from a cache of the subscriber records while Follow runs: Follow drops a
+// subscriber's entry before it hands the change on, and the UDM records a
+// UE's registration before it checks the subscriber exists, so a deletion
+// is seen either by that check or by the change's notification. Without
+// Follow (no change feed) nothing is cached.
 type UDR struct {
 	store     SubscriberStore
 	indLength int
 	headroom  uint64 // SQNReserve vectors in SQN units
 	log       *slog.Logger
+
+	following atomic.Bool // Follow is reading the change feed: the cache is coherent
+	cache     *shardmap.Map[string, *cachedSub]
+}
+
+// cachedSub is a subscriber record as read from the store.
+type cachedSub struct {
+	sub store.Subscriber
 }
 
 var _ sbi.DataRepository = (*UDR)(nil)
@@ -102,18 +123,35 @@ func New(cfg Config, st SubscriberStore, logger *slog.Logger) (*UDR, error) {
 	if err := st.ReserveSQNs(headroom); err != nil {
 		return nil, fmt.Errorf("udr: reserving SQNs: %w", err)
 	}
-	return &UDR{store: st, indLength: ind, headroom: headroom, log: logger.With("nf", "udr")}, nil
+	return &UDR{store: st, indLength: ind, headroom: headroom, log: logger.With("nf", "udr"),
+		cache: shardmap.New[string, *cachedSub](shardmap.HashString)}, nil
 }
 
 func (u *UDR) get(supi string) (store.Subscriber, error) {
 	sub, err := u.store.Get(supi)
 	if errors.Is(err, store.ErrNotFound) {
+		u.cache.Delete(supi)
 		return sub, sbi.NewProblem(http.StatusNotFound, sbi.CauseUserNotFound, "%s", supi)
 	}
 	if err != nil {
 		return sub, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "reading %s: %v", supi, err)
 	}
+	if u.following.Load() {
+		u.cache.Put(supi, &cachedSub{sub: sub})
+	}
 	return sub, nil
+}
+
+// subscription is get for the subscription data sets: from the cache while
+// Follow keeps it coherent (see UDR). The SQN of a cached record is stale;
+// nothing that reads it here uses it.
+func (u *UDR) subscription(supi string) (store.Subscriber, error) {
+	if u.following.Load() {
+		if c := u.cache.Get(supi); c != nil {
+			return c.sub, nil
+		}
+	}
+	return u.get(supi)
 }
 
 // QueryAuthenticationSubscription implements sbi.DataRepository.
@@ -202,7 +240,7 @@ func (u *UDR) AllocateSQN(ctx context.Context, supi string, sqnMS string) (*mode
 // QueryAmData implements sbi.DataRepository. tern keeps one subscription per
 // subscriber, so the serving PLMN does not select different data.
 func (u *UDR) QueryAmData(ctx context.Context, supi string, plmn identity.PLMN) (*models.Udr_DR_AccessAndMobilitySubscriptionData, error) {
-	sub, err := u.get(supi)
+	sub, err := u.subscription(supi)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +272,7 @@ func (u *UDR) QueryAmData(ctx context.Context, supi string, plmn identity.PLMN) 
 // S-NSSAI (matching q.SNSSAI when set) with its DNN configurations (matching
 // q.DNN when set). Slices left with no DNN are omitted.
 func (u *UDR) QuerySmData(ctx context.Context, supi string, q sbi.SmDataQuery) (*models.Udr_DR_SmSubsData, error) {
-	sub, err := u.get(supi)
+	sub, err := u.subscription(supi)
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +309,7 @@ func (u *UDR) QuerySmData(ctx context.Context, supi string, q sbi.SmDataQuery) (
 // SmfSelectionSubscriptionData, TS 29.503 §6.1.6.2.8). Slices with no DNN
 // are omitted; the map key is the S-NSSAI's TS 29.571 string form.
 func (u *UDR) QuerySmfSelectData(ctx context.Context, supi string, plmn identity.PLMN) (*models.Udr_DR_SmfSelectionSubscriptionData, error) {
-	sub, err := u.get(supi)
+	sub, err := u.subscription(supi)
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,13 @@ import (
 
 func newUDR(t *testing.T, cfg Config) (*UDR, *store.Store) {
 	t.Helper()
-	st, err := store.OpenOptions(filepath.Join(t.TempDir(), "db"), store.Options{NoSync: true})
+	return newUDRAt(t, cfg, filepath.Join(t.TempDir(), "db"))
+}
+
+// newUDRAt is newUDR on the store file at path.
+func newUDRAt(t *testing.T, cfg Config, path string) (*UDR, *store.Store) {
+	t.Helper()
+	st, err := store.OpenOptions(path, store.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
