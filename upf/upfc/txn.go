@@ -385,6 +385,12 @@ func (tx *txn) checkFAR(f *pfcp.CreateFAR, fwIE uint16) *reject {
 		}
 		return nil
 	}
+	if fw.Destination == pfcp.InterfaceAccess {
+		// §7.5.2.3-2: Outer Header Creation is there when the UP function
+		// must add an outer header, which every packet to the 5G-AN needs
+		// (GTP-U on N3). Without it UPF-U would send the packets out N6.
+		return missingIE(pfcp.CauseConditionalIEMissing, ieOuterHeaderCreation, "FAR %d forwards to access without outer header creation", f.ID)
+	}
 	if fw.Destination != pfcp.InterfaceCore && fw.Destination != pfcp.InterfaceSGiLAN {
 		return nil
 	}

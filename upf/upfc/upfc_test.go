@@ -1394,3 +1394,16 @@ func TestAssociationTakenOverByAnotherPeer(t *testing.T) {
 	default:
 	}
 }
+
+// A FAR forwarding to the access side must say how to reach it: without
+// Outer Header Creation UPF-U would send the packets out N6 (§7.5.2.3-2).
+func TestForwardToAccessNeedsOuterHeader(t *testing.T) {
+	c, _, _ := newUPFC(t)
+	req := establishment(0x70)
+	req.CreateFARs[1] = pfcp.CreateFAR{ID: 2, ApplyAction: pfcp.ActionForward,
+		Forwarding: &pfcp.ForwardingParameters{Destination: pfcp.InterfaceAccess}}
+	r := c.HandleSessionEstablishment(context.Background(), req)
+	if r.Cause != pfcp.CauseConditionalIEMissing || r.OffendingIE != ieOuterHeaderCreation {
+		t.Fatalf("forward to access without outer header: cause %v, offending IE %d", r.Cause, r.OffendingIE)
+	}
+}
