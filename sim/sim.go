@@ -260,39 +260,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	ues := make([]*simUE, cfg.UEs)
 	r.ues = ues
-	plmnDigits := len(cfg.PLMN.MCC) + len(cfg.PLMN.MNC)
 	for i := range ues {
-		card, err := usim.New(usim.Subscriber{
-			PLMN:             cfg.PLMN,
-			MSIN:             cfg.imsi(i)[plmnDigits:],
-			K:                cfg.K,
-			OPc:              cfg.OPc,
-			AMF:              cfg.AMF,
-			SQN:              cfg.SQN,
-			RoutingIndicator: cfg.RoutingIndicator,
-			Scheme:           cfg.SUCIScheme,
-			HNKeyID:          cfg.HNKeyID,
-			HNPublicKey:      cfg.HNPublicKey,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("sim: ue %d: %w", i, err)
-		}
 		obs := &observer{rec: r.rec}
-		u, err := ue.New(ue.Config{
-			USIM:           card,
-			ServingPLMN:    cfg.PLMN,
-			RequestedNSSAI: cfg.Slices,
-			EA:             cfg.EA,
-			IA:             cfg.IA,
-			Timeout:        cfg.Timeout,
-			// Idle mode
-			InactivityTimeout:    cfg.InactivityTimeout,
-			PeriodicRegistration: cfg.PeriodicRegistration,
-			Observer:             obs,
-			Logger:               log,
-		})
+		u, err := cfg.NewUE(i, obs, log)
 		if err != nil {
-			return nil, fmt.Errorf("sim: ue %d: %w", i, err)
+			return nil, err
 		}
 		g := gnbs[i%len(gnbs)]
 		su := &simUE{u: u, obs: obs, index: i, port: g.NewPort(u)}
@@ -559,4 +531,43 @@ func stepProcedure(s Step) string {
 		return ue.ProcHandoverN2
 	}
 	return string(s)
+}
+
+// NewUE builds UE i of the configuration: its USIM (IMSI FirstIMSI+i, the
+// configured keys, SQN and SUCI profile) and the UE, attached to no gNB.
+// obs and log may be nil.
+func (c Config) NewUE(i int, obs ue.Observer, log *slog.Logger) (*ue.UE, error) {
+	plmnDigits := len(c.PLMN.MCC) + len(c.PLMN.MNC)
+	card, err := usim.New(usim.Subscriber{
+		PLMN:             c.PLMN,
+		MSIN:             c.imsi(i)[plmnDigits:],
+		K:                c.K,
+		OPc:              c.OPc,
+		AMF:              c.AMF,
+		SQN:              c.SQN,
+		RoutingIndicator: c.RoutingIndicator,
+		Scheme:           c.SUCIScheme,
+		HNKeyID:          c.HNKeyID,
+		HNPublicKey:      c.HNPublicKey,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sim: ue %d: %w", i, err)
+	}
+	u, err := ue.New(ue.Config{
+		USIM:           card,
+		ServingPLMN:    c.PLMN,
+		RequestedNSSAI: c.Slices,
+		EA:             c.EA,
+		IA:             c.IA,
+		Timeout:        c.Timeout,
+		// Idle mode
+		InactivityTimeout:    c.InactivityTimeout,
+		PeriodicRegistration: c.PeriodicRegistration,
+		Observer:             obs,
+		Logger:               log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sim: ue %d: %w", i, err)
+	}
+	return u, nil
 }

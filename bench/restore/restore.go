@@ -41,7 +41,6 @@ import (
 	"github.com/tern5g/tern/sim"
 	"github.com/tern5g/tern/sim/gnb"
 	"github.com/tern5g/tern/sim/ue"
-	"github.com/tern5g/tern/sim/usim"
 	"github.com/tern5g/tern/upf"
 )
 
@@ -257,18 +256,9 @@ func newBed(ctx context.Context, c Config) (*bed, error) {
 		}
 		b.gnbs = append(b.gnbs, g)
 	}
-	first, err := strconv.ParseUint(sc.FirstIMSI, 10, 64)
-	if err != nil {
-		return nil, err
-	}
-	msinDigits := 15 - len(sc.PLMN.MCC) - len(sc.PLMN.MNC)
+	sc.Timeout = 10 * time.Second
 	newUE := func(i int) (*ue.UE, error) {
-		imsi := fmt.Sprintf("%015d", first+uint64(i))
-		card, err := usim.New(usim.Subscriber{PLMN: sc.PLMN, MSIN: imsi[15-msinDigits:], K: sc.K, OPc: sc.OPc, AMF: sc.AMF})
-		if err != nil {
-			return nil, err
-		}
-		u, err := ue.New(ue.Config{USIM: card, ServingPLMN: sc.PLMN, RequestedNSSAI: sc.Slices, Timeout: 10 * time.Second, Logger: c.Logger})
+		u, err := sc.NewUE(i, nil, c.Logger)
 		if err != nil {
 			return nil, err
 		}
