@@ -1,18 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -156,10 +152,6 @@ type coreProcess struct {
 }
 
 func startCoreProcess(ctx context.Context, subscribers int) (*coreProcess, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
 	dir, err := os.MkdirTemp("", "tern-bench-")
 	if err != nil {
 		return nil, err
@@ -170,39 +162,12 @@ func startCoreProcess(ctx context.Context, subscribers int) (*coreProcess, error
 		return nil, err
 	}
 	p := &coreProcess{dir: dir, n2: "127.0.0.1:38412", udpPort: port}
-	p.cmd = exec.CommandContext(ctx, exe, "up", "--store", filepath.Join(dir, "subscribers.db"),
-		"--udp-port", strconv.Itoa(port), "--n2", p.n2, "--demo-subscribers", strconv.Itoa(subscribers), "--log-level", "error")
-	p.cmd.Stderr = os.Stderr
-	out, err := p.cmd.StdoutPipe()
+	p.cmd, err = startChild(ctx, []string{"up", "--store", filepath.Join(dir, "subscribers.db"),
+		"--udp-port", strconv.Itoa(port), "--n2", p.n2, "--demo-subscribers", strconv.Itoa(subscribers), "--log-level", "error"},
+		"tern core ready", 60*time.Second)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
-	}
-	if err := p.cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	ready := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "tern core ready") {
-				ready <- nil
-				io.Copy(io.Discard, out)
-				return
-			}
-		}
-		ready <- errors.New("core exited before it was ready")
-	}()
-	select {
-	case err := <-ready:
-		if err != nil {
-			p.stop()
-			return nil, err
-		}
-	case <-time.After(60 * time.Second):
-		p.stop()
-		return nil, errors.New("core not ready after 60s")
 	}
 	return p, nil
 }

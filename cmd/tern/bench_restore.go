@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -51,11 +49,7 @@ func benchRestore(args []string) error {
 		Log: func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) }}
 	upfMode := "in this process, closed without PFCP signalling"
 	if !*inProcess {
-		self, err := os.Executable()
-		if err != nil {
-			return err
-		}
-		cfg.UPF = processUPF(self)
+		cfg.UPF = processUPF()
 		upfMode = "'tern nf upf' process, killed with SIGKILL"
 	}
 	params := map[string]any{"ues": *ues, "gnbs": *gnbs, "heartbeat_ms": heartbeat.Milliseconds(), "uplink_pps": *pps,
@@ -83,57 +77,19 @@ func benchRestore(args []string) error {
 	return nil
 }
 
-// processUPF starts `tern nf upf` (the binary at self) and waits for its
-// ready line.
-func processUPF(self string) restore.UPFLauncher {
+// processUPF starts `tern nf upf` as a child and waits for its ready line.
+func processUPF() restore.UPFLauncher {
 	return func(ctx context.Context, pfcpAddr, n3Addr string) (restore.UPFProcess, error) {
-		cmd := exec.Command(self, "nf", "upf", "--pfcp", pfcpAddr, "--n3", n3Addr, "--no-n6", "--log-level", "error")
-		cmd.Stderr = os.Stderr
-		out, err := cmd.StdoutPipe()
+		cmd, err := startChild(ctx, []string{"nf", "upf", "--pfcp", pfcpAddr, "--n3", n3Addr, "--no-n6", "--log-level", "error"},
+			"tern upf ready", 10*time.Second)
 		if err != nil {
 			return nil, err
 		}
-		if err := cmd.Start(); err != nil {
-			return nil, fmt.Errorf("start %s nf upf: %w", self, err)
-		}
-		ready := make(chan error, 1)
-		go func() {
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				if strings.HasPrefix(sc.Text(), "tern upf ready") {
-					ready <- nil
-					for sc.Scan() { // keep the pipe drained
-					}
-					return
-				}
-			}
-			ready <- errors.New("tern nf upf exited before it was ready")
-		}()
-		p := &upfProcess{cmd: cmd}
-		select {
-		case err := <-ready:
-			if err != nil {
-				p.Kill()
-				return nil, err
-			}
-			return p, nil
-		case <-time.After(10 * time.Second):
-			p.Kill()
-			return nil, errors.New("tern nf upf not ready after 10s")
-		case <-ctx.Done():
-			p.Kill()
-			return nil, ctx.Err()
-		}
+		return upfProcess{cmd}, nil
 	}
 }
 
+// upfProcess is a `tern nf upf` child; Kill is SIGKILL.
 type upfProcess struct{ cmd *exec.Cmd }
 
-// Kill sends SIGKILL and reaps the process.
-func (p *upfProcess) Kill() error {
-	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return err
-	}
-	_ = p.cmd.Wait() // "signal: killed" is the expected outcome
-	return nil
-}
+func (p upfProcess) Kill() error { return killChild(p.cmd) }
