@@ -25,9 +25,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tern5g/tern/config"
 	"github.com/tern5g/tern/core"
@@ -266,22 +267,26 @@ func newBed(ctx context.Context, c Config) (*bed, error) {
 		return u, nil
 	}
 	b.ues = make([]*benchUE, c.UEs)
-	err = parallel(ctx, c.UEs, 32, func(i int) error {
-		u, err := newUE(i)
-		if err != nil {
-			return err
-		}
-		if err := u.Register(ctx); err != nil {
-			return fmt.Errorf("register: %w", err)
-		}
-		s, err := u.EstablishSession(ctx, ue.SessionRequest{DNN: "internet"})
-		if err != nil {
-			return fmt.Errorf("session: %w", err)
-		}
-		b.ues[i] = &benchUE{u: u, psi: s.ID, addr: s.Address}
-		return nil
-	})
-	if err != nil {
+	g, gctx := errgroup.WithContext(ctx) // the first failure stops the rest
+	g.SetLimit(32)
+	for i := range c.UEs {
+		g.Go(func() error {
+			u, err := newUE(i)
+			if err != nil {
+				return err
+			}
+			if err := u.Register(gctx); err != nil {
+				return fmt.Errorf("register: %w", err)
+			}
+			s, err := u.EstablishSession(gctx, ue.SessionRequest{DNN: "internet"})
+			if err != nil {
+				return fmt.Errorf("session: %w", err)
+			}
+			b.ues[i] = &benchUE{u: u, psi: s.ID, addr: s.Address}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
 		return nil, err
 	}
 	if b.probe, err = newUE(c.UEs); err != nil {
@@ -527,42 +532,6 @@ func startUplink(ctx context.Context, ues []*benchUE, pps int) *uplink {
 }
 
 func (t *uplink) stop() { t.cancel(); <-t.done }
-
-// parallel runs f(0..n-1) on at most width goroutines; the first error
-// wins.
-func parallel(ctx context.Context, n, width int, f func(i int) error) error {
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		err  error
-		next atomic.Int64
-	)
-	for range min(width, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				if e := f(i); e != nil {
-					mu.Lock()
-					if err == nil {
-						err = e
-					}
-					mu.Unlock()
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err == nil {
-		err = ctx.Err()
-	}
-	return err
-}
 
 func abs(x int) int {
 	if x < 0 {
