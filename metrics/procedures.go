@@ -5,13 +5,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tern5g/tern/internal/procedures"
 	"github.com/tern5g/tern/nf/amf"
 	"github.com/tern5g/tern/nf/smf"
 )
 
 // Procedures records how UE procedures end and how long they take, as one
 // histogram by procedure and outcome (its _count is the number of
-// procedures). It is the amf.Observer and the smf.Observer of a core unit.
+// procedures). It is the procedures.Observer of a core unit's AMF and SMF.
 type Procedures struct {
 	hist *prometheus.HistogramVec
 	// known holds the histogram of every (procedure, outcome) the NFs
@@ -22,8 +23,7 @@ type Procedures struct {
 }
 
 var (
-	_ amf.Observer = (*Procedures)(nil)
-	_ smf.Observer = (*Procedures)(nil)
+	_ procedures.Observer = (*Procedures)(nil)
 )
 
 // procedureBuckets span an in-process procedure (a registration takes a
@@ -45,13 +45,12 @@ func NewProcedures() *Procedures {
 	}
 	amfProcs := []string{amf.ProcRegistration, amf.ProcServiceRequest, amf.ProcPaging, amf.ProcHandover,
 		amf.ProcPathSwitch, amf.ProcDeregistration, amf.ProcNetworkDeregistration}
-	amfOutcomes := []string{amf.OutcomeSuccess, amf.OutcomeRejected, amf.OutcomeFailure, amf.OutcomeTimeout, amf.OutcomeAborted}
 	for _, n := range amfProcs {
-		for _, o := range amfOutcomes {
+		for _, o := range procedures.Outcomes {
 			p.known[[2]string{n, o}] = p.hist.WithLabelValues(n, o)
 		}
 	}
-	for _, o := range []string{smf.OutcomeSuccess, smf.OutcomeRejected, smf.OutcomeAborted} {
+	for _, o := range []string{procedures.Success, procedures.Rejected, procedures.Aborted} {
 		p.known[[2]string{smf.ProcPDUSessionEstablishment, o}] = p.hist.WithLabelValues(smf.ProcPDUSessionEstablishment, o)
 	}
 	return p

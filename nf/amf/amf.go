@@ -23,6 +23,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tern5g/tern/internal/procedures"
 	"github.com/tern5g/tern/internal/serial"
 	"github.com/tern5g/tern/sbi"
 	"github.com/tern5g/tern/sctp"
@@ -62,7 +63,7 @@ type AMF struct {
 	instanceID string
 	deps       Deps
 	smf        atomic.Pointer[sbi.PDUSession] // Deps.SMF or SetSMF's; nil = none
-	observer   atomic.Pointer[Observer]       // SetObserver's; nil = none
+	procs      procedures.Reporter            // procedure ends: log and Observer
 	log        *slog.Logger
 
 	// group owns every goroutine the AMF starts (association readers, UE

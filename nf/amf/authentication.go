@@ -7,6 +7,7 @@ import (
 
 	"github.com/free5gc/openapi/models"
 
+	"github.com/tern5g/tern/internal/procedures"
 	"github.com/tern5g/tern/nas"
 	"github.com/tern5g/tern/sbi"
 	"github.com/tern5g/tern/security/kdf"
@@ -224,7 +225,7 @@ func (u *ue) rejectAuthentication() {
 	u.amf.stats.authFails.Add(1)
 	// The procedure that authenticated (registration, service request)
 	// ends with the release: rejected.
-	u.outcome = OutcomeRejected
+	u.outcome = procedures.Rejected
 	// TS 24.501 §5.4.1.3.5: the UE deletes its registration; so does the
 	// network.
 	u.releaseAndRemove(causeNASAuthFailure)

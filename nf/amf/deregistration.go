@@ -7,6 +7,7 @@ import (
 
 	"github.com/free5gc/openapi/models"
 
+	"github.com/tern5g/tern/internal/procedures"
 	"github.com/tern5g/tern/nas"
 	"github.com/tern5g/tern/sbi"
 )
@@ -46,7 +47,7 @@ func (u *ue) onDeregistrationRequest(m *nas.DeregistrationRequestUEOriginating, 
 	}
 	a.stats.deregs.Add(1)
 	u.log.Debug("UE deregistered", "switch_off", m.SwitchOff)
-	u.procedureEnded(ProcDeregistration, OutcomeSuccess, start)
+	u.procedureEnded(ProcDeregistration, procedures.Success, start)
 	u.releaseAndRemove(causeNASDeregister)
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/free5gc/openapi/models"
 
 	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/internal/procedures"
 	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/sbi"
 	"github.com/tern5g/tern/security/kdf"
@@ -80,7 +81,7 @@ func (u *ue) onPathSwitchRequest(g *gnb, src *ranUE, m *ngap.PathSwitchRequest) 
 	a := u.amf
 	// The switch runs within this one event, so it is timed here rather
 	// than by the state machine (observe.go).
-	start, outcome := time.Now(), OutcomeRejected
+	start, outcome := time.Now(), procedures.Rejected
 	u.logStarted(ProcPathSwitch)
 	defer func() { u.procedureEnded(ProcPathSwitch, outcome, start) }()
 	if u.gone() || src != u.ran || u.st.rm != rmRegistered || (u.st.proc != procNone && u.st.proc != procRegistration) {
@@ -158,7 +159,7 @@ func (u *ue) onPathSwitchRequest(g *gnb, src *ranUE, m *ngap.PathSwitchRequest) 
 		ack.UESecurityCapabilities = &stored
 	}
 	a.stats.pathSwitches.Add(1) // before the send: whoever sees the ack sees the count
-	outcome = OutcomeSuccess
+	outcome = procedures.Success
 	if err := r.gnb.send(r.stream, ack); err != nil {
 		u.log.Warn("Path Switch Request Acknowledge not sent", "err", err)
 	}

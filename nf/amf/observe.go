@@ -4,16 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"time"
-)
 
-// Observer is told how each UE procedure ended and how long it ran. It is
-// called on the UE's executor, so it must return at once: recording a
-// sample (a histogram observation) is the intended cost. The AMF defines it
-// here, where it is consumed, so that whoever records (package metrics)
-// depends on the AMF and not the other way round.
-type Observer interface {
-	Procedure(name, outcome string, d time.Duration)
-}
+	"github.com/tern5g/tern/internal/procedures"
+)
 
 // Procedure names given to the Observer and written in the procedure log
 // lines.
@@ -27,24 +20,9 @@ const (
 	ProcNetworkDeregistration = "network_deregistration"
 )
 
-// Procedure outcomes given to the Observer.
-const (
-	OutcomeSuccess  = "success"
-	OutcomeRejected = "rejected" // the network said no (Reject, Failure message)
-	OutcomeFailure  = "failure"  // the peer did not do its part (handover failed at the target, paging unanswered)
-	OutcomeTimeout  = "timeout"  // the last retransmission went unanswered
-	OutcomeAborted  = "aborted"  // superseded by another procedure, or the connection or context went away
-)
-
 // SetObserver sets the Observer of UE procedures (nil: none); safe to call
 // at any time.
-func (a *AMF) SetObserver(o Observer) {
-	if o == nil {
-		a.observer.Store(nil)
-		return
-	}
-	a.observer.Store(&o)
-}
+func (a *AMF) SetObserver(o procedures.Observer) { a.procs.SetObserver(o) }
 
 // procName is the Observer's name of a procedure of the state machine.
 func procName(p procedure) string {
@@ -93,34 +71,28 @@ func (u *ue) trackProcedure(prev procedure, ev event) {
 func eventOutcome(p procedure, ev event) string {
 	switch ev {
 	case evRegistrationComplete, evHandoverComplete:
-		return OutcomeSuccess
+		return procedures.Success
 	case evServiceRequestEnd:
-		return OutcomeSuccess // rejectService and the abort paths say otherwise
+		return procedures.Success // rejectService and the abort paths say otherwise
 	case evRegistrationStart, evServiceRequestStart:
 		if p == procPaging {
-			return OutcomeSuccess // the paged UE answered (TS 23.502 §4.2.3.3 step 6)
+			return procedures.Success // the paged UE answered (TS 23.502 §4.2.3.3 step 6)
 		}
 	case evPagingEnd:
-		return OutcomeFailure
+		return procedures.Failure
 	case evHandoverCancel:
-		return OutcomeFailure
+		return procedures.Failure
 	case evDeregistered:
 		if p == procNetworkDeregistration {
-			return OutcomeSuccess
+			return procedures.Success
 		}
 	}
-	return OutcomeAborted
+	return procedures.Aborted
 }
 
 // procedureEnded logs the outcome and tells the Observer.
 func (u *ue) procedureEnded(name, outcome string, start time.Time) {
-	d := time.Since(start)
-	if u.log.Enabled(context.Background(), slog.LevelInfo) {
-		u.log.Info("procedure ended", append([]any{"procedure", name, "outcome", outcome, "duration", d}, u.unidentified()...)...)
-	}
-	if p := u.amf.observer.Load(); p != nil {
-		(*p).Procedure(name, outcome, d)
-	}
+	u.amf.procs.Ended(u.log, name, outcome, start, u.unidentified()...)
 }
 
 // logStarted writes the start line of procedure name. The level is checked

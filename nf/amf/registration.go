@@ -7,6 +7,7 @@ import (
 	"github.com/free5gc/openapi/models"
 
 	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/internal/procedures"
 	"github.com/tern5g/tern/nas"
 	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/sbi"
@@ -361,7 +362,7 @@ func (u *ue) rejectRegistration(cause nas.Cause5GMM) {
 	u.log.Info("registration rejected", "cause", uint8(cause))
 	u.sendNASMessage(&nas.RegistrationReject{Cause: cause})
 	u.amf.stats.regRejects.Add(1)
-	u.outcome = OutcomeRejected
+	u.outcome = procedures.Rejected
 	u.endRegistration()
 	u.releaseAndRemove(causeNASUnspecified)
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/free5gc/openapi/models"
 
+	"github.com/tern5g/tern/internal/procedures"
 	"github.com/tern5g/tern/nas"
 	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/sbi"
@@ -215,7 +216,7 @@ func (u *ue) rejectService(cause nas.Cause5GMM) {
 	u.amf.stats.serviceRejects.Add(1)
 	u.sendNASMessage(&nas.ServiceReject{Cause: cause})
 	if u.st.proc == procServiceRequest {
-		u.outcome = OutcomeRejected
+		u.outcome = procedures.Rejected
 		u.endServiceRequest()
 	}
 	if u.st.rm == rmRegistered && cause != nas.CauseImplicitlyDeregistered && cause != nas.CauseUEIdentityCannotBeDerived {

@@ -3,6 +3,7 @@ package amf
 import (
 	"time"
 
+	"github.com/tern5g/tern/internal/procedures"
 	"github.com/tern5g/tern/nas"
 )
 
@@ -71,7 +72,7 @@ func (u *ue) startRetransmission(id timerID, resend func()) {
 			u.nasTimerID = timerNone
 			u.log.Info("timer expired for the last time, aborting procedure", "timer", id.String())
 			u.amf.stats.timeouts.Add(1)
-			u.outcome = OutcomeTimeout
+			u.outcome = procedures.Timeout
 			u.onTimerAbort(id)
 			u.outcome = "" // when the abort fired no event
 		})

@@ -10,6 +10,7 @@ import (
 	"github.com/free5gc/openapi/models"
 
 	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/internal/procedures"
 	"github.com/tern5g/tern/internal/serial"
 	"github.com/tern5g/tern/nas"
 	"github.com/tern5g/tern/ngap"
@@ -276,7 +277,7 @@ func (s *SMF) forget(c *smContext) {
 	if c.state == stReleased {
 		return
 	}
-	s.establishmentEnded(c, OutcomeAborted) // when still establishing: released meanwhile
+	s.establishmentEnded(c, procedures.Aborted) // when still establishing: released meanwhile
 	c.state = stReleased
 	s.stopTimer(c)
 	c.backoff.Stop()

@@ -11,6 +11,7 @@ import (
 	"github.com/free5gc/openapi/models"
 
 	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/internal/procedures"
 	"github.com/tern5g/tern/nas"
 	"github.com/tern5g/tern/sbi"
 )
@@ -48,7 +49,7 @@ func (s *SMF) CreateSMContext(ctx context.Context, req *sbi.SMContextCreate) (*s
 	created, err := s.createSMContext(ctx, req, start)
 	if err != nil {
 		// Refused before a context existed: no later step reports it.
-		s.procedureEnded(supi, psi, OutcomeRejected, start)
+		s.procedureEnded(supi, psi, procedures.Rejected, start)
 	}
 	return created, err
 }
@@ -246,7 +247,7 @@ func (s *SMF) completeEstablishment(c *smContext) {
 		// step 5 and step 11, then the N1N2MessageTransfer request shall
 		// include the N1 SM container with a PDU Session Establishment Reject".
 		s.log.Warn("PDU session establishment failed", "supi", c.supi, "psi", c.psi, "err", err)
-		s.establishmentEnded(c, OutcomeRejected)
+		s.establishmentEnded(c, procedures.Rejected)
 		s.releaseResources(c)
 		s.forget(c)
 		s.stats.rejected.Add(1)

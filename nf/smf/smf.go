@@ -44,6 +44,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tern5g/tern/internal/procedures"
 	"github.com/tern5g/tern/internal/serial"
 	"github.com/tern5g/tern/internal/shardmap"
 	"github.com/tern5g/tern/pfcp"
@@ -110,7 +111,7 @@ type SMF struct {
 	nextRef  atomic.Uint64
 	nextSEID atomic.Uint64
 
-	observer atomic.Pointer[Observer] // SetObserver's; nil = none
+	procs procedures.Reporter // procedure ends: log and Observer
 
 	mu      sync.Mutex
 	started bool

@@ -6,6 +6,7 @@ import (
 
 	"github.com/free5gc/openapi/models"
 
+	"github.com/tern5g/tern/internal/procedures"
 	"github.com/tern5g/tern/nas"
 	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/sbi"
@@ -90,7 +91,7 @@ func (s *SMF) handleN2(ctx context.Context, c *smContext, typ models.Smf_PDUSess
 		if c.state == stWaitN2Setup {
 			c.state = stActive
 			s.stats.established.Add(1)
-			s.establishmentEnded(c, OutcomeSuccess)
+			s.establishmentEnded(c, procedures.Success)
 			s.runPending(c)
 		}
 		return updated(nil, nil, "", c.upCnx), nil
@@ -109,7 +110,7 @@ func (s *SMF) handleN2(ctx context.Context, c *smContext, typ models.Smf_PDUSess
 			if err != nil {
 				return nil, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "%v", err)
 			}
-			s.establishmentEnded(c, OutcomeRejected)
+			s.establishmentEnded(c, procedures.Rejected)
 			s.releaseResources(c)
 			s.forget(c)
 			s.stats.rejected.Add(1)
