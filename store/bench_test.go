@@ -22,3 +22,24 @@ func BenchmarkUpdateSQN(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGet measures reading one subscriber (what the UDR does at each
+// authentication) on each engine, from one goroutine.
+func BenchmarkGet(b *testing.B) {
+	for _, e := range []engine{sqliteEngine(), postgresEngine()} {
+		b.Run(e.name, func(b *testing.B) {
+			s, _ := e.open(b)
+			subs := DefaultSubscribers(1000)
+			if _, err := s.PutAll(subs, false); err != nil {
+				b.Fatal(err)
+			}
+			i := 0
+			for b.Loop() {
+				if _, err := s.Get(subs[i%len(subs)].SUPI); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
