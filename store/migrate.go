@@ -51,15 +51,6 @@ func migrations() ([]migration, error) {
 	return ms, nil
 }
 
-// SchemaVersion is the schema version this tern writes.
-func SchemaVersion() int {
-	ms, err := migrations()
-	if err != nil || len(ms) == 0 {
-		return 0
-	}
-	return ms[len(ms)-1].version
-}
-
 // schemaVersion reads the store's version; ok is false where the table is
 // missing or unreadable, which only the locked path below may conclude.
 func schemaVersion(q interface {
