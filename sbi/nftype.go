@@ -55,3 +55,23 @@ const (
 	OpUDRQuerySmData           Operation = "Nudr_DataRepository_Query_SmData"
 	OpUDRQuerySmfSelectData    Operation = "Nudr_DataRepository_Query_SmfSelectData"
 )
+
+// Operations of the SMF, AMF and PCF services and the callbacks between NFs.
+const (
+	// Nsmf_PDUSession, TS 29.502 §5.2.2.
+	OpSMFCreateSMContext  Operation = "Nsmf_PDUSession_CreateSMContext"
+	OpSMFUpdateSMContext  Operation = "Nsmf_PDUSession_UpdateSMContext"
+	OpSMFReleaseSMContext Operation = "Nsmf_PDUSession_ReleaseSMContext"
+	OpSMFStatusNotify     Operation = "Nsmf_PDUSession_SMContextStatusNotify"
+	// Namf_Communication, TS 29.518 §5.2.2.
+	OpAMFN1N2MessageTransfer       Operation = "Namf_Communication_N1N2MessageTransfer"
+	OpAMFN1N2TransferFailureNotify Operation = "Namf_Communication_N1N2TransferFailureNotification"
+	// Nudm callbacks, TS 29.503 §5.3.2.2.3, §5.2.2.3.2.
+	OpUDMDeregistrationNotify Operation = "Nudm_UECM_DeregistrationNotification"
+	OpUDMDataChangeNotify     Operation = "Nudm_SDM_Notification"
+	// Npcf_SMPolicyControl, TS 29.512 §4.2.
+	OpPCFCreateSMPolicy Operation = "Npcf_SMPolicyControl_Create"
+	OpPCFUpdateSMPolicy Operation = "Npcf_SMPolicyControl_Update"
+	OpPCFDeleteSMPolicy Operation = "Npcf_SMPolicyControl_Delete"
+	OpPCFUpdateNotify   Operation = "Npcf_SMPolicyControl_UpdateNotify"
+)

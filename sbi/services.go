@@ -78,21 +78,23 @@ type UEContextManagement interface {
 	// becomes the serving AMF of supi. Errors: CauseUserNotFound,
 	// CauseMandatoryIEMissing.
 	RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *models.Udm_UECM_Amf3GppAccessRegistration) error
-	// DeregisterAMF3GPPAccess is Nudm_UECM_Deregistration (purge) of the
-	// serving AMF. Errors: CauseContextNotFound.
-	DeregisterAMF3GPPAccess(ctx context.Context, supi string) error
+	// DeregisterAMF3GPPAccess is Nudm_UECM_Deregistration of the serving
+	// AMF: the registration modification with purgeFlag set (TS 29.503
+	// §5.3.2.4.2, HTTP PATCH). mod names the AMF by its GUAMI.
+	// Errors: CauseContextNotFound.
+	DeregisterAMF3GPPAccess(ctx context.Context, supi string, mod *models.Udm_UECM_Amf3GppAccessRegistrationModification) error
 	// GetAMF3GPPAccess is Nudm_UECM_Get for the amf-3gpp-access data set.
 	// Errors: CauseContextNotFound.
 	GetAMF3GPPAccess(ctx context.Context, supi string) (*models.Udm_UECM_Amf3GppAccessRegistration, error)
 }
 
 // UECMNotifier receives Nudm_UECM_DeregistrationNotification (TS 29.503
-// §5.3.2.2.3: the UDM's callback to the serving AMF at the deregCallbackUri
-// of its registration), served by the AMF: the UDM tells the AMF to
-// deregister the UE, e.g. because its subscription was withdrawn (TS 23.502
-// §4.2.2.3.3).
+// §5.3.2.2.3: the UDM's callback to the serving AMF at uri, the
+// deregCallbackUri of its registration, which names the UE), served by the
+// AMF: the UDM tells the AMF to deregister the UE, e.g. because its
+// subscription was withdrawn (TS 23.502 §4.2.2.3.3).
 type UECMNotifier interface {
-	DeregistrationNotify(ctx context.Context, supi string, d *models.Udm_UECM_DeregistrationData) error
+	DeregistrationNotify(ctx context.Context, uri string, d *models.Udm_UECM_DeregistrationData) error
 }
 
 // SDMNotifier receives Nudm_SDM_Notification (TS 29.503 §5.2.2.3.2), served

@@ -153,13 +153,12 @@ type N1N2TransferFailureNotifier interface {
 // SMContextStatusNotifier receives Nsmf_PDUSession_SMContextStatusNotify
 // (TS 29.502 §5.2.2.10): the SMF tells the AMF that an SM context is gone
 // (network-requested release completed), so the AMF forgets the PDU session.
-// The AMF serves it (it is the callback URI it gave at creation).
-// smContextRef names the released context: it stands for the per-context
-// callback URI (smContextStatusUri) the AMF gives at creation, so that a
-// late notification for an old context never removes a newer session that
-// reuses its PDU session ID.
+// The AMF serves it at the smContextStatusUri it gave at creation, which
+// the SMF passes as uri: the URI names the UE, the PDU session and the
+// creation, so that a late notification for an old context never removes
+// a newer session that reuses its PDU session ID.
 type SMContextStatusNotifier interface {
-	SMContextStatusNotify(ctx context.Context, supi string, pduSessionID int32, smContextRef string, n *models.Smf_PDUSess_SmContextStatusNotification) error
+	SMContextStatusNotify(ctx context.Context, uri string, n *models.Smf_PDUSess_SmContextStatusNotification) error
 }
 
 // SMPolicyControl is Npcf_SMPolicyControl (TS 29.512 §4.2), served by the PCF

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -61,6 +62,8 @@ type AMF struct {
 	sctpCfg    sctp.Config
 	n2Addr     string
 	instanceID string
+	apiRoot    string        // prefix of the callback URIs (Config.APIRoot)
+	statusSeq  atomic.Uint64 // makes each smContextStatusUri unique
 	deps       Deps
 	smf        atomic.Pointer[sbi.PDUSession] // Deps.SMF or SetSMF's; nil = none
 	procs      procedures.Reporter            // procedure ends: log and Observer
@@ -105,6 +108,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*AMF, error) {
 		sctpCfg:    cfg.SCTP,
 		n2Addr:     cfg.N2Address,
 		instanceID: id,
+		apiRoot:    strings.TrimSuffix(cfg.APIRoot, "/"),
 		deps:       deps,
 		log:        logger.With("nf", "amf"),
 		group:      serial.NewGroup(),

@@ -62,6 +62,11 @@ type Config struct {
 	// InstanceID is the NF instance id used in Nudm_UECM registration; a
 	// random UUID is made when empty.
 	InstanceID string `yaml:"instanceId"`
+	// APIRoot is where other NFs reach this AMF's SBI (TS 29.501 §4.4.1,
+	// "http://10.0.0.1:8000"): the callback URIs it hands out
+	// (smContextStatusUri, deregCallbackUri) start with it. Empty in a
+	// single process, where callbacks are Go calls.
+	APIRoot string `yaml:"apiRoot,omitempty"`
 }
 
 // GUAMIConfig is one served GUAMI (TS 23.003 §2.10.1).

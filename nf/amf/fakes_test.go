@@ -277,7 +277,7 @@ func (h *fakeHN) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *mo
 	return nil
 }
 
-func (h *fakeHN) DeregisterAMF3GPPAccess(ctx context.Context, supi string) error {
+func (h *fakeHN) DeregisterAMF3GPPAccess(ctx context.Context, supi string, _ *models.Udm_UECM_Amf3GppAccessRegistrationModification) error {
 	h.deregCalls.Add(1)
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -106,14 +106,16 @@ func smDeliveryOf(req *sbi.N1N2Message) (smDelivery, error) {
 }
 
 // SMContextStatusNotify implements sbi.SMContextStatusNotifier (TS 29.502
-// §5.2.2.10): a released SM context ends the AMF's PDU session. Like
-// N1N2MessageTransfer it only queues the work for the UE.
-func (a *AMF) SMContextStatusNotify(ctx context.Context, supi string, pduSessionID int32, smContextRef string, n *models.Smf_PDUSess_SmContextStatusNotification) error {
+// §5.2.2.10): a released SM context ends the AMF's PDU session. uri is the
+// smContextStatusUri the AMF gave at creation. Like N1N2MessageTransfer it
+// only queues the work for the UE.
+func (a *AMF) SMContextStatusNotify(ctx context.Context, uri string, n *models.Smf_PDUSess_SmContextStatusNotification) error {
 	if n == nil || n.StatusInfo == nil {
 		return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "statusInfo")
 	}
-	if pduSessionID < 1 || pduSessionID > 15 {
-		return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "PDU session ID %d", pduSessionID)
+	supi, id, ok := parseStatusURI(uri)
+	if !ok {
+		return sbi.NewProblem(http.StatusNotFound, sbi.CauseResourceURIStructureNotFound, "%q is no smContextStatusUri of this AMF", uri)
 	}
 	u := a.supis.Get(supi)
 	if u == nil {
@@ -124,7 +126,6 @@ func (a *AMF) SMContextStatusNotify(ctx context.Context, supi string, pduSession
 		// does not make.
 		return nil
 	}
-	id := uint8(pduSessionID)
-	u.post(func() { u.onSMContextReleased(id, smContextRef) })
+	u.post(func() { u.onSMContextReleased(id, uri) })
 	return nil
 }

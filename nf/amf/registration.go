@@ -153,7 +153,7 @@ func (u *ue) completeRegistration() {
 	if u.st.rm != rmRegistered || u.subscribed == nil {
 		reg := &models.Udm_UECM_Amf3GppAccessRegistration{
 			AmfInstanceId:          a.instanceID,
-			DeregCallbackUri:       "urn:tern:amf:" + a.instanceID + ":dereg",
+			DeregCallbackUri:       a.apiRoot + deregNotifyPath + u.supi,
 			InitialRegistrationInd: req.RegistrationType == nas.RegistrationInitial,
 			Guami:                  guamiModel(a.cfg.guamis[0]),
 			RatType:                models.RatType_NR,

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/free5gc/openapi/models"
 
@@ -47,11 +49,14 @@ const (
 // routing context (TS 24.501 §5.4.5.2.5; TS 23.502 §5.2.2.2.2: PDU session
 // ID, SMF, S-NSSAI, DNN).
 type pduSession struct {
-	id     uint8
-	ref    string // smContextRef at the SMF
-	snssai identity.SNSSAI
-	dnn    string
-	up     upState
+	id  uint8
+	ref string // smContextRef at the SMF
+	// statusURI is the smContextStatusUri given at creation; a
+	// notification to another URI is for an older context.
+	statusURI string
+	snssai    identity.SNSSAI
+	dnn       string
+	up        upState
 }
 
 // n2Kind says which NGAP procedure carries an N2 SM transfer to the gNB.
@@ -170,6 +175,7 @@ func (u *ue) establishSession(smf sbi.PDUSession, m *nas.ULNASTransport, old *pd
 	}
 	sn := sbi.SNSSAIToModel(snssai)
 	plmn := u.servingPLMN()
+	statusURI := a.smContextStatusURI(u.supi, m.PDUSessionID)
 	data := &models.Smf_PDUSess_SmContextCreateData{
 		Supi:               u.supi,
 		Pei:                u.pei,
@@ -184,7 +190,7 @@ func (u *ue) establishSession(smf sbi.PDUSession, m *nas.ULNASTransport, old *pd
 		AnType:             models.AccessType_3_GPP_ACCESS,
 		RatType:            models.RatType_NR,
 		UeLocation:         u.userLocation(),
-		SmContextStatusUri: a.smContextStatusURI(),
+		SmContextStatusUri: statusURI,
 		SelMode:            selMode,
 	}
 	ctx, cancel := a.callCtx()
@@ -210,7 +216,7 @@ func (u *ue) establishSession(smf sbi.PDUSession, m *nas.ULNASTransport, old *pd
 	if u.sessions == nil {
 		u.sessions = make(map[uint8]*pduSession)
 	}
-	u.sessions[m.PDUSessionID] = &pduSession{id: m.PDUSessionID, ref: created.Ref, snssai: snssai, dnn: dnn}
+	u.sessions[m.PDUSessionID] = &pduSession{id: m.PDUSessionID, ref: created.Ref, statusURI: statusURI, snssai: snssai, dnn: dnn}
 	a.stats.smCreated.Add(1)
 	a.stats.pduSessions.Add(1)
 	u.log.Debug("SM context created", "pdu_session_id", m.PDUSessionID, "ref", created.Ref, "dnn", dnn,
@@ -466,8 +472,8 @@ func (u *ue) onPDUSessionResourceReleaseResponse(r *ranUE, m *ngap.PDUSessionRes
 // Only the named context is forgotten: after a UE-requested release the UE
 // may ask for the same PDU session ID again before this notification
 // arrives, and the new session must survive it.
-func (u *ue) onSMContextReleased(id uint8, ref string) {
-	if s := u.sessions[id]; s != nil && s.ref == ref {
+func (u *ue) onSMContextReleased(id uint8, uri string) {
+	if s := u.sessions[id]; s != nil && s.statusURI == uri {
 		u.log.Debug("SM context released by the SMF", "pdu_session_id", id)
 		u.forgetSession(s)
 	}
@@ -654,8 +660,34 @@ func userLocationModel(l ngap.UserLocationNR) *models.UserLocation {
 	}}
 }
 
-// smContextStatusURI is the callback the SMF notifies (SMContextStatusNotify);
-// the in-process binding routes it to this AMF by instance ID.
-func (a *AMF) smContextStatusURI() string {
-	return "urn:tern:amf:" + a.instanceID + ":sm-context-status"
+// smContextStatusURI is the callback the SMF notifies when the SM context
+// of the UE's PDU session psi is released (SMContextStatusNotify):
+// {apiRoot}/namf-callback/v1/smContextStatus/{supi}/{psi}/{n}, n unique
+// per creation so that a late notification for an older context of the
+// same PDU session ID is recognised.
+func (a *AMF) smContextStatusURI(supi string, psi uint8) string {
+	return fmt.Sprintf("%s%s%s/%d/%d", a.apiRoot, smContextStatusPath, supi, psi, a.statusSeq.Add(1))
+}
+
+const (
+	smContextStatusPath = "/namf-callback/v1/smContextStatus/"
+	deregNotifyPath     = "/namf-callback/v1/deregistration/"
+)
+
+// parseStatusURI reads the UE and PDU session ID from a URI made by
+// smContextStatusURI.
+func parseStatusURI(uri string) (supi string, psi uint8, ok bool) {
+	_, rest, ok := strings.Cut(uri, smContextStatusPath)
+	if !ok {
+		return "", 0, false
+	}
+	parts := strings.Split(rest, "/")
+	if len(parts) != 3 || parts[0] == "" {
+		return "", 0, false
+	}
+	n, err := strconv.ParseUint(parts[1], 10, 8)
+	if err != nil || n < 1 || n > 15 {
+		return "", 0, false
+	}
+	return parts[0], uint8(n), true
 }

@@ -41,9 +41,10 @@ type smfCall struct {
 }
 
 type smContext struct {
-	supi   string
-	id     uint8
-	snssai identity.SNSSAI
+	supi      string
+	id        uint8
+	snssai    identity.SNSSAI
+	statusURI string
 }
 
 // fakeSMF implements sbi.PDUSession the way an SMF drives the AMF: it
@@ -191,7 +192,7 @@ func (f *fakeSMF) CreateSMContext(ctx context.Context, req *sbi.SMContextCreate)
 	f.nextRef++
 	ref := fmt.Sprintf("sm-%d", f.nextRef)
 	async := f.async || f.mixed && f.nextRef%2 == 0
-	f.ctxs[ref] = &smContext{supi: d.Supi, id: id, snssai: snssai}
+	f.ctxs[ref] = &smContext{supi: d.Supi, id: id, snssai: snssai, statusURI: d.SmContextStatusUri}
 	f.mu.Unlock()
 
 	// TS 23.502 §4.3.2.2.1 step 11: N2 setup request + N1 accept.
@@ -293,9 +294,9 @@ func (f *fakeSMF) UpdateSMContext(ctx context.Context, ref string, req *sbi.SMCo
 		f.mu.Lock()
 		delete(f.ctxs, ref)
 		f.mu.Unlock()
-		supi, id := c.supi, int32(c.id)
+		uri := c.statusURI
 		f.callback(true, func() error {
-			return f.amf.SMContextStatusNotify(context.Background(), supi, id, ref, &models.Smf_PDUSess_SmContextStatusNotification{
+			return f.amf.SMContextStatusNotify(context.Background(), uri, &models.Smf_PDUSess_SmContextStatusNotification{
 				StatusInfo: &models.Smf_PDUSess_StatusInfo{ResourceStatus: models.Smf_PDUSess_ResourceStatus_RELEASED},
 			})
 		})
@@ -619,7 +620,7 @@ func TestN1N2MessageTransferErrors(t *testing.T) {
 	if _, err := a.N1N2MessageTransfer(ctx, "imsi-1", bad); sbi.StatusOf(err) != http.StatusBadRequest {
 		t.Errorf("N2 without smInfo: %v", err)
 	}
-	if err := a.SMContextStatusNotify(ctx, "imsi-1", 1, "sm-1", &models.Smf_PDUSess_SmContextStatusNotification{
+	if err := a.SMContextStatusNotify(ctx, smContextStatusPath+"imsi-1/1/1", &models.Smf_PDUSess_SmContextStatusNotification{
 		StatusInfo: &models.Smf_PDUSess_StatusInfo{ResourceStatus: models.Smf_PDUSess_ResourceStatus_RELEASED},
 	}); sbi.CauseOf(err) != sbi.CauseContextNotFound {
 		t.Errorf("notify for unknown UE: %v", err)
@@ -802,13 +803,16 @@ func TestStaleSMContextStatusNotifyKeepsNewSession(t *testing.T) {
 	released := models.Smf_PDUSess_SmContextStatusNotification{
 		StatusInfo: &models.Smf_PDUSess_StatusInfo{ResourceStatus: models.Smf_PDUSess_ResourceStatus_RELEASED}}
 	ref := smf.callsOf("update")[0].ref
-	if err := a.SMContextStatusNotify(context.Background(), u.supi, 5, ref+"-old", &released); err != nil {
+	smf.mu.Lock()
+	uri := smf.ctxs[ref].statusURI
+	smf.mu.Unlock()
+	if err := a.SMContextStatusNotify(context.Background(), uri+"0", &released); err != nil {
 		t.Fatal(err)
 	}
 	// Queued after the notification: still forwarded, so the session lives.
 	u.sendSM(5, 0, "", nil, smMsg(5, 3, nas.MsgPDUSessionModificationRequest))
 	waitFor(t, "5GSM forwarded to the SMF", func() bool { return len(smf.callsOf("update")) == 2 })
-	if err := a.SMContextStatusNotify(context.Background(), u.supi, 5, ref, &released); err != nil {
+	if err := a.SMContextStatusNotify(context.Background(), uri, &released); err != nil {
 		t.Fatal(err)
 	}
 	// The stale one was ignored; the right one removed the session.

@@ -3,6 +3,7 @@ package amf
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"github.com/free5gc/openapi/models"
 
@@ -22,9 +23,15 @@ var (
 // services not allowed" (TS 23.502 §4.2.2.3.3; TS 24.501 §5.5.2.3.2 has
 // the UE treat its USIM as invalid for 5GS until switched off). Other
 // reasons (a new AMF took the UE over) remove the context the same way.
-func (a *AMF) DeregistrationNotify(ctx context.Context, supi string, d *models.Udm_UECM_DeregistrationData) error {
+//
+// uri is the deregCallbackUri the AMF registered, which names the UE.
+func (a *AMF) DeregistrationNotify(ctx context.Context, uri string, d *models.Udm_UECM_DeregistrationData) error {
 	if d == nil {
 		return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "deregistrationData")
+	}
+	_, supi, ok := strings.Cut(uri, deregNotifyPath)
+	if !ok || supi == "" || strings.Contains(supi, "/") {
+		return sbi.NewProblem(http.StatusNotFound, sbi.CauseResourceURIStructureNotFound, "%q is no deregCallbackUri of this AMF", uri)
 	}
 	a.log.Info("UDM deregistration notification", "supi", supi, "reason", d.DeregReason)
 	return a.Deregister(ctx, supi, nas.Cause5GSServicesNotAllowed, false)

@@ -57,6 +57,10 @@ type Config struct {
 	Timers TimerConfig `yaml:"timers"`
 	// Mobility is what the SMF does while UEs are idle or move.
 	Mobility MobilityConfig `yaml:"mobility"`
+	// APIRoot is where other NFs reach this SMF's SBI
+	// ("http://10.0.0.2:8000"): the callback URIs it hands out
+	// (n1n2FailureTxfNotifURI) start with it. Empty in a single process.
+	APIRoot string `yaml:"apiRoot,omitempty"`
 }
 
 // MobilityConfig configures idle mode and handover at the SMF.

@@ -105,13 +105,16 @@ const (
 // smContext is one PDU session. All fields after ue are owned by the UE's
 // executor (ue.exec).
 type smContext struct {
-	ref    string
-	supi   string
-	psi    uint8
-	ue     *ueState
-	dnn    *dnnConf
-	slice  identity.SNSSAI
-	cpSEID uint64
+	ref string
+	// statusURI is the AMF's smContextStatusUri for this context, where
+	// its release is notified (TS 29.502 §5.2.2.10); "" for none.
+	statusURI string
+	supi      string
+	psi       uint8
+	ue        *ueState
+	dnn       *dnnConf
+	slice     identity.SNSSAI
+	cpSEID    uint64
 
 	// establishing is when CreateSMContext was asked for the session, until
 	// the establishment's outcome is reported (then zero; observe.go).

@@ -209,6 +209,7 @@ func (s *SMF) createContext(ctx context.Context, u *ueState, d *models.Smf_PDUSe
 
 	c := s.newContext(u, psi, dc, slice)
 	c.establishing = start
+	c.statusURI = d.SmContextStatusUri
 	c.pti = pti
 	c.ueIP = ip
 	c.typeCause = typeCause

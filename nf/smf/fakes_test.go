@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -361,9 +362,14 @@ func (a *fakeAMF) play(ctx context.Context, tr transfer) {
 	}
 }
 
-func (a *fakeAMF) SMContextStatusNotify(ctx context.Context, supi string, psi int32, ref string, n *models.Smf_PDUSess_SmContextStatusNotification) error {
+func (a *fakeAMF) SMContextStatusNotify(ctx context.Context, uri string, n *models.Smf_PDUSess_SmContextStatusNotification) error {
 	if n == nil || n.StatusInfo == nil || n.StatusInfo.ResourceStatus != models.Smf_PDUSess_ResourceStatus_RELEASED {
 		a.t.Errorf("SMContextStatusNotify: %+v", n)
+	}
+	var supi string
+	var psi int32
+	if _, err := fmt.Sscanf(strings.ReplaceAll(uri, "/", " "), " status %s %d", &supi, &psi); err != nil {
+		a.t.Errorf("SMContextStatusNotify to %q: %v", uri, err)
 	}
 	a.notes <- statusNote{supi, psi}
 	return nil
@@ -481,7 +487,8 @@ func createReq(supi string, psi uint8, dnn string, slice identity.SNSSAI, n1 []b
 		Data: &models.Smf_PDUSess_SmContextCreateData{
 			Supi: supi, PduSessionId: int32(psi), Dnn: dnn, SNssai: &sl,
 			AnType: models.AccessType_3_GPP_ACCESS, RequestType: models.Smf_PDUSess_RequestType_INITIAL_REQUEST,
-			N1SmMsg: &models.RefToBinaryData{ContentId: sbi.ContentIDN1SM},
+			N1SmMsg:            &models.RefToBinaryData{ContentId: sbi.ContentIDN1SM},
+			SmContextStatusUri: fmt.Sprintf("/status/%s/%d", supi, psi),
 		},
 		N1SmMsg: n1,
 	}

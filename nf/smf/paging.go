@@ -46,19 +46,19 @@ func (s *SMF) onDownlinkData(c *smContext) {
 	s.send(c, msg, func() { s.pagingFailed(c) })
 }
 
-// failureURI is the n1n2FailureTxfNotifURI of c's transfers; the
-// in-process binding routes it back to this SMF by the SM context ref.
+// failureURI is the n1n2FailureTxfNotifURI of c's transfers: this SMF's
+// callback path naming the SM context ref.
 func (s *SMF) failureURI(c *smContext) string {
-	return failureURIPrefix + c.ref
+	return s.apiRoot + failurePath + c.ref
 }
 
-const failureURIPrefix = "urn:tern:smf:n1n2-failure:"
+const failurePath = "/nsmf-callback/v1/n1n2-failure/"
 
 // N1N2TransferFailureNotify implements sbi.N1N2TransferFailureNotifier
 // (TS 29.518 §5.2.2.3.2): the AMF could not reach the UE for a transfer
 // it had answered with ATTEMPTING_TO_REACH_UE.
 func (s *SMF) N1N2TransferFailureNotify(ctx context.Context, uri string, n *models.Amf_Comm_N1N2MsgTxfrFailureNotification) error {
-	ref, ok := strings.CutPrefix(uri, failureURIPrefix)
+	_, ref, ok := strings.Cut(uri, failurePath)
 	if !ok || ref == "" {
 		return sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "no transfer at %q", uri)
 	}

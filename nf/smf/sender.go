@@ -62,7 +62,10 @@ func (s *SMF) transfer(c *smContext, m n1n2) error {
 func (s *SMF) notifyReleased(c *smContext) {
 	ctx, cancel := context.WithTimeout(s.group.Context(), sbiTimeout)
 	defer cancel()
-	err := s.deps.AMFStatus.SMContextStatusNotify(ctx, c.supi, int32(c.psi), c.ref, &models.Smf_PDUSess_SmContextStatusNotification{
+	if c.statusURI == "" {
+		return
+	}
+	err := s.deps.AMFStatus.SMContextStatusNotify(ctx, c.statusURI, &models.Smf_PDUSess_SmContextStatusNotification{
 		StatusInfo: &models.Smf_PDUSess_StatusInfo{ResourceStatus: models.Smf_PDUSess_ResourceStatus_RELEASED},
 	})
 	if err != nil {

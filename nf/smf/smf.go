@@ -40,6 +40,7 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,6 +99,8 @@ type SMF struct {
 	deps Deps
 	log  *slog.Logger
 
+	apiRoot string // prefix of the callback URIs (Config.APIRoot)
+
 	// group owns the SMF's goroutines (UE executors, the keep-alive loop);
 	// its context, cancelled by Close, bounds outbound calls.
 	group *serial.Group
@@ -143,6 +146,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*SMF, error) {
 		cfg:      served,
 		deps:     deps,
 		log:      logger.With("nf", "smf"),
+		apiRoot:  strings.TrimSuffix(cfg.APIRoot, "/"),
 		group:    serial.NewGroup(),
 		start:    time.Now().Truncate(time.Second), // §8.2.65: one-second resolution
 		ues:      shardmap.New[string, *ueState](shardmap.HashString),

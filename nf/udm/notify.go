@@ -74,7 +74,7 @@ func (u *UDM) SubscriberChanged(ctx context.Context, supi string, deleted bool) 
 	}
 	if deleted {
 		u.log.Info("subscription withdrawn: deregistering the UE at its AMF", "supi", supi, "amf", reg.AmfInstanceId)
-		err := n.DeregistrationNotify(ctx, supi, &models.Udm_UECM_DeregistrationData{
+		err := n.DeregistrationNotify(ctx, reg.DeregCallbackUri, &models.Udm_UECM_DeregistrationData{
 			DeregReason: models.Udm_UECM_DeregistrationReason_SUBSCRIPTION_WITHDRAWN,
 			AccessType:  models.AccessType_3_GPP_ACCESS,
 		})

@@ -329,12 +329,19 @@ func (u *UDM) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *model
 	return nil
 }
 
-// DeregisterAMF3GPPAccess implements sbi.UEContextManagement.
-func (u *UDM) DeregisterAMF3GPPAccess(ctx context.Context, supi string) error {
+// DeregisterAMF3GPPAccess implements sbi.UEContextManagement: the purge
+// of TS 29.503 §5.3.2.4.2. An AMF that is no longer the serving one (its
+// GUAMI differs from the registration's) is refused with 403
+// INVALID_GUAMI, so that it cannot remove its successor's registration.
+func (u *UDM) DeregisterAMF3GPPAccess(ctx context.Context, supi string, mod *models.Udm_UECM_Amf3GppAccessRegistrationModification) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if _, ok := u.amf3GPP[supi]; !ok {
+	reg, ok := u.amf3GPP[supi]
+	if !ok {
 		return sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "%s: no AMF registered for 3GPP access", supi)
+	}
+	if mod != nil && mod.Guami != nil && reg.Guami != nil && !sameGUAMI(mod.Guami, reg.Guami) {
+		return sbi.NewProblem(http.StatusForbidden, sbi.CauseInvalidGUAMI, "%s: the registered AMF has another GUAMI", supi)
 	}
 	delete(u.amf3GPP, supi)
 	return nil
@@ -350,4 +357,9 @@ func (u *UDM) GetAMF3GPPAccess(ctx context.Context, supi string) (*models.Udm_UE
 	}
 	c := *r
 	return &c, nil
+}
+
+func sameGUAMI(a, b *models.Guami) bool {
+	return a.AmfId == b.AmfId && (a.PlmnId == nil) == (b.PlmnId == nil) &&
+		(a.PlmnId == nil || a.PlmnId.Mcc == b.PlmnId.Mcc && a.PlmnId.Mnc == b.PlmnId.Mnc)
 }

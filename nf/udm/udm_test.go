@@ -205,10 +205,10 @@ func TestUECM(t *testing.T) {
 	if got, _ := u.GetAMF3GPPAccess(ctx, supi); got.AmfInstanceId != "amf-2" {
 		t.Fatalf("serving AMF = %s, want amf-2", got.AmfInstanceId)
 	}
-	if err := u.DeregisterAMF3GPPAccess(ctx, supi); err != nil {
+	if err := u.DeregisterAMF3GPPAccess(ctx, supi, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := u.DeregisterAMF3GPPAccess(ctx, supi); !errors.Is(err, sbi.ErrContextNotFound) {
+	if err := u.DeregisterAMF3GPPAccess(ctx, supi, nil); !errors.Is(err, sbi.ErrContextNotFound) {
 		t.Fatalf("second deregistration: %v", err)
 	}
 	if err := u.RegisterAMF3GPPAccess(ctx, supi, &models.Udm_UECM_Amf3GppAccessRegistration{}); !errors.Is(err, sbi.ErrMandatoryIEMissing) {

@@ -1,0 +1,325 @@
+package ops
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/tern5g/tern/sbi"
+)
+
+// The operations, by service. Paths and operationIds are those of the
+// Release 17 OpenAPI files (TS 29.509, 29.503, 29.504, 29.531, 29.510,
+// 29.502, 29.518, 29.512).
+
+// Nausf_UEAuthentication (TS 29.509 §5.2).
+var (
+	AUSFAuthenticate = define(Op{ID: 1, Name: sbi.OpAUSFAuthenticate, OperationID: "UeAuthenticationsPost",
+		Method: http.MethodPost, Path: "/nausf-auth/v1/ue-authentications", Status: http.StatusCreated},
+		func(ctx context.Context, p sbi.UEAuthentication, rq *AuthenticateRequest, rs *AuthenticateResponse) (err error) {
+			rs.AuthCtxID, rs.Ctx, err = p.Authenticate(ctx, rq.Info)
+			return err
+		})
+	AUSFConfirm5gAka = define(Op{ID: 2, Name: sbi.OpAUSFConfirm5gAka, OperationID: "UeAuthenticationsAuthCtxId5gAkaConfirmationPut",
+		Method: http.MethodPut, Path: "/nausf-auth/v1/ue-authentications/{authCtxId}/5g-aka-confirmation", Status: http.StatusOK},
+		func(ctx context.Context, p sbi.UEAuthentication, rq *Confirm5gAkaRequest, rs *Confirm5gAkaResponse) (err error) {
+			rs.Result, err = p.Confirm5gAka(ctx, rq.AuthCtxID, rq.Data)
+			return err
+		})
+)
+
+// Nudm_UEAuthentication (TS 29.503 §5.4).
+var (
+	UDMGenerateAuthData = define(Op{ID: 3, Name: sbi.OpUDMGenerateAuthData, OperationID: "GenerateAuthData",
+		Method: http.MethodPost, Path: "/nudm-ueau/v1/{supiOrSuci}/security-information/generate-auth-data", Status: http.StatusOK},
+		func(ctx context.Context, p sbi.UDMUEAuthentication, rq *GenerateAuthDataRequest, rs *GenerateAuthDataResponse) (err error) {
+			rs.Result, err = p.GenerateAuthData(ctx, rq.SupiOrSuci, rq.Info)
+			return err
+		})
+	UDMConfirmAuth = define(Op{ID: 4, Name: sbi.OpUDMResultConfirmation, OperationID: "ConfirmAuth",
+		Method: http.MethodPost, Path: "/nudm-ueau/v1/{supi}/auth-events", Status: http.StatusCreated},
+		func(ctx context.Context, p sbi.UDMUEAuthentication, rq *ConfirmAuthRequest, rs *ConfirmAuthResponse) error {
+			if err := p.ConfirmAuth(ctx, rq.Supi, rq.Event); err != nil {
+				return err
+			}
+			// The resource created is the event itself (TS 29.503
+			// §6.3.3.4.3.1); tern keeps no event store, so it is echoed.
+			rs.Event, rs.EventID = rq.Event, rq.Supi+"-auth-event"
+			return nil
+		})
+)
+
+// Nudm_SDM (TS 29.503 §5.2).
+var (
+	UDMGetAmData = define(Op{ID: 5, Name: sbi.OpUDMGetAmData, OperationID: "GetAmData",
+		Method: http.MethodGet, Path: "/nudm-sdm/v2/{supi}/am-data", Status: http.StatusOK},
+		func(ctx context.Context, p sbi.SubscriberDataManagement, rq *PLMNQuery, rs *AmDataResponse) (err error) {
+			plmn, err := rq.plmn()
+			if err != nil {
+				return err
+			}
+			rs.Data, err = p.GetAmData(ctx, rq.Supi, plmn)
+			return err
+		})
+	UDMGetNSSAI = define(Op{ID: 6, Name: sbi.OpUDMGetNSSAI, OperationID: "GetNSSAI",
+		Method: http.MethodGet, Path: "/nudm-sdm/v2/{supi}/nssai", Status: http.StatusOK},
+		func(ctx context.Context, p sbi.SubscriberDataManagement, rq *PLMNQuery, rs *NSSAIResponse) (err error) {
+			plmn, err := rq.plmn()
+			if err != nil {
+				return err
+			}
+			rs.Data, err = p.GetNSSAI(ctx, rq.Supi, plmn)
+			return err
+		})
+	UDMGetSmData = define(Op{ID: 7, Name: sbi.OpUDMGetSmData, OperationID: "GetSmData",
+		Method: http.MethodGet, Path: "/nudm-sdm/v2/{supi}/sm-data", Status: http.StatusOK},
+		func(ctx context.Context, p sbi.SubscriberDataManagement, rq *SmDataRequest, rs *SmDataResponse) (err error) {
+			rs.Data, err = p.GetSmData(ctx, rq.Supi, rq.Query)
+			return err
+		})
+	UDMGetSmfSelectData = define(Op{ID: 8, Name: sbi.OpUDMGetSmfSelectData, OperationID: "GetSmfSelData",
+		Method: http.MethodGet, Path: "/nudm-sdm/v2/{supi}/smf-select-data", Status: http.StatusOK},
+		func(ctx context.Context, p sbi.SubscriberDataManagement, rq *PLMNQuery, rs *SmfSelectDataResponse) (err error) {
+			plmn, err := rq.plmn()
+			if err != nil {
+				return err
+			}
+			rs.Data, err = p.GetSmfSelectData(ctx, rq.Supi, plmn)
+			return err
+		})
+)
+
+// Nudm_UECM (TS 29.503 §5.3).
+var (
+	UDMRegisterAMF = define(Op{ID: 9, Name: sbi.OpUDMRegisterAMF3GPP, OperationID: "3GppRegistration",
+		Method: http.MethodPut, Path: "/nudm-uecm/v1/{ueId}/registrations/amf-3gpp-access", Status: http.StatusCreated},
+		func(ctx context.Context, p sbi.UEContextManagement, rq *RegisterAMFRequest, rs *RegisterAMFResponse) error {
+			if err := p.RegisterAMF3GPPAccess(ctx, rq.Supi, rq.Registration); err != nil {
+				return err
+			}
+			rs.Registration = rq.Registration // the created resource (TS 29.503 §6.2.3.2.3.1)
+			return nil
+		})
+	UDMDeregisterAMF = define(Op{ID: 10, Name: sbi.OpUDMDeregisterAMF3GPP, OperationID: "Update3GppRegistration",
+		Method: http.MethodPatch, Path: "/nudm-uecm/v1/{ueId}/registrations/amf-3gpp-access", Status: http.StatusNoContent},
+		func(ctx context.Context, p sbi.UEContextManagement, rq *DeregisterAMFRequest, _ *Empty) error {
+			return p.DeregisterAMF3GPPAccess(ctx, rq.Supi, rq.Modification)
+		})
+	UDMGetAMF = define(Op{ID: 11, Name: sbi.OpUDMGetAMF3GPP, OperationID: "Get3GppRegistration",
+		Method: http.MethodGet, Path: "/nudm-uecm/v1/{ueId}/registrations/amf-3gpp-access", Status: http.StatusOK},
+		func(ctx context.Context, p sbi.UEContextManagement, rq *UEIDRequest, rs *RegisterAMFResponse) (err error) {
+			rs.Registration, err = p.GetAMF3GPPAccess(ctx, rq.Supi)
+			return err
+		})
+)
+
+// Nnssf_NSSelection (TS 29.531 §5.2).
+var NSSFSelect = define(Op{ID: 12, Name: sbi.OpNSSFSelectForRegistration, OperationID: "NSSelectionGet",
+	Method: http.MethodGet, Path: "/nnssf-nsselection/v2/network-slice-information", Status: http.StatusOK},
+	func(ctx context.Context, p sbi.NetworkSliceSelection, rq *NSSelectionRequest, rs *NSSelectionResponse) (err error) {
+		rs.Info, err = p.SelectForRegistration(ctx, rq.Supi, rq.Requested, rq.Subscribed, rq.TAI)
+		return err
+	})
+
+// Nnrf_NFManagement and Nnrf_NFDiscovery (TS 29.510 §5.2, §5.3).
+var (
+	NRFRegister = define(Op{ID: 13, Name: sbi.OpNRFRegister, OperationID: "RegisterNFInstance",
+		Method: http.MethodPut, Path: "/nnrf-nfm/v1/nf-instances/{nfInstanceID}", Status: http.StatusCreated},
+		func(ctx context.Context, p sbi.NFManagement, rq *NFRegisterRequest, rs *NFProfileResponse) (err error) {
+			if rq.Profile != nil && rq.Profile.NfInstanceId == "" {
+				rq.Profile.NfInstanceId = rq.ID
+			}
+			rs.Profile, err = p.Register(ctx, rq.Profile)
+			return err
+		})
+	NRFDeregister = define(Op{ID: 14, Name: sbi.OpNRFDeregister, OperationID: "DeregisterNFInstance",
+		Method: http.MethodDelete, Path: "/nnrf-nfm/v1/nf-instances/{nfInstanceID}", Status: http.StatusNoContent},
+		func(ctx context.Context, p sbi.NFManagement, rq *NFInstanceRequest, _ *Empty) error {
+			return p.Deregister(ctx, rq.ID)
+		})
+	NRFDiscover = define(Op{ID: 15, Name: sbi.OpNRFDiscover, OperationID: "SearchNFInstances",
+		Method: http.MethodGet, Path: "/nnrf-disc/v1/nf-instances", Status: http.StatusOK},
+		func(ctx context.Context, p sbi.NFDiscovery, rq *DiscoverRequest, rs *DiscoverResponse) (err error) {
+			rs.Result, err = p.Discover(ctx, rq.Target, rq.Query)
+			return err
+		})
+)
+
+// Nudr_DataRepository (TS 29.504, TS 29.505).
+var (
+	UDRQueryAuthSubscription = define(Op{ID: 16, Name: sbi.OpUDRQueryAuthSubscription, OperationID: "QueryAuthSubsData",
+		Method: http.MethodGet, Path: "/nudr-dr/v2/subscription-data/{ueId}/authentication-data/authentication-subscription", Status: http.StatusOK},
+		func(ctx context.Context, p sbi.DataRepository, rq *UEIDRequest, rs *AuthSubscriptionResponse) (err error) {
+			rs.Data, err = p.QueryAuthenticationSubscription(ctx, rq.Supi)
+			return err
+		})
+	// UDRAllocateSQN is tern's atomic SQN allocation (see
+	// sbi.DataRepository.AllocateSQN): no 3GPP file describes it, so it
+	// lives under a custom operation of the same resource.
+	UDRAllocateSQN = define(Op{ID: 17, Name: sbi.OpUDRAllocateSQN,
+		Method: http.MethodPost, Path: "/nudr-dr/v2/subscription-data/{ueId}/authentication-data/authentication-subscription/tern-allocate-sqn", Status: http.StatusOK},
+		func(ctx context.Context, p sbi.DataRepository, rq *AllocateSQNRequest, rs *SequenceNumberResponse) (err error) {
+			var sqnMS string
+			if rq.Body != nil {
+				sqnMS = rq.Body.Sqn
+			}
+			rs.SQN, err = p.AllocateSQN(ctx, rq.Supi, sqnMS)
+			return err
+		})
+	UDRQueryAmData = define(Op{ID: 18, Name: sbi.OpUDRQueryAmData, OperationID: "QueryAmData",
+		Method: http.MethodGet, Path: "/nudr-dr/v2/subscription-data/{ueId}/{servingPlmnId}/provisioned-data/am-data", Status: http.StatusOK},
+		func(ctx context.Context, p sbi.DataRepository, rq *UDRPLMNRequest, rs *UDRAmDataResponse) (err error) {
+			plmn, err := rq.plmn()
+			if err != nil {
+				return err
+			}
+			rs.Data, err = p.QueryAmData(ctx, rq.Supi, plmn)
+			return err
+		})
+	UDRQuerySmData = define(Op{ID: 19, Name: sbi.OpUDRQuerySmData, OperationID: "QuerySmData",
+		Method: http.MethodGet, Path: "/nudr-dr/v2/subscription-data/{ueId}/{servingPlmnId}/provisioned-data/sm-data", Status: http.StatusOK},
+		func(ctx context.Context, p sbi.DataRepository, rq *UDRSmDataRequest, rs *UDRSmDataResponse) (err error) {
+			q, err := rq.query()
+			if err != nil {
+				return err
+			}
+			rs.Data, err = p.QuerySmData(ctx, rq.Supi, q)
+			return err
+		})
+	UDRQuerySmfSelectData = define(Op{ID: 20, Name: sbi.OpUDRQuerySmfSelectData, OperationID: "QuerySmfSelectData",
+		Method: http.MethodGet, Path: "/nudr-dr/v2/subscription-data/{ueId}/{servingPlmnId}/provisioned-data/smf-selection-subscription-data", Status: http.StatusOK},
+		func(ctx context.Context, p sbi.DataRepository, rq *UDRPLMNRequest, rs *UDRSmfSelectDataResponse) (err error) {
+			plmn, err := rq.plmn()
+			if err != nil {
+				return err
+			}
+			rs.Data, err = p.QuerySmfSelectData(ctx, rq.Supi, plmn)
+			return err
+		})
+)
+
+// Nsmf_PDUSession for SM contexts (TS 29.502 §5.2.2).
+var (
+	SMFCreateSMContext = define(Op{ID: 21, Name: sbi.OpSMFCreateSMContext, OperationID: "PostSmContexts",
+		Method: http.MethodPost, Path: "/nsmf-pdusession/v1/sm-contexts", Status: http.StatusCreated, SMError: true},
+		func(ctx context.Context, p sbi.PDUSession, rq *CreateSMContextRequest, rs *CreateSMContextResponse) error {
+			out, err := p.CreateSMContext(ctx, &sbi.SMContextCreate{Data: rq.Data, N1SmMsg: rq.N1SmMsg})
+			if out != nil {
+				rs.Ref, rs.Data = out.Ref, out.Data
+			}
+			return err
+		})
+	SMFUpdateSMContext = define(Op{ID: 22, Name: sbi.OpSMFUpdateSMContext, OperationID: "UpdateSmContext",
+		Method: http.MethodPost, Path: "/nsmf-pdusession/v1/sm-contexts/{smContextRef}/modify", Status: http.StatusOK, SMError: true},
+		func(ctx context.Context, p sbi.PDUSession, rq *UpdateSMContextRequest, rs *UpdateSMContextResponse) error {
+			out, err := p.UpdateSMContext(ctx, rq.Ref, &sbi.SMContextUpdate{Data: rq.Data, N1SmMsg: rq.N1SmMsg, N2SmInfo: rq.N2SmInfo})
+			if out != nil {
+				rs.Data, rs.N1SmMsg, rs.N2SmInfo = out.Data, out.N1SmMsg, out.N2SmInfo
+			}
+			return err
+		})
+	SMFReleaseSMContext = define(Op{ID: 23, Name: sbi.OpSMFReleaseSMContext, OperationID: "ReleaseSmContext",
+		Method: http.MethodPost, Path: "/nsmf-pdusession/v1/sm-contexts/{smContextRef}/release", Status: http.StatusNoContent},
+		func(ctx context.Context, p sbi.PDUSession, rq *ReleaseSMContextRequest, _ *Empty) error {
+			return p.ReleaseSMContext(ctx, rq.Ref, &sbi.SMContextRelease{Data: rq.Data, N2SmInfo: rq.N2SmInfo})
+		})
+	// SMFStatusNotify is the SMF's callback to the AMF's smContextStatusUri
+	// (TS 29.502 §5.2.2.10; callback "smContextStatusNotification").
+	SMFStatusNotify = define(Op{ID: 24, Name: sbi.OpSMFStatusNotify, OperationID: "smContextStatusNotification",
+		Method: http.MethodPost, Status: http.StatusNoContent},
+		func(ctx context.Context, p sbi.SMContextStatusNotifier, rq *StatusNotifyRequest, _ *Empty) error {
+			return p.SMContextStatusNotify(ctx, rq.URI, rq.Notification)
+		})
+)
+
+// Namf_Communication (TS 29.518 §5.2.2).
+var (
+	AMFN1N2MessageTransfer = define(Op{ID: 25, Name: sbi.OpAMFN1N2MessageTransfer, OperationID: "N1N2MessageTransfer",
+		Method: http.MethodPost, Path: "/namf-comm/v1/ue-contexts/{ueContextId}/n1-n2-messages", Status: http.StatusOK},
+		func(ctx context.Context, p sbi.Communication, rq *N1N2TransferRequest, rs *N1N2TransferResponse) (err error) {
+			rs.Data, err = p.N1N2MessageTransfer(ctx, rq.UEContextID, &sbi.N1N2Message{Data: rq.Data, N1Msg: rq.N1Msg, N2Info: rq.N2Info})
+			return err
+		})
+	// AMFN1N2FailureNotify goes to the n1n2FailureTxfNotifURI of a
+	// transfer (TS 29.518 §5.2.2.3.2; callback "N1N2TransferFailure").
+	AMFN1N2FailureNotify = define(Op{ID: 26, Name: sbi.OpAMFN1N2TransferFailureNotify, OperationID: "N1N2TransferFailureNotification",
+		Method: http.MethodPost, Status: http.StatusNoContent},
+		func(ctx context.Context, p sbi.N1N2TransferFailureNotifier, rq *N1N2FailureNotifyRequest, _ *Empty) error {
+			return p.N1N2TransferFailureNotify(ctx, rq.URI, rq.Notification)
+		})
+)
+
+// Callbacks of Nudm_UECM and Nudm_SDM.
+var (
+	// UDMDeregistrationNotify goes to the AMF's deregCallbackUri (TS 29.503
+	// §5.3.2.2.3; callback "deregistrationNotification").
+	UDMDeregistrationNotify = define(Op{ID: 27, Name: sbi.OpUDMDeregistrationNotify, OperationID: "deregistrationNotification",
+		Method: http.MethodPost, Status: http.StatusNoContent},
+		func(ctx context.Context, p sbi.UECMNotifier, rq *DeregistrationNotifyRequest, _ *Empty) error {
+			return p.DeregistrationNotify(ctx, rq.URI, rq.Data)
+		})
+	// UDMDataChangeNotify goes to a consumer's SDM callback (TS 29.503
+	// §5.2.2.3.2; callback "datachangeNotification").
+	//
+	// Departure: tern's consumers do not call Nudm_SDM_Subscribe; the UDM
+	// notifies the AMF and the SMF it was wired to at this fixed path of
+	// their apiRoot, naming the UE in the path.
+	UDMDataChangeNotify = define(Op{ID: 28, Name: sbi.OpUDMDataChangeNotify, OperationID: "datachangeNotification",
+		Method: http.MethodPost, Path: "/tern-sdm-callback/v1/{supi}/data-change", Status: http.StatusNoContent},
+		func(ctx context.Context, p sbi.SDMNotifier, rq *DataChangeNotifyRequest, _ *Empty) error {
+			return p.SubscriptionDataChanged(ctx, rq.Supi, rq.Notification)
+		})
+)
+
+// Npcf_SMPolicyControl (TS 29.512 §4.2).
+var (
+	PCFCreateSMPolicy = define(Op{ID: 29, Name: sbi.OpPCFCreateSMPolicy, OperationID: "CreateSMPolicy",
+		Method: http.MethodPost, Path: "/npcf-smpolicycontrol/v1/sm-policies", Status: http.StatusCreated},
+		func(ctx context.Context, p sbi.SMPolicyControl, rq *CreateSMPolicyRequest, rs *SMPolicyResponse) (err error) {
+			rs.PolicyID, rs.Decision, err = p.CreateSMPolicy(ctx, rq.Context)
+			return err
+		})
+	PCFUpdateSMPolicy = define(Op{ID: 30, Name: sbi.OpPCFUpdateSMPolicy, OperationID: "UpdateSMPolicy",
+		Method: http.MethodPost, Path: "/npcf-smpolicycontrol/v1/sm-policies/{smPolicyId}/update", Status: http.StatusOK},
+		func(ctx context.Context, p sbi.SMPolicyControl, rq *UpdateSMPolicyRequest, rs *SMPolicyResponse) (err error) {
+			rs.Decision, err = p.UpdateSMPolicy(ctx, rq.PolicyID, rq.Context)
+			return err
+		})
+	PCFDeleteSMPolicy = define(Op{ID: 31, Name: sbi.OpPCFDeleteSMPolicy, OperationID: "DeleteSMPolicy",
+		Method: http.MethodPost, Path: "/npcf-smpolicycontrol/v1/sm-policies/{smPolicyId}/delete", Status: http.StatusNoContent},
+		func(ctx context.Context, p sbi.SMPolicyControl, rq *DeleteSMPolicyRequest, _ *Empty) error {
+			return p.DeleteSMPolicy(ctx, rq.PolicyID, rq.Data)
+		})
+	// PCFUpdateNotify is the PCF's policy update notification (TS 29.512
+	// §4.2.3.2; callback "SmPolicyUpdateNotification").
+	//
+	// Departure: the PCF notifies the SMF it was wired to, at this fixed
+	// path of its apiRoot, rather than at the context's notificationUri.
+	PCFUpdateNotify = define(Op{ID: 32, Name: sbi.OpPCFUpdateNotify, OperationID: "SmPolicyUpdateNotification",
+		Method: http.MethodPost, Path: "/tern-smpolicy-callback/v1/sm-policies/{smPolicyId}/update", Status: http.StatusNoContent},
+		func(ctx context.Context, p sbi.SMPolicyNotifier, rq *PolicyUpdateNotifyRequest, _ *Empty) error {
+			return p.SMPolicyUpdateNotify(ctx, rq.PolicyID, rq.Notification)
+		})
+)
+
+// All lists every operation; All[i].ID == i+1.
+var All = []*Op{
+	AUSFAuthenticate, AUSFConfirm5gAka,
+	UDMGenerateAuthData, UDMConfirmAuth,
+	UDMGetAmData, UDMGetNSSAI, UDMGetSmData, UDMGetSmfSelectData,
+	UDMRegisterAMF, UDMDeregisterAMF, UDMGetAMF,
+	NSSFSelect,
+	NRFRegister, NRFDeregister, NRFDiscover,
+	UDRQueryAuthSubscription, UDRAllocateSQN, UDRQueryAmData, UDRQuerySmData, UDRQuerySmfSelectData,
+	SMFCreateSMContext, SMFUpdateSMContext, SMFReleaseSMContext, SMFStatusNotify,
+	AMFN1N2MessageTransfer, AMFN1N2FailureNotify,
+	UDMDeregistrationNotify, UDMDataChangeNotify,
+	PCFCreateSMPolicy, PCFUpdateSMPolicy, PCFDeleteSMPolicy, PCFUpdateNotify,
+}
+
+// ByID returns the operation with id, or nil.
+func ByID(id uint16) *Op {
+	if id == 0 || int(id) > len(All) {
+		return nil
+	}
+	return All[id-1]
+}
