@@ -17,6 +17,15 @@ const (
 	ContentIDN2SM = "n2SmInfo" // an NGAP SM transfer IE (TS 38.413 §9.3.4)
 )
 
+// Callback paths: where an NF serves the notifications addressed to the
+// URIs it hands out ({apiRoot}{path}...), so that every binding can route
+// them. The rest of the URI is the NF's own.
+const (
+	CallbackSMContextStatus = "/namf-callback/v1/smContextStatus/" // + {supi}/{pduSessionId}/{n}
+	CallbackDeregistration  = "/namf-callback/v1/deregistration/"  // + {supi}
+	CallbackN1N2Failure     = "/nsmf-callback/v1/n1n2-failure/"    // + {smContextRef}
+)
+
 // Application error causes of Nsmf_PDUSession (TS 29.502 §6.1.7.3) and
 // Namf_Communication (TS 29.518 §6.1.7.3) that tern uses.
 const (

@@ -670,8 +670,8 @@ func (a *AMF) smContextStatusURI(supi string, psi uint8) string {
 }
 
 const (
-	smContextStatusPath = "/namf-callback/v1/smContextStatus/"
-	deregNotifyPath     = "/namf-callback/v1/deregistration/"
+	smContextStatusPath = sbi.CallbackSMContextStatus
+	deregNotifyPath     = sbi.CallbackDeregistration
 )
 
 // parseStatusURI reads the UE and PDU session ID from a URI made by

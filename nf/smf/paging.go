@@ -52,7 +52,7 @@ func (s *SMF) failureURI(c *smContext) string {
 	return s.apiRoot + failurePath + c.ref
 }
 
-const failurePath = "/nsmf-callback/v1/n1n2-failure/"
+const failurePath = sbi.CallbackN1N2Failure
 
 // N1N2TransferFailureNotify implements sbi.N1N2TransferFailureNotifier
 // (TS 29.518 §5.2.2.3.2): the AMF could not reach the UE for a transfer

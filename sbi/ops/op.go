@@ -60,6 +60,9 @@ type Op struct {
 	// Status is the success status; Statuser on the response may choose
 	// another 2xx.
 	Status int
+	// Callback is, for an operation without Path, the path prefix of the
+	// URIs it is sent to (sbi.Callback*): a server routes on it.
+	Callback string
 	// SMError marks operations whose errors carry binary parts
 	// (sbi.SMContextError, TS 29.502 SmContextCreateError/UpdateError).
 	SMError bool

@@ -45,7 +45,7 @@ func TestTable(t *testing.T) {
 		if !slices.Equal(inPath, tagged) {
 			t.Errorf("%s: path parameters %v, fields %v", op, inPath, tagged)
 		}
-		if (op.Path == "") != hasURI {
+		if (op.Path == "") != hasURI || (op.Path == "") != (op.Callback != "") {
 			t.Errorf("%s: path %q but uri field %v", op, op.Path, hasURI)
 		}
 	}

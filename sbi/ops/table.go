@@ -225,7 +225,7 @@ var (
 	// SMFStatusNotify is the SMF's callback to the AMF's smContextStatusUri
 	// (TS 29.502 §5.2.2.10; callback "smContextStatusNotification").
 	SMFStatusNotify = define(Op{ID: 24, Name: sbi.OpSMFStatusNotify, OperationID: "smContextStatusNotification",
-		Method: http.MethodPost, Status: http.StatusNoContent},
+		Method: http.MethodPost, Callback: sbi.CallbackSMContextStatus, Status: http.StatusNoContent},
 		func(ctx context.Context, p sbi.SMContextStatusNotifier, rq *StatusNotifyRequest, _ *Empty) error {
 			return p.SMContextStatusNotify(ctx, rq.URI, rq.Notification)
 		})
@@ -242,7 +242,7 @@ var (
 	// AMFN1N2FailureNotify goes to the n1n2FailureTxfNotifURI of a
 	// transfer (TS 29.518 §5.2.2.3.2; callback "N1N2TransferFailure").
 	AMFN1N2FailureNotify = define(Op{ID: 26, Name: sbi.OpAMFN1N2TransferFailureNotify, OperationID: "N1N2TransferFailureNotification",
-		Method: http.MethodPost, Status: http.StatusNoContent},
+		Method: http.MethodPost, Callback: sbi.CallbackN1N2Failure, Status: http.StatusNoContent},
 		func(ctx context.Context, p sbi.N1N2TransferFailureNotifier, rq *N1N2FailureNotifyRequest, _ *Empty) error {
 			return p.N1N2TransferFailureNotify(ctx, rq.URI, rq.Notification)
 		})
@@ -253,7 +253,7 @@ var (
 	// UDMDeregistrationNotify goes to the AMF's deregCallbackUri (TS 29.503
 	// §5.3.2.2.3; callback "deregistrationNotification").
 	UDMDeregistrationNotify = define(Op{ID: 27, Name: sbi.OpUDMDeregistrationNotify, OperationID: "deregistrationNotification",
-		Method: http.MethodPost, Status: http.StatusNoContent},
+		Method: http.MethodPost, Callback: sbi.CallbackDeregistration, Status: http.StatusNoContent},
 		func(ctx context.Context, p sbi.UECMNotifier, rq *DeregistrationNotifyRequest, _ *Empty) error {
 			return p.DeregistrationNotify(ctx, rq.URI, rq.Data)
 		})

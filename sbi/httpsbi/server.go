@@ -1,0 +1,312 @@
+package httpsbi
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/free5gc/openapi/models"
+
+	"github.com/tern5g/tern/sbi"
+	"github.com/tern5g/tern/sbi/ops"
+)
+
+// route is one served operation.
+type route struct {
+	op       *ops.Op
+	producer any
+	segs     []string // path split on "/"; "{x}" segments are parameters
+}
+
+// Handler serves the operations its producers implement.
+type Handler struct {
+	routes    []route
+	callbacks []route // by prefix
+	log       *slog.Logger
+}
+
+// NewHandler returns a handler serving every operation of ops.All that one
+// of producers implements (the first that does serves it). Typically the
+// producers are one NF: the SMF serves Nsmf_PDUSession and the callbacks
+// addressed to it.
+func NewHandler(log *slog.Logger, producers ...any) *Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &Handler{log: log}
+	for _, op := range ops.All {
+		for _, p := range producers {
+			if !op.Serves(p) {
+				continue
+			}
+			r := route{op: op, producer: p}
+			if op.Path == "" {
+				h.callbacks = append(h.callbacks, r)
+			} else {
+				r.segs = strings.Split(op.Path, "/")
+				h.routes = append(h.routes, r)
+			}
+			break
+		}
+	}
+	return h
+}
+
+// Operations lists the operations h serves.
+func (h *Handler) Operations() []*ops.Op {
+	var out []*ops.Op
+	for _, r := range h.routes {
+		out = append(out, r.op)
+	}
+	for _, r := range h.callbacks {
+		out = append(out, r.op)
+	}
+	return out
+}
+
+// match finds the route for method and path, filling params. A path that
+// some route has under another method reports allowed.
+func (h *Handler) match(method, path string, params map[string]string) (r *route, pathKnown bool) {
+	segs := strings.Split(path, "/")
+	for i := range h.routes {
+		rt := &h.routes[i]
+		if len(rt.segs) != len(segs) {
+			continue
+		}
+		ok := true
+		for j, s := range rt.segs {
+			if strings.HasPrefix(s, "{") {
+				if segs[j] == "" {
+					ok = false
+					break
+				}
+				continue
+			}
+			if s != segs[j] {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			continue
+		}
+		if rt.op.Method != method {
+			pathKnown = true
+			continue
+		}
+		for j, s := range rt.segs {
+			if strings.HasPrefix(s, "{") {
+				v, err := url.PathUnescape(segs[j])
+				if err != nil {
+					v = segs[j]
+				}
+				params[s[1:len(s)-1]] = v
+			}
+		}
+		return rt, true
+	}
+	for i := range h.callbacks {
+		rt := &h.callbacks[i]
+		if strings.HasPrefix(path, rt.op.Callback) {
+			if rt.op.Method != method {
+				return nil, true
+			}
+			return rt, true
+		}
+	}
+	return nil, pathKnown
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	params := make(map[string]string, 2)
+	rt, known := h.match(r.Method, r.URL.EscapedPath(), params)
+	if rt == nil {
+		if known {
+			writeProblem(w, sbi.NewProblem(http.StatusMethodNotAllowed, sbi.CauseResourceURIStructureNotFound, "%s not allowed on %s", r.Method, r.URL.Path))
+			return
+		}
+		writeProblem(w, sbi.NewProblem(http.StatusNotFound, sbi.CauseResourceURIStructureNotFound, "no operation at %s", r.URL.Path))
+		return
+	}
+	op := rt.op
+	req := op.NewRequest()
+	v := reflect.ValueOf(req).Elem()
+	p, err := planOf(v.Type())
+	if err != nil {
+		writeError(w, op, err)
+		return
+	}
+	for _, f := range p.fields {
+		switch f.Kind {
+		case "path":
+			v.Field(f.Index).SetString(params[f.Name])
+		case "uri":
+			v.Field(f.Index).SetString(r.URL.Path)
+		}
+	}
+	if err := decodeQuery(p, req, v, r.URL.Query()); err != nil {
+		writeError(w, op, err)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		writeError(w, op, badBody("reading the body: %v", err))
+		return
+	}
+	if len(body) > maxBody {
+		writeProblem(w, sbi.NewProblem(http.StatusRequestEntityTooLarge, sbi.CauseMandatoryIEIncorrect, "body over %d bytes", maxBody))
+		return
+	}
+	if err := decodeBody(p, v, r.Header.Get("Content-Type"), body); err != nil {
+		writeError(w, op, err)
+		return
+	}
+	if p.body >= 0 && len(body) == 0 && op.Method != http.MethodGet && op.Method != http.MethodDelete && hasMandatoryBody(op) {
+		writeProblem(w, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "%s needs a body", op.Name))
+		return
+	}
+	resp := op.NewResponse()
+	if err := op.Serve(r.Context(), rt.producer, req, resp); err != nil {
+		if !errors.Is(err, context.Canceled) {
+			h.log.Debug("SBI operation failed", "op", op.Name, "err", err)
+		}
+		writeError(w, op, err)
+		return
+	}
+	writeResponse(w, r, op, resp)
+}
+
+// hasMandatoryBody: every operation with a body field requires it, except
+// the releases whose body is optional (TS 29.502 §6.1.3.3.4.3, TS 29.512
+// SmPolicyDeleteData).
+func hasMandatoryBody(op *ops.Op) bool {
+	return op != ops.SMFReleaseSMContext && op != ops.PCFDeleteSMPolicy && op != ops.UDRAllocateSQN
+}
+
+func writeResponse(w http.ResponseWriter, r *http.Request, op *ops.Op, resp any) {
+	v := reflect.ValueOf(resp).Elem()
+	p, err := planOf(v.Type())
+	if err != nil {
+		writeError(w, op, err)
+		return
+	}
+	status := op.Status
+	if s, ok := resp.(ops.Statuser); ok {
+		status = s.SuccessStatus()
+	}
+	for _, f := range p.fields {
+		if f.Kind == "location" {
+			if id := v.Field(f.Index).String(); id != "" {
+				w.Header().Set("Location", locationOf(r, id))
+			}
+		}
+	}
+	if status == http.StatusNoContent {
+		w.WriteHeader(status)
+		return
+	}
+	pl, err := encodeBody(p, v)
+	if err != nil {
+		writeError(w, op, err)
+		return
+	}
+	if pl.contentType != "" {
+		w.Header().Set("Content-Type", pl.contentType)
+	}
+	w.WriteHeader(status)
+	w.Write(pl.body)
+}
+
+// locationOf is the URI of a created resource: the request's collection
+// followed by the new resource's ID (TS 29.501 §4.4.1).
+func locationOf(r *http.Request, id string) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + strings.TrimSuffix(r.URL.Path, "/") + "/" + url.PathEscape(id)
+}
+
+// writeError answers err: a decoding failure as 400/415, a
+// *sbi.SMContextError as the operation's error body with its binary
+// parts, a *sbi.ProblemDetails as itself, anything else as 500.
+func writeError(w http.ResponseWriter, op *ops.Op, err error) {
+	var de *decodeError
+	if errors.As(err, &de) {
+		cause := sbi.CauseMandatoryIEIncorrect
+		writeProblem(w, sbi.NewProblem(de.status, cause, "%v", de.err))
+		return
+	}
+	var se *sbi.SMContextError
+	if op.SMError && errors.As(err, &se) && se.Problem != nil {
+		writeSMError(w, se)
+		return
+	}
+	var pd *sbi.ProblemDetails
+	if errors.As(err, &pd) {
+		writeProblem(w, pd)
+		return
+	}
+	writeProblem(w, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "%v", err))
+}
+
+func writeProblem(w http.ResponseWriter, p *sbi.ProblemDetails) {
+	b, _ := json.Marshal(p.Model())
+	w.Header().Set("Content-Type", contentProblem)
+	w.WriteHeader(p.Status)
+	w.Write(b)
+}
+
+// smErrorBody is SmContextCreateError / SmContextUpdateError (TS 29.502
+// §6.1.6.2.6-7): the same JSON shape for both.
+type smErrorBody struct {
+	Body     *models.Smf_PDUSess_SmContextCreateError `sbi:"body"`
+	N1SmMsg  []byte                                   `sbi:"part=n1SmMsg"`
+	N2SmInfo []byte                                   `sbi:"part=n2SmInfo"`
+}
+
+func writeSMError(w http.ResponseWriter, se *sbi.SMContextError) {
+	m := se.Problem.Model()
+	e := &models.Smf_PDUSess_SmContextCreateError{
+		Error:        &models.Smf_PDUSess_ExtProblemDetails{Title: m.Title, Status: m.Status, Detail: m.Detail, Cause: m.Cause},
+		N2SmInfoType: se.N2SmInfoType,
+	}
+	if len(se.N1SmMsg) > 0 {
+		e.N1SmMsg = &models.RefToBinaryData{ContentId: sbi.ContentIDN1SM}
+	}
+	if len(se.N2SmInfo) > 0 {
+		e.N2SmInfo = &models.RefToBinaryData{ContentId: sbi.ContentIDN2SM}
+	}
+	msg := &smErrorBody{Body: e, N1SmMsg: se.N1SmMsg, N2SmInfo: se.N2SmInfo}
+	v := reflect.ValueOf(msg).Elem()
+	p, _ := planOf(v.Type())
+	pl, err := encodeBody(p, v)
+	if err != nil {
+		writeProblem(w, se.Problem)
+		return
+	}
+	w.Header().Set("Content-Type", pl.contentType)
+	w.WriteHeader(se.Problem.Status)
+	w.Write(pl.body)
+}
+
+// NewServer returns an http.Server for h that speaks HTTP/2 over TLS (when
+// tlsConf is set) or h2c with prior knowledge, and HTTP/1.1 for operators'
+// tools (curl). Serve it with Serve or ServeTLS(ln, "", "").
+func NewServer(h http.Handler, tlsConf *tls.Config) *http.Server {
+	s := &http.Server{Handler: h, TLSConfig: tlsConf, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	s.Protocols = new(http.Protocols)
+	s.Protocols.SetHTTP1(true)
+	s.Protocols.SetHTTP2(true)
+	s.Protocols.SetUnencryptedHTTP2(true)
+	return s
+}
