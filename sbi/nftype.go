@@ -70,8 +70,9 @@ const (
 	OpUDMDeregistrationNotify Operation = "Nudm_UECM_DeregistrationNotification"
 	OpUDMDataChangeNotify     Operation = "Nudm_SDM_Notification"
 	// Npcf_SMPolicyControl, TS 29.512 §4.2.
-	OpPCFCreateSMPolicy Operation = "Npcf_SMPolicyControl_Create"
-	OpPCFUpdateSMPolicy Operation = "Npcf_SMPolicyControl_Update"
-	OpPCFDeleteSMPolicy Operation = "Npcf_SMPolicyControl_Delete"
-	OpPCFUpdateNotify   Operation = "Npcf_SMPolicyControl_UpdateNotify"
+	OpPCFCreateSMPolicy  Operation = "Npcf_SMPolicyControl_Create"
+	OpPCFUpdateSMPolicy  Operation = "Npcf_SMPolicyControl_Update"
+	OpPCFDeleteSMPolicy  Operation = "Npcf_SMPolicyControl_Delete"
+	OpPCFUpdateNotify    Operation = "Npcf_SMPolicyControl_UpdateNotify"
+	OpPCFTerminateNotify Operation = "Npcf_SMPolicyControl_UpdateNotify_Terminate"
 )

@@ -190,4 +190,9 @@ type SMPolicyControl interface {
 // modification (TS 23.502 §4.3.3.2 step 1b). The SMF serves it.
 type SMPolicyNotifier interface {
 	SMPolicyUpdateNotify(ctx context.Context, policyID string, n *models.Pcf_SMPolCtrl_SmPolicyNotification) error
+	// SMPolicyTerminateNotify is the PCF's request to end the policy
+	// association (TS 29.512 §4.2.3.3, {notificationUri}/terminate): the
+	// SMF releases the PDU session, then deletes the association (TS
+	// 23.502 §4.3.4.2 step 1c).
+	SMPolicyTerminateNotify(ctx context.Context, policyID string, n *models.Pcf_SMPolCtrl_TerminationNotification) error
 }

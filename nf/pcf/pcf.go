@@ -29,14 +29,6 @@ const (
 	matchAllFlow = "permit out ip from any to assigned" // TS 29.512 §5.6.2.14, match-all
 )
 
-// Terminator is what the PCF calls to end a policy association (TS 29.512
-// §4.2.3.3, Npcf_SMPolicyControl_UpdateNotify on {notificationUri}/terminate).
-// sbi.SMPolicyNotifier has no terminate operation, so the PCF uses it when the
-// notifier also implements this interface.
-type Terminator interface {
-	SMPolicyTerminateNotify(ctx context.Context, policyID string, n *models.Pcf_SMPolCtrl_TerminationNotification) error
-}
-
 // Change is a policy change for one PDU session (UpdatePolicy). Nil/zero
 // fields keep the current value.
 type Change struct {
@@ -378,10 +370,6 @@ func (p *PCF) Terminate(ctx context.Context, supi string, pduSessionID int32, ca
 	if n == nil {
 		return ErrNoNotifier
 	}
-	t, ok := n.(Terminator)
-	if !ok {
-		return fmt.Errorf("pcf: notifier %T cannot terminate policy associations", n)
-	}
 	p.mu.Lock()
 	id, ok := p.bySession[sessionKey{supi, pduSessionID}]
 	p.mu.Unlock()
@@ -392,7 +380,7 @@ func (p *PCF) Terminate(ctx context.Context, supi string, pduSessionID int32, ca
 		cause = models.Pcf_SMPolCtrl_SmPolicyAssociationReleaseCause_UNSPECIFIED
 	}
 	p.notified.Add(1)
-	if err := t.SMPolicyTerminateNotify(ctx, id, &models.Pcf_SMPolCtrl_TerminationNotification{
+	if err := n.SMPolicyTerminateNotify(ctx, id, &models.Pcf_SMPolCtrl_TerminationNotification{
 		ResourceUri: "/npcf-smpolicycontrol/v1/sm-policies/" + id,
 		Cause:       cause,
 	}); err != nil {

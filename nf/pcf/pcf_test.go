@@ -32,13 +32,6 @@ func (r *recorder) SMPolicyTerminateNotify(ctx context.Context, id string, n *mo
 	return nil
 }
 
-// updateOnly implements only sbi.SMPolicyNotifier.
-type updateOnly struct{}
-
-func (updateOnly) SMPolicyUpdateNotify(context.Context, string, *models.Pcf_SMPolCtrl_SmPolicyNotification) error {
-	return nil
-}
-
 func ctxData(supi string, psi int32, dnn string) *models.Pcf_SMPolCtrl_SmPolicyContextData {
 	sl := models.Snssai{Sst: 1, Sd: "010203"}
 	return &models.Pcf_SMPolCtrl_SmPolicyContextData{
@@ -176,10 +169,6 @@ func TestUpdatePolicyNotifies(t *testing.T) {
 	if err := p.Terminate(ctx, "imsi-1", 1, ""); err != nil || len(rec.terms) != 1 ||
 		rec.terms[0] != models.Pcf_SMPolCtrl_SmPolicyAssociationReleaseCause_UNSPECIFIED {
 		t.Errorf("terminate: %v %+v", err, rec.terms)
-	}
-	p.SetNotifier(updateOnly{})
-	if err := p.Terminate(ctx, "imsi-1", 1, ""); err == nil {
-		t.Error("terminate through a notifier that cannot")
 	}
 }
 

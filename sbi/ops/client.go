@@ -220,3 +220,8 @@ func (c *Client) SMPolicyUpdateNotify(ctx context.Context, policyID string, n *m
 	_, err := call[PolicyUpdateNotifyRequest, Empty](ctx, c.c, PCFUpdateNotify, &PolicyUpdateNotifyRequest{PolicyID: policyID, Notification: n})
 	return err
 }
+
+func (c *Client) SMPolicyTerminateNotify(ctx context.Context, policyID string, n *models.Pcf_SMPolCtrl_TerminationNotification) error {
+	_, err := call[PolicyTerminateNotifyRequest, Empty](ctx, c.c, PCFTerminateNotify, &PolicyTerminateNotifyRequest{PolicyID: policyID, Notification: n})
+	return err
+}

@@ -526,6 +526,11 @@ type PolicyUpdateNotifyRequest struct {
 	Notification *models.Pcf_SMPolCtrl_SmPolicyNotification `sbi:"body"`
 }
 
+type PolicyTerminateNotifyRequest struct {
+	PolicyID     string                                        `sbi:"path=smPolicyId"`
+	Notification *models.Pcf_SMPolCtrl_TerminationNotification `sbi:"body"`
+}
+
 func setJSON(q url.Values, name string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -301,6 +301,15 @@ var (
 		})
 )
 
+// PCFTerminateNotify asks the SMF to end a policy association (TS 29.512
+// §4.2.3.3; callback "SmPolicyControlTerminationRequestNotification"), at
+// the fixed path of PCFUpdateNotify.
+var PCFTerminateNotify = define(Op{ID: 33, Name: sbi.OpPCFTerminateNotify, OperationID: "SmPolicyControlTerminationRequestNotification",
+	Method: http.MethodPost, Path: "/tern-smpolicy-callback/v1/sm-policies/{smPolicyId}/terminate", Status: http.StatusNoContent},
+	func(ctx context.Context, p sbi.SMPolicyNotifier, rq *PolicyTerminateNotifyRequest, _ *Empty) error {
+		return p.SMPolicyTerminateNotify(ctx, rq.PolicyID, rq.Notification)
+	})
+
 // All lists every operation; All[i].ID == i+1.
 var All = []*Op{
 	AUSFAuthenticate, AUSFConfirm5gAka,
@@ -314,6 +323,7 @@ var All = []*Op{
 	AMFN1N2MessageTransfer, AMFN1N2FailureNotify,
 	UDMDeregistrationNotify, UDMDataChangeNotify,
 	PCFCreateSMPolicy, PCFUpdateSMPolicy, PCFDeleteSMPolicy, PCFUpdateNotify,
+	PCFTerminateNotify,
 }
 
 // ByID returns the operation with id, or nil.

@@ -308,6 +308,11 @@ func (p *Producer) SMPolicyUpdateNotify(ctx context.Context, id string, n *model
 	return nil
 }
 
+func (p *Producer) SMPolicyTerminateNotify(ctx context.Context, id string, n *models.Pcf_SMPolCtrl_TerminationNotification) error {
+	p.record(sbi.OpPCFTerminateNotify, id, n)
+	return nil
+}
+
 // SUPI is the subscriber the suite uses.
 const SUPI = "imsi-001010000000001"
 
@@ -537,6 +542,9 @@ func Run(t *testing.T, c *ops.Client, p *Producer, callbackRoot string) {
 	check(sbi.OpPCFDeleteSMPolicy, c.DeleteSMPolicy(ctx, "pol-3", del), "pol-3", del)
 	pn := &models.Pcf_SMPolCtrl_SmPolicyNotification{ResourceUri: "/npcf-smpolicycontrol/v1/sm-policies/pol-3", SmPolicyDecision: Decision()}
 	check(sbi.OpPCFUpdateNotify, c.SMPolicyUpdateNotify(ctx, "pol-3", pn), "pol-3", pn)
+
+	tn := &models.Pcf_SMPolCtrl_TerminationNotification{ResourceUri: pn.ResourceUri, Cause: models.Pcf_SMPolCtrl_SmPolicyAssociationReleaseCause_UNSPECIFIED}
+	check(sbi.OpPCFTerminateNotify, c.SMPolicyTerminateNotify(ctx, "pol-3", tn), "pol-3", tn)
 
 	// Every operation was called.
 	for _, op := range ops.All {
