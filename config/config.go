@@ -42,6 +42,8 @@ type Config struct {
 	Capture string `yaml:"capture,omitempty"`
 	// Metrics is the operations HTTP server of tern up.
 	Metrics Metrics `yaml:"metrics"`
+	// SBI is how the NFs reach each other.
+	SBI SBI `yaml:"sbi"`
 
 	AMF  amf.Config  `yaml:"amf"`
 	AUSF ausf.Config `yaml:"ausf"`
@@ -133,6 +135,7 @@ func Default() Config {
 	return Config{
 		Log:   Log{Level: "info", Format: "text"},
 		Store: Store{Driver: store.DriverSQLite, Path: DefaultStorePath(), DemoSubscribers: 1000, FollowInterval: time.Second},
+		SBI:   DefaultSBI(),
 		AMF:   amf.DefaultConfig(),
 		AUSF:  ausf.Config{ServingPLMNs: []string{"20893"}},
 		UDM:   udm.DefaultConfig(),
@@ -235,6 +238,9 @@ func (c *Config) Validate() error {
 	case "text", "json":
 	default:
 		return fmt.Errorf("config: log.format: %q is not text or json", c.Log.Format)
+	}
+	if err := c.SBI.Validate(); err != nil {
+		return err
 	}
 	switch c.Store.Driver {
 	case store.DriverSQLite:

@@ -53,6 +53,9 @@ type Core struct {
 
 	n4 *pfcp.Endpoint // the SMF's PFCP endpoint, when some UPF is remote
 
+	sbi binding          // how the NFs reach each other
+	nrf sbi.NFManagement // the NRF as the NFs reach it
+
 	stopFollow func() // ends followStore's goroutine
 
 	closeOnce sync.Once
@@ -103,41 +106,85 @@ func New(cfg config.Config, logger *slog.Logger) (*Core, error) {
 		cfg.AMF.SCTP.Tap = w
 	}
 
-	// The in-process SBI binding: each consumer holds the producer itself
-	// behind the sbi interface it consumes.
+	// The SBI binding: in-process, each consumer holds the producer itself
+	// behind the sbi interface it consumes; over HTTP/2 (or shared memory)
+	// it holds a client of the producer's server.
+	if c.sbi, err = newBinding(cfg.SBI, logger); err != nil {
+		return nil, err
+	}
+	b := c.sbi
 	if c.NRF, err = nrf.New(cfg.NRF, logger); err != nil {
+		return nil, err
+	}
+	if c.nrf, err = serveAs[sbi.NFManagement](b, "nrf", c.NRF); err != nil {
 		return nil, err
 	}
 	if c.UDR, err = udr.New(cfg.UDR, st, logger); err != nil {
 		return nil, err
 	}
-	if c.UDM, err = udm.New(cfg.UDM, c.UDR, logger); err != nil {
+	udrC, err := serveAs[sbi.DataRepository](b, "udr", c.UDR)
+	if err != nil {
 		return nil, err
 	}
-	if c.AUSF, err = ausf.New(cfg.AUSF, c.UDM, logger); err != nil {
+	if c.UDM, err = udm.New(cfg.UDM, udrC, logger); err != nil {
+		return nil, err
+	}
+	udmC, err := serveAs[udmService](b, "udm", c.UDM)
+	if err != nil {
+		return nil, err
+	}
+	if c.AUSF, err = ausf.New(cfg.AUSF, udmC, logger); err != nil {
+		return nil, err
+	}
+	ausfC, err := serveAs[sbi.UEAuthentication](b, "ausf", c.AUSF)
+	if err != nil {
 		return nil, err
 	}
 	if c.NSSF, err = nssf.New(cfg.NSSF, logger); err != nil {
 		return nil, err
 	}
-	c.AMF, err = amf.New(cfg.AMF, amf.Deps{AUSF: c.AUSF, SDM: c.UDM, UECM: c.UDM, NSSF: c.NSSF}, logger)
+	nssfC, err := serveAs[sbi.NetworkSliceSelection](b, "nssf", c.NSSF)
+	if err != nil {
+		return nil, err
+	}
+	amfCfg := cfg.AMF
+	if amfCfg.APIRoot, err = b.root("amf"); err != nil {
+		return nil, err
+	}
+	c.AMF, err = amf.New(amfCfg, amf.Deps{AUSF: ausfC, SDM: udmC, UECM: udmC, NSSF: nssfC}, logger)
+	if err != nil {
+		return nil, err
+	}
+	amfC, err := serveAs[amfService](b, "amf", c.AMF)
 	if err != nil {
 		return nil, err
 	}
 	if c.PCF, err = pcf.New(cfg.PCF, logger); err != nil {
 		return nil, err
 	}
-	// The AMF and the SMF consume each other (Nsmf_PDUSession one way,
-	// Namf_Communication the other): the SMF is built with the AMF and then
-	// handed to it.
-	c.SMF, err = smf.New(cfg.SMF, smf.Deps{AMF: c.AMF, AMFStatus: c.AMF, SDM: c.UDM, PCF: c.PCF}, logger)
+	pcfC, err := serveAs[sbi.SMPolicyControl](b, "pcf", c.PCF)
 	if err != nil {
 		return nil, err
 	}
-	c.AMF.SetSMF(c.SMF)
-	c.UDM.SetAMF(c.AMF)
-	c.UDM.SetSMF(c.SMF)
-	c.PCF.SetNotifier(c.SMF)
+	// The AMF and the SMF consume each other (Nsmf_PDUSession one way,
+	// Namf_Communication the other): the SMF is built with the AMF and then
+	// handed to it.
+	smfCfg := cfg.SMF
+	if smfCfg.APIRoot, err = b.root("smf"); err != nil {
+		return nil, err
+	}
+	c.SMF, err = smf.New(smfCfg, smf.Deps{AMF: amfC, AMFStatus: amfC, SDM: udmC, PCF: pcfC}, logger)
+	if err != nil {
+		return nil, err
+	}
+	smfC, err := serveAs[smfService](b, "smf", c.SMF)
+	if err != nil {
+		return nil, err
+	}
+	c.AMF.SetSMF(smfC)
+	c.UDM.SetAMF(amfC)
+	c.UDM.SetSMF(smfC)
+	c.PCF.SetNotifier(smfC)
 	if err := c.wireN4(); err != nil {
 		return nil, err
 	}
@@ -217,7 +264,7 @@ func (c *Core) pfcpTap() pfcp.PacketTap {
 // Start registers the NFs with the NRF and opens N2.
 func (c *Core) Start(ctx context.Context) error {
 	for _, p := range c.profiles() {
-		if _, err := c.NRF.Register(ctx, p); err != nil {
+		if _, err := c.nrf.Register(ctx, p); err != nil {
 			return fmt.Errorf("core: nrf register %s: %w", p.NfType, err)
 		}
 	}
@@ -349,6 +396,9 @@ func (c *Core) Close() error {
 		if c.UPF != nil {
 			errs = append(errs, c.UPF.Close())
 		}
+		if c.sbi != nil {
+			errs = append(errs, c.sbi.close())
+		}
 		if c.store != nil {
 			errs = append(errs, c.store.Close())
 		}
@@ -358,4 +408,37 @@ func (c *Core) Close() error {
 		c.closeErr = errors.Join(errs...)
 	})
 	return c.closeErr
+}
+
+// The services an NF serves, as its consumers see them.
+type (
+	udmService interface {
+		sbi.UDMUEAuthentication
+		sbi.SubscriberDataManagement
+		sbi.UEContextManagement
+	}
+	amfService interface {
+		sbi.Communication
+		sbi.SMContextStatusNotifier
+		udm.AMFNotifier
+	}
+	smfService interface {
+		sbi.PDUSession
+		sbi.SDMNotifier
+		sbi.SMPolicyNotifier
+	}
+)
+
+// serveAs serves producer as nf on b and returns the consumers' view of it.
+func serveAs[T any](b binding, nf string, producer any) (T, error) {
+	var zero T
+	c, err := b.serve(nf, producer)
+	if err != nil {
+		return zero, err
+	}
+	t, ok := c.(T)
+	if !ok {
+		return zero, fmt.Errorf("core: %s: %T does not serve %T", nf, c, (*T)(nil))
+	}
+	return t, nil
 }

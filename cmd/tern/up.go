@@ -39,6 +39,7 @@ func runUp(args []string) error {
 	labMode := fs.Bool("lab", false, "configure for the core namespace of 'tern lab up': N2 "+lab.CoreN3.String()+":38412 (SCTP over UDP 9899), N3 "+lab.CoreN3.String()+":2152, N6 TUNs tern-<dnn>")
 	labPrefix := fs.String("prefix", "tern", "with --lab: the lab's namespace prefix; tern up must run in <prefix>-core")
 	metricsAddr := fs.String("metrics", "", "serve /metrics, /healthz and /readyz on this address, host:port (overrides metrics.address)")
+	sbiBinding := fs.String("sbi", "", "how the NFs reach each other: inproc, http (HTTP/2 on loopback) or shm (overrides sbi.binding)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -90,6 +91,9 @@ func runUp(args []string) error {
 	}
 	if *metricsAddr != "" {
 		cfg.Metrics.Address = *metricsAddr
+	}
+	if *sbiBinding != "" {
+		cfg.SBI.Binding = *sbiBinding
 	}
 	if err := cfg.Validate(); err != nil {
 		return err

@@ -235,7 +235,7 @@ func (u *UDM) LastAuthEvent(supi string) (models.Udm_UEAU_AuthEvent, bool) {
 
 // GetAmData implements sbi.SubscriberDataManagement (TS 29.503 §5.2.2.2.3).
 func (u *UDM) GetAmData(ctx context.Context, supi string, plmn identity.PLMN) (*models.Udm_SDM_AccessAndMobilitySubscriptionData, error) {
-	am, err := u.udr.QueryAmData(ctx, supi, plmn)
+	am, err := u.udr.QueryAmData(ctx, supi, u.servingPLMN(supi, plmn))
 	if err != nil {
 		return nil, fmt.Errorf("udm: %w", err)
 	}
@@ -246,7 +246,7 @@ func (u *UDM) GetAmData(ctx context.Context, supi string, plmn identity.PLMN) (*
 
 // GetNSSAI implements sbi.SubscriberDataManagement (TS 29.503 §5.2.2.2.2).
 func (u *UDM) GetNSSAI(ctx context.Context, supi string, plmn identity.PLMN) (*models.Udm_SDM_Nssai, error) {
-	am, err := u.udr.QueryAmData(ctx, supi, plmn)
+	am, err := u.udr.QueryAmData(ctx, supi, u.servingPLMN(supi, plmn))
 	if err != nil {
 		return nil, fmt.Errorf("udm: %w", err)
 	}
@@ -258,6 +258,7 @@ func (u *UDM) GetNSSAI(ctx context.Context, supi string, plmn identity.PLMN) (*m
 
 // GetSmData implements sbi.SubscriberDataManagement (TS 29.503 §5.2.2.2.5).
 func (u *UDM) GetSmData(ctx context.Context, supi string, q sbi.SmDataQuery) ([]models.Udm_SDM_SessionManagementSubscriptionData, error) {
+	q.PLMN = u.servingPLMN(supi, q.PLMN)
 	sm, err := u.udr.QuerySmData(ctx, supi, q)
 	if err != nil {
 		return nil, fmt.Errorf("udm: %w", err)
@@ -271,7 +272,7 @@ func (u *UDM) GetSmData(ctx context.Context, supi string, q sbi.SmDataQuery) ([]
 // GetSmfSelectData implements sbi.SubscriberDataManagement (TS 29.503
 // §5.2.2.2.7).
 func (u *UDM) GetSmfSelectData(ctx context.Context, supi string, plmn identity.PLMN) (*models.Udm_SDM_SmfSelectionSubscriptionData, error) {
-	sel, err := u.udr.QuerySmfSelectData(ctx, supi, plmn)
+	sel, err := u.udr.QuerySmfSelectData(ctx, supi, u.servingPLMN(supi, plmn))
 	if err != nil {
 		return nil, fmt.Errorf("udm: %w", err)
 	}
@@ -311,7 +312,7 @@ func (u *UDM) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *model
 	// by another process is either seen missing here or, its deletion
 	// arriving later, finds the registration to deregister
 	// (SubscriberChanged): never neither.
-	if _, err := u.udr.QueryAmData(ctx, supi, identity.PLMN{}); err != nil {
+	if _, err := u.udr.QueryAmData(ctx, supi, registrationPLMN(&r)); err != nil {
 		u.mu.Lock()
 		if u.amf3GPP[supi] == &r {
 			if old != nil {
@@ -362,4 +363,42 @@ func (u *UDM) GetAMF3GPPAccess(ctx context.Context, supi string) (*models.Udm_UE
 func sameGUAMI(a, b *models.Guami) bool {
 	return a.AmfId == b.AmfId && (a.PlmnId == nil) == (b.PlmnId == nil) &&
 		(a.PlmnId == nil || a.PlmnId.Mcc == b.PlmnId.Mcc && a.PlmnId.Mnc == b.PlmnId.Mnc)
+}
+
+// registrationPLMN is the PLMN of the registering AMF's GUAMI, the serving
+// PLMN the UDR is asked about; zero when the registration has none.
+func registrationPLMN(r *models.Udm_UECM_Amf3GppAccessRegistration) identity.PLMN {
+	if r.Guami == nil || r.Guami.PlmnId == nil {
+		return identity.PLMN{}
+	}
+	p, err := identity.ParsePLMN(r.Guami.PlmnId.Mcc + r.Guami.PlmnId.Mnc)
+	if err != nil {
+		return identity.PLMN{}
+	}
+	return p
+}
+
+// servingPLMN is the PLMN a Nudm_SDM read is about: the one asked for, or,
+// absent (the plmn-id query parameter is optional, TS 29.503
+// §6.1.3.5.3.1), the PLMN of the serving AMF's registration, else the
+// home PLMN read from an IMSI with a 2-digit MNC. Nudr_DR names the
+// serving PLMN in the resource path, so it cannot stay empty.
+func (u *UDM) servingPLMN(supi string, p identity.PLMN) identity.PLMN {
+	if p != (identity.PLMN{}) {
+		return p
+	}
+	u.mu.Lock()
+	reg := u.amf3GPP[supi]
+	u.mu.Unlock()
+	if reg != nil {
+		if p := registrationPLMN(reg); p != (identity.PLMN{}) {
+			return p
+		}
+	}
+	if imsi, ok := strings.CutPrefix(supi, "imsi-"); ok && len(imsi) >= 5 {
+		if p, err := identity.ParsePLMN(imsi[:5]); err == nil {
+			return p
+		}
+	}
+	return identity.PLMN{}
 }

@@ -1,0 +1,99 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+)
+
+// SBI configures how the NFs reach each other over the service-based
+// interface (see docs/sbi.md).
+type SBI struct {
+	// Binding is how `tern up` connects its NFs: inproc (Go calls, the
+	// default and the fastest), http (HTTP/2 over loopback, the standard
+	// binding) or shm (shared memory). NFs run by `tern nf` always use
+	// HTTP/2 between processes.
+	Binding string `yaml:"binding"`
+	// Scheme is http (HTTP/2 cleartext, h2c: the default) or https
+	// (HTTP/2 over TLS with tls.cert and tls.key).
+	Scheme string `yaml:"scheme"`
+	// TLS holds the certificate of every NF's server (PEM files) and the
+	// CA that signed its peers' (empty: the system roots).
+	TLS SBITLS `yaml:"tls,omitempty"`
+	// Listen is the SBI address, host:port, of each NF (nrf, amf, smf,
+	// ausf, udm, udr, pcf, nssf) run by `tern nf NAME`. tern up --sbi
+	// http|shm gives every NF a free loopback port instead.
+	Listen map[string]string `yaml:"listen"`
+	// NRF is the apiRoot of the NRF that NFs run by `tern nf` register
+	// with and find their peers through. Empty: scheme://listen.nrf.
+	NRF string `yaml:"nrf,omitempty"`
+	// ShmDir is the directory of the shared-memory pool (binding shm); it
+	// is created with mode 0700. Empty: a directory under $XDG_RUNTIME_DIR
+	// or /dev/shm named after the process.
+	ShmDir string `yaml:"shmDir,omitempty"`
+}
+
+// SBITLS names PEM files.
+type SBITLS struct {
+	Cert string `yaml:"cert,omitempty"`
+	Key  string `yaml:"key,omitempty"`
+	CA   string `yaml:"ca,omitempty"`
+}
+
+// SBI bindings.
+const (
+	BindingInproc = "inproc"
+	BindingHTTP   = "http"
+	BindingShm    = "shm"
+)
+
+// NFNames are the control-plane NFs, in the order `tern nf` documents them.
+var NFNames = []string{"nrf", "udr", "udm", "ausf", "nssf", "pcf", "smf", "amf"}
+
+// DefaultSBI listens on the port of each NF's TS 29.5xx number, on loopback.
+func DefaultSBI() SBI {
+	return SBI{Binding: BindingInproc, Scheme: "http", Listen: map[string]string{
+		"nrf": "127.0.0.1:29510", "udr": "127.0.0.1:29504", "udm": "127.0.0.1:29503", "ausf": "127.0.0.1:29509",
+		"nssf": "127.0.0.1:29531", "pcf": "127.0.0.1:29512", "smf": "127.0.0.1:29502", "amf": "127.0.0.1:29518",
+	}}
+}
+
+// NRFRoot is the NRF's apiRoot.
+func (s SBI) NRFRoot() string {
+	if s.NRF != "" {
+		return s.NRF
+	}
+	return s.Scheme + "://" + s.Listen["nrf"]
+}
+
+// Validate checks the section and names the bad field.
+func (s SBI) Validate() error {
+	switch s.Binding {
+	case BindingInproc, BindingHTTP, BindingShm:
+	default:
+		return fmt.Errorf("config: sbi.binding: %q is not inproc, http or shm", s.Binding)
+	}
+	switch s.Scheme {
+	case "http":
+	case "https":
+		if s.TLS.Cert == "" || s.TLS.Key == "" {
+			return fmt.Errorf("config: sbi.scheme https needs sbi.tls.cert and sbi.tls.key")
+		}
+	default:
+		return fmt.Errorf("config: sbi.scheme: %q is not http or https", s.Scheme)
+	}
+	for name, addr := range s.Listen {
+		if !slices.Contains(NFNames, name) {
+			return fmt.Errorf("config: sbi.listen.%s: no such NF (want one of %v)", name, NFNames)
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil || host == "" {
+			return fmt.Errorf("config: sbi.listen.%s: %q is not host:port", name, addr)
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+			return fmt.Errorf("config: sbi.listen.%s: bad port in %q", name, addr)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,172 @@
+package core
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/tern5g/tern/config"
+	"github.com/tern5g/tern/sbi/httpsbi"
+	"github.com/tern5g/tern/sbi/ops"
+)
+
+// binding is how the unit's NFs reach each other: serve exposes an NF's
+// producers and returns what its consumers call, root is the apiRoot an NF
+// puts in the callback URIs it hands out.
+type binding interface {
+	root(nf string) (string, error)
+	serve(nf string, producers ...any) (any, error)
+	close() error
+}
+
+func newBinding(cfg config.SBI, log *slog.Logger) (binding, error) {
+	switch cfg.Binding {
+	case config.BindingHTTP:
+		return newHTTPBinding(cfg, log, nil)
+	case config.BindingShm:
+		return nil, errors.New("core: sbi.binding shm is not built in yet")
+	}
+	return inproc{}, nil
+}
+
+// inproc is the in-process binding: a consumer holds the producer.
+type inproc struct{}
+
+func (inproc) root(string) (string, error) { return "", nil }
+
+func (inproc) serve(_ string, producers ...any) (any, error) { return producers[0], nil }
+
+func (inproc) close() error { return nil }
+
+// httpBinding serves each NF on its own HTTP/2 server and hands consumers
+// an ops.Client of it.
+type httpBinding struct {
+	cfg    config.SBI
+	log    *slog.Logger
+	client *http.Client
+	tls    *tls.Config
+	listen map[string]string // nf → host:port; nil: a free loopback port
+
+	mu      sync.Mutex
+	lns     map[string]net.Listener
+	servers []*http.Server
+}
+
+// newHTTPBinding listens where listen says (nil: free loopback ports).
+func newHTTPBinding(cfg config.SBI, log *slog.Logger, listen map[string]string) (*httpBinding, error) {
+	b := &httpBinding{cfg: cfg, log: log, listen: listen, lns: map[string]net.Listener{}}
+	var err error
+	if b.tls, err = serverTLS(cfg); err != nil {
+		return nil, err
+	}
+	cli, err := clientTLS(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b.client = httpsbi.NewClient(cli)
+	return b, nil
+}
+
+// root listens for nf (once) and returns its apiRoot.
+func (b *httpBinding) root(nf string) (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ln, ok := b.lns[nf]
+	if !ok {
+		addr := "127.0.0.1:0"
+		if a := b.listen[nf]; a != "" {
+			addr = a
+		}
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return "", fmt.Errorf("core: sbi of %s: %w", nf, err)
+		}
+		b.lns[nf] = ln
+	}
+	return b.cfg.Scheme + "://" + ln.Addr().String(), nil
+}
+
+func (b *httpBinding) serve(nf string, producers ...any) (any, error) {
+	root, err := b.root(nf)
+	if err != nil {
+		return nil, err
+	}
+	srv := httpsbi.NewServer(httpsbi.NewHandler(b.log.With("nf", nf, "if", "sbi"), producers...), b.tls)
+	srv.ErrorLog = slog.NewLogLogger(b.log.Handler(), slog.LevelDebug)
+	b.mu.Lock()
+	ln := b.lns[nf]
+	b.servers = append(b.servers, srv)
+	b.mu.Unlock()
+	go func() {
+		var err error
+		if b.tls != nil {
+			err = srv.ServeTLS(ln, "", "")
+		} else {
+			err = srv.Serve(ln)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			b.log.Error("SBI server stopped", "nf", nf, "err", err)
+		}
+	}()
+	return b.clientOf(root), nil
+}
+
+func (b *httpBinding) clientOf(root string) *ops.Client {
+	return ops.NewClient(httpsbi.NewCaller(b.client, root), "")
+}
+
+func (b *httpBinding) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	// The unit's own client holds HTTP/2 connections to every server:
+	// closing them first lets Shutdown find them idle.
+	b.client.CloseIdleConnections()
+	var errs []error
+	for _, s := range b.servers {
+		if err := s.Shutdown(ctx); err != nil {
+			errs = append(errs, s.Close())
+		}
+	}
+	for _, ln := range b.lns {
+		ln.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// serverTLS is the servers' TLS configuration (nil for h2c).
+func serverTLS(cfg config.SBI) (*tls.Config, error) {
+	if cfg.Scheme != "https" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(cfg.TLS.Cert, cfg.TLS.Key)
+	if err != nil {
+		return nil, fmt.Errorf("core: sbi.tls: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// clientTLS trusts sbi.tls.ca (nil: the system roots).
+func clientTLS(cfg config.SBI) (*tls.Config, error) {
+	if cfg.Scheme != "https" || cfg.TLS.CA == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(cfg.TLS.CA)
+	if err != nil {
+		return nil, fmt.Errorf("core: sbi.tls.ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("core: sbi.tls.ca %s: no certificate", cfg.TLS.CA)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
