@@ -66,7 +66,7 @@ func (u *UDM) SubscriberChanged(ctx context.Context, supi string, deleted bool) 
 	defer cancel()
 	if !deleted && sm != nil {
 		err := sm.SubscriptionDataChanged(ctx, supi, &models.Udm_SDM_ModificationNotification{
-			NotifyItems: []models.NotifyItem{{ResourceId: "/" + supi + "/sm-data"}},
+			NotifyItems: []models.NotifyItem{changed("/" + supi + "/sm-data")},
 		})
 		if err != nil {
 			u.log.Warn("Nudm_SDM_Notification of sm-data failed", "supi", supi, "err", err)
@@ -84,9 +84,15 @@ func (u *UDM) SubscriberChanged(ctx context.Context, supi string, deleted bool) 
 		return
 	}
 	err := n.SubscriptionDataChanged(ctx, supi, &models.Udm_SDM_ModificationNotification{
-		NotifyItems: []models.NotifyItem{{ResourceId: "/" + supi + "/am-data"}},
+		NotifyItems: []models.NotifyItem{changed("/" + supi + "/am-data")},
 	})
 	if err != nil {
 		u.log.Warn("Nudm_SDM_Notification failed", "supi", supi, "err", err)
 	}
+}
+
+// changed names a data set that changed as a whole (TS 29.503 NotifyItem:
+// changes is mandatory; tern reports the whole resource replaced).
+func changed(resource string) models.NotifyItem {
+	return models.NotifyItem{ResourceId: resource, Changes: []models.ChangeItem{{Op: models.ChangeType_REPLACE, Path: "/"}}}
 }

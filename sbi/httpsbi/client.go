@@ -78,7 +78,7 @@ func (c *Caller) Call(ctx context.Context, op *ops.Op, req, resp any) error {
 	if len(q) > 0 {
 		target += "?" + q.Encode()
 	}
-	pl, err := encodeBody(p, rv)
+	pl, err := encodeBody(p, rv, op.RequestMedia)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
@@ -137,7 +137,7 @@ func (c *Caller) Call(ctx context.Context, op *ops.Op, req, resp any) error {
 // *sbi.ProblemDetails otherwise.
 func answerError(op *ops.Op, status int, ct string, data []byte) error {
 	mt, _, _ := mime.ParseMediaType(ct)
-	if op.SMError && (mt == contentMultipart || mt == contentJSON) {
+	if op.SMError && (mt == contentMultipart || isJSON(mt)) {
 		var msg smErrorBody
 		v := reflect.ValueOf(&msg).Elem()
 		p, _ := planOf(v.Type())
@@ -152,7 +152,7 @@ func answerError(op *ops.Op, status int, ct string, data []byte) error {
 		}
 	}
 	var m models.ProblemDetails
-	if (mt == contentProblem || mt == contentJSON) && json.Unmarshal(data, &m) == nil && (m.Cause != "" || m.Status != 0) {
+	if isJSON(mt) && json.Unmarshal(data, &m) == nil && (m.Cause != "" || m.Status != 0) {
 		pd := sbi.ProblemFromModel(&m)
 		pd.Status = status // the status line wins over the body's copy
 		return pd

@@ -87,7 +87,10 @@ type payload struct {
 // encodeBody writes the body field and the binary parts of msg (a
 // pointer to a message): JSON alone, or multipart/related when a part is
 // present. It returns an empty payload for a message with nothing to send.
-func encodeBody(p *plan, v reflect.Value) (payload, error) {
+func encodeBody(p *plan, v reflect.Value, media string) (payload, error) {
+	if media == "" {
+		media = contentJSON
+	}
 	var root []byte
 	if p.body >= 0 {
 		f := v.Field(p.fields[p.body].Index)
@@ -109,7 +112,7 @@ func encodeBody(p *plan, v reflect.Value) (payload, error) {
 		if root == nil {
 			return payload{}, nil
 		}
-		return payload{contentType: contentJSON, body: root}, nil
+		return payload{contentType: media, body: root}, nil
 	}
 	var buf bytes.Buffer
 	w := multipart.NewWriter(&buf)
@@ -157,10 +160,10 @@ func decodeBody(p *plan, v reflect.Value, ct string, body []byte) error {
 	if err != nil {
 		return &decodeError{http.StatusUnsupportedMediaType, fmt.Errorf("content type %q: %v", ct, err)}
 	}
-	switch mt {
-	case contentJSON, contentProblem:
+	switch {
+	case isJSON(mt):
 		return decodeJSON(p, v, body)
-	case contentMultipart:
+	case mt == contentMultipart:
 		r := multipart.NewReader(bytes.NewReader(body), params["boundary"])
 		for {
 			part, err := r.NextPart()
@@ -175,7 +178,7 @@ func decodeBody(p *plan, v reflect.Value, ct string, body []byte) error {
 				return badBody("multipart part: %v", err)
 			}
 			pct, _, _ := mime.ParseMediaType(part.Header.Get("Content-Type"))
-			if pct == contentJSON {
+			if isJSON(pct) {
 				if err := decodeJSON(p, v, data); err != nil {
 					return err
 				}
@@ -265,3 +268,7 @@ func expandPath(path string, p *plan, v reflect.Value) string {
 	}
 	return path
 }
+
+// isJSON: application/json and its 3GPP and IETF variants
+// (application/problem+json, merge-patch+json, 3gppHal+json).
+func isJSON(mt string) bool { return mt == contentJSON || strings.HasSuffix(mt, "+json") }

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/tern5g/tern/sbi"
+	"github.com/tern5g/tern/sbi/openapitest"
 	"github.com/tern5g/tern/sbi/ops"
 	"github.com/tern5g/tern/sbi/ops/opstest"
 )
@@ -130,4 +132,42 @@ func FuzzServe(f *testing.F) {
 			t.Fatalf("%d without problem+json", w.Code)
 		}
 	})
+}
+
+// TestConformance validates every request tern sends and every answer it
+// gives, per operation, against the 3GPP OpenAPI files (shared/openapi).
+func TestConformance(t *testing.T) {
+	v, err := openapitest.Load(openapitest.Dir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := opstest.NewProducer()
+	root, hc := startH2C(t, NewHandler(nil, p))
+	rec := v.Transport(t, hc.Transport)
+	// Callbacks at fixed paths of tern's own (departures documented in
+	// the ops table) are validated as the 3GPP callback they stand for.
+	rec.ExpectCallback(sbi.CallbackDeregistration, "nudm-uecm", "3GppRegistration/deregistrationNotification")
+	rec.ExpectCallback("/tern-sdm-callback/v1/", "nudm-sdm", "Subscribe/datachangeNotification")
+	rec.ExpectCallback("/tern-smpolicy-callback/v1/sm-policies/pol-3/update", "npcf-smpolicycontrol", "CreateSMPolicy/SmPolicyUpdateNotification")
+	rec.ExpectCallback("/tern-smpolicy-callback/v1/sm-policies/pol-3/terminate", "npcf-smpolicycontrol", "CreateSMPolicy/SmPolicyControlTerminationRequestNotification")
+	// tern's atomic SQN allocation has no 3GPP description.
+	hc.Transport = bypass{prefix: "/tern-allocate-sqn", rec: rec, base: hc.Transport}
+	opstest.Run(t, ops.NewClient(NewCaller(hc, root), "6f1c0b0e-0000-4000-8000-000000000002"), p, root)
+	// Every operation but the SQN allocation, once each.
+	if got := rec.Operations(); len(got) != len(ops.All)-1 {
+		t.Errorf("validated %d operations of %d: %v", len(got), len(ops.All)-1, got)
+	}
+}
+
+// bypass sends requests whose path ends with suffix around the validator.
+type bypass struct {
+	prefix    string
+	rec, base http.RoundTripper
+}
+
+func (b bypass) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, b.prefix) {
+		return b.base.RoundTrip(r)
+	}
+	return b.rec.RoundTrip(r)
 }

@@ -210,11 +210,14 @@ func writeResponse(w http.ResponseWriter, r *http.Request, op *ops.Op, resp any)
 			}
 		}
 	}
+	if op.LocationSelf && status == http.StatusCreated {
+		w.Header().Set("Location", locationOf(r, ""))
+	}
 	if status == http.StatusNoContent {
 		w.WriteHeader(status)
 		return
 	}
-	pl, err := encodeBody(p, v)
+	pl, err := encodeBody(p, v, op.ResponseMedia)
 	if err != nil {
 		writeError(w, op, err)
 		return
@@ -233,7 +236,11 @@ func locationOf(r *http.Request, id string) string {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	return scheme + "://" + r.Host + strings.TrimSuffix(r.URL.Path, "/") + "/" + url.PathEscape(id)
+	loc := scheme + "://" + r.Host + strings.TrimSuffix(r.URL.Path, "/")
+	if id != "" {
+		loc += "/" + url.PathEscape(id)
+	}
+	return loc
 }
 
 // writeError answers err: a decoding failure as 400/415, a
@@ -289,7 +296,7 @@ func writeSMError(w http.ResponseWriter, se *sbi.SMContextError) {
 	msg := &smErrorBody{Body: e, N1SmMsg: se.N1SmMsg, N2SmInfo: se.N2SmInfo}
 	v := reflect.ValueOf(msg).Elem()
 	p, _ := planOf(v.Type())
-	pl, err := encodeBody(p, v)
+	pl, err := encodeBody(p, v, "")
 	if err != nil {
 		writeProblem(w, se.Problem)
 		return

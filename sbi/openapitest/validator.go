@@ -310,6 +310,14 @@ func (ex *exchange) checkResponse(in *openapi3filter.RequestValidationInput, res
 	code := resp.StatusCode
 	what := "response " + strconv.Itoa(code)
 	rr := op.Responses.Status(code)
+	if rr == nil && op.Responses.Default() == nil && generalError[code] && ex.api.problem != nil {
+		// TS 29.500 §5.2.7.1: the protocol errors of Table 5.2.7.1-1 apply
+		// to every API, listed or not (an unknown resource is 404 even
+		// where a file lists only 400). They carry ProblemDetails.
+		content := openapi3.Content{"application/problem+json": &openapi3.MediaType{Schema: ex.api.problem}}
+		_, berrs := validateBody(content, resp.Header, body, false)
+		return prefixed(what+" body", berrs...)
+	}
 	if rr == nil {
 		rr = op.Responses.Default()
 		if rr == nil || code < 400 {
@@ -356,6 +364,11 @@ func (ex *exchange) checkResponse(in *openapi3filter.RequestValidationInput, res
 	}
 	return errs
 }
+
+// generalError are the statuses of TS 29.500 Table 5.2.7.1-1, which any
+// operation may answer.
+var generalError = map[int]bool{400: true, 403: true, 404: true, 405: true, 406: true, 408: true, 411: true,
+	413: true, 414: true, 415: true, 429: true, 500: true, 501: true, 503: true, 504: true}
 
 // unknownQuery reports query parameters the operation does not declare:
 // kin-openapi ignores them, but a misspelt name (target-nf-types) is exactly

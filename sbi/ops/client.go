@@ -151,7 +151,10 @@ func (c *Client) QueryAmData(ctx context.Context, supi string, plmn identity.PLM
 
 func (c *Client) QuerySmData(ctx context.Context, supi string, q sbi.SmDataQuery) (*models.Udr_DR_SmSubsData, error) {
 	rs, err := call[UDRSmDataRequest, UDRSmDataResponse](ctx, c.c, UDRQuerySmData, &UDRSmDataRequest{Supi: supi, PLMN: q.PLMN.String(), Query: q})
-	return rs.Data, err
+	if err != nil {
+		return nil, err
+	}
+	return &models.Udr_DR_SmSubsData{IndividualSmSubsData: rs.Data}, nil
 }
 
 func (c *Client) QuerySmfSelectData(ctx context.Context, supi string, plmn identity.PLMN) (*models.Udr_DR_SmfSelectionSubscriptionData, error) {

@@ -424,8 +424,10 @@ func (r *UDRSmDataRequest) query() (sbi.SmDataQuery, error) {
 	return q, err
 }
 
+// UDRSmDataResponse is SmSubsData in its array form (TS 29.505: the
+// extended form is for shared data, which tern does not use).
 type UDRSmDataResponse struct {
-	Data *models.Udr_DR_SmSubsData `sbi:"body"`
+	Data []models.Udm_SDM_SessionManagementSubscriptionData `sbi:"body"`
 }
 
 // Nsmf_PDUSession.
@@ -483,6 +485,10 @@ type N1N2TransferRequest struct {
 }
 
 type N1N2TransferResponse struct {
+	// ID names the transfer the AMF keeps while it pages (the 202's
+	// Location, .../n1-n2-messages/{n1N2MessageId}): tern holds one per
+	// PDU session, so its ID is the PDU session ID.
+	ID   string                                      `sbi:"location"`
 	Data *models.Amf_Comm_N1N2MessageTransferRspData `sbi:"body"`
 }
 

@@ -60,6 +60,13 @@ type Op struct {
 	// Status is the success status; Statuser on the response may choose
 	// another 2xx.
 	Status int
+	// RequestType and ResponseType are the JSON media types of the bodies
+	// when not application/json (the 3GPP variants: merge-patch+json,
+	// 3gppHal+json).
+	RequestMedia, ResponseMedia string
+	// LocationSelf: a 201 answer's Location is the request's own URI (a
+	// resource created by PUT at its final address).
+	LocationSelf bool
 	// Callback is, for an operation without Path, the path prefix of the
 	// URIs it is sent to (sbi.Callback*): a server routes on it.
 	Callback string

@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"net/http"
+	"strconv"
 
 	"github.com/tern5g/tern/sbi"
 )
@@ -14,7 +15,8 @@ import (
 // Nausf_UEAuthentication (TS 29.509 §5.2).
 var (
 	AUSFAuthenticate = define(Op{ID: 1, Name: sbi.OpAUSFAuthenticate, OperationID: "UeAuthenticationsPost",
-		Method: http.MethodPost, Path: "/nausf-auth/v1/ue-authentications", Status: http.StatusCreated},
+		Method: http.MethodPost, Path: "/nausf-auth/v1/ue-authentications", Status: http.StatusCreated,
+		ResponseMedia: "application/3gppHal+json"},
 		func(ctx context.Context, p sbi.UEAuthentication, rq *AuthenticateRequest, rs *AuthenticateResponse) (err error) {
 			rs.AuthCtxID, rs.Ctx, err = p.Authenticate(ctx, rq.Info)
 			return err
@@ -91,7 +93,7 @@ var (
 // Nudm_UECM (TS 29.503 §5.3).
 var (
 	UDMRegisterAMF = define(Op{ID: 9, Name: sbi.OpUDMRegisterAMF3GPP, OperationID: "3GppRegistration",
-		Method: http.MethodPut, Path: "/nudm-uecm/v1/{ueId}/registrations/amf-3gpp-access", Status: http.StatusCreated},
+		Method: http.MethodPut, Path: "/nudm-uecm/v1/{ueId}/registrations/amf-3gpp-access", Status: http.StatusCreated, LocationSelf: true},
 		func(ctx context.Context, p sbi.UEContextManagement, rq *RegisterAMFRequest, rs *RegisterAMFResponse) error {
 			if err := p.RegisterAMF3GPPAccess(ctx, rq.Supi, rq.Registration); err != nil {
 				return err
@@ -100,7 +102,8 @@ var (
 			return nil
 		})
 	UDMDeregisterAMF = define(Op{ID: 10, Name: sbi.OpUDMDeregisterAMF3GPP, OperationID: "Update3GppRegistration",
-		Method: http.MethodPatch, Path: "/nudm-uecm/v1/{ueId}/registrations/amf-3gpp-access", Status: http.StatusNoContent},
+		Method: http.MethodPatch, Path: "/nudm-uecm/v1/{ueId}/registrations/amf-3gpp-access", Status: http.StatusNoContent,
+		RequestMedia: "application/merge-patch+json"},
 		func(ctx context.Context, p sbi.UEContextManagement, rq *DeregisterAMFRequest, _ *Empty) error {
 			return p.DeregisterAMF3GPPAccess(ctx, rq.Supi, rq.Modification)
 		})
@@ -123,7 +126,7 @@ var NSSFSelect = define(Op{ID: 12, Name: sbi.OpNSSFSelectForRegistration, Operat
 // Nnrf_NFManagement and Nnrf_NFDiscovery (TS 29.510 §5.2, §5.3).
 var (
 	NRFRegister = define(Op{ID: 13, Name: sbi.OpNRFRegister, OperationID: "RegisterNFInstance",
-		Method: http.MethodPut, Path: "/nnrf-nfm/v1/nf-instances/{nfInstanceID}", Status: http.StatusCreated},
+		Method: http.MethodPut, Path: "/nnrf-nfm/v1/nf-instances/{nfInstanceID}", Status: http.StatusCreated, LocationSelf: true},
 		func(ctx context.Context, p sbi.NFManagement, rq *NFRegisterRequest, rs *NFProfileResponse) (err error) {
 			if rq.Profile != nil && rq.Profile.NfInstanceId == "" {
 				rq.Profile.NfInstanceId = rq.ID
@@ -182,7 +185,10 @@ var (
 			if err != nil {
 				return err
 			}
-			rs.Data, err = p.QuerySmData(ctx, rq.Supi, q)
+			sm, err := p.QuerySmData(ctx, rq.Supi, q)
+			if sm != nil {
+				rs.Data = sm.IndividualSmSubsData
+			}
 			return err
 		})
 	UDRQuerySmfSelectData = define(Op{ID: 20, Name: sbi.OpUDRQuerySmfSelectData, OperationID: "QuerySmfSelectData",
@@ -237,6 +243,9 @@ var (
 		Method: http.MethodPost, Path: "/namf-comm/v1/ue-contexts/{ueContextId}/n1-n2-messages", Status: http.StatusOK},
 		func(ctx context.Context, p sbi.Communication, rq *N1N2TransferRequest, rs *N1N2TransferResponse) (err error) {
 			rs.Data, err = p.N1N2MessageTransfer(ctx, rq.UEContextID, &sbi.N1N2Message{Data: rq.Data, N1Msg: rq.N1Msg, N2Info: rq.N2Info})
+			if rs.SuccessStatus() == http.StatusAccepted && rq.Data != nil {
+				rs.ID = strconv.Itoa(int(rq.Data.PduSessionId))
+			}
 			return err
 		})
 	// AMFN1N2FailureNotify goes to the n1n2FailureTxfNotifURI of a

@@ -30,8 +30,12 @@ type Producer struct {
 	seen map[string][]any
 }
 
-// FailSUPI (or ref/ID "fail") makes the producer fail the call.
-const FailSUPI = "imsi-001010000000999"
+// FailSUPI (or ref/ID "fail", or the NF instance FailNF) makes the
+// producer fail the call.
+const (
+	FailSUPI = "imsi-001010000000999"
+	FailNF   = "00000000-0000-4000-8000-00000000dead"
+)
 
 // NewProducer returns an empty Producer.
 func NewProducer() *Producer { return &Producer{seen: map[string][]any{}} }
@@ -183,7 +187,7 @@ func (p *Producer) Register(ctx context.Context, prof *models.Nrf_NFMgmt_NFProfi
 
 func (p *Producer) Deregister(ctx context.Context, id string) error {
 	p.record(sbi.OpNRFDeregister, id)
-	if fails(id) {
+	if id == FailNF {
 		return sbi.ErrNFInstanceNotFound
 	}
 	return nil
@@ -379,7 +383,7 @@ func Run(t *testing.T, c *ops.Client, p *Producer, callbackRoot string) {
 	if av, err := sbi.Av5gAkaOf(actx); err != nil || av.Rand != strings.Repeat("01", 16) {
 		t.Errorf("5gAuthData %+v: %v", av, err)
 	}
-	_, _, err = c.Authenticate(ctx, &models.Ausf_UEAU_AuthenticationInfo{SupiOrSuci: FailSUPI, ServingNetworkName: "x"})
+	_, _, err = c.Authenticate(ctx, &models.Ausf_UEAU_AuthenticationInfo{SupiOrSuci: FailSUPI, ServingNetworkName: info.ServingNetworkName})
 	wantProblem(sbi.OpAUSFAuthenticate, err, 404, sbi.CauseUserNotFound)
 	resStar := strings.Repeat("05", 16)
 	conf := &models.Ausf_UEAU_ConfirmationData{ResStar: &resStar}
@@ -432,7 +436,8 @@ func Run(t *testing.T, c *ops.Client, p *Producer, callbackRoot string) {
 	dd := &models.Udm_UECM_DeregistrationData{DeregReason: models.Udm_UECM_DeregistrationReason_SUBSCRIPTION_WITHDRAWN, AccessType: models.AccessType_3_GPP_ACCESS}
 	uri := callbackRoot + sbi.CallbackDeregistration + SUPI
 	check(sbi.OpUDMDeregistrationNotify, c.DeregistrationNotify(ctx, uri, dd), sbi.CallbackDeregistration+SUPI, dd)
-	mn := &models.Udm_SDM_ModificationNotification{NotifyItems: []models.NotifyItem{{ResourceId: "/" + SUPI + "/am-data"}}}
+	mn := &models.Udm_SDM_ModificationNotification{NotifyItems: []models.NotifyItem{{ResourceId: "/" + SUPI + "/am-data",
+		Changes: []models.ChangeItem{{Op: models.ChangeType_REPLACE, Path: "/"}}}}}
 	check(sbi.OpUDMDataChangeNotify, c.SubscriptionDataChanged(ctx, SUPI, mn), SUPI, mn)
 
 	// Nnssf_NSSelection.
@@ -450,7 +455,7 @@ func Run(t *testing.T, c *ops.Client, p *Producer, callbackRoot string) {
 	check(sbi.OpNRFRegister, err, prof)
 	same(sbi.OpNRFRegister, back, prof)
 	check(sbi.OpNRFDeregister, c.Deregister(ctx, prof.NfInstanceId), prof.NfInstanceId)
-	wantProblem(sbi.OpNRFDeregister, c.Deregister(ctx, "fail"), 404, sbi.CauseNFInstanceNotFound)
+	wantProblem(sbi.OpNRFDeregister, c.Deregister(ctx, FailNF), 404, sbi.CauseNFInstanceNotFound)
 	dq := sbi.DiscoveryQuery{RequesterNFType: sbi.NFTypeAMF, ServiceNames: []models.Nrf_NFMgmt_ServiceName{"nsmf-pdusession"}, SNSSAIs: []identity.SNSSAI{slice}, PLMN: &plmn}
 	res, err := c.Discover(ctx, sbi.NFTypeSMF, dq)
 	check(sbi.OpNRFDiscover, err, sbi.NFTypeSMF, dq)
