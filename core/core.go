@@ -214,10 +214,12 @@ func (c *Core) pfcpTap() pfcp.PacketTap {
 	return c.capture
 }
 
-// Start registers the NFs with the NRF and opens N2.
+// Start registers the NFs with the NRF and opens N2. The NRF's expiry
+// sweeper (nrf.NRF.Start) is not started: the unit's NFs live and die with
+// the process and send no heartbeats, so their registrations must not lapse.
 func (c *Core) Start(ctx context.Context) error {
 	for _, p := range c.profiles() {
-		if _, err := c.NRF.Register(ctx, p); err != nil {
+		if _, _, err := c.NRF.Register(ctx, p); err != nil {
 			return fmt.Errorf("core: nrf register %s: %w", p.NfType, err)
 		}
 	}
@@ -348,6 +350,9 @@ func (c *Core) Close() error {
 		}
 		if c.UPF != nil {
 			errs = append(errs, c.UPF.Close())
+		}
+		if c.NRF != nil {
+			c.NRF.Stop() // ends its notification workers
 		}
 		if c.store != nil {
 			errs = append(errs, c.store.Close())
