@@ -261,10 +261,12 @@ func (c *Core) pfcpTap() pfcp.PacketTap {
 	return c.capture
 }
 
-// Start registers the NFs with the NRF and opens N2.
+// Start registers the NFs with the NRF and opens N2. The NRF's expiry
+// sweeper (nrf.NRF.Start) is not started: the unit's NFs live and die with
+// the process and send no heartbeats, so their registrations must not lapse.
 func (c *Core) Start(ctx context.Context) error {
 	for _, p := range c.profiles() {
-		if _, err := c.nrf.Register(ctx, p); err != nil {
+		if _, _, err := c.nrf.Register(ctx, p); err != nil {
 			return fmt.Errorf("core: nrf register %s: %w", p.NfType, err)
 		}
 	}
@@ -398,6 +400,9 @@ func (c *Core) Close() error {
 		}
 		if c.sbi != nil {
 			errs = append(errs, c.sbi.close())
+		}
+		if c.NRF != nil {
+			c.NRF.Stop() // ends its notification workers
 		}
 		if c.store != nil {
 			errs = append(errs, c.store.Close())

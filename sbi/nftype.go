@@ -44,10 +44,17 @@ const (
 	OpUDMGetAMF3GPP        Operation = "Nudm_UECM_Get_Amf3GppAccess"
 	// Nnssf_NSSelection, TS 29.531 §5.2.
 	OpNSSFSelectForRegistration Operation = "Nnssf_NSSelection_Get_Registration"
-	// Nnrf_NFManagement / Nnrf_NFDiscovery, TS 29.510 §5.2, §5.3.
-	OpNRFRegister   Operation = "Nnrf_NFManagement_NFRegister"
-	OpNRFDeregister Operation = "Nnrf_NFManagement_NFDeregister"
-	OpNRFDiscover   Operation = "Nnrf_NFDiscovery_Request"
+	// Nnrf_NFManagement / Nnrf_NFDiscovery / Nnrf_AccessToken, TS 29.510
+	// §5.2, §5.3, §5.4.
+	OpNRFRegister    Operation = "Nnrf_NFManagement_NFRegister"
+	OpNRFHeartbeat   Operation = "Nnrf_NFManagement_NFUpdate" // the heart-beat PATCH
+	OpNRFDeregister  Operation = "Nnrf_NFManagement_NFDeregister"
+	OpNRFGetProfile  Operation = "Nnrf_NFManagement_NFProfileRetrieval"
+	OpNRFSubscribe   Operation = "Nnrf_NFManagement_NFStatusSubscribe"
+	OpNRFUnsubscribe Operation = "Nnrf_NFManagement_NFStatusUnSubscribe"
+	OpNRFNotify      Operation = "Nnrf_NFManagement_NFStatusNotify"
+	OpNRFDiscover    Operation = "Nnrf_NFDiscovery_Request"
+	OpNRFAccessToken Operation = "Nnrf_AccessToken_Get"
 	// Nudr_DataRepository, TS 29.504 / TS 29.505.
 	OpUDRQueryAuthSubscription Operation = "Nudr_DataRepository_Query_AuthenticationSubscription"
 	OpUDRAllocateSQN           Operation = "Nudr_DataRepository_Update_SequenceNumber"

@@ -40,6 +40,9 @@ const (
 
 	// TS 29.510 (Nnrf); a missing NF instance is a plain 404.
 	CauseNFInstanceNotFound = "NF_INSTANCE_NOT_FOUND"
+	// TS 29.510 answers an unknown subscription with a plain 404 too; tern
+	// names it with the cause other NFs use (TS 29.503 §6.1.7.3).
+	CauseSubscriptionNotFound = "SUBSCRIPTION_NOT_FOUND"
 )
 
 // ProblemDetails is the error every service operation returns when the peer
@@ -104,8 +107,9 @@ func CauseOf(err error) string {
 	return ""
 }
 
-// StatusOf returns the HTTP status of the first *ProblemDetails in err's
-// chain, 500 for any other non-nil error, and 200 for nil.
+// StatusOf returns the HTTP status of the first *ProblemDetails or
+// *OAuth2Error in err's chain, 500 for any other non-nil error, and 200 for
+// nil.
 func StatusOf(err error) int {
 	if err == nil {
 		return http.StatusOK
@@ -113,6 +117,10 @@ func StatusOf(err error) int {
 	var p *ProblemDetails
 	if errors.As(err, &p) {
 		return p.Status
+	}
+	var o *OAuth2Error
+	if errors.As(err, &o) {
+		return o.Status
 	}
 	return http.StatusInternalServerError
 }
@@ -128,4 +136,5 @@ var (
 	ErrMandatoryIEMissing          = &ProblemDetails{Status: http.StatusBadRequest, Cause: CauseMandatoryIEMissing}
 	ErrSNSSAINotSupported          = &ProblemDetails{Status: http.StatusForbidden, Cause: CauseSNSSAINotSupported}
 	ErrNFInstanceNotFound          = &ProblemDetails{Status: http.StatusNotFound, Cause: CauseNFInstanceNotFound}
+	ErrSubscriptionNotFound        = &ProblemDetails{Status: http.StatusNotFound, Cause: CauseSubscriptionNotFound}
 )

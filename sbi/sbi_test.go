@@ -103,3 +103,17 @@ func TestAv5gAkaOf(t *testing.T) {
 		t.Fatal("nil accepted")
 	}
 }
+
+func TestOAuth2Error(t *testing.T) {
+	err := fmt.Errorf("nrf: %w", NewOAuth2Error(400, OAuth2InvalidScope, "no %s", "UDM"))
+	if !errors.Is(err, ErrInvalidScope) || errors.Is(err, ErrInvalidClient) || StatusOf(err) != 400 {
+		t.Fatalf("errors.Is/StatusOf wrong for %v", err)
+	}
+	var o *OAuth2Error
+	if !errors.As(err, &o) || o.Error() != "400 invalid_scope: no UDM" {
+		t.Fatalf("errors.As: %v", err)
+	}
+	if back := OAuth2ErrorFromModel(400, o.Model()); *back != *o {
+		t.Fatalf("model round trip: %+v", back)
+	}
+}

@@ -131,32 +131,6 @@ type NetworkSliceSelection interface {
 	SelectForRegistration(ctx context.Context, supi string, requested []identity.SNSSAI, subscribed []SubscribedSNSSAI, tai identity.TAI) (*models.Nssf_NSSel_AuthorizedNetworkSliceInfo, error)
 }
 
-// NFManagement is Nnrf_NFManagement (TS 29.510 §5.2).
-type NFManagement interface {
-	// Register is NFRegister: stores (or replaces) profile under
-	// profile.NfInstanceId and returns the stored profile.
-	// Errors: CauseMandatoryIEMissing.
-	Register(ctx context.Context, profile *models.Nrf_NFMgmt_NFProfile) (*models.Nrf_NFMgmt_NFProfile, error)
-	// Deregister is NFDeregister. Errors: CauseNFInstanceNotFound.
-	Deregister(ctx context.Context, nfInstanceID string) error
-}
-
-// DiscoveryQuery holds the query parameters of Nnrf_NFDiscovery (TS 29.510
-// §6.2.3.2.3.1) that tern uses. Zero fields do not filter.
-type DiscoveryQuery struct {
-	RequesterNFType NFType
-	ServiceNames    []models.Nrf_NFMgmt_ServiceName // any of them
-	SNSSAIs         []identity.SNSSAI               // any of them
-	PLMN            *identity.PLMN                  // target-plmn-list (one)
-}
-
-// NFDiscovery is Nnrf_NFDiscovery (TS 29.510 §5.3).
-type NFDiscovery interface {
-	// Discover returns the registered, discoverable instances of target that
-	// match q. An empty result is not an error.
-	Discover(ctx context.Context, target NFType, q DiscoveryQuery) (*models.Nrf_NFDisc_SearchResult, error)
-}
-
 // DataRepository is the subset of Nudr_DataRepository (TS 29.504, data model
 // TS 29.505) that the UDM uses, served by the UDR.
 type DataRepository interface {

@@ -24,6 +24,7 @@ const (
 	CallbackSMContextStatus = "/namf-callback/v1/smContextStatus/" // + {supi}/{pduSessionId}/{n}
 	CallbackDeregistration  = "/namf-callback/v1/deregistration/"  // + {supi}
 	CallbackN1N2Failure     = "/nsmf-callback/v1/n1n2-failure/"    // + {smContextRef}
+	CallbackNFStatus        = "/tern-nrf-callback/v1/nf-status"    // + anything the subscriber likes
 )
 
 // Application error causes of Nsmf_PDUSession (TS 29.502 §6.1.7.3) and

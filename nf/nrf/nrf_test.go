@@ -35,14 +35,14 @@ func TestRegisterDiscoverDeregister(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := profile("udm-2", sbi.NFTypeUDM, models.Nrf_NFMgmt_ServiceName_NUDM_UEAU)
-	if _, err := n.Register(ctx, p); err != nil {
+	if _, _, err := n.Register(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	p.Ipv4Addresses[0] = "10.0.0.1" // the registry keeps its own copy
-	if _, err := n.Register(ctx, profile("udm-1", sbi.NFTypeUDM, models.Nrf_NFMgmt_ServiceName_NUDM_SDM)); err != nil {
+	if _, _, err := n.Register(ctx, profile("udm-1", sbi.NFTypeUDM, models.Nrf_NFMgmt_ServiceName_NUDM_SDM)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.Register(ctx, profile("ausf-1", sbi.NFTypeAUSF)); err != nil {
+	if _, _, err := n.Register(ctx, profile("ausf-1", sbi.NFTypeAUSF)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -90,7 +90,7 @@ func TestDiscoverFilters(t *testing.T) {
 	suspended := profile("smf-suspended", sbi.NFTypeSMF)
 	suspended.NfStatus = models.Nrf_NFMgmt_NFStatus_SUSPENDED
 	for _, p := range []*models.Nrf_NFMgmt_NFProfile{slice, unrestricted, suspended} {
-		if _, err := n.Register(ctx, p); err != nil {
+		if _, _, err := n.Register(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -118,10 +118,10 @@ func TestDiscoverFilters(t *testing.T) {
 
 func TestRegisterValidation(t *testing.T) {
 	n, _ := New(Config{}, nil)
-	if _, err := n.Register(context.Background(), &models.Nrf_NFMgmt_NFProfile{NfType: sbi.NFTypeAMF}); !errors.Is(err, sbi.ErrMandatoryIEMissing) {
+	if _, _, err := n.Register(context.Background(), &models.Nrf_NFMgmt_NFProfile{NfType: sbi.NFTypeAMF}); !errors.Is(err, sbi.ErrMandatoryIEMissing) {
 		t.Fatalf("no instance id: %v", err)
 	}
-	if _, err := n.Register(context.Background(), &models.Nrf_NFMgmt_NFProfile{NfInstanceId: "x"}); !errors.Is(err, sbi.ErrMandatoryIEMissing) {
+	if _, _, err := n.Register(context.Background(), &models.Nrf_NFMgmt_NFProfile{NfInstanceId: "x"}); !errors.Is(err, sbi.ErrMandatoryIEMissing) {
 		t.Fatalf("no type: %v", err)
 	}
 	if err := (&Config{ValidityPeriod: -1}).Validate(); err == nil {
@@ -150,7 +150,7 @@ func TestConcurrentDiscover(t *testing.T) {
 	}
 	for i := 0; i < 50; i++ {
 		id := string(rune('a' + i%26))
-		if _, err := n.Register(ctx, profile(id, sbi.NFTypeAMF)); err != nil {
+		if _, _, err := n.Register(ctx, profile(id, sbi.NFTypeAMF)); err != nil {
 			t.Fatal(err)
 		}
 	}

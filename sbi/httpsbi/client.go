@@ -116,6 +116,9 @@ func (c *Caller) Call(ctx context.Context, op *ops.Op, req, resp any) error {
 		return err
 	}
 	for _, f := range wp.fields {
+		if f.Kind == "created" {
+			wv.Field(f.Index).SetBool(res.StatusCode == http.StatusCreated)
+		}
 		if f.Kind == "location" {
 			if loc := res.Header.Get("Location"); loc != "" {
 				id := path.Base(loc)
@@ -137,6 +140,12 @@ func (c *Caller) Call(ctx context.Context, op *ops.Op, req, resp any) error {
 // *sbi.ProblemDetails otherwise.
 func answerError(op *ops.Op, status int, ct string, data []byte) error {
 	mt, _, _ := mime.ParseMediaType(ct)
+	if op.OAuth2 && isJSON(mt) {
+		var m models.Nrf_AccTok_AccessTokenErr
+		if json.Unmarshal(data, &m) == nil && m.Error != "" {
+			return sbi.OAuth2ErrorFromModel(status, &m)
+		}
+	}
 	if op.SMError && (mt == contentMultipart || isJSON(mt)) {
 		var msg smErrorBody
 		v := reflect.ValueOf(&msg).Elem()

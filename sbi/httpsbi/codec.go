@@ -38,6 +38,7 @@ const (
 	contentMultipart = "multipart/related"
 	contentNAS       = "application/vnd.3gpp.5gnas"
 	contentNGAP      = "application/vnd.3gpp.ngap"
+	contentForm      = "application/x-www-form-urlencoded"
 )
 
 // maxBody bounds a body the binding reads (requests and answers alike).
@@ -112,6 +113,13 @@ func encodeBody(p *plan, v reflect.Value, media string) (payload, error) {
 		if root == nil {
 			return payload{}, nil
 		}
+		if media == contentForm {
+			form, err := jsonToForm(root)
+			if err != nil {
+				return payload{}, fmt.Errorf("encode %s: %w", v.Type(), err)
+			}
+			return payload{contentType: contentForm, body: []byte(form)}, nil
+		}
 		return payload{contentType: media, body: root}, nil
 	}
 	var buf bytes.Buffer
@@ -163,6 +171,12 @@ func decodeBody(p *plan, v reflect.Value, ct string, body []byte) error {
 	switch {
 	case isJSON(mt):
 		return decodeJSON(p, v, body)
+	case mt == contentForm:
+		js, err := formToJSON(body)
+		if err != nil {
+			return badBody("form body: %v", err)
+		}
+		return decodeJSON(p, v, js)
 	case mt == contentMultipart:
 		r := multipart.NewReader(bytes.NewReader(body), params["boundary"])
 		for {
@@ -272,3 +286,43 @@ func expandPath(path string, p *plan, v reflect.Value) string {
 // isJSON: application/json and its 3GPP and IETF variants
 // (application/problem+json, merge-patch+json, 3gppHal+json).
 func isJSON(mt string) bool { return mt == contentJSON || strings.HasSuffix(mt, "+json") }
+
+// jsonToForm writes a JSON object as a form (TS 29.510 §6.3.5.2.2, the
+// access token request): each member a field, strings as they are, other
+// values as JSON.
+func jsonToForm(js []byte) (string, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(js, &m); err != nil {
+		return "", err
+	}
+	f := url.Values{}
+	for k, raw := range m {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			f.Set(k, s)
+			continue
+		}
+		f.Set(k, string(raw))
+	}
+	return f.Encode(), nil
+}
+
+// formToJSON is the reverse: a field holding a JSON object or array is
+// that value, any other a string.
+func formToJSON(body []byte) ([]byte, error) {
+	f, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]json.RawMessage, len(f))
+	for k := range f {
+		v := f.Get(k)
+		if (strings.HasPrefix(v, "{") || strings.HasPrefix(v, "[")) && json.Valid([]byte(v)) {
+			m[k] = json.RawMessage(v)
+			continue
+		}
+		b, _ := json.Marshal(v)
+		m[k] = b
+	}
+	return json.Marshal(m)
+}

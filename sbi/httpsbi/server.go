@@ -210,6 +210,11 @@ func writeResponse(w http.ResponseWriter, r *http.Request, op *ops.Op, resp any)
 			}
 		}
 	}
+	if op.OAuth2 {
+		// RFC 6749 §5.1: a token answer is not cached.
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Pragma", "no-cache")
+	}
 	if op.LocationSelf && status == http.StatusCreated {
 		w.Header().Set("Location", locationOf(r, ""))
 	}
@@ -251,6 +256,16 @@ func writeError(w http.ResponseWriter, op *ops.Op, err error) {
 	if errors.As(err, &de) {
 		cause := sbi.CauseMandatoryIEIncorrect
 		writeProblem(w, sbi.NewProblem(de.status, cause, "%v", de.err))
+		return
+	}
+	var oe *sbi.OAuth2Error
+	if op.OAuth2 && errors.As(err, &oe) {
+		b, _ := json.Marshal(oe.Model())
+		w.Header().Set("Content-Type", contentJSON)
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Pragma", "no-cache")
+		w.WriteHeader(oe.Status)
+		w.Write(b)
 		return
 	}
 	var se *sbi.SMContextError

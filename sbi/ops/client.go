@@ -35,6 +35,8 @@ var (
 	_ sbi.NetworkSliceSelection       = (*Client)(nil)
 	_ sbi.NFManagement                = (*Client)(nil)
 	_ sbi.NFDiscovery                 = (*Client)(nil)
+	_ sbi.NFStatusNotifier            = (*Client)(nil)
+	_ sbi.AccessTokenService          = (*Client)(nil)
 	_ sbi.DataRepository              = (*Client)(nil)
 	_ sbi.PDUSession                  = (*Client)(nil)
 	_ sbi.SMContextStatusNotifier     = (*Client)(nil)
@@ -115,13 +117,47 @@ func (c *Client) SelectForRegistration(ctx context.Context, supi string, request
 	return rs.Info, err
 }
 
-func (c *Client) Register(ctx context.Context, profile *models.Nrf_NFMgmt_NFProfile) (*models.Nrf_NFMgmt_NFProfile, error) {
+func (c *Client) Register(ctx context.Context, profile *models.Nrf_NFMgmt_NFProfile) (*models.Nrf_NFMgmt_NFProfile, bool, error) {
 	var id string
 	if profile != nil {
 		id = profile.NfInstanceId
 	}
 	rs, err := call[NFRegisterRequest, NFProfileResponse](ctx, c.c, NRFRegister, &NFRegisterRequest{ID: id, Profile: profile})
+	return rs.Profile, rs.Created, err
+}
+
+func (c *Client) Heartbeat(ctx context.Context, nfInstanceID string) (*models.Nrf_NFMgmt_NFProfile, error) {
+	rs, err := call[NFHeartbeatRequest, NFHeartbeatResponse](ctx, c.c, NRFHeartbeat, &NFHeartbeatRequest{ID: nfInstanceID,
+		Patch: []models.PatchItem{{Op: models.PatchOperation_REPLACE, Path: "/nfStatus", Value: string(models.Nrf_NFMgmt_NFStatus_REGISTERED)}}})
 	return rs.Profile, err
+}
+
+func (c *Client) GetProfile(ctx context.Context, nfInstanceID string) (*models.Nrf_NFMgmt_NFProfile, error) {
+	rs, err := call[NFInstanceRequest, NFProfileResponse](ctx, c.c, NRFGetProfile, &NFInstanceRequest{ID: nfInstanceID})
+	return rs.Profile, err
+}
+
+func (c *Client) Subscribe(ctx context.Context, sub *models.Nrf_NFMgmt_SubscriptionData) (*models.Nrf_NFMgmt_SubscriptionData, error) {
+	rs, err := call[SubscribeRequest, SubscribeResponse](ctx, c.c, NRFSubscribe, &SubscribeRequest{Data: sub})
+	if rs.Data != nil && rs.Data.SubscriptionId == "" {
+		rs.Data.SubscriptionId = rs.ID
+	}
+	return rs.Data, err
+}
+
+func (c *Client) Unsubscribe(ctx context.Context, subscriptionID string) error {
+	_, err := call[UnsubscribeRequest, Empty](ctx, c.c, NRFUnsubscribe, &UnsubscribeRequest{ID: subscriptionID})
+	return err
+}
+
+func (c *Client) NFStatusNotify(ctx context.Context, uri string, n *models.Nrf_NFMgmt_NotificationData) error {
+	_, err := call[NFStatusNotifyRequest, Empty](ctx, c.c, NRFStatusNotify, &NFStatusNotifyRequest{URI: uri, Notification: n})
+	return err
+}
+
+func (c *Client) AccessToken(ctx context.Context, req *models.Nrf_AccTok_AccessTokenReq) (*models.Nrf_AccTok_AccessTokenRsp, error) {
+	rs, err := call[AccessTokenRequest, AccessTokenResponse](ctx, c.c, NRFAccessToken, &AccessTokenRequest{Req: req})
+	return rs.Token, err
 }
 
 func (c *Client) Deregister(ctx context.Context, nfInstanceID string) error {

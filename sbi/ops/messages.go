@@ -251,19 +251,11 @@ func (r *NSSelectionRequest) DecodeQuery(q url.Values) error {
 		r.Requested = append(r.Requested, s)
 	}
 	if v := q.Get("tai"); v != "" {
-		var t models.Tai
-		if err := json.Unmarshal([]byte(v), &t); err != nil || t.PlmnId == nil {
-			return badQuery("tai", err)
-		}
-		plmn, err := sbi.PLMNFromModel(*t.PlmnId)
+		t, err := taiOf(v)
 		if err != nil {
-			return badQuery("tai", err)
+			return err
 		}
-		tac, err := strconv.ParseUint(t.Tac, 16, 24)
-		if err != nil {
-			return badQuery("tai", err)
-		}
-		r.TAI = identity.TAI{PLMN: plmn, TAC: uint32(tac)}
+		r.TAI = t
 	}
 	return nil
 }
@@ -281,6 +273,62 @@ type NFRegisterRequest struct {
 
 type NFProfileResponse struct {
 	Profile *models.Nrf_NFMgmt_NFProfile `sbi:"body"`
+	Created bool                         `sbi:"created"`
+}
+
+// SuccessStatus is 201 for a new instance, 200 for a replaced profile
+// (TS 29.510 §5.2.2.2.2).
+func (r *NFProfileResponse) SuccessStatus() int {
+	if r.Created {
+		return http.StatusCreated
+	}
+	return http.StatusOK
+}
+
+// NFHeartbeatRequest is the heart-beat PATCH: Patch is the one operation
+// of TS 29.510 §5.2.2.3.2, which the client fills.
+type NFHeartbeatRequest struct {
+	ID    string             `sbi:"path=nfInstanceID"`
+	Patch []models.PatchItem `sbi:"body"`
+}
+
+type NFHeartbeatResponse struct {
+	Profile *models.Nrf_NFMgmt_NFProfile `sbi:"body"`
+}
+
+// SuccessStatus is 204 when the NRF has nothing to say, 200 with the
+// profile it changed.
+func (r *NFHeartbeatResponse) SuccessStatus() int {
+	if r.Profile == nil {
+		return http.StatusNoContent
+	}
+	return http.StatusOK
+}
+
+type SubscribeRequest struct {
+	Data *models.Nrf_NFMgmt_SubscriptionData `sbi:"body"`
+}
+
+type SubscribeResponse struct {
+	ID   string                              `sbi:"location"`
+	Data *models.Nrf_NFMgmt_SubscriptionData `sbi:"body"`
+}
+
+type UnsubscribeRequest struct {
+	ID string `sbi:"path=subscriptionID"`
+}
+
+type NFStatusNotifyRequest struct {
+	URI          string                              `sbi:"uri"`
+	Notification *models.Nrf_NFMgmt_NotificationData `sbi:"body"`
+}
+
+type AccessTokenRequest struct {
+	Req *models.Nrf_AccTok_AccessTokenReq `sbi:"body"`
+}
+
+type AccessTokenResponse struct {
+	Token *models.Nrf_AccTok_AccessTokenRsp `sbi:"body"`
 }
 
 type NFInstanceRequest struct {
@@ -317,6 +365,21 @@ func (r *DiscoverRequest) EncodeQuery(q url.Values) error {
 		if err := setJSON(q, "target-plmn-list", []models.PlmnId{sbi.PLMNToModel(*r.Query.PLMN)}); err != nil {
 			return err
 		}
+	}
+	if r.Query.DNN != "" {
+		q.Set("dnn", r.Query.DNN)
+	}
+	if r.Query.SUPI != "" {
+		q.Set("supi", r.Query.SUPI)
+	}
+	if t := r.Query.TAI; t != nil {
+		plmn := sbi.PLMNToModel(t.PLMN)
+		if err := setJSON(q, "tai", models.Tai{PlmnId: &plmn, Tac: fmt.Sprintf("%06x", t.TAC)}); err != nil {
+			return err
+		}
+	}
+	if r.Query.TargetNFInstanceID != "" {
+		q.Set("target-nf-instance-id", r.Query.TargetNFInstanceID)
 	}
 	return nil
 }
@@ -356,7 +419,34 @@ func (r *DiscoverRequest) DecodeQuery(q url.Values) error {
 		}
 		r.Query.PLMN = &p
 	}
+	r.Query.DNN = q.Get("dnn")
+	r.Query.SUPI = q.Get("supi")
+	r.Query.TargetNFInstanceID = q.Get("target-nf-instance-id")
+	if v := q.Get("tai"); v != "" {
+		t, err := taiOf(v)
+		if err != nil {
+			return err
+		}
+		r.Query.TAI = &t
+	}
 	return nil
+}
+
+// taiOf reads a JSON Tai query parameter.
+func taiOf(v string) (identity.TAI, error) {
+	var t models.Tai
+	if err := json.Unmarshal([]byte(v), &t); err != nil || t.PlmnId == nil {
+		return identity.TAI{}, badQuery("tai", err)
+	}
+	plmn, err := sbi.PLMNFromModel(*t.PlmnId)
+	if err != nil {
+		return identity.TAI{}, badQuery("tai", err)
+	}
+	tac, err := strconv.ParseUint(t.Tac, 16, 24)
+	if err != nil {
+		return identity.TAI{}, badQuery("tai", err)
+	}
+	return identity.TAI{PLMN: plmn, TAC: uint32(tac)}, nil
 }
 
 type DiscoverResponse struct {

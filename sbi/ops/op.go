@@ -27,6 +27,7 @@
 //	sbi:"part=ID"          a binary part of a multipart/related body, the
 //	                       JSON body's RefToBinaryData naming it by ID
 //	sbi:"location"         in a response, the last segment of Location
+//	sbi:"created"          in a response, true when the answer was 201
 //	sbi:"uri"              the absolute URI a callback is sent to
 //
 // A message may instead carry its query itself by implementing QueryCodec.
@@ -70,6 +71,10 @@ type Op struct {
 	// Callback is, for an operation without Path, the path prefix of the
 	// URIs it is sent to (sbi.Callback*): a server routes on it.
 	Callback string
+	// OAuth2 marks the token endpoint: its errors are OAuth2 errors
+	// (sbi.OAuth2Error), and its answers must not be cached (RFC 6749
+	// §5.1).
+	OAuth2 bool
 	// SMError marks operations whose errors carry binary parts
 	// (sbi.SMContextError, TS 29.502 SmContextCreateError/UpdateError).
 	SMError bool
@@ -173,7 +178,7 @@ func Fields(t reflect.Type) ([]Field, error) {
 			if name == "" {
 				return nil, fmt.Errorf("ops: %s.%s: tag %q names nothing", t, sf.Name, tag)
 			}
-		case "body", "location", "uri":
+		case "body", "location", "uri", "created":
 		default:
 			return nil, fmt.Errorf("ops: %s.%s: unknown tag %q", t, sf.Name, tag)
 		}

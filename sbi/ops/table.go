@@ -131,7 +131,7 @@ var (
 			if rq.Profile != nil && rq.Profile.NfInstanceId == "" {
 				rq.Profile.NfInstanceId = rq.ID
 			}
-			rs.Profile, err = p.Register(ctx, rq.Profile)
+			rs.Profile, rs.Created, err = p.Register(ctx, rq.Profile)
 			return err
 		})
 	NRFDeregister = define(Op{ID: 14, Name: sbi.OpNRFDeregister, OperationID: "DeregisterNFInstance",
@@ -319,6 +319,54 @@ var PCFTerminateNotify = define(Op{ID: 33, Name: sbi.OpPCFTerminateNotify, Opera
 		return p.SMPolicyTerminateNotify(ctx, rq.PolicyID, rq.Notification)
 	})
 
+// The rest of Nnrf_NFManagement and Nnrf_AccessToken (TS 29.510 §5.2.2,
+// §5.4).
+var (
+	NRFHeartbeat = define(Op{ID: 34, Name: sbi.OpNRFHeartbeat, OperationID: "UpdateNFInstance",
+		Method: http.MethodPatch, Path: "/nnrf-nfm/v1/nf-instances/{nfInstanceID}", Status: http.StatusNoContent,
+		RequestMedia: "application/json-patch+json"},
+		func(ctx context.Context, p sbi.NFManagement, rq *NFHeartbeatRequest, rs *NFHeartbeatResponse) (err error) {
+			rs.Profile, err = p.Heartbeat(ctx, rq.ID)
+			return err
+		})
+	NRFGetProfile = define(Op{ID: 35, Name: sbi.OpNRFGetProfile, OperationID: "GetNFInstance",
+		Method: http.MethodGet, Path: "/nnrf-nfm/v1/nf-instances/{nfInstanceID}", Status: http.StatusOK},
+		func(ctx context.Context, p sbi.NFManagement, rq *NFInstanceRequest, rs *NFProfileResponse) (err error) {
+			rs.Profile, err = p.GetProfile(ctx, rq.ID)
+			return err
+		})
+	NRFSubscribe = define(Op{ID: 36, Name: sbi.OpNRFSubscribe, OperationID: "CreateSubscription",
+		Method: http.MethodPost, Path: "/nnrf-nfm/v1/subscriptions", Status: http.StatusCreated},
+		func(ctx context.Context, p sbi.NFManagement, rq *SubscribeRequest, rs *SubscribeResponse) (err error) {
+			rs.Data, err = p.Subscribe(ctx, rq.Data)
+			if rs.Data != nil {
+				rs.ID = rs.Data.SubscriptionId
+			}
+			return err
+		})
+	NRFUnsubscribe = define(Op{ID: 37, Name: sbi.OpNRFUnsubscribe, OperationID: "RemoveSubscription",
+		Method: http.MethodDelete, Path: "/nnrf-nfm/v1/subscriptions/{subscriptionID}", Status: http.StatusNoContent},
+		func(ctx context.Context, p sbi.NFManagement, rq *UnsubscribeRequest, _ *Empty) error {
+			return p.Unsubscribe(ctx, rq.ID)
+		})
+	// NRFStatusNotify goes to a subscription's nfStatusNotificationUri
+	// (TS 29.510 §5.2.2.6; callback "onNFStatusEvent").
+	NRFStatusNotify = define(Op{ID: 38, Name: sbi.OpNRFNotify, OperationID: "onNFStatusEvent",
+		Method: http.MethodPost, Callback: sbi.CallbackNFStatus, Status: http.StatusNoContent},
+		func(ctx context.Context, p sbi.NFStatusNotifier, rq *NFStatusNotifyRequest, _ *Empty) error {
+			return p.NFStatusNotify(ctx, rq.URI, rq.Notification)
+		})
+	// NRFAccessToken is the OAuth2 client credentials grant (TS 29.510
+	// §5.4.2.2): a form-encoded request, answered with the token or an
+	// OAuth2 error (RFC 6749 §5.2), not ProblemDetails.
+	NRFAccessToken = define(Op{ID: 39, Name: sbi.OpNRFAccessToken, OperationID: "AccessTokenRequest",
+		Method: http.MethodPost, Path: "/oauth2/token", Status: http.StatusOK, RequestMedia: "application/x-www-form-urlencoded", OAuth2: true},
+		func(ctx context.Context, p sbi.AccessTokenService, rq *AccessTokenRequest, rs *AccessTokenResponse) (err error) {
+			rs.Token, err = p.AccessToken(ctx, rq.Req)
+			return err
+		})
+)
+
 // All lists every operation; All[i].ID == i+1.
 var All = []*Op{
 	AUSFAuthenticate, AUSFConfirm5gAka,
@@ -333,6 +381,7 @@ var All = []*Op{
 	UDMDeregistrationNotify, UDMDataChangeNotify,
 	PCFCreateSMPolicy, PCFUpdateSMPolicy, PCFDeleteSMPolicy, PCFUpdateNotify,
 	PCFTerminateNotify,
+	NRFHeartbeat, NRFGetProfile, NRFSubscribe, NRFUnsubscribe, NRFStatusNotify, NRFAccessToken,
 }
 
 // ByID returns the operation with id, or nil.

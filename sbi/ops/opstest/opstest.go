@@ -35,6 +35,8 @@ type Producer struct {
 const (
 	FailSUPI = "imsi-001010000000999"
 	FailNF   = "00000000-0000-4000-8000-00000000dead"
+	// NFID is the NF instance the suite registers.
+	NFID = "6f1c0b0e-0000-4000-8000-000000000004"
 )
 
 // NewProducer returns an empty Producer.
@@ -177,12 +179,63 @@ func (p *Producer) SelectForRegistration(ctx context.Context, supi string, reque
 		AllowedSnssaiList: []models.Nssf_NSSel_AllowedSnssai{{AllowedSnssai: &models.Snssai{Sst: 1}}}, AccessType: models.AccessType_3_GPP_ACCESS}}}, nil
 }
 
-func (p *Producer) Register(ctx context.Context, prof *models.Nrf_NFMgmt_NFProfile) (*models.Nrf_NFMgmt_NFProfile, error) {
+func (p *Producer) Register(ctx context.Context, prof *models.Nrf_NFMgmt_NFProfile) (*models.Nrf_NFMgmt_NFProfile, bool, error) {
 	p.record(sbi.OpNRFRegister, prof)
-	if prof == nil || prof.NfInstanceId == "fail" {
-		return nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "profile")
+	if prof == nil || prof.NfInstanceId == FailNF {
+		return nil, false, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "profile")
 	}
-	return prof, nil
+	// A profile registered twice is replaced: 200 instead of 201.
+	return prof, prof.HeartBeatTimer == 0, nil
+}
+
+func (p *Producer) Heartbeat(ctx context.Context, id string) (*models.Nrf_NFMgmt_NFProfile, error) {
+	p.record(sbi.OpNRFHeartbeat, id)
+	switch id {
+	case FailNF:
+		return nil, sbi.ErrNFInstanceNotFound
+	case NFID:
+		return nil, nil
+	}
+	return &models.Nrf_NFMgmt_NFProfile{NfInstanceId: id, NfType: sbi.NFTypeSMF, NfStatus: models.Nrf_NFMgmt_NFStatus_REGISTERED, Ipv4Addresses: []string{"127.0.0.1"}}, nil
+}
+
+func (p *Producer) GetProfile(ctx context.Context, id string) (*models.Nrf_NFMgmt_NFProfile, error) {
+	p.record(sbi.OpNRFGetProfile, id)
+	if id == FailNF {
+		return nil, sbi.ErrNFInstanceNotFound
+	}
+	return &models.Nrf_NFMgmt_NFProfile{NfInstanceId: id, NfType: sbi.NFTypeSMF, NfStatus: models.Nrf_NFMgmt_NFStatus_REGISTERED, Ipv4Addresses: []string{"127.0.0.1"}}, nil
+}
+
+func (p *Producer) Subscribe(ctx context.Context, s *models.Nrf_NFMgmt_SubscriptionData) (*models.Nrf_NFMgmt_SubscriptionData, error) {
+	p.record(sbi.OpNRFSubscribe, s)
+	if s.NfStatusNotificationUri == "" {
+		return nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "nfStatusNotificationUri")
+	}
+	out := *s
+	out.SubscriptionId = "sub1"
+	return &out, nil
+}
+
+func (p *Producer) Unsubscribe(ctx context.Context, id string) error {
+	p.record(sbi.OpNRFUnsubscribe, id)
+	if id == "fail" {
+		return sbi.ErrSubscriptionNotFound
+	}
+	return nil
+}
+
+func (p *Producer) NFStatusNotify(ctx context.Context, uri string, n *models.Nrf_NFMgmt_NotificationData) error {
+	p.record(sbi.OpNRFNotify, uri, n)
+	return nil
+}
+
+func (p *Producer) AccessToken(ctx context.Context, req *models.Nrf_AccTok_AccessTokenReq) (*models.Nrf_AccTok_AccessTokenRsp, error) {
+	p.record(sbi.OpNRFAccessToken, req)
+	if req.NfInstanceId == FailNF {
+		return nil, sbi.NewOAuth2Error(http.StatusBadRequest, sbi.OAuth2InvalidClient, "unknown requester")
+	}
+	return &models.Nrf_AccTok_AccessTokenRsp{Access_token: "eyJ0.e30.sig", Token_type: "Bearer", Expires_in: 3600, Scope: req.Scope}, nil
 }
 
 func (p *Producer) Deregister(ctx context.Context, id string) error {
@@ -449,11 +502,56 @@ func Run(t *testing.T, c *ops.Client, p *Producer, callbackRoot string) {
 	wantProblem(sbi.OpNSSFSelectForRegistration, err, 403, sbi.CauseSNSSAINotSupported)
 
 	// Nnrf.
-	prof := &models.Nrf_NFMgmt_NFProfile{NfInstanceId: "6f1c0b0e-0000-4000-8000-000000000004", NfType: sbi.NFTypeSMF,
+	prof := &models.Nrf_NFMgmt_NFProfile{NfInstanceId: NFID, NfType: sbi.NFTypeSMF,
 		NfStatus: models.Nrf_NFMgmt_NFStatus_REGISTERED, Ipv4Addresses: []string{"127.0.0.1"}}
-	back, err := c.Register(ctx, prof)
+	back, isNew, err := c.Register(ctx, prof)
 	check(sbi.OpNRFRegister, err, prof)
 	same(sbi.OpNRFRegister, back, prof)
+	if !isNew {
+		t.Errorf("%s: a new profile was not created", sbi.OpNRFRegister)
+	}
+	again := *prof
+	again.HeartBeatTimer = 10
+	if _, created, err := c.Register(ctx, &again); err != nil || created {
+		t.Errorf("%s: replacing a profile: created %v, %v", sbi.OpNRFRegister, created, err)
+	}
+	if back, err := c.Heartbeat(ctx, NFID); err != nil || back != nil {
+		t.Errorf("%s: %+v, %v", sbi.OpNRFHeartbeat, back, err)
+	}
+	if back, err := c.Heartbeat(ctx, "6f1c0b0e-0000-4000-8000-000000000005"); err != nil || back == nil || back.NfInstanceId != "6f1c0b0e-0000-4000-8000-000000000005" {
+		t.Errorf("%s with a changed profile: %+v, %v", sbi.OpNRFHeartbeat, back, err)
+	}
+	_, err = c.Heartbeat(ctx, FailNF)
+	wantProblem(sbi.OpNRFHeartbeat, err, 404, sbi.CauseNFInstanceNotFound)
+	got2, err := c.GetProfile(ctx, NFID)
+	check(sbi.OpNRFGetProfile, err, NFID)
+	same(sbi.OpNRFGetProfile, got2.NfInstanceId, NFID)
+	sd := &models.Nrf_NFMgmt_SubscriptionData{NfStatusNotificationUri: callbackRoot + sbi.CallbackNFStatus + "/amf",
+		ReqNfInstanceId: NFID, ReqNotifEvents: []models.Nrf_NFMgmt_NotificationEventType{models.Nrf_NFMgmt_NotificationEventType_REGISTERED}}
+	subd, err := c.Subscribe(ctx, sd)
+	check(sbi.OpNRFSubscribe, err, sd)
+	if err == nil && subd.SubscriptionId != "sub1" {
+		t.Errorf("%s: subscription %+v", sbi.OpNRFSubscribe, subd)
+	}
+	check(sbi.OpNRFUnsubscribe, c.Unsubscribe(ctx, "sub1"), "sub1")
+	wantProblem(sbi.OpNRFUnsubscribe, c.Unsubscribe(ctx, "fail"), 404, sbi.CauseSubscriptionNotFound)
+	nd := &models.Nrf_NFMgmt_NotificationData{Event: models.Nrf_NFMgmt_NotificationEventType_REGISTERED,
+		NfInstanceUri: "/nnrf-nfm/v1/nf-instances/" + NFID, NfProfile: prof}
+	check(sbi.OpNRFNotify, c.NFStatusNotify(ctx, sd.NfStatusNotificationUri, nd), sbi.CallbackNFStatus+"/amf", nd)
+	atr := &models.Nrf_AccTok_AccessTokenReq{Grant_type: "client_credentials", NfInstanceId: NFID, NfType: sbi.NFTypeAMF,
+		TargetNfType: sbi.NFTypeSMF, Scope: "nsmf-pdusession", RequesterPlmn: &models.PlmnId{Mcc: "001", Mnc: "01"}}
+	tok, err := c.AccessToken(ctx, atr)
+	check(sbi.OpNRFAccessToken, err, atr)
+	if err == nil && (tok.Token_type != "Bearer" || tok.Scope != "nsmf-pdusession") {
+		t.Errorf("%s: %+v", sbi.OpNRFAccessToken, tok)
+	}
+	bad := *atr
+	bad.NfInstanceId = FailNF
+	_, err = c.AccessToken(ctx, &bad)
+	var oe *sbi.OAuth2Error
+	if !errors.As(err, &oe) || oe.Status != 400 || oe.Code != sbi.OAuth2InvalidClient {
+		t.Errorf("%s refused: %#v", sbi.OpNRFAccessToken, err)
+	}
 	check(sbi.OpNRFDeregister, c.Deregister(ctx, prof.NfInstanceId), prof.NfInstanceId)
 	wantProblem(sbi.OpNRFDeregister, c.Deregister(ctx, FailNF), 404, sbi.CauseNFInstanceNotFound)
 	dq := sbi.DiscoveryQuery{RequesterNFType: sbi.NFTypeAMF, ServiceNames: []models.Nrf_NFMgmt_ServiceName{"nsmf-pdusession"}, SNSSAIs: []identity.SNSSAI{slice}, PLMN: &plmn}
