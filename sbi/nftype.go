@@ -77,9 +77,10 @@ const (
 	OpUDMDeregistrationNotify Operation = "Nudm_UECM_DeregistrationNotification"
 	OpUDMDataChangeNotify     Operation = "Nudm_SDM_Notification"
 	// Npcf_SMPolicyControl, TS 29.512 §4.2.
-	OpPCFCreateSMPolicy  Operation = "Npcf_SMPolicyControl_Create"
-	OpPCFUpdateSMPolicy  Operation = "Npcf_SMPolicyControl_Update"
-	OpPCFDeleteSMPolicy  Operation = "Npcf_SMPolicyControl_Delete"
-	OpPCFUpdateNotify    Operation = "Npcf_SMPolicyControl_UpdateNotify"
-	OpPCFTerminateNotify Operation = "Npcf_SMPolicyControl_UpdateNotify_Terminate"
+	OpPCFCreateSMPolicy   Operation = "Npcf_SMPolicyControl_Create"
+	OpPCFUpdateSMPolicy   Operation = "Npcf_SMPolicyControl_Update"
+	OpPCFDeleteSMPolicy   Operation = "Npcf_SMPolicyControl_Delete"
+	OpPCFUpdateNotify     Operation = "Npcf_SMPolicyControl_UpdateNotify"
+	OpUDRDataChangeNotify Operation = "Nudr_DataRepository_DataChangeNotify"
+	OpPCFTerminateNotify  Operation = "Npcf_SMPolicyControl_UpdateNotify_Terminate"
 )

@@ -104,6 +104,42 @@ type SDMNotifier interface {
 	SubscriptionDataChanged(ctx context.Context, supi string, n *models.Udm_SDM_ModificationNotification) error
 }
 
+// DataChangeNotifier receives the UDR's data change notification (TS
+// 29.504 §5.2.2.3 callback "onDataChange", body DataChangeNotify), served
+// by the UDM: n.UeId's subscription was written, or deleted (a notify item
+// whose change removes the whole resource "/").
+//
+// Departure: the UDM does not create a subs-to-notify subscription; the
+// UDR notifies the UDMs it finds (or is wired to) of every subscriber
+// change another process made, at a fixed callback path.
+type DataChangeNotifier interface {
+	DataChanged(ctx context.Context, n *models.Udr_DR_DataChangeNotify) error
+}
+
+// SubscriberDeleted and SubscriberWritten build the notification of a
+// subscriber's deletion or change.
+func SubscriberDeleted(supi string) *models.Udr_DR_DataChangeNotify {
+	return &models.Udr_DR_DataChangeNotify{UeId: supi, NotifyItems: []models.NotifyItem{{ResourceId: "/subscription-data/" + supi,
+		Changes: []models.ChangeItem{{Op: models.ChangeType_REMOVE, Path: "/"}}}}}
+}
+
+func SubscriberWritten(supi string) *models.Udr_DR_DataChangeNotify {
+	return &models.Udr_DR_DataChangeNotify{UeId: supi, NotifyItems: []models.NotifyItem{{ResourceId: "/subscription-data/" + supi,
+		Changes: []models.ChangeItem{{Op: models.ChangeType_REPLACE, Path: "/"}}}}}
+}
+
+// IsDeletion reports whether n removes the subscriber.
+func IsDeletion(n *models.Udr_DR_DataChangeNotify) bool {
+	for _, it := range n.NotifyItems {
+		for _, c := range it.Changes {
+			if c.Op == models.ChangeType_REMOVE && (c.Path == "/" || c.Path == "") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // SubscribedSNSSAI is one subscribed S-NSSAI with its default indication
 // (TS 29.531 SubscribedSnssai, TS 23.501 §5.15.3).
 type SubscribedSNSSAI struct {

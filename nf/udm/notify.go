@@ -2,6 +2,7 @@ package udm
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/free5gc/openapi/models"
@@ -35,6 +36,16 @@ func (u *UDM) SetSMF(n sbi.SDMNotifier) {
 	u.mu.Lock()
 	u.smf = n
 	u.mu.Unlock()
+}
+
+// DataChanged implements sbi.DataChangeNotifier: the UDR's notification
+// from another process, handled as SubscriberChanged.
+func (u *UDM) DataChanged(ctx context.Context, n *models.Udr_DR_DataChangeNotify) error {
+	if n == nil || n.UeId == "" {
+		return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "ueId")
+	}
+	u.SubscriberChanged(ctx, n.UeId, sbi.IsDeletion(n))
+	return nil
 }
 
 // SubscriberChanged is the UDR's data change notification (TS 29.504

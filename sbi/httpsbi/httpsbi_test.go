@@ -147,6 +147,7 @@ func TestConformance(t *testing.T) {
 	// Callbacks at fixed paths of tern's own (departures documented in
 	// the ops table) are validated as the 3GPP callback they stand for.
 	rec.ExpectCallback(sbi.CallbackDeregistration, "nudm-uecm", "3GppRegistration/deregistrationNotification")
+	rec.ExpectCallback("/tern-udr-callback/v1/data-change", "nudr-dr", "SubscriptionDataSubscriptions/onDataChange")
 	rec.ExpectCallback("/tern-sdm-callback/v1/", "nudm-sdm", "Subscribe/datachangeNotification")
 	rec.ExpectCallback("/tern-smpolicy-callback/v1/sm-policies/pol-3/update", "npcf-smpolicycontrol", "CreateSMPolicy/SmPolicyUpdateNotification")
 	rec.ExpectCallback("/tern-smpolicy-callback/v1/sm-policies/pol-3/terminate", "npcf-smpolicycontrol", "CreateSMPolicy/SmPolicyControlTerminationRequestNotification")

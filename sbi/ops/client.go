@@ -37,6 +37,7 @@ var (
 	_ sbi.NFDiscovery                 = (*Client)(nil)
 	_ sbi.NFStatusNotifier            = (*Client)(nil)
 	_ sbi.AccessTokenService          = (*Client)(nil)
+	_ sbi.DataChangeNotifier          = (*Client)(nil)
 	_ sbi.DataRepository              = (*Client)(nil)
 	_ sbi.PDUSession                  = (*Client)(nil)
 	_ sbi.SMContextStatusNotifier     = (*Client)(nil)
@@ -262,5 +263,10 @@ func (c *Client) SMPolicyUpdateNotify(ctx context.Context, policyID string, n *m
 
 func (c *Client) SMPolicyTerminateNotify(ctx context.Context, policyID string, n *models.Pcf_SMPolCtrl_TerminationNotification) error {
 	_, err := call[PolicyTerminateNotifyRequest, Empty](ctx, c.c, PCFTerminateNotify, &PolicyTerminateNotifyRequest{PolicyID: policyID, Notification: n})
+	return err
+}
+
+func (c *Client) DataChanged(ctx context.Context, n *models.Udr_DR_DataChangeNotify) error {
+	_, err := call[DataChangedRequest, Empty](ctx, c.c, UDRDataChangeNotify, &DataChangedRequest{Notification: n})
 	return err
 }

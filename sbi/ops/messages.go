@@ -627,6 +627,10 @@ type PolicyTerminateNotifyRequest struct {
 	Notification *models.Pcf_SMPolCtrl_TerminationNotification `sbi:"body"`
 }
 
+type DataChangedRequest struct {
+	Notification *models.Udr_DR_DataChangeNotify `sbi:"body"`
+}
+
 func setJSON(q url.Values, name string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {

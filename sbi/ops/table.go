@@ -367,6 +367,15 @@ var (
 		})
 )
 
+// UDRDataChangeNotify is the UDR's notification of a changed subscriber to
+// the UDM (TS 29.504 §5.2.2.3, callback "onDataChange"), at a fixed path
+// (see sbi.DataChangeNotifier).
+var UDRDataChangeNotify = define(Op{ID: 40, Name: sbi.OpUDRDataChangeNotify, OperationID: "onDataChange",
+	Method: http.MethodPost, Path: "/tern-udr-callback/v1/data-change", Status: http.StatusNoContent},
+	func(ctx context.Context, p sbi.DataChangeNotifier, rq *DataChangedRequest, _ *Empty) error {
+		return p.DataChanged(ctx, rq.Notification)
+	})
+
 // All lists every operation; All[i].ID == i+1.
 var All = []*Op{
 	AUSFAuthenticate, AUSFConfirm5gAka,
@@ -382,6 +391,7 @@ var All = []*Op{
 	PCFCreateSMPolicy, PCFUpdateSMPolicy, PCFDeleteSMPolicy, PCFUpdateNotify,
 	PCFTerminateNotify,
 	NRFHeartbeat, NRFGetProfile, NRFSubscribe, NRFUnsubscribe, NRFStatusNotify, NRFAccessToken,
+	UDRDataChangeNotify,
 }
 
 // ByID returns the operation with id, or nil.

@@ -370,6 +370,11 @@ func (p *Producer) SMPolicyTerminateNotify(ctx context.Context, id string, n *mo
 	return nil
 }
 
+func (p *Producer) DataChanged(ctx context.Context, n *models.Udr_DR_DataChangeNotify) error {
+	p.record(sbi.OpUDRDataChangeNotify, n)
+	return nil
+}
+
 // SUPI is the subscriber the suite uses.
 const SUPI = "imsi-001010000000001"
 
@@ -648,6 +653,12 @@ func Run(t *testing.T, c *ops.Client, p *Producer, callbackRoot string) {
 
 	tn := &models.Pcf_SMPolCtrl_TerminationNotification{ResourceUri: pn.ResourceUri, Cause: models.Pcf_SMPolCtrl_SmPolicyAssociationReleaseCause_UNSPECIFIED}
 	check(sbi.OpPCFTerminateNotify, c.SMPolicyTerminateNotify(ctx, "pol-3", tn), "pol-3", tn)
+
+	dcn := sbi.SubscriberDeleted(SUPI)
+	check(sbi.OpUDRDataChangeNotify, c.DataChanged(ctx, dcn), dcn)
+	if !sbi.IsDeletion(dcn) || sbi.IsDeletion(sbi.SubscriberWritten(SUPI)) {
+		t.Error("IsDeletion")
+	}
 
 	// Every operation was called.
 	for _, op := range ops.All {
