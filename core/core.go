@@ -192,44 +192,53 @@ func New(cfg config.Config, logger *slog.Logger) (*Core, error) {
 	return c, nil
 }
 
-// wireN4 gives the SMF a PFCP client per UPF: the direct binding for the
-// embedded UPF when its N4 is "direct", PFCP over UDP (TS 29.244) for the
-// others, through one SMF endpoint.
+// wireN4 builds the embedded UPF, if any, and gives the SMF its N4.
 func (c *Core) wireN4() error {
-	var err error
 	if c.cfg.UPF.Embedded {
+		var err error
 		if c.UPF, err = NewUPF(c.cfg.UPF.Config, c.log); err != nil {
 			return err
 		}
 	}
-	for _, u := range c.cfg.SMF.UPFs {
+	ep, err := wireN4(c.cfg, c.SMF, c.UPF, c.pfcpTap(), c.log)
+	c.n4 = ep
+	return err
+}
+
+// wireN4 gives the SMF a PFCP client per UPF: the direct binding for the
+// embedded UPF when its N4 is "direct", PFCP over UDP (TS 29.244) for the
+// others, through one SMF endpoint (returned; nil when every UPF is
+// direct).
+func wireN4(cfg config.Config, s *smf.SMF, embedded *upf.UPF, tap pfcp.PacketTap, log *slog.Logger) (*pfcp.Endpoint, error) {
+	var ep *pfcp.Endpoint
+	for _, u := range cfg.SMF.UPFs {
 		if u.N4 == "direct" {
-			if c.UPF == nil || u.Name != c.cfg.UPF.Name {
-				return fmt.Errorf("core: smf.upfs %q: n4 direct needs the embedded UPF (upf.embedded, upf.name)", u.Name)
+			if embedded == nil || u.Name != cfg.UPF.Name {
+				return ep, fmt.Errorf("core: smf.upfs %q: n4 direct needs the embedded UPF (upf.embedded, upf.name)", u.Name)
 			}
-			if err := c.SMF.SetUserPlane(u.Name, pfcp.Direct(c.UPF.Handler(), c.SMF)); err != nil {
-				return err
+			if err := s.SetUserPlane(u.Name, pfcp.Direct(embedded.Handler(), s)); err != nil {
+				return ep, err
 			}
 			continue
 		}
 		peer, err := netip.ParseAddrPort(u.N4)
 		if err != nil {
-			return fmt.Errorf("core: smf.upfs %q: n4 %q: want \"direct\" or IPv4:port", u.Name, u.N4)
+			return ep, fmt.Errorf("core: smf.upfs %q: n4 %q: want \"direct\" or IPv4:port", u.Name, u.N4)
 		}
-		if c.n4 == nil {
-			smfCfg := c.cfg.SMF.WithDefaults()
+		if ep == nil {
+			smfCfg := cfg.SMF.WithDefaults()
 			addr := net.JoinHostPort(smfCfg.N4Address, strconv.Itoa(pfcp.Port))
-			c.n4, err = pfcp.Listen(pfcp.EndpointConfig{Addr: addr, NodeID: nodeID(smfCfg.NodeID), CP: c.SMF,
-				RecoveryTime: c.SMF.RecoveryTime(), Tap: c.pfcpTap(), Logger: c.log.With("nf", "smf", "if", "n4")})
+			ep, err = pfcp.Listen(pfcp.EndpointConfig{Addr: addr, NodeID: nodeID(smfCfg.NodeID), CP: s,
+				RecoveryTime: s.RecoveryTime(), Tap: tap, Logger: log.With("nf", "smf", "if", "n4")})
 			if err != nil {
-				return fmt.Errorf("core: smf n4 endpoint: %w", err)
+				return nil, fmt.Errorf("core: smf n4 endpoint: %w", err)
 			}
 		}
-		if err := c.SMF.SetUserPlane(u.Name, c.n4.UserPlane(peer)); err != nil {
-			return err
+		if err := s.SetUserPlane(u.Name, ep.UserPlane(peer)); err != nil {
+			return ep, err
 		}
 	}
-	return nil
+	return ep, nil
 }
 
 // NewUPF builds a UPF from cfg, embedded in the unit or on its own (tern nf

@@ -5,8 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/tern5g/tern/config"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/tern5g/tern/core"
@@ -16,22 +20,73 @@ import (
 // runNF runs one network function as its own process.
 func runNF(args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(os.Stderr, "usage: tern nf upf --config FILE\n\n"+
-			"Runs one NF as its own process. upf: UPF-C and UPF-U, reached by the SMF over PFCP/UDP\n"+
-			"at upf.pfcpAddr (set smf.upfs[].n4 to that address and upf.embedded to false in the\n"+
-			"configuration of tern up).\n")
+		fmt.Fprintf(os.Stderr, "usage: tern nf NAME --config FILE\n\n"+
+			"Runs one NF as its own process. NAME is one of %s or upf.\n"+
+			"The control-plane NFs serve their SBI over HTTP/2 at sbi.listen.NAME, register with the\n"+
+			"NRF at sbi.nrf and find each other through it: start nrf first, the others in any order.\n"+
+			"upf: UPF-C and UPF-U, reached by the SMF over PFCP/UDP at upf.pfcpAddr (set\n"+
+			"smf.upfs[].n4 to that address and upf.embedded to false).\n", strings.Join(config.NFNames, ", "))
 		if len(args) == 0 {
 			return errors.New("missing NF name")
 		}
 		return flag.ErrHelp
 	}
-	switch args[0] {
-	case "upf":
+	if args[0] == "upf" {
 		return runNFUPF(args[1:])
-	case "amf", "smf", "ausf", "udm", "udr", "pcf", "nrf", "nssf":
-		return fmt.Errorf("%s cannot run as its own process yet: the control-plane NFs call each other in-process and run together in 'tern up'", args[0])
 	}
-	return fmt.Errorf("unknown NF %q (try: %s nf upf)", args[0], prog())
+	if slices.Contains(config.NFNames, args[0]) {
+		return runControlNF(args[0], args[1:])
+	}
+	return fmt.Errorf("unknown NF %q (one of %s, upf)", args[0], strings.Join(config.NFNames, ", "))
+}
+
+// runControlNF runs a control-plane NF alone until SIGINT or SIGTERM.
+func runControlNF(name string, args []string) error {
+	fs := flag.NewFlagSet("nf "+name, flag.ContinueOnError)
+	cfgPath := fs.String("config", "", "YAML configuration file: its "+name+" and sbi sections (default: embedded defaults)")
+	listen := fs.String("listen", "", "SBI listen address, host:port (overrides sbi.listen."+name+")")
+	nrfRoot := fs.String("nrf", "", "the NRF's apiRoot, e.g. http://127.0.0.1:29510 (overrides sbi.nrf)")
+	logLevel := fs.String("log-level", "", "debug, info, warn or error (overrides log.level)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := loadConfig(*cfgPath)
+	if err != nil {
+		return err
+	}
+	if *listen != "" {
+		cfg.SBI.Listen = maps.Clone(cfg.SBI.Listen)
+		cfg.SBI.Listen[name] = *listen
+	}
+	if *nrfRoot != "" {
+		cfg.SBI.NRF = *nrfRoot
+	}
+	if *logLevel != "" {
+		cfg.Log.Level = *logLevel
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	log := newLogger(cfg.Log)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	n, err := core.NewNF(cfg, name, log)
+	if err != nil {
+		return err
+	}
+	if err := n.Start(ctx); err != nil {
+		n.Close()
+		return err
+	}
+	// The "ready" line is what scripts and tests wait for.
+	if a := n.N2Addr(); a != "" {
+		fmt.Printf("tern %s ready: SBI %s, N2 on %s\n", name, n.APIRoot, a)
+	} else {
+		fmt.Printf("tern %s ready: SBI %s\n", name, n.APIRoot)
+	}
+	<-ctx.Done()
+	log.Info("shutting down", "nf", name)
+	return n.Close()
 }
 
 // runNFUPF runs the UPF alone until SIGINT or SIGTERM.

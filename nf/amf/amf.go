@@ -380,3 +380,7 @@ func newUUID() string {
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
+
+// InstanceID is the AMF's NF instance ID (Config.InstanceID or the UUID
+// made at start).
+func (a *AMF) InstanceID() string { return a.instanceID }

@@ -1,0 +1,352 @@
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/free5gc/openapi/models"
+
+	"github.com/tern5g/tern/config"
+	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/nf/amf"
+	"github.com/tern5g/tern/nf/ausf"
+	"github.com/tern5g/tern/nf/nrf"
+	"github.com/tern5g/tern/nf/nrfclient"
+	"github.com/tern5g/tern/nf/nssf"
+	"github.com/tern5g/tern/nf/pcf"
+	"github.com/tern5g/tern/nf/smf"
+	"github.com/tern5g/tern/nf/udm"
+	"github.com/tern5g/tern/nf/udr"
+	"github.com/tern5g/tern/pfcp"
+	"github.com/tern5g/tern/sbi"
+	"github.com/tern5g/tern/sbi/httpsbi"
+	"github.com/tern5g/tern/sbi/ops"
+	"github.com/tern5g/tern/store"
+)
+
+// NF is one control-plane NF running as its own process (tern nf NAME):
+// it serves its SBI over HTTP/2 at sbi.listen[NAME], registers with the NRF
+// (heartbeats, deregistration on Close) and reaches every peer through
+// NRF discovery, so the NFs can start in any order, run on other hosts and
+// restart on their own (TS 23.501 §6.3.1, TS 29.510).
+type NF struct {
+	Name    string
+	APIRoot string
+
+	cfg   config.Config
+	log   *slog.Logger
+	http  *httpBinding
+	disc  *nrfclient.Discoverer
+	agent *nrfclient.Agent
+
+	nrf   *nrf.NRF
+	store *store.Store
+	udr   *udr.UDR
+	smf   *smf.SMF
+	amf   *amf.AMF
+	n4    *pfcp.Endpoint
+
+	stopFollow func()
+}
+
+// profileOf is what each NF registers: its type and services.
+var profileOf = map[string]struct {
+	t        sbi.NFType
+	services []models.Nrf_NFMgmt_ServiceName
+}{
+	"udr":  {sbi.NFTypeUDR, []models.Nrf_NFMgmt_ServiceName{models.Nrf_NFMgmt_ServiceName_NUDR_DR}},
+	"udm":  {sbi.NFTypeUDM, []models.Nrf_NFMgmt_ServiceName{models.Nrf_NFMgmt_ServiceName_NUDM_UEAU, models.Nrf_NFMgmt_ServiceName_NUDM_SDM, models.Nrf_NFMgmt_ServiceName_NUDM_UECM}},
+	"ausf": {sbi.NFTypeAUSF, []models.Nrf_NFMgmt_ServiceName{models.Nrf_NFMgmt_ServiceName_NAUSF_AUTH}},
+	"nssf": {sbi.NFTypeNSSF, []models.Nrf_NFMgmt_ServiceName{models.Nrf_NFMgmt_ServiceName_NNSSF_NSSELECTION}},
+	"pcf":  {sbi.NFTypePCF, []models.Nrf_NFMgmt_ServiceName{models.Nrf_NFMgmt_ServiceName_NPCF_SMPOLICYCONTROL}},
+	"smf":  {sbi.NFTypeSMF, []models.Nrf_NFMgmt_ServiceName{models.Nrf_NFMgmt_ServiceName_NSMF_PDUSESSION}},
+	"amf":  {sbi.NFTypeAMF, []models.Nrf_NFMgmt_ServiceName{models.Nrf_NFMgmt_ServiceName_NAMF_COMM}},
+}
+
+// NewNF builds the NF name of cfg; nothing listens for peers until Start.
+func NewNF(cfg config.Config, name string, log *slog.Logger) (*NF, error) {
+	if !slices.Contains(config.NFNames, name) {
+		return nil, fmt.Errorf("core: no NF %q (want one of %v)", name, config.NFNames)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cfg.SBI.Binding = config.BindingHTTP
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.SBI.Listen[name] == "" {
+		return nil, fmt.Errorf("core: sbi.listen.%s: where %s serves its SBI is not configured", name, name)
+	}
+	hb, err := newHTTPBinding(cfg.SBI, log, cfg.SBI.Listen)
+	if err != nil {
+		return nil, err
+	}
+	n := &NF{Name: name, cfg: cfg, log: log.With("nf", name), http: hb}
+	ok := false
+	defer func() {
+		if !ok {
+			n.Close()
+		}
+	}()
+	if n.APIRoot, err = hb.root(name); err != nil {
+		return nil, err
+	}
+	nrfClient := hb.clientOf(cfg.SBI.NRFRoot())
+	if n.disc, err = nrfclient.NewDiscoverer(nrfclient.DiscovererConfig{NRF: nrfClient, Logger: n.log}); err != nil {
+		return nil, err
+	}
+	if err := n.build(nrfClient); err != nil {
+		return nil, err
+	}
+	if name != "nrf" {
+		prof, err := n.profile()
+		if err != nil {
+			return nil, err
+		}
+		if n.agent, err = nrfclient.NewAgent(nrfclient.AgentConfig{NRF: nrfClient, Profile: prof, Logger: n.log}); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
+	return n, nil
+}
+
+// peer is a client of the NF type t's service s, found through discovery.
+func (n *NF) peer(t sbi.NFType, s models.Nrf_NFMgmt_ServiceName) *ops.Client {
+	me := profileOf[n.Name].t
+	r := nrfclient.NewRouter(n.disc, t, s, sbi.DiscoveryQuery{RequesterNFType: me}, func(root string) ops.Caller {
+		return httpsbi.NewCaller(n.http.client, root)
+	})
+	return ops.NewClient(r, "")
+}
+
+// build makes the NF and serves it.
+func (n *NF) build(nrfClient *ops.Client) error {
+	cfg, log := n.cfg, n.log
+	var err error
+	switch n.Name {
+	case "nrf":
+		nc := cfg.NRF
+		nc.APIRoot = n.APIRoot
+		if n.nrf, err = nrf.New(nc, log); err != nil {
+			return err
+		}
+		n.nrf.SetNotifier(nrfClient) // notifications go to absolute URIs
+		_, err = n.http.serve("nrf", n.nrf)
+	case "udr":
+		if n.store, err = store.OpenDriver(cfg.Store.Driver, cfg.Store.Source()); err != nil {
+			return fmt.Errorf("core: subscriber store: %w", err)
+		}
+		if d := cfg.Store.DemoSubscribers; d > 0 {
+			if _, err := n.store.PutAll(store.DefaultSubscribers(d), false); err != nil {
+				return fmt.Errorf("core: provisioning demo subscribers: %w", err)
+			}
+		}
+		if n.udr, err = udr.New(cfg.UDR, n.store, log); err != nil {
+			return err
+		}
+		_, err = n.http.serve("udr", n.udr)
+	case "udm":
+		var u *udm.UDM
+		if u, err = udm.New(cfg.UDM, n.peer(sbi.NFTypeUDR, models.Nrf_NFMgmt_ServiceName_NUDR_DR), log); err != nil {
+			return err
+		}
+		u.SetAMF(n.peer(sbi.NFTypeAMF, models.Nrf_NFMgmt_ServiceName_NAMF_COMM))
+		u.SetSMF(n.peer(sbi.NFTypeSMF, models.Nrf_NFMgmt_ServiceName_NSMF_PDUSESSION))
+		_, err = n.http.serve("udm", u)
+	case "ausf":
+		var a *ausf.AUSF
+		if a, err = ausf.New(cfg.AUSF, n.peer(sbi.NFTypeUDM, models.Nrf_NFMgmt_ServiceName_NUDM_UEAU), log); err != nil {
+			return err
+		}
+		_, err = n.http.serve("ausf", a)
+	case "nssf":
+		var s *nssf.NSSF
+		if s, err = nssf.New(cfg.NSSF, log); err != nil {
+			return err
+		}
+		_, err = n.http.serve("nssf", s)
+	case "pcf":
+		var p *pcf.PCF
+		if p, err = pcf.New(cfg.PCF, log); err != nil {
+			return err
+		}
+		p.SetNotifier(n.peer(sbi.NFTypeSMF, models.Nrf_NFMgmt_ServiceName_NSMF_PDUSESSION))
+		_, err = n.http.serve("pcf", p)
+	case "smf":
+		sc := cfg.SMF
+		sc.APIRoot = n.APIRoot
+		amfC := n.peer(sbi.NFTypeAMF, models.Nrf_NFMgmt_ServiceName_NAMF_COMM)
+		n.smf, err = smf.New(sc, smf.Deps{AMF: amfC, AMFStatus: amfC,
+			SDM: n.peer(sbi.NFTypeUDM, models.Nrf_NFMgmt_ServiceName_NUDM_SDM),
+			PCF: n.peer(sbi.NFTypePCF, models.Nrf_NFMgmt_ServiceName_NPCF_SMPOLICYCONTROL)}, log)
+		if err != nil {
+			return err
+		}
+		if n.n4, err = wireN4(cfg, n.smf, nil, nil, log); err != nil {
+			return err
+		}
+		_, err = n.http.serve("smf", n.smf)
+	case "amf":
+		ac := cfg.AMF
+		ac.APIRoot = n.APIRoot
+		udmC := n.peer(sbi.NFTypeUDM, models.Nrf_NFMgmt_ServiceName_NUDM_SDM)
+		n.amf, err = amf.New(ac, amf.Deps{AUSF: n.peer(sbi.NFTypeAUSF, models.Nrf_NFMgmt_ServiceName_NAUSF_AUTH),
+			SDM: udmC, UECM: udmC, NSSF: n.peer(sbi.NFTypeNSSF, models.Nrf_NFMgmt_ServiceName_NNSSF_NSSELECTION)}, log)
+		if err != nil {
+			return err
+		}
+		n.amf.SetSMF(n.peer(sbi.NFTypeSMF, models.Nrf_NFMgmt_ServiceName_NSMF_PDUSESSION))
+		_, err = n.http.serve("amf", n.amf)
+	}
+	return err
+}
+
+// profile is the NF's profile (TS 29.510 §6.1.6.2.2): its services at its
+// apiRoot, and for an SMF the slices and DNNs it serves (smfInfo), which
+// the AMF's discovery filters on.
+func (n *NF) profile() (*models.Nrf_NFMgmt_NFProfile, error) {
+	po := profileOf[n.Name]
+	id := newInstanceID()
+	if n.Name == "amf" && n.amf != nil {
+		id = n.amf.InstanceID()
+	}
+	p, err := nrfclient.ProfileFor(po.t, id, n.APIRoot, po.services...)
+	if err != nil {
+		return nil, err
+	}
+	if n.Name == "smf" {
+		info := &models.Nrf_NFMgmt_SmfInfo{}
+		for _, d := range n.cfg.SMF.DNNs {
+			s, err := identity.ParseSNSSAI(d.SNSSAI)
+			if err != nil {
+				return nil, fmt.Errorf("core: smf.dnns %s: %w", d.Name, err)
+			}
+			m := sbi.SNSSAIToModel(s)
+			i := slices.IndexFunc(info.SNssaiSmfInfoList, func(it models.Nrf_NFMgmt_SnssaiSmfInfoItem) bool {
+				return it.SNssai.Sst == m.Sst && it.SNssai.Sd == m.Sd
+			})
+			if i < 0 {
+				info.SNssaiSmfInfoList = append(info.SNssaiSmfInfoList, models.Nrf_NFMgmt_SnssaiSmfInfoItem{SNssai: &models.ExtSnssai{Sst: m.Sst, Sd: m.Sd}})
+				i = len(info.SNssaiSmfInfoList) - 1
+			}
+			it := &info.SNssaiSmfInfoList[i]
+			it.DnnSmfInfoList = append(it.DnnSmfInfoList, models.Nrf_NFMgmt_DnnSmfInfoItem{Dnn: d.Name})
+		}
+		p.SmfInfo = info
+	}
+	return p, nil
+}
+
+// newInstanceID is a random UUID (RFC 9562 version 4), the NF instance ID
+// of a process: a restarted NF is a new instance.
+func newInstanceID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// Start registers with the NRF (in the background: the NF serves before
+// the NRF answers), and starts N2 (AMF), N4 (SMF), the registry's expiry
+// (NRF) or the change feed (UDR).
+func (n *NF) Start(ctx context.Context) error {
+	switch n.Name {
+	case "nrf":
+		n.nrf.Start()
+	case "smf":
+		if err := n.smf.Start(ctx); err != nil {
+			return err
+		}
+	case "amf":
+		if err := n.amf.Start(ctx); err != nil {
+			return err
+		}
+	case "udr":
+		n.follow()
+	}
+	if n.agent != nil {
+		n.agent.Start()
+	}
+	n.log.Info("serving", "sbi", n.APIRoot, "nrf", n.cfg.SBI.NRFRoot())
+	return nil
+}
+
+// follow has the UDR read the store's change feed and notify the UDM of
+// changes other processes made (sbi.DataChangeNotifier).
+func (n *NF) follow() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	n.stopFollow = func() { cancel(); <-done }
+	every := n.cfg.Store.FollowInterval
+	if every <= 0 {
+		every = time.Second
+	}
+	udmC := n.peer(sbi.NFTypeUDM, models.Nrf_NFMgmt_ServiceName_NUDM_UECM)
+	go func() {
+		defer close(done)
+		err := n.udr.Follow(ctx, n.store, every, func(supi string, deleted bool) {
+			note := sbi.SubscriberWritten(supi)
+			if deleted {
+				note = sbi.SubscriberDeleted(supi)
+			}
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			if err := udmC.DataChanged(cctx, note); err != nil {
+				n.log.Warn("data change notification to the UDM failed", "supi", supi, "err", err)
+			}
+		})
+		if err != nil {
+			n.log.Warn("not following subscriber changes", "err", err)
+		}
+	}()
+}
+
+// N2Addr is the AMF's N2 address ("" for other NFs).
+func (n *NF) N2Addr() string {
+	if n.amf == nil {
+		return ""
+	}
+	return n.amf.Addr()
+}
+
+// Registered reports whether the NRF holds the NF's profile (always true
+// for the NRF itself).
+func (n *NF) Registered() bool { return n.agent == nil || n.agent.Registered() }
+
+// Close deregisters from the NRF, then stops the NF and its server.
+func (n *NF) Close() error {
+	var errs []error
+	if n.agent != nil {
+		errs = append(errs, n.agent.Stop())
+	}
+	if n.stopFollow != nil {
+		n.stopFollow()
+	}
+	if n.amf != nil {
+		errs = append(errs, n.amf.Close())
+	}
+	if n.smf != nil {
+		errs = append(errs, n.smf.Close())
+	}
+	if n.n4 != nil {
+		errs = append(errs, n.n4.Close())
+	}
+	if n.nrf != nil {
+		n.nrf.Stop()
+	}
+	if n.http != nil {
+		errs = append(errs, n.http.close())
+	}
+	if n.store != nil {
+		errs = append(errs, n.store.Close())
+	}
+	return errors.Join(errs...)
+}
