@@ -13,6 +13,7 @@ import (
 
 	"github.com/tern5g/tern/identity"
 	"github.com/tern5g/tern/sbi"
+	"github.com/tern5g/tern/sbi/ops"
 	"github.com/tern5g/tern/sbi/wire"
 	"github.com/tern5g/tern/sbi/wire/wiretest"
 )
@@ -22,6 +23,9 @@ import (
 // return. TestSBIValuesCoverInterfaces keeps it complete.
 func sbiValues() []any {
 	return []any{
+		new(models.Udm_UECM_Amf3GppAccessRegistrationModification),
+		new(models.Udr_DR_DataChangeNotify),
+		new(models.Pcf_SMPolCtrl_TerminationNotification),
 		// Nausf_UEAuthentication
 		new(models.Ausf_UEAU_AuthenticationInfo),
 		new(models.Ausf_UEAU_UEAuthenticationCtx),
@@ -217,4 +221,20 @@ func sbiTypeName(e ast.Expr) string {
 		return "sbi." + e.Name
 	}
 	return strings.TrimSpace(types.ExprString(e))
+}
+
+// Every message of every operation (what the shared-memory binding sends)
+// round-trips.
+func TestRoundTripOperationMessages(t *testing.T) {
+	c := newCodec(t, wire.SBITypes()...)
+	for _, op := range ops.All {
+		for _, v := range []any{op.NewRequest(), op.NewResponse()} {
+			name := op.String() + "/" + reflect.TypeOf(v).Elem().Name()
+			wiretest.Fill(v)
+			got, _ := roundTrip(t, c, v)
+			if d := diff(reflect.ValueOf(got), reflect.ValueOf(v), name); d != "" {
+				t.Errorf("%s: round trip differs at %s", name, d)
+			}
+		}
+	}
 }
