@@ -29,3 +29,14 @@ func UDP() (int, error) {
 func Loopback() netip.Addr {
 	return netip.AddrFrom4([4]byte{127, byte(1 + rand.IntN(254)), byte(rand.IntN(256)), byte(1 + rand.IntN(254))})
 }
+
+// TCP returns a loopback TCP port that was free a moment ago (same caveat
+// as UDP).
+func TCP() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free TCP port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,187 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/tern5g/tern/config"
+	"github.com/tern5g/tern/internal/freeport"
+	"github.com/tern5g/tern/nf/smf"
+	"github.com/tern5g/tern/sbi"
+	"github.com/tern5g/tern/sbi/httpsbi"
+	"github.com/tern5g/tern/sbi/ops"
+	"github.com/tern5g/tern/sctp"
+	"github.com/tern5g/tern/sim"
+	"github.com/tern5g/tern/upf"
+)
+
+// nfProc is one `tern nf NAME` process.
+type nfProc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	out  strings.Builder
+}
+
+// startNF starts `tern nf name --config cfgPath` and waits for its ready
+// line.
+func startNF(t *testing.T, name, cfgPath string) *nfProc {
+	t.Helper()
+	p := &nfProc{name: name, done: make(chan struct{})}
+	p.cmd = exec.Command(ternBinary(t), "nf", name, "--config", cfgPath)
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stderr = &p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan string, 1)
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), " ready: ") {
+				select {
+				case ready <- sc.Text():
+				default:
+				}
+			}
+		}
+		p.cmd.Wait()
+	}()
+	t.Cleanup(func() { p.stop() })
+	select {
+	case line := <-ready:
+		t.Logf("%s", line)
+	case <-p.done:
+		t.Fatalf("tern nf %s exited: %s", name, p.out.String())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("tern nf %s not ready: %s", name, p.out.String())
+	}
+	return p
+}
+
+// stop ends the process with SIGTERM (deregistering from the NRF).
+func (p *nfProc) stop() {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// kill ends it with SIGKILL: no goodbye to anyone.
+func (p *nfProc) kill() {
+	p.cmd.Process.Kill()
+	<-p.done
+}
+
+// TestNFsAsSeparateProcesses is issue 24's deployment check: every
+// control-plane NF runs as its own process (tern nf NAME) over HTTP/2,
+// registered with the NRF and found through discovery; UEs register and
+// open sessions through them. The SMF is then killed (SIGKILL) and started
+// again: new sessions succeed without restarting anything else.
+func TestNFsAsSeparateProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts nine processes")
+	}
+	const ues = 8
+	cfg := config.Default()
+	cfg.Log.Level = "warn"
+	cfg.Store.Path = filepath.Join(t.TempDir(), "subscribers.db")
+	cfg.Store.DemoSubscribers = 2 * ues
+	cfg.AMF.SCTP.Transport = sctp.TransportUDP
+	cfg.AMF.SCTP.UDPPort = freeUDPPort(t)
+	cfg.NRF.HeartBeatTimer = time.Second
+	for _, name := range config.NFNames {
+		port, err := freeport.TCP()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.SBI.Listen[name] = fmt.Sprintf("127.0.0.1:%d", port)
+	}
+	// The UPF is this process (as in TestUPFRestartUnderCore).
+	ucfg := upf.DefaultConfig()
+	upfAddr := freeport.Loopback()
+	ucfg.PFCPAddr = netip.AddrPortFrom(upfAddr, 8805).String()
+	ucfg.N3Addr = netip.AddrPortFrom(upfAddr, 2152).String()
+	ucfg.NoN6 = true
+	startRemoteUPF(t, ucfg)
+	cfg.UPF.Embedded = false
+	cfg.SMF.UPFs = []smf.UPFConfig{{Name: "upf", N4: ucfg.PFCPAddr, N3: upfAddr.String(), DNNs: []string{"internet", "ims"}}}
+	cfg.SMF.NodeID = freeport.Loopback().String()
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(t.TempDir(), "tern.yaml")
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	procs := map[string]*nfProc{}
+	for _, name := range config.NFNames { // nrf first
+		procs[name] = startNF(t, name, cfgPath)
+	}
+	nrf := ops.NewClient(httpsbi.NewCaller(httpsbi.NewClient(nil), cfg.SBI.NRFRoot()), "")
+	waitRegistered := func(types ...sbi.NFType) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for _, nt := range types {
+			for {
+				res, err := nrf.Discover(context.Background(), nt, sbi.DiscoveryQuery{RequesterNFType: sbi.NFTypeAMF})
+				if err == nil && len(res.NfInstances) > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no %s registered with the NRF: %v", nt, err)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}
+	waitRegistered(sbi.NFTypeUDR, sbi.NFTypeUDM, sbi.NFTypeAUSF, sbi.NFTypeNSSF, sbi.NFTypePCF, sbi.NFTypeSMF, sbi.NFTypeAMF)
+
+	simCfg := func(first int) sim.Config {
+		sc := sim.DefaultConfig()
+		sc.AMFAddr = cfg.AMF.N2Address
+		sc.Transport = sctp.Config{Transport: sctp.TransportUDP, UDPPort: cfg.AMF.SCTP.UDPPort}
+		sc.GNBs, sc.UEs, sc.Concurrency = 1, ues, 4
+		sc.FirstIMSI = fmt.Sprintf("20893%010d", first)
+		sc.Timeout = 15 * time.Second
+		sc.Scenario = sim.Scenario{sim.StepRegister, sim.StepSession, sim.StepRelease, sim.StepSession}
+		return sc
+	}
+	runSim(t, simCfg(1), ues)
+
+	// The SMF dies without a word and comes back on the same address.
+	procs["smf"].kill()
+	procs["smf"] = startNF(t, "smf", cfgPath)
+	waitRegistered(sbi.NFTypeSMF)
+	res := runSim(t, simCfg(1+ues), ues)
+	if t.Failed() {
+		for _, p := range procs {
+			t.Logf("tern nf %s:\n%s", p.name, p.out.String())
+		}
+		return
+	}
+	t.Logf("after the SMF restart: %d UEs registered and opened sessions (%v)", ues, res.Steps)
+}
