@@ -117,6 +117,7 @@ var benches = []struct {
 	{"register", benchRegister},
 	{"session", benchSession},
 	{"pfcp", benchPFCP},
+	{"sbi", benchSBI},
 	{"upf", benchUPF},
 	{"classify", benchClassify},
 	{"paging", benchPaging},

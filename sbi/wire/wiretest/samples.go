@@ -34,7 +34,7 @@ const (
 	gpsi       = "msisdn-0900000001"
 	amfID      = "7c4dcd9e-1f0a-4a55-9f0e-4f0c6b3e2a11"
 	dnn        = "internet"
-	statusURI  = "urn:tern:amf:" + amfID + ":sm-context-status"
+	statusURI  = "http://127.0.0.1:29518/namf-callback/v1/smContextStatus/" + supi + "/1/1"
 	servingSNN = "5G:mnc093.mcc208.3gppnetwork.org"
 )
 
