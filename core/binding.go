@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -10,12 +11,15 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/tern5g/tern/config"
 	"github.com/tern5g/tern/sbi/httpsbi"
 	"github.com/tern5g/tern/sbi/ops"
+	"github.com/tern5g/tern/sbi/shm"
+	"github.com/tern5g/tern/sbi/shmsbi"
 )
 
 // binding is how the unit's NFs reach each other: serve exposes an NF's
@@ -32,7 +36,7 @@ func newBinding(cfg config.SBI, log *slog.Logger) (binding, error) {
 	case config.BindingHTTP:
 		return newHTTPBinding(cfg, log, nil)
 	case config.BindingShm:
-		return nil, errors.New("core: sbi.binding shm is not built in yet")
+		return newShmBinding(cfg, log)
 	}
 	return inproc{}, nil
 }
@@ -169,4 +173,68 @@ func clientTLS(cfg config.SBI) (*tls.Config, error) {
 		return nil, fmt.Errorf("core: sbi.tls.ca %s: no certificate", cfg.TLS.CA)
 	}
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// shmBinding serves each NF on a shared-memory pool of its own, in a
+// directory of this process (mode 0700), and hands consumers an
+// ops.Client of it. Callback URIs stay paths: every callback goes to the
+// NF it was wired to.
+type shmBinding struct {
+	cfg     shm.Config
+	log     *slog.Logger
+	owned   bool // the directory is ours to remove
+	mu      sync.Mutex
+	servers []*shmsbi.Server
+	callers []*shmsbi.Caller
+}
+
+func newShmBinding(cfg config.SBI, log *slog.Logger) (*shmBinding, error) {
+	b := &shmBinding{log: log}
+	b.cfg.Dir = cfg.ShmDir
+	if b.cfg.Dir == "" {
+		// One directory per unit: two units on a host (or in one test
+		// process) never share pools.
+		base := os.Getenv("XDG_RUNTIME_DIR")
+		if base == "" {
+			base = "/dev/shm"
+		}
+		b.cfg.Dir = filepath.Join(base, fmt.Sprintf("tern-%d-%s", os.Getpid(), rand.Text()[:8]))
+		b.owned = true
+	}
+	return b, nil
+}
+
+func (b *shmBinding) root(string) (string, error) { return "", nil }
+
+func (b *shmBinding) serve(nf string, producers ...any) (any, error) {
+	s, err := shmsbi.Listen(b.cfg, nf, b.log.With("nf", nf, "if", "sbi"), producers...)
+	if err != nil {
+		return nil, fmt.Errorf("core: sbi of %s: %w", nf, err)
+	}
+	k, err := shmsbi.Dial(b.cfg, nf)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("core: sbi of %s: %w", nf, err)
+	}
+	b.mu.Lock()
+	b.servers = append(b.servers, s)
+	b.callers = append(b.callers, k)
+	b.mu.Unlock()
+	return ops.NewClient(k, ""), nil
+}
+
+func (b *shmBinding) close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var errs []error
+	for _, k := range b.callers {
+		errs = append(errs, k.Close())
+	}
+	for _, s := range b.servers {
+		errs = append(errs, s.Close())
+	}
+	if b.owned {
+		errs = append(errs, os.RemoveAll(b.cfg.Dir))
+	}
+	return errors.Join(errs...)
 }

@@ -14,9 +14,14 @@ import (
 // sessions, idle and service request (paging: N1N2MessageTransfer and its
 // callbacks), release and deregistration behave as in-process, and nothing
 // is left behind.
-func TestOverHTTPBinding(t *testing.T) {
+func TestOverHTTPBinding(t *testing.T) { overBinding(t, config.BindingHTTP) }
+
+// TestOverShmBinding is the same over the shared-memory binding.
+func TestOverShmBinding(t *testing.T) { overBinding(t, config.BindingShm) }
+
+func overBinding(t *testing.T, binding string) {
 	const ues = 20
-	c := startCore(t, ues, func(cfg *config.Config) { cfg.SBI.Binding = config.BindingHTTP })
+	c := startCore(t, ues, func(cfg *config.Config) { cfg.SBI.Binding = binding })
 	cfg := sim.DefaultConfig()
 	cfg.AMFAddr, cfg.Transport = c.N2Addr(), c.transport()
 	cfg.GNBs, cfg.UEs, cfg.Concurrency = 2, ues, 8

@@ -55,7 +55,7 @@ func printSBI(doc *report.Doc) {
 			ref[r.Variant] = r.Median
 		}
 	}
-	bound := map[string]string{"http": "tcp-rtt", "https": "tcp-rtt", "shm": "eventfd-rtt"}
+	bound := map[string]string{"http": "tcp-rtt", "https": "tcp-rtt", "shm": "eventfd-rtt", "shm-busypoll": "eventfd-rtt"}
 	fmt.Printf("\n%-20s %-12s %10s %10s %10s  %s\n", "operation", "binding", "median µs", "p99 µs", "failed", "vs reference")
 	for _, r := range doc.Results {
 		note := ""
@@ -75,10 +75,10 @@ func printSBI(doc *report.Doc) {
 
 // sbiBindings are the bindings compared.
 func sbiBindings() []sbi.Binding {
-	return []sbi.Binding{sbi.Inproc(), sbi.HTTP(), sbi.HTTPS()}
+	return []sbi.Binding{sbi.Inproc(), sbi.Shm(0), sbi.Shm(50 * time.Microsecond), sbi.HTTP(), sbi.HTTPS()}
 }
 
 // sbiReferences are the references measured besides tcp-rtt.
 func sbiReferences() map[string]func(int) ([]time.Duration, error) {
-	return nil
+	return map[string]func(int) ([]time.Duration, error){"eventfd-rtt": sbi.EventfdRTT}
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/tern5g/tern/bench/sbi"
+	"github.com/tern5g/tern/sbi/shm"
 	"io"
 	"os"
 	"sort"
@@ -36,6 +38,10 @@ func commands() map[string]command {
 }
 
 func main() {
+	// tern bench sbi runs its shared-memory peers as this executable
+	// started again; these return at once in any other process.
+	shm.MaybeRunChild()
+	sbi.MaybeRunProducer()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -227,11 +228,7 @@ func writeResponse(w http.ResponseWriter, r *http.Request, op *ops.Op, resp any)
 		writeError(w, op, err)
 		return
 	}
-	if pl.contentType != "" {
-		w.Header().Set("Content-Type", pl.contentType)
-	}
-	w.WriteHeader(status)
-	w.Write(pl.body)
+	writeBody(w, status, pl.contentType, pl.body)
 }
 
 // locationOf is the URI of a created resource: the request's collection
@@ -261,11 +258,9 @@ func writeError(w http.ResponseWriter, op *ops.Op, err error) {
 	var oe *sbi.OAuth2Error
 	if op.OAuth2 && errors.As(err, &oe) {
 		b, _ := json.Marshal(oe.Model())
-		w.Header().Set("Content-Type", contentJSON)
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Pragma", "no-cache")
-		w.WriteHeader(oe.Status)
-		w.Write(b)
+		writeBody(w, oe.Status, contentJSON, b)
 		return
 	}
 	var se *sbi.SMContextError
@@ -283,9 +278,7 @@ func writeError(w http.ResponseWriter, op *ops.Op, err error) {
 
 func writeProblem(w http.ResponseWriter, p *sbi.ProblemDetails) {
 	b, _ := json.Marshal(p.Model())
-	w.Header().Set("Content-Type", contentProblem)
-	w.WriteHeader(p.Status)
-	w.Write(b)
+	writeBody(w, p.Status, contentProblem, b)
 }
 
 // smErrorBody is SmContextCreateError / SmContextUpdateError (TS 29.502
@@ -316,9 +309,7 @@ func writeSMError(w http.ResponseWriter, se *sbi.SMContextError) {
 		writeProblem(w, se.Problem)
 		return
 	}
-	w.Header().Set("Content-Type", pl.contentType)
-	w.WriteHeader(se.Problem.Status)
-	w.Write(pl.body)
+	writeBody(w, se.Problem.Status, pl.contentType, pl.body)
 }
 
 // NewServer returns an http.Server for h that speaks HTTP/2 over TLS (when
@@ -331,4 +322,16 @@ func NewServer(h http.Handler, tlsConf *tls.Config) *http.Server {
 	s.Protocols.SetHTTP2(true)
 	s.Protocols.SetUnencryptedHTTP2(true)
 	return s
+}
+
+// writeBody answers status with body. Content-Length lets HTTP/2 end the
+// stream with the body's last DATA frame instead of an empty one after it.
+func writeBody(w http.ResponseWriter, status int, contentType string, body []byte) {
+	h := w.Header()
+	if contentType != "" {
+		h.Set("Content-Type", contentType)
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	w.Write(body)
 }
