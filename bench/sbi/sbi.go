@@ -81,8 +81,8 @@ type Config struct {
 	// References are extra rows measured in the same run (the caller's
 	// eventfd ping-pong), each a function returning its round-trip samples.
 	References map[string]func(n int) ([]time.Duration, error)
-	Log *slog.Logger
-	Dir string // scratch directory (store files)
+	Log        *slog.Logger
+	Dir        string // scratch directory (store files)
 }
 
 // Inproc is the in-process binding: the consumer holds the producer.

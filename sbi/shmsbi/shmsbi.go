@@ -220,4 +220,6 @@ func (k *Caller) Stats() shm.Stats { return k.c.Stats() }
 // Close disconnects.
 func (k *Caller) Close() error { return k.c.Close() }
 
-func modelsN2SmInfoType(s string) models.Smf_PDUSess_N2SmInfoType { return models.Smf_PDUSess_N2SmInfoType(s) }
+func modelsN2SmInfoType(s string) models.Smf_PDUSess_N2SmInfoType {
+	return models.Smf_PDUSess_N2SmInfoType(s)
+}
