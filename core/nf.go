@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/free5gc/openapi/models"
@@ -51,7 +52,9 @@ type NF struct {
 	amf   *amf.AMF
 	n4    *pfcp.Endpoint
 
-	stopFollow func()
+	nrfClient     *ops.Client
+	stopFollow    func()
+	stopSubscribe func()
 }
 
 // profileOf is what each NF registers: its type and services.
@@ -98,6 +101,7 @@ func NewNF(cfg config.Config, name string, log *slog.Logger) (*NF, error) {
 		return nil, err
 	}
 	nrfClient := hb.clientOf(cfg.SBI.NRFRoot())
+	n.nrfClient = nrfClient
 	if n.disc, err = nrfclient.NewDiscoverer(nrfclient.DiscovererConfig{NRF: nrfClient, Logger: n.log}); err != nil {
 		return nil, err
 	}
@@ -138,7 +142,7 @@ func (n *NF) build(nrfClient *ops.Client) error {
 			return err
 		}
 		n.nrf.SetNotifier(nrfClient) // notifications go to absolute URIs
-		_, err = n.http.serve("nrf", n.nrf)
+		_, err = n.http.serve("nrf", n.nrf, n.disc)
 	case "udr":
 		if n.store, err = store.OpenDriver(cfg.Store.Driver, cfg.Store.Source()); err != nil {
 			return fmt.Errorf("core: subscriber store: %w", err)
@@ -151,7 +155,7 @@ func (n *NF) build(nrfClient *ops.Client) error {
 		if n.udr, err = udr.New(cfg.UDR, n.store, log); err != nil {
 			return err
 		}
-		_, err = n.http.serve("udr", n.udr)
+		_, err = n.http.serve("udr", n.udr, n.disc)
 	case "udm":
 		var u *udm.UDM
 		if u, err = udm.New(cfg.UDM, n.peer(sbi.NFTypeUDR, models.Nrf_NFMgmt_ServiceName_NUDR_DR), log); err != nil {
@@ -159,26 +163,26 @@ func (n *NF) build(nrfClient *ops.Client) error {
 		}
 		u.SetAMF(n.peer(sbi.NFTypeAMF, models.Nrf_NFMgmt_ServiceName_NAMF_COMM))
 		u.SetSMF(n.peer(sbi.NFTypeSMF, models.Nrf_NFMgmt_ServiceName_NSMF_PDUSESSION))
-		_, err = n.http.serve("udm", u)
+		_, err = n.http.serve("udm", u, n.disc)
 	case "ausf":
 		var a *ausf.AUSF
 		if a, err = ausf.New(cfg.AUSF, n.peer(sbi.NFTypeUDM, models.Nrf_NFMgmt_ServiceName_NUDM_UEAU), log); err != nil {
 			return err
 		}
-		_, err = n.http.serve("ausf", a)
+		_, err = n.http.serve("ausf", a, n.disc)
 	case "nssf":
 		var s *nssf.NSSF
 		if s, err = nssf.New(cfg.NSSF, log); err != nil {
 			return err
 		}
-		_, err = n.http.serve("nssf", s)
+		_, err = n.http.serve("nssf", s, n.disc)
 	case "pcf":
 		var p *pcf.PCF
 		if p, err = pcf.New(cfg.PCF, log); err != nil {
 			return err
 		}
 		p.SetNotifier(n.peer(sbi.NFTypeSMF, models.Nrf_NFMgmt_ServiceName_NSMF_PDUSESSION))
-		_, err = n.http.serve("pcf", p)
+		_, err = n.http.serve("pcf", p, n.disc)
 	case "smf":
 		sc := cfg.SMF
 		sc.APIRoot = n.APIRoot
@@ -192,20 +196,104 @@ func (n *NF) build(nrfClient *ops.Client) error {
 		if n.n4, err = wireN4(cfg, n.smf, nil, nil, log); err != nil {
 			return err
 		}
-		_, err = n.http.serve("smf", n.smf)
+		_, err = n.http.serve("smf", n.smf, n.disc)
 	case "amf":
 		ac := cfg.AMF
 		ac.APIRoot = n.APIRoot
 		udmC := n.peer(sbi.NFTypeUDM, models.Nrf_NFMgmt_ServiceName_NUDM_SDM)
 		n.amf, err = amf.New(ac, amf.Deps{AUSF: n.peer(sbi.NFTypeAUSF, models.Nrf_NFMgmt_ServiceName_NAUSF_AUTH),
-			SDM: udmC, UECM: udmC, NSSF: n.peer(sbi.NFTypeNSSF, models.Nrf_NFMgmt_ServiceName_NNSSF_NSSELECTION)}, log)
+			SDM: udmC, UECM: udmC, NSSF: n.peer(sbi.NFTypeNSSF, models.Nrf_NFMgmt_ServiceName_NNSSF_NSSELECTION),
+			SMFSelector: smfSelector{n}}, log)
 		if err != nil {
 			return err
 		}
 		n.amf.SetSMF(n.peer(sbi.NFTypeSMF, models.Nrf_NFMgmt_ServiceName_NSMF_PDUSESSION))
-		_, err = n.http.serve("amf", n.amf)
+		_, err = n.http.serve("amf", n.amf, n.disc)
 	}
 	return err
+}
+
+// smfSelector picks, through the NRF, the SMF serving a PDU session's
+// S-NSSAI and DNN (TS 23.501 §6.3.2); the session stays with that SMF.
+type smfSelector struct{ n *NF }
+
+func (s smfSelector) SelectSMF(ctx context.Context, snssai identity.SNSSAI, dnn string) (sbi.PDUSession, error) {
+	c, err := s.pick(ctx, snssai, dnn)
+	if err != nil {
+		return nil, err
+	}
+	return &selectedSMF{sel: s, snssai: snssai, dnn: dnn, Client: c}, nil
+}
+
+func (s smfSelector) pick(ctx context.Context, snssai identity.SNSSAI, dnn string) (*ops.Client, error) {
+	n := s.n
+	root, id, err := nrfclient.Pick(ctx, n.disc, sbi.NFTypeSMF, models.Nrf_NFMgmt_ServiceName_NSMF_PDUSESSION,
+		sbi.DiscoveryQuery{RequesterNFType: sbi.NFTypeAMF, SNSSAIs: []identity.SNSSAI{snssai}, DNN: dnn})
+	if err != nil {
+		return nil, err
+	}
+	return ops.NewClient(nrfclient.Pin(n.disc, id, httpsbi.NewCaller(n.http.client, root)), ""), nil
+}
+
+// selectedSMF is the SMF of one PDU session. Its creation goes to another
+// SMF when the one selected cannot be reached (an instance the NRF still
+// lists after it died): nothing exists at the SMF yet. Afterwards every
+// call goes to the SMF that holds the context.
+type selectedSMF struct {
+	sel    smfSelector
+	snssai identity.SNSSAI
+	dnn    string
+	*ops.Client
+}
+
+func (s *selectedSMF) CreateSMContext(ctx context.Context, req *sbi.SMContextCreate) (*sbi.SMContextCreated, error) {
+	out, err := s.Client.CreateSMContext(ctx, req)
+	if err == nil || nrfclient.Answered(err) || ctx.Err() != nil {
+		return out, err
+	}
+	c, perr := s.sel.pick(ctx, s.snssai, s.dnn) // the unreachable one is gone from the cache
+	if perr != nil {
+		return out, err
+	}
+	s.Client = c
+	return s.Client.CreateSMContext(ctx, req)
+}
+
+// consumes lists the NF types each NF calls: it subscribes to their
+// status at the NRF, so that its discovery cache forgets an instance that
+// leaves (TS 29.510 §5.2.2.5).
+var consumes = map[string][]sbi.NFType{
+	"udr":  {sbi.NFTypeUDM},
+	"udm":  {sbi.NFTypeUDR, sbi.NFTypeAMF, sbi.NFTypeSMF},
+	"ausf": {sbi.NFTypeUDM},
+	"pcf":  {sbi.NFTypeSMF},
+	"smf":  {sbi.NFTypeAMF, sbi.NFTypeUDM, sbi.NFTypePCF},
+	"amf":  {sbi.NFTypeAUSF, sbi.NFTypeUDM, sbi.NFTypeNSSF, sbi.NFTypeSMF},
+}
+
+// subscribe asks the NRF for the status of every NF type n consumes,
+// retrying while the NRF is unreachable, until stop.
+func (n *NF) subscribe(ctx context.Context, nrfClient sbi.NFManagement) {
+	for _, t := range consumes[n.Name] {
+		sd := &models.Nrf_NFMgmt_SubscriptionData{
+			NfStatusNotificationUri: n.APIRoot + sbi.CallbackNFStatus + "/" + strings.ToLower(string(t)),
+			SubscrCond:              &models.Nrf_NFMgmt_SubscrCond{NfType: string(t)},
+		}
+		for delay := 100 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err := nrfClient.Subscribe(cctx, sd)
+			cancel()
+			if err == nil {
+				break
+			}
+			n.log.Debug("NF status subscription not taken yet", "type", t, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(delay):
+			}
+		}
+	}
 }
 
 // profile is the NF's profile (TS 29.510 §6.1.6.2.2): its services at its
@@ -275,6 +363,10 @@ func (n *NF) Start(ctx context.Context) error {
 	if n.agent != nil {
 		n.agent.Start()
 	}
+	sctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	n.stopSubscribe = func() { cancel(); <-done }
+	go func() { defer close(done); n.subscribe(sctx, n.nrfClient) }()
 	n.log.Info("serving", "sbi", n.APIRoot, "nrf", n.cfg.SBI.NRFRoot())
 	return nil
 }
@@ -324,6 +416,9 @@ func (n *NF) Registered() bool { return n.agent == nil || n.agent.Registered() }
 // Close deregisters from the NRF, then stops the NF and its server.
 func (n *NF) Close() error {
 	var errs []error
+	if n.stopSubscribe != nil {
+		n.stopSubscribe()
+	}
 	if n.agent != nil {
 		errs = append(errs, n.agent.Stop())
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tern5g/tern/config"
 	"github.com/tern5g/tern/internal/freeport"
+	"github.com/tern5g/tern/nf/nrfclient"
 	"github.com/tern5g/tern/nf/smf"
 	"github.com/tern5g/tern/sbi"
 	"github.com/tern5g/tern/sbi/httpsbi"
@@ -34,12 +35,12 @@ type nfProc struct {
 	out  strings.Builder
 }
 
-// startNF starts `tern nf name --config cfgPath` and waits for its ready
-// line.
-func startNF(t *testing.T, name, cfgPath string) *nfProc {
+// startNF starts `tern nf name --config cfgPath [args]` and waits for its
+// ready line.
+func startNF(t *testing.T, name, cfgPath string, args ...string) *nfProc {
 	t.Helper()
 	p := &nfProc{name: name, done: make(chan struct{})}
-	p.cmd = exec.Command(ternBinary(t), "nf", name, "--config", cfgPath)
+	p.cmd = exec.Command(ternBinary(t), append([]string{"nf", name, "--config", cfgPath}, args...)...)
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -96,12 +97,14 @@ func (p *nfProc) kill() {
 
 // TestNFsAsSeparateProcesses is issue 24's deployment check: every
 // control-plane NF runs as its own process (tern nf NAME) over HTTP/2,
-// registered with the NRF and found through discovery; UEs register and
-// open sessions through them. The SMF is then killed (SIGKILL) and started
-// again: new sessions succeed without restarting anything else.
+// registered with the NRF and found through discovery, with two SMFs: one
+// serves the DNN internet, the other ims. UEs register and open a session
+// on each DNN, which the AMF can only do by choosing the SMF per DNN. The
+// internet SMF is then killed (SIGKILL) and started again on another
+// address: new sessions succeed without restarting anything else.
 func TestNFsAsSeparateProcesses(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts nine processes")
+		t.Skip("starts ten processes")
 	}
 	const ues = 8
 	cfg := config.Default()
@@ -111,12 +114,15 @@ func TestNFsAsSeparateProcesses(t *testing.T) {
 	cfg.AMF.SCTP.Transport = sctp.TransportUDP
 	cfg.AMF.SCTP.UDPPort = freeUDPPort(t)
 	cfg.NRF.HeartBeatTimer = time.Second
-	for _, name := range config.NFNames {
+	freeTCP := func() string {
 		port, err := freeport.TCP()
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.SBI.Listen[name] = fmt.Sprintf("127.0.0.1:%d", port)
+		return fmt.Sprintf("127.0.0.1:%d", port)
+	}
+	for _, name := range config.NFNames {
+		cfg.SBI.Listen[name] = freeTCP()
 	}
 	// The UPF is this process (as in TestUPFRestartUnderCore).
 	ucfg := upf.DefaultConfig()
@@ -126,22 +132,52 @@ func TestNFsAsSeparateProcesses(t *testing.T) {
 	ucfg.NoN6 = true
 	startRemoteUPF(t, ucfg)
 	cfg.UPF.Embedded = false
-	cfg.SMF.UPFs = []smf.UPFConfig{{Name: "upf", N4: ucfg.PFCPAddr, N3: upfAddr.String(), DNNs: []string{"internet", "ims"}}}
-	cfg.SMF.NodeID = freeport.Loopback().String()
-	b, err := yaml.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
+	writeConfig := func(c config.Config) string {
+		b, err := yaml.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "tern.yaml")
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
 	}
-	cfgPath := filepath.Join(t.TempDir(), "tern.yaml")
-	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
-		t.Fatal(err)
+	all := cfg.SMF.DNNs
+	smfFor := func(dnn string) string {
+		c := cfg
+		c.SMF.NodeID = freeport.Loopback().String()
+		c.SMF.N4Address = c.SMF.NodeID
+		c.SMF.DNNs = nil
+		for _, d := range all {
+			if d.Name == dnn {
+				c.SMF.DNNs = append(c.SMF.DNNs, d)
+			}
+		}
+		c.SMF.UPFs = []smf.UPFConfig{{Name: "upf", N4: ucfg.PFCPAddr, N3: upfAddr.String(), DNNs: []string{dnn}}}
+		return writeConfig(c)
 	}
+	cfgPath := writeConfig(cfg)
+	internetCfg, imsCfg := smfFor("internet"), smfFor("ims")
 
 	procs := map[string]*nfProc{}
 	for _, name := range config.NFNames { // nrf first
-		procs[name] = startNF(t, name, cfgPath)
+		switch name {
+		case "smf":
+			procs["smf-internet"] = startNF(t, "smf", internetCfg)
+			procs["smf-ims"] = startNF(t, "smf", imsCfg, "--listen", freeTCP())
+		default:
+			procs[name] = startNF(t, name, cfgPath)
+		}
 	}
 	nrf := ops.NewClient(httpsbi.NewCaller(httpsbi.NewClient(nil), cfg.SBI.NRFRoot()), "")
+	smfs := func(dnn string) int {
+		res, err := nrf.Discover(context.Background(), sbi.NFTypeSMF, sbi.DiscoveryQuery{RequesterNFType: sbi.NFTypeAMF, DNN: dnn})
+		if err != nil {
+			return -1
+		}
+		return len(res.NfInstances)
+	}
 	waitRegistered := func(types ...sbi.NFType) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
@@ -159,6 +195,9 @@ func TestNFsAsSeparateProcesses(t *testing.T) {
 		}
 	}
 	waitRegistered(sbi.NFTypeUDR, sbi.NFTypeUDM, sbi.NFTypeAUSF, sbi.NFTypeNSSF, sbi.NFTypePCF, sbi.NFTypeSMF, sbi.NFTypeAMF)
+	for smfs("internet") != 1 || smfs("ims") != 1 {
+		time.Sleep(20 * time.Millisecond)
+	}
 
 	simCfg := func(first int) sim.Config {
 		sc := sim.DefaultConfig()
@@ -166,22 +205,43 @@ func TestNFsAsSeparateProcesses(t *testing.T) {
 		sc.Transport = sctp.Config{Transport: sctp.TransportUDP, UDPPort: cfg.AMF.SCTP.UDPPort}
 		sc.GNBs, sc.UEs, sc.Concurrency = 1, ues, 4
 		sc.FirstIMSI = fmt.Sprintf("20893%010d", first)
+		sc.DNNs = []string{"internet", "ims"}
 		sc.Timeout = 15 * time.Second
 		sc.Scenario = sim.Scenario{sim.StepRegister, sim.StepSession, sim.StepRelease, sim.StepSession}
 		return sc
 	}
-	runSim(t, simCfg(1), ues)
-
-	// The SMF dies without a word and comes back on the same address.
-	procs["smf"].kill()
-	procs["smf"] = startNF(t, "smf", cfgPath)
-	waitRegistered(sbi.NFTypeSMF)
-	res := runSim(t, simCfg(1+ues), ues)
-	if t.Failed() {
+	dump := func() {
 		for _, p := range procs {
 			t.Logf("tern nf %s:\n%s", p.name, p.out.String())
 		}
+	}
+	runSim(t, simCfg(1), ues)
+	if t.Failed() {
+		dump()
 		return
 	}
-	t.Logf("after the SMF restart: %d UEs registered and opened sessions (%v)", ues, res.Steps)
+
+	// The internet SMF dies without a word and comes back elsewhere: the
+	// NRF drops the silent instance (missed heartbeats) and tells the AMF.
+	procs["smf-internet"].kill()
+	moved := freeTCP()
+	procs["smf-internet"] = startNF(t, "smf", internetCfg, "--listen", moved)
+	start := time.Now()
+	for {
+		res, err := nrf.Discover(context.Background(), sbi.NFTypeSMF, sbi.DiscoveryQuery{RequesterNFType: sbi.NFTypeAMF, DNN: "internet"})
+		if err == nil && len(res.NfInstances) == 1 {
+			if root, _ := nrfclient.APIRoot(&res.NfInstances[0], "nsmf-pdusession"); root == "http://"+moved {
+				break
+			}
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("the NRF still lists the old internet SMF 10 s after the restart: %+v, %v", res, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("the NRF lists only the new internet SMF %v after its start", time.Since(start).Round(time.Millisecond))
+	runSim(t, simCfg(1+ues), ues)
+	if t.Failed() {
+		dump()
+	}
 }

@@ -24,6 +24,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tern5g/tern/identity"
 	"github.com/tern5g/tern/internal/procedures"
 	"github.com/tern5g/tern/internal/serial"
 	"github.com/tern5g/tern/sbi"
@@ -40,6 +41,16 @@ type Deps struct {
 	// answered "payload was not forwarded" (TS 24.501 §5.4.5.2.5). Since the
 	// SMF consumes the AMF too, it may also be supplied later with SetSMF.
 	SMF sbi.PDUSession
+	// SMFSelector, when set, picks the SMF of each new PDU session by
+	// S-NSSAI and DNN (several SMFs, found through the NRF); the session's
+	// later calls go to the SMF it picked. nil: every session goes to SMF.
+	SMFSelector SMFSelector
+}
+
+// SMFSelector picks the SMF serving a PDU session's S-NSSAI and DNN
+// (TS 23.501 §6.3.2).
+type SMFSelector interface {
+	SelectSMF(ctx context.Context, snssai identity.SNSSAI, dnn string) (sbi.PDUSession, error)
 }
 
 func (d Deps) validate() error {

@@ -1,6 +1,7 @@
 package amf
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -106,7 +107,7 @@ func (u *ue) onPathSwitchRequest(g *gnb, src *ranUE, m *ngap.PathSwitchRequest) 
 	var switched, released []ngap.PDUSessionResourceItem
 	for _, it := range m.ToBeSwitched {
 		s := u.sessions[it.ID]
-		if s == nil || smf == nil {
+		if s == nil || s.smfOr(smf) == nil {
 			released = append(released, ngap.PDUSessionResourceItem{ID: it.ID, Transfer: pathSwitchUnsuccessful()})
 			continue
 		}
@@ -228,7 +229,7 @@ func (u *ue) onHandoverRequired(r *ranUE, m *ngap.HandoverRequired) {
 	ho := handoverProc{hoType: m.HandoverType, cause: m.Cause, toTarget: m.SourceToTargetTransparentContainer}
 	for _, it := range m.Sessions {
 		s := u.sessions[it.ID]
-		if s == nil || smf == nil {
+		if s == nil || s.smfOr(smf) == nil {
 			continue
 		}
 		upd, err := u.updateN2(smf, s, models.Smf_PDUSess_N2SmInfoType_HANDOVER_REQUIRED, it.Transfer,
@@ -331,7 +332,7 @@ func (u *ue) onHandoverRequestAcknowledge(t *ranUE, m *ngap.HandoverRequestAckno
 	admitted := u.ho.sessions[:0]
 	for _, it := range m.Admitted {
 		s := u.sessions[it.ID]
-		if s == nil || smf == nil || !u.ho.has(it.ID) {
+		if s == nil || s.smfOr(smf) == nil || !u.ho.has(it.ID) {
 			continue
 		}
 		upd, err := u.updateN2(smf, s, models.Smf_PDUSess_N2SmInfoType_HANDOVER_REQ_ACK, it.Transfer,
@@ -345,7 +346,7 @@ func (u *ue) onHandoverRequestAcknowledge(t *ranUE, m *ngap.HandoverRequestAckno
 	}
 	for _, it := range m.FailedToSetup {
 		s := u.sessions[it.ID]
-		if s == nil || smf == nil {
+		if s == nil || s.smfOr(smf) == nil {
 			continue
 		}
 		upd, err := u.updateN2(smf, s, models.Smf_PDUSess_N2SmInfoType_HANDOVER_RES_ALLOC_FAIL, it.Transfer, nil)
@@ -444,20 +445,19 @@ func (u *ue) onHandoverNotify(t *ranUE, m *ngap.HandoverNotify) {
 	sessions := u.ho.sessions
 	u.ho = handoverProc{}
 	u.fire(evHandoverComplete)
-	if smf := a.smfService(); smf != nil {
-		for _, hs := range sessions {
-			s := u.sessions[hs.id]
-			if s == nil {
-				continue
-			}
-			if _, err := u.updateN2(smf, s, "", nil, func(d *models.Smf_PDUSess_SmContextUpdateData) {
-				d.HoState = models.Smf_PDUSess_HoState_COMPLETED
-			}); err != nil {
-				u.log.Info("handover completion not taken by the SMF", "pdu_session_id", hs.id, "err", err)
-				continue
-			}
-			s.up = upActive
+	smf := a.smfService()
+	for _, hs := range sessions {
+		s := u.sessions[hs.id]
+		if s == nil {
+			continue
 		}
+		if _, err := u.updateN2(smf, s, "", nil, func(d *models.Smf_PDUSess_SmContextUpdateData) {
+			d.HoState = models.Smf_PDUSess_HoState_COMPLETED
+		}); err != nil {
+			u.log.Info("handover completion not taken by the SMF", "pdu_session_id", hs.id, "err", err)
+			continue
+		}
+		s.up = upActive
 	}
 	a.stats.handoversDone.Add(1)
 	if err := src.sendContextRelease(ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkSuccessfulHandover}); err != nil {
@@ -512,9 +512,6 @@ func (u *ue) cancelHandover(cause ngap.Cause) {
 // CANCELLED, TS 23.502 §4.9.1.4).
 func (u *ue) cancelAtSMFs(sessions []hoSession) {
 	smf := u.amf.smfService()
-	if smf == nil {
-		return
-	}
 	for _, hs := range sessions {
 		if s := u.sessions[hs.id]; s != nil {
 			if _, err := u.updateN2(smf, s, "", nil, func(d *models.Smf_PDUSess_SmContextUpdateData) {
@@ -610,6 +607,9 @@ func (u *ue) updateN2(smf sbi.PDUSession, s *pduSession, typ models.Smf_PDUSess_
 	}
 	if edit != nil {
 		edit(d)
+	}
+	if smf = s.smfOr(smf); smf == nil {
+		return nil, errors.New("no SMF")
 	}
 	ctx, cancel := u.amf.callCtx()
 	defer cancel()

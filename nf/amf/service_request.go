@@ -155,12 +155,12 @@ func (u *ue) acceptService() {
 func (u *ue) activateSession(id uint8) (ngap.PDUSessionResourceSetupItemSUReq, nas.Cause5GMM) {
 	s := u.sessions[id]
 	smf := u.amf.smfService()
-	if s == nil || smf == nil {
+	if s == nil || s.smfOr(smf) == nil {
 		// TS 24.501 §5.6.1.4.1: no such PDU session on the network side.
 		return ngap.PDUSessionResourceSetupItemSUReq{}, nas.CauseInsufficientUserPlaneResources
 	}
 	ctx, cancel := u.amf.callCtx()
-	upd, err := smf.UpdateSMContext(ctx, s.ref, &sbi.SMContextUpdate{
+	upd, err := s.smfOr(smf).UpdateSMContext(ctx, s.ref, &sbi.SMContextUpdate{
 		Data: &models.Smf_PDUSess_SmContextUpdateData{
 			UpCnxState: models.Smf_PDUSess_UpCnxState_ACTIVATING,
 			UeLocation: u.userLocation(),
@@ -239,9 +239,7 @@ func (u *ue) alignSessions(ueStatus *uint16) *uint16 {
 		if *ueStatus&(1<<id) == 0 {
 			u.log.Info("PDU session the UE no longer has released", "pdu_session_id", id)
 			s := u.sessions[id]
-			if smf := u.amf.smfService(); smf != nil {
-				u.releaseSMContext(smf, s, models.Smf_PDUSess_Cause_REL_DUE_TO_UNSPECIFIED_REASON)
-			}
+			u.releaseSMContext(u.amf.smfService(), s, models.Smf_PDUSess_Cause_REL_DUE_TO_UNSPECIFIED_REASON)
 			u.forgetSession(s)
 		}
 	}

@@ -51,12 +51,23 @@ const (
 type pduSession struct {
 	id  uint8
 	ref string // smContextRef at the SMF
+	// smf is the SMF that holds the context (the one selected at
+	// establishment); nil: the AMF's only SMF.
+	smf sbi.PDUSession
 	// statusURI is the smContextStatusUri given at creation; a
 	// notification to another URI is for an older context.
 	statusURI string
 	snssai    identity.SNSSAI
 	dnn       string
 	up        upState
+}
+
+// smfOr is the SMF of s, or fallback when the session has none of its own.
+func (s *pduSession) smfOr(fallback sbi.PDUSession) sbi.PDUSession {
+	if s.smf != nil {
+		return s.smf
+	}
+	return fallback
 }
 
 // n2Kind says which NGAP procedure carries an N2 SM transfer to the gNB.
@@ -103,7 +114,7 @@ func (u *ue) onULNASTransport(m *nas.ULNASTransport) {
 		return
 	}
 	smf := u.amf.smfService()
-	if smf == nil {
+	if smf == nil && u.amf.deps.SMFSelector == nil {
 		u.returnPayload(m, nas.CausePayloadNotForwarded)
 		return
 	}
@@ -194,6 +205,19 @@ func (u *ue) establishSession(smf sbi.PDUSession, m *nas.ULNASTransport, old *pd
 		SelMode:            selMode,
 	}
 	ctx, cancel := a.callCtx()
+	if sel := a.deps.SMFSelector; sel != nil {
+		// TS 23.502 §4.3.2.2.1 step 2, TS 23.501 §6.3.2: the SMF is
+		// chosen for the S-NSSAI and DNN (through the NRF); the session
+		// stays with it.
+		picked, err := sel.SelectSMF(ctx, snssai, dnn)
+		if err != nil {
+			cancel()
+			u.log.Info("no SMF for the PDU session", "pdu_session_id", m.PDUSessionID, "snssai", snssai, "dnn", dnn, "err", err)
+			u.returnPayload(m, nas.CauseDNNNotSupportedOrNotSubscribed)
+			return
+		}
+		smf = picked
+	}
 	created, err := smf.CreateSMContext(ctx, &sbi.SMContextCreate{Data: data, N1SmMsg: m.Payload})
 	cancel()
 	if err == nil && (created == nil || created.Ref == "") {
@@ -216,7 +240,7 @@ func (u *ue) establishSession(smf sbi.PDUSession, m *nas.ULNASTransport, old *pd
 	if u.sessions == nil {
 		u.sessions = make(map[uint8]*pduSession)
 	}
-	u.sessions[m.PDUSessionID] = &pduSession{id: m.PDUSessionID, ref: created.Ref, statusURI: statusURI, snssai: snssai, dnn: dnn}
+	u.sessions[m.PDUSessionID] = &pduSession{id: m.PDUSessionID, ref: created.Ref, smf: smf, statusURI: statusURI, snssai: snssai, dnn: dnn}
 	a.stats.smCreated.Add(1)
 	a.stats.pduSessions.Add(1)
 	u.log.Debug("SM context created", "pdu_session_id", m.PDUSessionID, "ref", created.Ref, "dnn", dnn,
@@ -228,7 +252,7 @@ func (u *ue) establishSession(smf sbi.PDUSession, m *nas.ULNASTransport, old *pd
 // messages) and delivers what the SMF answers with.
 func (u *ue) forwardN1(smf sbi.PDUSession, s *pduSession, m *nas.ULNASTransport) {
 	ctx, cancel := u.amf.callCtx()
-	upd, err := smf.UpdateSMContext(ctx, s.ref, &sbi.SMContextUpdate{
+	upd, err := s.smfOr(smf).UpdateSMContext(ctx, s.ref, &sbi.SMContextUpdate{
 		Data: &models.Smf_PDUSess_SmContextUpdateData{
 			N1SmMsg:    &models.RefToBinaryData{ContentId: sbi.ContentIDN1SM},
 			UeLocation: u.userLocation(),
@@ -259,7 +283,7 @@ func (u *ue) forwardN2(id uint8, transfer []byte, typ models.Smf_PDUSess_N2SmInf
 		u.log.Info("N2 SM information for an unknown PDU session", "pdu_session_id", id, "type", string(typ))
 		return
 	}
-	smf := u.amf.smfService()
+	smf := s.smfOr(u.amf.smfService())
 	if smf == nil {
 		return
 	}
@@ -486,17 +510,17 @@ func (u *ue) onSMContextReleased(id uint8, uri string) {
 // logged, the UE stays CM-IDLE regardless.
 func (u *ue) deactivateSessions(listed []uint8) {
 	smf := u.amf.smfService()
-	if smf == nil {
-		return
-	}
 	for _, id := range u.sessionIDs() {
 		s := u.sessions[id]
+		if s.smfOr(smf) == nil {
+			continue
+		}
 		if s.up == upDeactivated || s.up == upNone && !slices.Contains(listed, id) {
 			continue
 		}
 		s.up = upDeactivated
 		ctx, cancel := u.amf.callCtx()
-		_, err := smf.UpdateSMContext(ctx, s.ref, &sbi.SMContextUpdate{
+		_, err := s.smfOr(smf).UpdateSMContext(ctx, s.ref, &sbi.SMContextUpdate{
 			Data: &models.Smf_PDUSess_SmContextUpdateData{UpCnxState: models.Smf_PDUSess_UpCnxState_DEACTIVATED},
 		})
 		cancel()
@@ -518,9 +542,7 @@ func (u *ue) releaseSessions(cause models.Smf_PDUSess_Cause) {
 	smf := u.amf.smfService()
 	for _, id := range u.sessionIDs() {
 		s := u.sessions[id]
-		if smf != nil {
-			u.releaseSMContext(smf, s, cause)
-		}
+		u.releaseSMContext(smf, s, cause)
 		u.forgetSession(s)
 	}
 }
@@ -531,6 +553,9 @@ func (u *ue) releaseSMContext(smf sbi.PDUSession, s *pduSession, cause models.Sm
 	req := &sbi.SMContextRelease{Data: &models.Smf_PDUSess_SmContextReleaseData{Cause: cause}}
 	if u.ran != nil {
 		req.Data.UeLocation = u.userLocation()
+	}
+	if smf = s.smfOr(smf); smf == nil {
+		return
 	}
 	ctx, cancel := u.amf.callCtx()
 	defer cancel()

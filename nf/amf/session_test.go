@@ -3,6 +3,7 @@ package amf
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -848,5 +849,54 @@ func TestDefaultDNNFromSubscription(t *testing.T) {
 	}
 	if c := smf.callsOf("create"); len(c) != 1 {
 		t.Errorf("creates %+v", c)
+	}
+}
+
+// selectorFunc is an SMFSelector.
+type selectorFunc func(ctx context.Context, s identity.SNSSAI, dnn string) (sbi.PDUSession, error)
+
+func (f selectorFunc) SelectSMF(ctx context.Context, s identity.SNSSAI, dnn string) (sbi.PDUSession, error) {
+	return f(ctx, s, dnn)
+}
+
+// With an SMF selector, each PDU session goes to the SMF serving its DNN
+// (TS 23.501 §6.3.2) and stays there; a DNN no SMF serves comes back to
+// the UE with #91.
+func TestSMFSelectedPerSession(t *testing.T) {
+	internet, ims := newFakeSMF(), newFakeSMF()
+	hn := newFakeHN()
+	deps := hn.deps()
+	deps.SMFSelector = selectorFunc(func(ctx context.Context, s identity.SNSSAI, dnn string) (sbi.PDUSession, error) {
+		switch dnn {
+		case "internet":
+			return internet, nil
+		case "ims":
+			return ims, nil
+		}
+		return nil, errors.New("no SMF serves " + dnn)
+	})
+	a, err := New(testConfig(), deps, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	internet.amf, ims.amf = a, a
+	t.Cleanup(func() { a.Close() })
+	u := registeredUE(t, a, hn)
+	u.establish(1, "internet")
+	u.establish(2, "ims")
+	waitFor(t, "both sessions active", func() bool {
+		return len(internet.callsOf("update")) == 1 && len(ims.callsOf("update")) == 1
+	})
+	if c := internet.callsOf("create"); len(c) != 1 || c[0].dnn != "internet" {
+		t.Errorf("internet SMF created %+v", c)
+	}
+	if c := ims.callsOf("create"); len(c) != 1 || c[0].dnn != "ims" {
+		t.Errorf("ims SMF created %+v", c)
+	}
+	req := smMsg(3, 8, nas.MsgPDUSessionEstablishmentRequest)
+	u.sendSM(3, requestInitial, "nowhere", nil, req)
+	dl := u.dlSM(expect[*ngap.DownlinkNASTransport](t, u.recvNGAP()).NASPDU, 3)
+	if !bytes.Equal(dl.Payload, req) || dl.Cause != nas.CauseDNNNotSupportedOrNotSubscribed {
+		t.Errorf("returned payload % x cause %d", dl.Payload, dl.Cause)
 	}
 }

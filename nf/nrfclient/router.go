@@ -52,43 +52,75 @@ func (r *Router) Call(ctx context.Context, op *ops.Op, req, resp any) error {
 	}
 	var last error
 	for try := 0; try < maxTries; try++ {
-		res, err := r.disc.Discover(ctx, r.target, r.query)
+		root, id, err := Pick(ctx, r.disc, r.target, r.service, r.query)
 		if err != nil {
-			return sbi.NewProblem(http.StatusGatewayTimeout, sbi.CauseTargetNFNotReachable, "%s: discovering a %s: %v", op, r.target, err)
-		}
-		var p *models.Nrf_NFDisc_NFProfile
-		for i := range res.NfInstances {
-			if s := res.NfInstances[i].NfStatus; s == "" || s == models.Nrf_NFMgmt_NFStatus_REGISTERED {
-				p = &res.NfInstances[i]
-				break
-			}
-		}
-		if p == nil {
 			if last != nil {
 				return last
 			}
-			return sbi.NewProblem(http.StatusGatewayTimeout, sbi.CauseTargetNFNotReachable, "%s: no %s offers %s", op, r.target, r.service)
-		}
-		root, err := APIRoot(p, r.service)
-		if err != nil {
-			r.disc.Invalidate(p.NfInstanceId)
-			last = err
-			continue
+			return err
 		}
 		err = r.caller(root).Call(ctx, op, req, resp)
-		if err == nil || answered(err) || ctx.Err() != nil {
+		if err == nil || Answered(err) || ctx.Err() != nil {
 			return err
 		}
 		// Not reachable: forget the instance, ask again.
-		r.disc.Invalidate(p.NfInstanceId)
+		r.disc.Invalidate(id)
 		last = fmt.Errorf("%s at %s: %w", r.target, root, err)
 	}
 	return last
 }
 
-// answered reports whether err is the producer's answer (as opposed to a
+// Pick finds, through d, the first registered instance of target that
+// offers service and matches q, and returns its apiRoot and instance ID.
+// Errors are 504 TARGET_NF_NOT_REACHABLE problems.
+func Pick(ctx context.Context, d *Discoverer, target sbi.NFType, service models.Nrf_NFMgmt_ServiceName, q sbi.DiscoveryQuery) (root, instanceID string, err error) {
+	if len(q.ServiceNames) == 0 {
+		q.ServiceNames = []models.Nrf_NFMgmt_ServiceName{service}
+	}
+	res, err := d.Discover(ctx, target, q)
+	if err != nil {
+		return "", "", sbi.NewProblem(http.StatusGatewayTimeout, sbi.CauseTargetNFNotReachable, "discovering a %s: %v", target, err)
+	}
+	for i := range res.NfInstances {
+		p := &res.NfInstances[i]
+		if s := p.NfStatus; s != "" && s != models.Nrf_NFMgmt_NFStatus_REGISTERED {
+			continue
+		}
+		root, err := APIRoot(p, service)
+		if err != nil {
+			d.Invalidate(p.NfInstanceId)
+			continue
+		}
+		return root, p.NfInstanceId, nil
+	}
+	return "", "", sbi.NewProblem(http.StatusGatewayTimeout, sbi.CauseTargetNFNotReachable, "no %s offers %s", target, service)
+}
+
+// Pin is an ops.Caller to one instance (a producer holding state for the
+// consumer, such as an SMF its SM contexts): a call that cannot reach it
+// drops the instance from d's cache, so that the next selection finds
+// another, but the call is not sent elsewhere.
+func Pin(d *Discoverer, instanceID string, c ops.Caller) ops.Caller {
+	return pinned{c: c, d: d, id: instanceID}
+}
+
+type pinned struct {
+	c  ops.Caller
+	d  *Discoverer
+	id string
+}
+
+func (p pinned) Call(ctx context.Context, op *ops.Op, req, resp any) error {
+	err := p.c.Call(ctx, op, req, resp)
+	if err != nil && !Answered(err) && ctx.Err() == nil {
+		p.d.Invalidate(p.id)
+	}
+	return err
+}
+
+// Answered reports whether err is the producer's answer (as opposed to a
 // failure to reach it).
-func answered(err error) bool {
+func Answered(err error) bool {
 	var pd *sbi.ProblemDetails
 	var oe *sbi.OAuth2Error
 	return errors.As(err, &pd) || errors.As(err, &oe)
