@@ -31,10 +31,29 @@ type binding interface {
 	close() error
 }
 
-func newBinding(cfg config.SBI, log *slog.Logger) (binding, error) {
+// Option changes how New builds the unit.
+type Option func(*options)
+
+type options struct {
+	wrapSBI func(http.RoundTripper) http.RoundTripper
+}
+
+// WithSBITransport wraps the HTTP/2 binding's client transport (sbi.binding
+// http), for instance to validate every exchange against the 3GPP OpenAPI
+// files in a test.
+func WithSBITransport(wrap func(http.RoundTripper) http.RoundTripper) Option {
+	return func(o *options) { o.wrapSBI = wrap }
+}
+
+func newBinding(cfg config.SBI, log *slog.Logger, o options) (binding, error) {
 	switch cfg.Binding {
 	case config.BindingHTTP:
-		return newHTTPBinding(cfg, log, nil)
+		b, err := newHTTPBinding(cfg, log, nil)
+		if err == nil && o.wrapSBI != nil {
+			b.base = b.client.Transport
+			b.client.Transport = o.wrapSBI(b.client.Transport)
+		}
+		return b, err
 	case config.BindingShm:
 		return newShmBinding(cfg, log)
 	}
@@ -56,6 +75,7 @@ type httpBinding struct {
 	cfg    config.SBI
 	log    *slog.Logger
 	client *http.Client
+	base   http.RoundTripper // the client's own transport, when wrapped
 	tls    *tls.Config
 	listen map[string]string // nf → host:port; nil: a free loopback port
 
@@ -135,6 +155,9 @@ func (b *httpBinding) close() error {
 	// The unit's own client holds HTTP/2 connections to every server:
 	// closing them first lets Shutdown find them idle.
 	b.client.CloseIdleConnections()
+	if ci, ok := b.base.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
 	var errs []error
 	for _, s := range b.servers {
 		if err := s.Shutdown(ctx); err != nil {

@@ -18,9 +18,11 @@ import (
 	"github.com/free5gc/openapi/models"
 
 	"github.com/tern5g/tern/config"
+	"github.com/tern5g/tern/identity"
 	"github.com/tern5g/tern/nf/amf"
 	"github.com/tern5g/tern/nf/ausf"
 	"github.com/tern5g/tern/nf/nrf"
+	"github.com/tern5g/tern/nf/nrfclient"
 	"github.com/tern5g/tern/nf/nssf"
 	"github.com/tern5g/tern/nf/pcf"
 	"github.com/tern5g/tern/nf/smf"
@@ -30,6 +32,7 @@ import (
 	"github.com/tern5g/tern/pfcp"
 	"github.com/tern5g/tern/report"
 	"github.com/tern5g/tern/sbi"
+	"github.com/tern5g/tern/sbi/ops"
 	"github.com/tern5g/tern/store"
 	"github.com/tern5g/tern/upf"
 )
@@ -53,8 +56,9 @@ type Core struct {
 
 	n4 *pfcp.Endpoint // the SMF's PFCP endpoint, when some UPF is remote
 
-	sbi binding          // how the NFs reach each other
-	nrf sbi.NFManagement // the NRF as the NFs reach it
+	sbi        binding                // how the NFs reach each other
+	udmChanges sbi.DataChangeNotifier // the UDM, as the UDR reaches it
+	nrf        sbi.NFManagement       // the NRF as the NFs reach it
 
 	stopFollow func() // ends followStore's goroutine
 
@@ -64,7 +68,7 @@ type Core struct {
 
 // New builds the NFs from cfg, opening (and on first start creating and
 // provisioning) the subscriber store. Nothing listens until Start.
-func New(cfg config.Config, logger *slog.Logger) (*Core, error) {
+func New(cfg config.Config, logger *slog.Logger, opts ...Option) (*Core, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -109,7 +113,11 @@ func New(cfg config.Config, logger *slog.Logger) (*Core, error) {
 	// The SBI binding: in-process, each consumer holds the producer itself
 	// behind the sbi interface it consumes; over HTTP/2 (or shared memory)
 	// it holds a client of the producer's server.
-	if c.sbi, err = newBinding(cfg.SBI, logger); err != nil {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if c.sbi, err = newBinding(cfg.SBI, logger, o); err != nil {
 		return nil, err
 	}
 	b := c.sbi
@@ -133,6 +141,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Core, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.udmChanges = udmC
 	if c.AUSF, err = ausf.New(cfg.AUSF, udmC, logger); err != nil {
 		return nil, err
 	}
@@ -150,6 +159,12 @@ func New(cfg config.Config, logger *slog.Logger) (*Core, error) {
 	amfCfg := cfg.AMF
 	if amfCfg.APIRoot, err = b.root("amf"); err != nil {
 		return nil, err
+	}
+	if amfCfg.InstanceID == "" {
+		amfCfg.InstanceID = identity.NewNFInstanceID()
+	}
+	if c, ok := nssfC.(*ops.Client); ok {
+		c.NFInstanceID = amfCfg.InstanceID // Nnssf_NSSelection's nf-id
 	}
 	c.AMF, err = amf.New(amfCfg, amf.Deps{AUSF: ausfC, SDM: udmC, UECM: udmC, NSSF: nssfC}, logger)
 	if err != nil {
@@ -274,7 +289,11 @@ func (c *Core) pfcpTap() pfcp.PacketTap {
 // sweeper (nrf.NRF.Start) is not started: the unit's NFs live and die with
 // the process and send no heartbeats, so their registrations must not lapse.
 func (c *Core) Start(ctx context.Context) error {
-	for _, p := range c.profiles() {
+	profiles, err := c.profiles()
+	if err != nil {
+		return fmt.Errorf("core: nf profiles: %w", err)
+	}
+	for _, p := range profiles {
 		if _, _, err := c.nrf.Register(ctx, p); err != nil {
 			return fmt.Errorf("core: nrf register %s: %w", p.NfType, err)
 		}
@@ -308,7 +327,13 @@ func (c *Core) followStore() {
 	go func() {
 		defer close(done)
 		err := c.UDR.Follow(ctx, c.store, every, func(supi string, deleted bool) {
-			c.UDM.SubscriberChanged(ctx, supi, deleted)
+			note := sbi.SubscriberWritten(supi)
+			if deleted {
+				note = sbi.SubscriberDeleted(supi)
+			}
+			if err := c.udmChanges.DataChanged(ctx, note); err != nil {
+				c.log.Warn("data change notification to the UDM failed", "supi", supi, "err", err)
+			}
 		})
 		if err != nil {
 			c.log.Warn("not following subscriber changes: changes made by other processes apply at the UEs' next registration", "err", err)
@@ -317,33 +342,36 @@ func (c *Core) followStore() {
 }
 
 // profiles are the NF profiles the unit registers with its NRF (TS 29.510
-// §6.1.6.2.2), so that discovery answers as it would across nodes.
-func (c *Core) profiles() []*models.Nrf_NFMgmt_NFProfile {
-	mk := func(id string, t sbi.NFType, services ...models.Nrf_NFMgmt_ServiceName) *models.Nrf_NFMgmt_NFProfile {
-		p := &models.Nrf_NFMgmt_NFProfile{
-			NfInstanceId: id,
-			NfType:       t,
-			NfStatus:     models.Nrf_NFMgmt_NFStatus_REGISTERED,
+// §6.1.6.2.2), so that discovery answers as it would across nodes. Over
+// the in-process and shared-memory bindings the NFs have no SBI address:
+// their profiles carry the loopback one (TS 29.510 requires an address).
+func (c *Core) profiles() ([]*models.Nrf_NFMgmt_NFProfile, error) {
+	var out []*models.Nrf_NFMgmt_NFProfile
+	add := func(nf, id string, t sbi.NFType, services ...models.Nrf_NFMgmt_ServiceName) error {
+		root, err := c.sbi.root(nf)
+		if err != nil {
+			return err
 		}
-		for _, s := range services {
-			p.NfServices = append(p.NfServices, models.Nrf_NFMgmt_NFService{
-				ServiceInstanceId: id + "-" + string(s),
-				ServiceName:       s,
-				Scheme:            models.UriScheme_HTTP,
-				NfServiceStatus:   models.Nrf_NFMgmt_NFServiceStatus_REGISTERED,
-			})
+		if root == "" {
+			root = "http://127.0.0.1"
 		}
-		return p
+		p, err := nrfclient.ProfileFor(t, id, root, services...)
+		if err != nil {
+			return err
+		}
+		out = append(out, p)
+		return nil
 	}
-	return []*models.Nrf_NFMgmt_NFProfile{
-		mk("tern-amf", sbi.NFTypeAMF, models.Nrf_NFMgmt_ServiceName_NAMF_COMM),
-		mk("tern-ausf", sbi.NFTypeAUSF, models.Nrf_NFMgmt_ServiceName_NAUSF_AUTH),
-		mk("tern-udm", sbi.NFTypeUDM, models.Nrf_NFMgmt_ServiceName_NUDM_UEAU, models.Nrf_NFMgmt_ServiceName_NUDM_SDM, models.Nrf_NFMgmt_ServiceName_NUDM_UECM),
-		mk("tern-udr", sbi.NFTypeUDR, models.Nrf_NFMgmt_ServiceName_NUDR_DR),
-		mk("tern-nssf", sbi.NFTypeNSSF, models.Nrf_NFMgmt_ServiceName_NNSSF_NSSELECTION),
-		mk("tern-smf", sbi.NFTypeSMF, models.Nrf_NFMgmt_ServiceName_NSMF_PDUSESSION),
-		mk("tern-pcf", sbi.NFTypePCF, models.Nrf_NFMgmt_ServiceName_NPCF_SMPOLICYCONTROL),
-	}
+	err := errors.Join(
+		add("amf", c.AMF.InstanceID(), sbi.NFTypeAMF, models.Nrf_NFMgmt_ServiceName_NAMF_COMM),
+		add("ausf", c.AUSF.InstanceID(), sbi.NFTypeAUSF, models.Nrf_NFMgmt_ServiceName_NAUSF_AUTH),
+		add("udm", identity.NewNFInstanceID(), sbi.NFTypeUDM, models.Nrf_NFMgmt_ServiceName_NUDM_UEAU, models.Nrf_NFMgmt_ServiceName_NUDM_SDM, models.Nrf_NFMgmt_ServiceName_NUDM_UECM),
+		add("udr", identity.NewNFInstanceID(), sbi.NFTypeUDR, models.Nrf_NFMgmt_ServiceName_NUDR_DR),
+		add("nssf", identity.NewNFInstanceID(), sbi.NFTypeNSSF, models.Nrf_NFMgmt_ServiceName_NNSSF_NSSELECTION),
+		add("smf", identity.NewNFInstanceID(), sbi.NFTypeSMF, models.Nrf_NFMgmt_ServiceName_NSMF_PDUSESSION),
+		add("pcf", identity.NewNFInstanceID(), sbi.NFTypePCF, models.Nrf_NFMgmt_ServiceName_NPCF_SMPOLICYCONTROL),
+	)
+	return out, err
 }
 
 // Capture is the pcap writer of cfg.Capture (nil without one); the
@@ -427,6 +455,7 @@ func (c *Core) Close() error {
 // The services an NF serves, as its consumers see them.
 type (
 	udmService interface {
+		sbi.DataChangeNotifier
 		sbi.UDMUEAuthentication
 		sbi.SubscriberDataManagement
 		sbi.UEContextManagement

@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -200,9 +199,14 @@ func (n *NF) build(nrfClient *ops.Client) error {
 	case "amf":
 		ac := cfg.AMF
 		ac.APIRoot = n.APIRoot
+		if ac.InstanceID == "" {
+			ac.InstanceID = identity.NewNFInstanceID()
+		}
 		udmC := n.peer(sbi.NFTypeUDM, models.Nrf_NFMgmt_ServiceName_NUDM_SDM)
+		nssfC := n.peer(sbi.NFTypeNSSF, models.Nrf_NFMgmt_ServiceName_NNSSF_NSSELECTION)
+		nssfC.NFInstanceID = ac.InstanceID // Nnssf_NSSelection's nf-id
 		n.amf, err = amf.New(ac, amf.Deps{AUSF: n.peer(sbi.NFTypeAUSF, models.Nrf_NFMgmt_ServiceName_NAUSF_AUTH),
-			SDM: udmC, UECM: udmC, NSSF: n.peer(sbi.NFTypeNSSF, models.Nrf_NFMgmt_ServiceName_NNSSF_NSSELECTION),
+			SDM: udmC, UECM: udmC, NSSF: nssfC,
 			SMFSelector: smfSelector{n}}, log)
 		if err != nil {
 			return err
@@ -301,7 +305,7 @@ func (n *NF) subscribe(ctx context.Context, nrfClient sbi.NFManagement) {
 // the AMF's discovery filters on.
 func (n *NF) profile() (*models.Nrf_NFMgmt_NFProfile, error) {
 	po := profileOf[n.Name]
-	id := newInstanceID()
+	id := identity.NewNFInstanceID()
 	if n.Name == "amf" && n.amf != nil {
 		id = n.amf.InstanceID()
 	}
@@ -330,16 +334,6 @@ func (n *NF) profile() (*models.Nrf_NFMgmt_NFProfile, error) {
 		p.SmfInfo = info
 	}
 	return p, nil
-}
-
-// newInstanceID is a random UUID (RFC 9562 version 4), the NF instance ID
-// of a process: a restarted NF is a new instance.
-func newInstanceID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 // Start registers with the NRF (in the background: the NF serves before

@@ -52,7 +52,7 @@ func (c *testCore) transport() sctp.Config {
 	return sctp.Config{Transport: sctp.TransportUDP, UDPPort: c.cfg.AMF.SCTP.UDPPort}
 }
 
-func startCore(t *testing.T, subscribers int, mutate func(*config.Config)) *testCore {
+func startCore(t *testing.T, subscribers int, mutate func(*config.Config), opts ...core.Option) *testCore {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Log.Level = "error"
@@ -68,7 +68,7 @@ func startCore(t *testing.T, subscribers int, mutate func(*config.Config)) *test
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	c, err := core.New(cfg, nil)
+	c, err := core.New(cfg, nil, opts...)
 	if err != nil {
 		t.Fatalf("core.New: %v", err)
 	}

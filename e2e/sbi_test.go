@@ -1,11 +1,19 @@
 package e2e
 
 import (
+	"context"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/tern5g/tern/config"
+	"github.com/tern5g/tern/core"
+	"github.com/tern5g/tern/internal/poll"
+	"github.com/tern5g/tern/nf/pcf"
+	"github.com/tern5g/tern/sbi/openapitest"
 	"github.com/tern5g/tern/sim"
+	"github.com/tern5g/tern/store"
 )
 
 // TestOverHTTPBinding runs the whole UE life over the HTTP/2 binding: every
@@ -36,4 +44,84 @@ func overBinding(t *testing.T, binding string) {
 	if s := leftovers(st); s != "" {
 		t.Errorf("left behind:%s", s)
 	}
+}
+
+// TestSBIConformance validates every SBI request the NFs send and every
+// answer they give, during registrations, sessions, idle mode, paging
+// and deregistration over the HTTP/2 binding, against the 3GPP OpenAPI
+// files (shared/openapi).
+func TestSBIConformance(t *testing.T) {
+	v, err := openapitest.Load(openapitest.Dir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec *openapitest.Recorder
+	const ues = 4
+	c := startCore(t, ues, func(cfg *config.Config) {
+		cfg.SBI.Binding = config.BindingHTTP
+		cfg.Store.FollowInterval = 10 * time.Millisecond
+	}, core.WithSBITransport(func(base http.RoundTripper) http.RoundTripper {
+		rec = v.Transport(t, base)
+		// Departures documented in sbi/ops: fixed callback paths.
+		rec.ExpectCallback("/tern-sdm-callback/v1/", "nudm-sdm", "Subscribe/datachangeNotification")
+		rec.ExpectCallback("/tern-udr-callback/v1/data-change", "nudr-dr", "SubscriptionDataSubscriptions/onDataChange")
+		return skipCustom{rec: rec, base: base}
+	}))
+	cfg := sim.DefaultConfig()
+	cfg.AMFAddr, cfg.Transport = c.N2Addr(), c.transport()
+	cfg.GNBs, cfg.UEs, cfg.Concurrency = 1, ues, 2
+	cfg.Timeout = 20 * time.Second
+	cfg.DNNs = []string{"internet", "ims"}
+	cfg.Scenario = sim.Scenario{sim.StepRegister, sim.StepSession, sim.StepIdle, sim.StepService, sim.StepRelease, sim.StepSession}
+	runSim(t, cfg, ues)
+
+	// The network's own procedures: a policy change and a policy
+	// termination from the PCF, a changed and a deleted subscription.
+	ctx := context.Background()
+	subs := store.DefaultSubscribers(ues)
+	if err := c.PCF.UpdatePolicy(ctx, subs[0].SUPI, 1, pcf.Change{FiveQI: 8}); err != nil {
+		t.Errorf("policy update: %v", err)
+	}
+	if err := c.PCF.Terminate(ctx, subs[1].SUPI, 1, ""); err != nil {
+		t.Errorf("policy termination: %v", err)
+	}
+	changed := subs[2]
+	changed.UEAMBR = store.AMBR{Uplink: "50 Mbps", Downlink: "100 Mbps"}
+	if err := c.Store().Put(changed); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Store().Delete(subs[3].SUPI); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"3GppRegistration/deregistrationNotification", "Subscribe/datachangeNotification",
+		"CreateSMPolicy/SmPolicyUpdateNotification", "CreateSMPolicy/SmPolicyControlTerminationRequestNotification",
+		"SubscriptionDataSubscriptions/onDataChange", "N1N2MessageTransfer", "PostSmContexts/smContextStatusNotification"}
+	if err := poll.Until(ctx, 5*time.Second, 5*time.Millisecond, func() bool {
+		seen := map[string]bool{}
+		for _, op := range rec.Operations() {
+			seen[op] = true
+		}
+		for _, w := range want {
+			if !seen[w] {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		t.Errorf("operations validated: %v; want all of %v", rec.Operations(), want)
+	}
+	t.Logf("validated %d operations: %v", len(rec.Operations()), rec.Operations())
+}
+
+// skipCustom sends tern's own operation (the atomic SQN allocation, which
+// no 3GPP file describes) around the validator.
+type skipCustom struct {
+	rec, base http.RoundTripper
+}
+
+func (s skipCustom) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, "/tern-allocate-sqn") {
+		return s.base.RoundTrip(r)
+	}
+	return s.rec.RoundTrip(r)
 }

@@ -3,13 +3,25 @@
 // arguments and results are the 3GPP data models of
 // github.com/free5gc/openapi/models (TS 29.5xx OpenAPI, Rel-17).
 //
-// The interfaces are transport-neutral. In the default "unit" deployment an NF
-// calls another NF's implementation directly (the in-process binding is just a
-// Go call); the HTTP/2 and shared-memory bindings marshal exactly the values
-// seen here. Therefore every argument and result is plain data: no callbacks,
-// channels or interfaces with behaviour.
+// The interfaces are transport-neutral: NFs never know which binding
+// carries a call. Three bindings exist, all driven by the one table of
+// operations in package sbi/ops:
+//
+//   - in-process (tern up, the default): a consumer holds the producer and
+//     the call is a Go call;
+//   - HTTP/2 (package sbi/httpsbi): TS 29.500/29.501, cleartext (h2c) or
+//     TLS, JSON bodies, multipart/related N1/N2 parts, problem+json errors;
+//     every NF runs as its own process (tern nf NAME) and finds its peers
+//     through the NRF (nf/nrfclient);
+//   - shared memory (package sbi/shmsbi): NFs on one node exchange the same
+//     values through the rings of sbi/shm in the binary layout of sbi/wire.
+//
+// Every argument and result is plain data (no callbacks, channels or
+// interfaces with behaviour), and every callback is addressed by a URI or
+// an ID that serializes, so that any binding can carry it.
 //
 // Errors returned by an operation that the peer would report as an HTTP
 // problem (TS 29.500 §5.2.7.2) are *ProblemDetails; inspect them with
-// errors.As or CauseOf.
+// errors.As or CauseOf. SM context errors with binary parts are
+// *SMContextError, token endpoint errors *OAuth2Error.
 package sbi

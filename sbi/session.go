@@ -25,6 +25,7 @@ const (
 	CallbackDeregistration  = "/namf-callback/v1/deregistration/"  // + {supi}
 	CallbackN1N2Failure     = "/nsmf-callback/v1/n1n2-failure/"    // + {smContextRef}
 	CallbackNFStatus        = "/tern-nrf-callback/v1/nf-status"    // + anything the subscriber likes
+	CallbackSMPolicy        = "/nsmf-callback/v1/sm-policy/"       // + {smContextRef}/update or /terminate
 )
 
 // Application error causes of Nsmf_PDUSession (TS 29.502 §6.1.7.3) and
@@ -188,12 +189,14 @@ type SMPolicyControl interface {
 // SMPolicyNotifier receives Npcf_SMPolicyControl_UpdateNotify (TS 29.512
 // §4.2.3): a policy change the PCF pushes (for instance a new session AMBR
 // or 5QI), which the SMF applies with a network-requested PDU session
-// modification (TS 23.502 §4.3.3.2 step 1b). The SMF serves it.
+// modification (TS 23.502 §4.3.3.2 step 1b). The SMF serves it at the
+// notificationUri it gave when it created the association: uri is that URI
+// followed by /update (or /terminate), n.ResourceUri names the association.
 type SMPolicyNotifier interface {
-	SMPolicyUpdateNotify(ctx context.Context, policyID string, n *models.Pcf_SMPolCtrl_SmPolicyNotification) error
+	SMPolicyUpdateNotify(ctx context.Context, uri string, n *models.Pcf_SMPolCtrl_SmPolicyNotification) error
 	// SMPolicyTerminateNotify is the PCF's request to end the policy
 	// association (TS 29.512 §4.2.3.3, {notificationUri}/terminate): the
 	// SMF releases the PDU session, then deletes the association (TS
 	// 23.502 §4.3.4.2 step 1c).
-	SMPolicyTerminateNotify(ctx context.Context, policyID string, n *models.Pcf_SMPolCtrl_TerminationNotification) error
+	SMPolicyTerminateNotify(ctx context.Context, uri string, n *models.Pcf_SMPolCtrl_TerminationNotification) error
 }

@@ -15,7 +15,6 @@ package amf
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -112,7 +111,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*AMF, error) {
 	}
 	id := cfg.InstanceID
 	if id == "" {
-		id = newUUID()
+		id = identity.NewNFInstanceID()
 	}
 	a := &AMF{
 		cfg:        served,
@@ -381,15 +380,6 @@ func (a *AMF) Stats() Stats {
 		PathSwitches:            c.pathSwitches.Load(),
 		PathSwitchFailures:      c.pathSwitchFailures.Load(),
 	}
-}
-
-// newUUID returns a random (version 4) UUID string for the NF instance id.
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // InstanceID is the AMF's NF instance ID (Config.InstanceID or the UUID

@@ -23,7 +23,8 @@ import (
 
 // Config configures the AUSF.
 type Config struct {
-	// InstanceID is the NF instance ID reported to the UDM (optional).
+	// InstanceID is the NF instance ID reported to the UDM; a random UUID
+	// when empty.
 	InstanceID string `yaml:"instanceId,omitempty"`
 	// ServingPLMNs are the PLMNs ("20893") whose serving network names the
 	// AUSF accepts (TS 33.501 §6.1.3.2 step 1: the AUSF checks that the SEAF
@@ -90,6 +91,9 @@ func New(cfg Config, udm sbi.UDMUEAuthentication, logger *slog.Logger) (*AUSF, e
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.InstanceID == "" {
+		cfg.InstanceID = identity.NewNFInstanceID()
 	}
 	a := &AUSF{
 		cfg:  cfg,
@@ -242,3 +246,6 @@ func newAuthCtxID() (string, error) {
 	}
 	return hex.EncodeToString(b[:]), nil
 }
+
+// InstanceID is the AUSF's NF instance ID.
+func (a *AUSF) InstanceID() string { return a.cfg.InstanceID }

@@ -67,7 +67,6 @@ package nrf
 import (
 	"context"
 	"crypto/ecdsa"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -84,6 +83,7 @@ import (
 
 	"github.com/free5gc/openapi/models"
 
+	"github.com/tern5g/tern/identity"
 	"github.com/tern5g/tern/sbi"
 )
 
@@ -298,7 +298,7 @@ func New(cfg Config, logger *slog.Logger, opts ...Option) (*NRF, error) {
 	}
 	n.hbts = int32(n.cfg.HeartBeatTimer / time.Second)
 	if n.id = n.cfg.InstanceID; n.id == "" {
-		n.id = newUUID()
+		n.id = identity.NewNFInstanceID()
 	}
 	if err := n.loadKey(); err != nil {
 		return nil, err
@@ -563,13 +563,4 @@ func (n *NRF) GetProfile(ctx context.Context, nfInstanceID string) (*models.Nrf_
 // instanceURI is the nfInstanceUri of an instance (TS 29.510 §6.1.3.3).
 func (n *NRF) instanceURI(id string) string {
 	return n.cfg.APIRoot + "/nnrf-nfm/v1/nf-instances/" + id
-}
-
-// newUUID returns a random (version 4) UUID (RFC 9562 §5.4).
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }

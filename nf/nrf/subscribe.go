@@ -10,6 +10,7 @@ import (
 
 	"github.com/free5gc/openapi/models"
 
+	"github.com/tern5g/tern/identity"
 	"github.com/tern5g/tern/sbi"
 )
 
@@ -109,7 +110,7 @@ func (n *NRF) Subscribe(ctx context.Context, sub *models.Nrf_NFMgmt_Subscription
 		}
 	}
 	// TS 29.510 SubscriptionId: no "-" outside the optional PLMN prefix.
-	s.id = strings.ReplaceAll(newUUID(), "-", "")
+	s.id = strings.ReplaceAll(identity.NewNFInstanceID(), "-", "")
 	out := *sub
 	out.SubscriptionId = s.id
 	vt := s.expires.UTC()

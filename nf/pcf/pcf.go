@@ -52,6 +52,10 @@ type policy struct {
 	dnn      string
 	slice    *models.Snssai
 	decision models.Pcf_SMPolCtrl_SmPolicyDecision // the full current decision
+	// notifyURI is the SMF's notificationUri for this association: update
+	// and terminate notifications go to it with /update and /terminate
+	// appended (TS 29.512 §4.2.3).
+	notifyURI string
 }
 
 type sessionKey struct {
@@ -97,7 +101,8 @@ func New(cfg Config, logger *slog.Logger) (*PCF, error) {
 	}, nil
 }
 
-// SetNotifier sets where UpdateNotify goes (the SMF's Npcf callback).
+// SetNotifier sets the binding UpdateNotify goes through: it carries each
+// notification to the notificationUri of its association.
 func (p *PCF) SetNotifier(n sbi.SMPolicyNotifier) {
 	if n == nil {
 		p.notifier.Store(nil)
@@ -115,18 +120,21 @@ func (p *PCF) CreateSMPolicy(ctx context.Context, req *models.Pcf_SMPolCtrl_SmPo
 		return "", nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "pduSessionId %d", req.PduSessionId)
 	case req.Dnn == "":
 		return "", nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "dnn")
+	case req.NotificationUri == "":
+		return "", nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "notificationUri")
 	}
 	ambr, fiveQI, arp, err := p.authorize(req.Dnn, req.SliceInfo, req.SubsSessAmbr, req.SubsDefQos)
 	if err != nil {
 		return "", nil, err
 	}
 	pol := &policy{
-		id:       strconv.FormatUint(p.nextID.Add(1), 10),
-		supi:     req.Supi,
-		psi:      req.PduSessionId,
-		dnn:      req.Dnn,
-		slice:    req.SliceInfo,
-		decision: decision(ambr, fiveQI, arp),
+		id:        strconv.FormatUint(p.nextID.Add(1), 10),
+		supi:      req.Supi,
+		psi:       req.PduSessionId,
+		dnn:       req.Dnn,
+		slice:     req.SliceInfo,
+		decision:  decision(ambr, fiveQI, arp),
+		notifyURI: req.NotificationUri,
 	}
 	key := sessionKey{req.Supi, req.PduSessionId}
 	p.mu.Lock()
@@ -349,10 +357,11 @@ func (p *PCF) UpdatePolicy(ctx context.Context, supi string, pduSessionID int32,
 	}
 	pol.decision = decision(ambr, fiveQI, arp)
 	out := copyDecision(&pol.decision)
+	uri := pol.notifyURI + "/update"
 	p.mu.Unlock()
 
 	p.notified.Add(1)
-	err := n.SMPolicyUpdateNotify(ctx, id, &models.Pcf_SMPolCtrl_SmPolicyNotification{
+	err := n.SMPolicyUpdateNotify(ctx, uri, &models.Pcf_SMPolCtrl_SmPolicyNotification{
 		ResourceUri:      "/npcf-smpolicycontrol/v1/sm-policies/" + id,
 		SmPolicyDecision: out,
 	})
@@ -372,15 +381,16 @@ func (p *PCF) Terminate(ctx context.Context, supi string, pduSessionID int32, ca
 	}
 	p.mu.Lock()
 	id, ok := p.bySession[sessionKey{supi, pduSessionID}]
+	pol := p.policies[id]
 	p.mu.Unlock()
-	if !ok {
+	if !ok || pol == nil {
 		return sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "no SM policy for %s PDU session %d", supi, pduSessionID)
 	}
 	if cause == "" {
 		cause = models.Pcf_SMPolCtrl_SmPolicyAssociationReleaseCause_UNSPECIFIED
 	}
 	p.notified.Add(1)
-	if err := n.SMPolicyTerminateNotify(ctx, id, &models.Pcf_SMPolCtrl_TerminationNotification{
+	if err := n.SMPolicyTerminateNotify(ctx, pol.notifyURI+"/terminate", &models.Pcf_SMPolCtrl_TerminationNotification{
 		ResourceUri: "/npcf-smpolicycontrol/v1/sm-policies/" + id,
 		Cause:       cause,
 	}); err != nil {

@@ -3,6 +3,9 @@ package pcf
 import (
 	"context"
 	"errors"
+	"fmt"
+	"path"
+	"strings"
 	"testing"
 
 	"github.com/free5gc/openapi/models"
@@ -17,17 +20,23 @@ type recorder struct {
 	fail    bool
 }
 
-func (r *recorder) SMPolicyUpdateNotify(ctx context.Context, id string, n *models.Pcf_SMPolCtrl_SmPolicyNotification) error {
+func (r *recorder) SMPolicyUpdateNotify(ctx context.Context, uri string, n *models.Pcf_SMPolCtrl_SmPolicyNotification) error {
 	if r.fail {
 		return errors.New("smf down")
 	}
-	r.ids = append(r.ids, id)
+	if !strings.HasPrefix(uri, "/cb/") || !strings.HasSuffix(uri, "/update") {
+		return fmt.Errorf("update notification to %q", uri)
+	}
+	r.ids = append(r.ids, path.Base(n.ResourceUri))
 	r.updates = append(r.updates, n)
 	return nil
 }
 
-func (r *recorder) SMPolicyTerminateNotify(ctx context.Context, id string, n *models.Pcf_SMPolCtrl_TerminationNotification) error {
-	r.ids = append(r.ids, id)
+func (r *recorder) SMPolicyTerminateNotify(ctx context.Context, uri string, n *models.Pcf_SMPolCtrl_TerminationNotification) error {
+	if !strings.HasPrefix(uri, "/cb/") || !strings.HasSuffix(uri, "/terminate") {
+		return fmt.Errorf("terminate notification to %q", uri)
+	}
+	r.ids = append(r.ids, path.Base(n.ResourceUri))
 	r.terms = append(r.terms, n.Cause)
 	return nil
 }
@@ -36,8 +45,9 @@ func ctxData(supi string, psi int32, dnn string) *models.Pcf_SMPolCtrl_SmPolicyC
 	sl := models.Snssai{Sst: 1, Sd: "010203"}
 	return &models.Pcf_SMPolCtrl_SmPolicyContextData{
 		Supi: supi, PduSessionId: psi, Dnn: dnn, SliceInfo: &sl,
-		SubsSessAmbr: &models.Ambr{Uplink: "1 Gbps", Downlink: "2 Gbps"},
-		SubsDefQos:   &models.SubscribedDefaultQos{Var5qi: 9, Arp: &models.Arp{PriorityLevel: 8}},
+		NotificationUri: fmt.Sprintf("/cb/%s/%d", supi, psi),
+		SubsSessAmbr:    &models.Ambr{Uplink: "1 Gbps", Downlink: "2 Gbps"},
+		SubsDefQos:      &models.SubscribedDefaultQos{Var5qi: 9, Arp: &models.Arp{PriorityLevel: 8}},
 	}
 }
 
@@ -113,7 +123,7 @@ func TestDNNOverrideAndDefaults(t *testing.T) {
 		t.Errorf("any-slice override %+v", r)
 	}
 	// No subscription values: the PCF's defaults.
-	_, d, err = p.CreateSMPolicy(context.Background(), &models.Pcf_SMPolCtrl_SmPolicyContextData{Supi: "imsi-2", PduSessionId: 1, Dnn: "internet"})
+	_, d, err = p.CreateSMPolicy(context.Background(), &models.Pcf_SMPolCtrl_SmPolicyContextData{Supi: "imsi-2", PduSessionId: 1, Dnn: "internet", NotificationUri: "/cb/imsi-2/1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,6 +135,7 @@ func TestDNNOverrideAndDefaults(t *testing.T) {
 		{PduSessionId: 1, Dnn: "x"},
 		{Supi: "imsi-1", PduSessionId: 16, Dnn: "x"},
 		{Supi: "imsi-1", PduSessionId: 1},
+		{Supi: "imsi-1", PduSessionId: 1, Dnn: "internet"}, // no notificationUri
 		{Supi: "imsi-1", PduSessionId: 1, Dnn: "x", SubsSessAmbr: &models.Ambr{Uplink: "lots"}},
 	} {
 		if _, _, err := p.CreateSMPolicy(context.Background(), bad); sbi.StatusOf(err) != 400 {

@@ -254,10 +254,14 @@ func callContext[T any](ctx context.Context, s *SMF, ref string, f func(c *smCon
 	})
 }
 
+// newRef allocates an SM context reference. It is known before the
+// context exists, for the URIs handed out while it is set up.
+func (s *SMF) newRef() string { return strconv.FormatUint(s.nextRef.Add(1), 10) }
+
 // newContext registers a context for (u, psi). Runs on u's executor.
-func (s *SMF) newContext(u *ueState, psi uint8, d *dnnConf, slice identity.SNSSAI) *smContext {
+func (s *SMF) newContext(u *ueState, ref string, psi uint8, d *dnnConf, slice identity.SNSSAI) *smContext {
 	c := &smContext{
-		ref:    strconv.FormatUint(s.nextRef.Add(1), 10),
+		ref:    ref,
 		supi:   u.supi,
 		psi:    psi,
 		ue:     u,

@@ -160,18 +160,21 @@ func (s *SMF) createContext(ctx context.Context, u *ueState, d *models.Smf_PDUSe
 		s.forget(old)
 	}
 
-	// Step 7: SM policy association.
+	// Step 7: SM policy association. The PCF notifies changes at the
+	// context's own URI (TS 29.512 §4.2.2.2: notificationUri).
+	ref := s.newRef()
 	polID, dec, err := s.deps.PCF.CreateSMPolicy(ctx, &models.Pcf_SMPolCtrl_SmPolicyContextData{
-		Supi:           d.Supi,
-		Gpsi:           d.Gpsi,
-		PduSessionId:   int32(psi),
-		PduSessionType: models.PduSessionType_IPV4,
-		Dnn:            dnn,
-		SliceInfo:      d.SNssai,
-		AccessType:     d.AnType,
-		RatType:        d.RatType,
-		SubsSessAmbr:   sub.SessionAmbr,
-		SubsDefQos:     sub.Var5gQosProfile,
+		NotificationUri: s.apiRoot + sbi.CallbackSMPolicy + ref,
+		Supi:            d.Supi,
+		Gpsi:            d.Gpsi,
+		PduSessionId:    int32(psi),
+		PduSessionType:  models.PduSessionType_IPV4,
+		Dnn:             dnn,
+		SliceInfo:       d.SNssai,
+		AccessType:      d.AnType,
+		RatType:         d.RatType,
+		SubsSessAmbr:    sub.SessionAmbr,
+		SubsDefQos:      sub.Var5gQosProfile,
 	})
 	if err != nil {
 		cause, status := nas.CauseNetworkFailure, http.StatusGatewayTimeout
@@ -207,7 +210,7 @@ func (s *SMF) createContext(ctx context.Context, u *ueState, d *models.Smf_PDUSe
 			"no associated UPF serves "+dnn)
 	}
 
-	c := s.newContext(u, psi, dc, slice)
+	c := s.newContext(u, ref, psi, dc, slice)
 	c.establishing = start
 	c.statusURI = d.SmContextStatusUri
 	c.pti = pti
@@ -215,7 +218,6 @@ func (s *SMF) createContext(ctx context.Context, u *ueState, d *models.Smf_PDUSe
 	c.typeCause = typeCause
 	c.pco = buildPCOResponse(parsePCORequest(er.ExtendedPCO), dc.dns, dc.mtu)
 	c.policyID = polID
-	s.policies.Put(polID, c)
 	s.stats.policies.Add(1)
 	c.qos = q
 	c.upf = upf

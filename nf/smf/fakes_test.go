@@ -580,10 +580,10 @@ func (h *harness) empty(t *testing.T) {
 	}
 	// The UE table empties once the senders have drained.
 	deadline := time.Now().Add(5 * time.Second)
-	for h.smf.ues.Len() != 0 || h.smf.contexts.Len() != 0 || h.smf.seids.Len() != 0 || h.smf.policies.Len() != 0 {
+	for h.smf.ues.Len() != 0 || h.smf.contexts.Len() != 0 || h.smf.seids.Len() != 0 {
 		if time.Now().After(deadline) {
-			t.Errorf("tables not empty: ues %d contexts %d seids %d policies %d",
-				h.smf.ues.Len(), h.smf.contexts.Len(), h.smf.seids.Len(), h.smf.policies.Len())
+			t.Errorf("tables not empty: ues %d contexts %d seids %d",
+				h.smf.ues.Len(), h.smf.contexts.Len(), h.smf.seids.Len())
 			return
 		}
 		time.Sleep(time.Millisecond)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path"
+	"strings"
 
 	"github.com/free5gc/openapi/models"
 
@@ -111,17 +113,19 @@ func (s *SMF) ueRequestedModification(ctx context.Context, c *smContext, m *nas.
 // (TS 23.502 §4.3.3.2 step 1b). If another procedure is running, the change
 // is applied when it ends. The N1N2MessageTransfer goes out on the UE's
 // outbound queue after this returns.
-func (s *SMF) SMPolicyUpdateNotify(ctx context.Context, policyID string, n *models.Pcf_SMPolCtrl_SmPolicyNotification) error {
+//
+// uri is the context's notificationUri with /update.
+func (s *SMF) SMPolicyUpdateNotify(ctx context.Context, uri string, n *models.Pcf_SMPolCtrl_SmPolicyNotification) error {
 	if n == nil || n.SmPolicyDecision == nil {
 		return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "smPolicyDecision")
 	}
-	c := s.policies.Get(policyID)
-	if c == nil {
-		return sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "sm policy %q", policyID)
+	ref, err := policyNotifyRef(uri, "/update")
+	if err != nil {
+		return err
 	}
-	_, err := callContext(ctx, s, c.ref, func(c *smContext) (struct{}, error) {
-		if c.policyID != policyID {
-			return struct{}{}, sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "sm policy %q", policyID)
+	_, err = callContext(ctx, s, ref, func(c *smContext) (struct{}, error) {
+		if err := c.samePolicy(n.ResourceUri); err != nil {
+			return struct{}{}, err
 		}
 		q, err := applyDecision(c.qos, n.SmPolicyDecision)
 		if err != nil {
@@ -168,4 +172,25 @@ func (s *SMF) runPending(c *smContext) {
 	q := *c.pending
 	c.pending = nil
 	_ = s.networkModification(c, q)
+}
+
+// policyNotifyRef reads the SM context ref from a policy notification's
+// URI: the notificationUri the SMF gave (CallbackSMPolicy + ref) and
+// suffix.
+func policyNotifyRef(uri, suffix string) (string, error) {
+	_, rest, ok := strings.Cut(uri, sbi.CallbackSMPolicy)
+	ref, ok2 := strings.CutSuffix(rest, suffix)
+	if !ok || !ok2 || ref == "" || strings.Contains(ref, "/") {
+		return "", sbi.NewProblem(http.StatusNotFound, sbi.CauseResourceURIStructureNotFound, "%q is no policy notification URI of this SMF", uri)
+	}
+	return ref, nil
+}
+
+// samePolicy checks that a notification's resourceUri (…/sm-policies/{id})
+// names c's association, not an older one of the same context.
+func (c *smContext) samePolicy(resourceURI string) error {
+	if c.policyID == "" || resourceURI != "" && path.Base(resourceURI) != c.policyID {
+		return sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "sm policy %q", resourceURI)
+	}
+	return nil
 }

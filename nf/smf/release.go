@@ -128,14 +128,18 @@ func (s *SMF) Release(ctx context.Context, supi string, pduSessionID uint8) erro
 // SMPolicyTerminateNotify ends a PDU session whose policy association the
 // PCF terminates (TS 29.512 §4.2.3.3, TS 23.502 §4.3.4.2 step 1c). The PCF
 // package calls it when its notifier implements it.
-func (s *SMF) SMPolicyTerminateNotify(ctx context.Context, policyID string, n *models.Pcf_SMPolCtrl_TerminationNotification) error {
-	c := s.policies.Get(policyID)
-	if c == nil {
-		return sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "sm policy %q", policyID)
+func (s *SMF) SMPolicyTerminateNotify(ctx context.Context, uri string, n *models.Pcf_SMPolCtrl_TerminationNotification) error {
+	var resource string
+	if n != nil {
+		resource = n.ResourceUri
 	}
-	_, err := callContext(ctx, s, c.ref, func(c *smContext) (struct{}, error) {
-		if c.policyID != policyID {
-			return struct{}{}, sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "sm policy %q", policyID)
+	ref, err := policyNotifyRef(uri, "/terminate")
+	if err != nil {
+		return err
+	}
+	_, err = callContext(ctx, s, ref, func(c *smContext) (struct{}, error) {
+		if err := c.samePolicy(resource); err != nil {
+			return struct{}{}, err
 		}
 		s.networkRelease(c, nas.CauseRegularDeactivation)
 		return struct{}{}, nil

@@ -93,7 +93,6 @@ func (s *SMF) deletePolicy(c *smContext) {
 	}
 	id := c.policyID
 	c.policyID = ""
-	s.policies.Delete(id)
 	s.stats.policies.Add(-1)
 	ctx, cancel := context.WithTimeout(s.group.Context(), sbiTimeout)
 	defer cancel()

@@ -108,7 +108,6 @@ type SMF struct {
 
 	ues      *shardmap.Map[string, *ueState]   // by SUPI
 	contexts *shardmap.Map[string, *smContext] // by SM context ref
-	policies *shardmap.Map[string, *smContext] // by SM policy association ID
 	seids    *shardmap.Map[uint64, *smContext] // by CP F-SEID
 
 	nextRef  atomic.Uint64
@@ -151,7 +150,6 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*SMF, error) {
 		start:    time.Now().Truncate(time.Second), // §8.2.65: one-second resolution
 		ues:      shardmap.New[string, *ueState](shardmap.HashString),
 		contexts: shardmap.New[string, *smContext](shardmap.HashString),
-		policies: shardmap.New[string, *smContext](shardmap.HashString),
 		seids:    shardmap.New[uint64, *smContext](shardmap.HashUint64),
 	}
 	for _, u := range served.upfs {

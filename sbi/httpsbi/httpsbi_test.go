@@ -135,28 +135,35 @@ func FuzzServe(f *testing.F) {
 }
 
 // TestConformance validates every request tern sends and every answer it
-// gives, per operation, against the 3GPP OpenAPI files (shared/openapi).
+// gives, per operation, over h2c and over TLS, against the 3GPP OpenAPI
+// files (shared/openapi).
 func TestConformance(t *testing.T) {
 	v, err := openapitest.Load(openapitest.Dir(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := opstest.NewProducer()
-	root, hc := startH2C(t, NewHandler(nil, p))
-	rec := v.Transport(t, hc.Transport)
-	// Callbacks at fixed paths of tern's own (departures documented in
-	// the ops table) are validated as the 3GPP callback they stand for.
-	rec.ExpectCallback(sbi.CallbackDeregistration, "nudm-uecm", "3GppRegistration/deregistrationNotification")
-	rec.ExpectCallback("/tern-udr-callback/v1/data-change", "nudr-dr", "SubscriptionDataSubscriptions/onDataChange")
-	rec.ExpectCallback("/tern-sdm-callback/v1/", "nudm-sdm", "Subscribe/datachangeNotification")
-	rec.ExpectCallback("/tern-smpolicy-callback/v1/sm-policies/pol-3/update", "npcf-smpolicycontrol", "CreateSMPolicy/SmPolicyUpdateNotification")
-	rec.ExpectCallback("/tern-smpolicy-callback/v1/sm-policies/pol-3/terminate", "npcf-smpolicycontrol", "CreateSMPolicy/SmPolicyControlTerminationRequestNotification")
-	// tern's atomic SQN allocation has no 3GPP description.
-	hc.Transport = bypass{prefix: "/tern-allocate-sqn", rec: rec, base: hc.Transport}
-	opstest.Run(t, ops.NewClient(NewCaller(hc, root), "6f1c0b0e-0000-4000-8000-000000000002"), p, root)
-	// Every operation but the SQN allocation, once each.
-	if got := rec.Operations(); len(got) != len(ops.All)-1 {
-		t.Errorf("validated %d operations of %d: %v", len(got), len(ops.All)-1, got)
+	for _, tc := range []struct {
+		name  string
+		start func(*testing.T, http.Handler) (string, *http.Client)
+	}{{"h2c", startH2C}, {"tls", startTLS}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := opstest.NewProducer()
+			root, hc := tc.start(t, NewHandler(nil, p))
+			rec := v.Transport(t, hc.Transport)
+			// Callbacks at fixed paths of tern's own (departures documented
+			// in the ops table) are validated as the 3GPP callback they
+			// stand for.
+			rec.ExpectCallback(sbi.CallbackDeregistration, "nudm-uecm", "3GppRegistration/deregistrationNotification")
+			rec.ExpectCallback("/tern-udr-callback/v1/data-change", "nudr-dr", "SubscriptionDataSubscriptions/onDataChange")
+			rec.ExpectCallback("/tern-sdm-callback/v1/", "nudm-sdm", "Subscribe/datachangeNotification")
+			// tern's atomic SQN allocation has no 3GPP description.
+			hc.Transport = bypass{prefix: "/tern-allocate-sqn", rec: rec, base: hc.Transport}
+			opstest.Run(t, ops.NewClient(NewCaller(hc, root), "6f1c0b0e-0000-4000-8000-000000000002"), p, root)
+			// Every operation but the SQN allocation, once each.
+			if got := rec.Operations(); len(got) != len(ops.All)-1 {
+				t.Errorf("validated %d operations of %d: %v", len(got), len(ops.All)-1, got)
+			}
+		})
 	}
 }
 

@@ -116,7 +116,7 @@ func (h *Handler) match(method, path string, params map[string]string) (r *route
 	}
 	for i := range h.callbacks {
 		rt := &h.callbacks[i]
-		if strings.HasPrefix(path, rt.op.Callback) {
+		if strings.HasPrefix(path, rt.op.Callback) && strings.HasSuffix(path, rt.op.CallbackSuffix) {
 			if rt.op.Method != method {
 				return nil, true
 			}

@@ -256,13 +256,13 @@ func (c *Client) DeleteSMPolicy(ctx context.Context, policyID string, req *model
 	return err
 }
 
-func (c *Client) SMPolicyUpdateNotify(ctx context.Context, policyID string, n *models.Pcf_SMPolCtrl_SmPolicyNotification) error {
-	_, err := call[PolicyUpdateNotifyRequest, Empty](ctx, c.c, PCFUpdateNotify, &PolicyUpdateNotifyRequest{PolicyID: policyID, Notification: n})
+func (c *Client) SMPolicyUpdateNotify(ctx context.Context, uri string, n *models.Pcf_SMPolCtrl_SmPolicyNotification) error {
+	_, err := call[PolicyUpdateNotifyRequest, Empty](ctx, c.c, PCFUpdateNotify, &PolicyUpdateNotifyRequest{URI: uri, Notification: n})
 	return err
 }
 
-func (c *Client) SMPolicyTerminateNotify(ctx context.Context, policyID string, n *models.Pcf_SMPolCtrl_TerminationNotification) error {
-	_, err := call[PolicyTerminateNotifyRequest, Empty](ctx, c.c, PCFTerminateNotify, &PolicyTerminateNotifyRequest{PolicyID: policyID, Notification: n})
+func (c *Client) SMPolicyTerminateNotify(ctx context.Context, uri string, n *models.Pcf_SMPolCtrl_TerminationNotification) error {
+	_, err := call[PolicyTerminateNotifyRequest, Empty](ctx, c.c, PCFTerminateNotify, &PolicyTerminateNotifyRequest{URI: uri, Notification: n})
 	return err
 }
 

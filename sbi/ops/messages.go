@@ -618,12 +618,12 @@ type DeleteSMPolicyRequest struct {
 }
 
 type PolicyUpdateNotifyRequest struct {
-	PolicyID     string                                     `sbi:"path=smPolicyId"`
+	URI          string                                     `sbi:"uri"`
 	Notification *models.Pcf_SMPolCtrl_SmPolicyNotification `sbi:"body"`
 }
 
 type PolicyTerminateNotifyRequest struct {
-	PolicyID     string                                        `sbi:"path=smPolicyId"`
+	URI          string                                        `sbi:"uri"`
 	Notification *models.Pcf_SMPolCtrl_TerminationNotification `sbi:"body"`
 }
 

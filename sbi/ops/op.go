@@ -71,6 +71,9 @@ type Op struct {
 	// Callback is, for an operation without Path, the path prefix of the
 	// URIs it is sent to (sbi.Callback*): a server routes on it.
 	Callback string
+	// CallbackSuffix, when set, is how those URIs end (two callbacks
+	// share a prefix: {notificationUri}/update and /terminate).
+	CallbackSuffix string
 	// OAuth2 marks the token endpoint: its errors are OAuth2 errors
 	// (sbi.OAuth2Error), and its answers must not be cached (RFC 6749
 	// §5.1).

@@ -298,25 +298,22 @@ var (
 		func(ctx context.Context, p sbi.SMPolicyControl, rq *DeleteSMPolicyRequest, _ *Empty) error {
 			return p.DeleteSMPolicy(ctx, rq.PolicyID, rq.Data)
 		})
-	// PCFUpdateNotify is the PCF's policy update notification (TS 29.512
-	// §4.2.3.2; callback "SmPolicyUpdateNotification").
-	//
-	// Departure: the PCF notifies the SMF it was wired to, at this fixed
-	// path of its apiRoot, rather than at the context's notificationUri.
+	// PCFUpdateNotify goes to {notificationUri}/update of the policy
+	// association (TS 29.512 §4.2.3.2; callback "SmPolicyUpdateNotification").
 	PCFUpdateNotify = define(Op{ID: 32, Name: sbi.OpPCFUpdateNotify, OperationID: "SmPolicyUpdateNotification",
-		Method: http.MethodPost, Path: "/tern-smpolicy-callback/v1/sm-policies/{smPolicyId}/update", Status: http.StatusNoContent},
+		Method: http.MethodPost, Callback: sbi.CallbackSMPolicy, CallbackSuffix: "/update", Status: http.StatusNoContent},
 		func(ctx context.Context, p sbi.SMPolicyNotifier, rq *PolicyUpdateNotifyRequest, _ *Empty) error {
-			return p.SMPolicyUpdateNotify(ctx, rq.PolicyID, rq.Notification)
+			return p.SMPolicyUpdateNotify(ctx, rq.URI, rq.Notification)
 		})
 )
 
-// PCFTerminateNotify asks the SMF to end a policy association (TS 29.512
-// §4.2.3.3; callback "SmPolicyControlTerminationRequestNotification"), at
-// the fixed path of PCFUpdateNotify.
+// PCFTerminateNotify asks the SMF to end a policy association: it goes to
+// {notificationUri}/terminate (TS 29.512 §4.2.3.3; callback
+// "SmPolicyControlTerminationRequestNotification").
 var PCFTerminateNotify = define(Op{ID: 33, Name: sbi.OpPCFTerminateNotify, OperationID: "SmPolicyControlTerminationRequestNotification",
-	Method: http.MethodPost, Path: "/tern-smpolicy-callback/v1/sm-policies/{smPolicyId}/terminate", Status: http.StatusNoContent},
+	Method: http.MethodPost, Callback: sbi.CallbackSMPolicy, CallbackSuffix: "/terminate", Status: http.StatusNoContent},
 	func(ctx context.Context, p sbi.SMPolicyNotifier, rq *PolicyTerminateNotifyRequest, _ *Empty) error {
-		return p.SMPolicyTerminateNotify(ctx, rq.PolicyID, rq.Notification)
+		return p.SMPolicyTerminateNotify(ctx, rq.URI, rq.Notification)
 	})
 
 // The rest of Nnrf_NFManagement and Nnrf_AccessToken (TS 29.510 §5.2.2,

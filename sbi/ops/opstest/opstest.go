@@ -360,13 +360,13 @@ func (p *Producer) DeleteSMPolicy(ctx context.Context, id string, req *models.Pc
 	return nil
 }
 
-func (p *Producer) SMPolicyUpdateNotify(ctx context.Context, id string, n *models.Pcf_SMPolCtrl_SmPolicyNotification) error {
-	p.record(sbi.OpPCFUpdateNotify, id, n)
+func (p *Producer) SMPolicyUpdateNotify(ctx context.Context, uri string, n *models.Pcf_SMPolCtrl_SmPolicyNotification) error {
+	p.record(sbi.OpPCFUpdateNotify, uri, n)
 	return nil
 }
 
-func (p *Producer) SMPolicyTerminateNotify(ctx context.Context, id string, n *models.Pcf_SMPolCtrl_TerminationNotification) error {
-	p.record(sbi.OpPCFTerminateNotify, id, n)
+func (p *Producer) SMPolicyTerminateNotify(ctx context.Context, uri string, n *models.Pcf_SMPolCtrl_TerminationNotification) error {
+	p.record(sbi.OpPCFTerminateNotify, uri, n)
 	return nil
 }
 
@@ -637,7 +637,7 @@ func Run(t *testing.T, c *ops.Client, p *Producer, callbackRoot string) {
 
 	// Npcf_SMPolicyControl.
 	pc := &models.Pcf_SMPolCtrl_SmPolicyContextData{Supi: SUPI, PduSessionId: 1, Dnn: "internet", SliceInfo: &sn,
-		NotificationUri: "http://127.0.0.1:1/tern-smpolicy-callback/v1", PduSessionType: models.PduSessionType_IPV4}
+		NotificationUri: callbackRoot + sbi.CallbackSMPolicy + "sm-7", PduSessionType: models.PduSessionType_IPV4}
 	pid, dec, err := c.CreateSMPolicy(ctx, pc)
 	check(sbi.OpPCFCreateSMPolicy, err, pc)
 	if pid != "pol-3" || !reflect.DeepEqual(dec, Decision()) {
@@ -649,10 +649,10 @@ func Run(t *testing.T, c *ops.Client, p *Producer, callbackRoot string) {
 	del := &models.Pcf_SMPolCtrl_SmPolicyDeleteData{}
 	check(sbi.OpPCFDeleteSMPolicy, c.DeleteSMPolicy(ctx, "pol-3", del), "pol-3", del)
 	pn := &models.Pcf_SMPolCtrl_SmPolicyNotification{ResourceUri: "/npcf-smpolicycontrol/v1/sm-policies/pol-3", SmPolicyDecision: Decision()}
-	check(sbi.OpPCFUpdateNotify, c.SMPolicyUpdateNotify(ctx, "pol-3", pn), "pol-3", pn)
+	check(sbi.OpPCFUpdateNotify, c.SMPolicyUpdateNotify(ctx, pc.NotificationUri+"/update", pn), sbi.CallbackSMPolicy+"sm-7/update", pn)
 
 	tn := &models.Pcf_SMPolCtrl_TerminationNotification{ResourceUri: pn.ResourceUri, Cause: models.Pcf_SMPolCtrl_SmPolicyAssociationReleaseCause_UNSPECIFIED}
-	check(sbi.OpPCFTerminateNotify, c.SMPolicyTerminateNotify(ctx, "pol-3", tn), "pol-3", tn)
+	check(sbi.OpPCFTerminateNotify, c.SMPolicyTerminateNotify(ctx, pc.NotificationUri+"/terminate", tn), sbi.CallbackSMPolicy+"sm-7/terminate", tn)
 
 	dcn := sbi.SubscriberDeleted(SUPI)
 	check(sbi.OpUDRDataChangeNotify, c.DataChanged(ctx, dcn), dcn)
