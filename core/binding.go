@@ -78,6 +78,8 @@ type httpBinding struct {
 	base   http.RoundTripper // the client's own transport, when wrapped
 	tls    *tls.Config
 	listen map[string]string // nf → host:port; nil: a free loopback port
+	// verifier, when set, is the access token check of an NF's server.
+	verifier httpsbi.Verifier
 
 	mu      sync.Mutex
 	lns     map[string]net.Listener
@@ -123,7 +125,11 @@ func (b *httpBinding) serve(nf string, producers ...any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := httpsbi.NewServer(httpsbi.NewHandler(b.log.With("nf", nf, "if", "sbi"), producers...), b.tls)
+	h := httpsbi.NewHandler(b.log.With("nf", nf, "if", "sbi"), producers...)
+	if b.verifier != nil {
+		h.RequireTokens(b.verifier)
+	}
+	srv := httpsbi.NewServer(h, b.tls)
 	srv.ErrorLog = slog.NewLogLogger(b.log.Handler(), slog.LevelDebug)
 	b.mu.Lock()
 	ln := b.lns[nf]

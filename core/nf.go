@@ -52,6 +52,8 @@ type NF struct {
 	n4    *pfcp.Endpoint
 
 	nrfClient     *ops.Client
+	instanceID    string                 // the NF instance ID it registers
+	tokens        *nrfclient.TokenSource // nil: access tokens are off
 	stopFollow    func()
 	stopSubscribe func()
 }
@@ -101,6 +103,26 @@ func NewNF(cfg config.Config, name string, log *slog.Logger) (*NF, error) {
 	}
 	nrfClient := hb.clientOf(cfg.SBI.NRFRoot())
 	n.nrfClient = nrfClient
+	n.instanceID = identity.NewNFInstanceID()
+	switch {
+	case name == "amf" && cfg.AMF.InstanceID != "":
+		n.instanceID = cfg.AMF.InstanceID
+	case name == "ausf" && cfg.AUSF.InstanceID != "":
+		n.instanceID = cfg.AUSF.InstanceID
+	}
+	if cfg.NRF.AccessTokens && name != "nrf" {
+		// TS 33.501 §13.4.1: consumers present a token from the NRF,
+		// producers verify it with the NRF's public key.
+		if cfg.NRF.SigningKey == "" {
+			return nil, errors.New("core: nrf.accessTokens needs nrf.signingKey, the PEM file producers verify tokens with (the NRF's key, or its public half)")
+		}
+		key, err := nrf.VerificationKey(cfg.NRF.SigningKey)
+		if err != nil {
+			return nil, err
+		}
+		n.tokens = nrfclient.NewTokenSource(nrfClient, n.instanceID, profileOf[name].t)
+		hb.verifier = &nrfclient.TokenVerifier{Key: key, Issuer: cfg.NRF.InstanceID, NFType: profileOf[name].t, NFInstanceID: n.instanceID, Leeway: 5 * time.Second}
+	}
 	if n.disc, err = nrfclient.NewDiscoverer(nrfclient.DiscovererConfig{NRF: nrfClient, Logger: n.log}); err != nil {
 		return nil, err
 	}
@@ -123,10 +145,18 @@ func NewNF(cfg config.Config, name string, log *slog.Logger) (*NF, error) {
 // peer is a client of the NF type t's service s, found through discovery.
 func (n *NF) peer(t sbi.NFType, s models.Nrf_NFMgmt_ServiceName) *ops.Client {
 	me := profileOf[n.Name].t
-	r := nrfclient.NewRouter(n.disc, t, s, sbi.DiscoveryQuery{RequesterNFType: me}, func(root string) ops.Caller {
-		return httpsbi.NewCaller(n.http.client, root)
-	})
+	r := nrfclient.NewRouter(n.disc, t, s, sbi.DiscoveryQuery{RequesterNFType: me}, n.dial)
 	return ops.NewClient(r, "")
+}
+
+// dial is the caller of a producer at root, with access tokens when the
+// deployment uses them.
+func (n *NF) dial(root string) ops.Caller {
+	c := httpsbi.NewCaller(n.http.client, root)
+	if n.tokens != nil {
+		return c.WithTokens(n.tokens)
+	}
+	return c
 }
 
 // build makes the NF and serves it.
@@ -165,7 +195,9 @@ func (n *NF) build(nrfClient *ops.Client) error {
 		_, err = n.http.serve("udm", u, n.disc)
 	case "ausf":
 		var a *ausf.AUSF
-		if a, err = ausf.New(cfg.AUSF, n.peer(sbi.NFTypeUDM, models.Nrf_NFMgmt_ServiceName_NUDM_UEAU), log); err != nil {
+		ac := cfg.AUSF
+		ac.InstanceID = n.instanceID
+		if a, err = ausf.New(ac, n.peer(sbi.NFTypeUDM, models.Nrf_NFMgmt_ServiceName_NUDM_UEAU), log); err != nil {
 			return err
 		}
 		_, err = n.http.serve("ausf", a, n.disc)
@@ -199,9 +231,7 @@ func (n *NF) build(nrfClient *ops.Client) error {
 	case "amf":
 		ac := cfg.AMF
 		ac.APIRoot = n.APIRoot
-		if ac.InstanceID == "" {
-			ac.InstanceID = identity.NewNFInstanceID()
-		}
+		ac.InstanceID = n.instanceID
 		udmC := n.peer(sbi.NFTypeUDM, models.Nrf_NFMgmt_ServiceName_NUDM_SDM)
 		nssfC := n.peer(sbi.NFTypeNSSF, models.Nrf_NFMgmt_ServiceName_NNSSF_NSSELECTION)
 		nssfC.NFInstanceID = ac.InstanceID // Nnssf_NSSelection's nf-id
@@ -236,7 +266,7 @@ func (s smfSelector) pick(ctx context.Context, snssai identity.SNSSAI, dnn strin
 	if err != nil {
 		return nil, err
 	}
-	return ops.NewClient(nrfclient.Pin(n.disc, id, httpsbi.NewCaller(n.http.client, root)), ""), nil
+	return ops.NewClient(nrfclient.Pin(n.disc, id, n.dial(root)), ""), nil
 }
 
 // selectedSMF is the SMF of one PDU session. Its creation goes to another
@@ -305,11 +335,7 @@ func (n *NF) subscribe(ctx context.Context, nrfClient sbi.NFManagement) {
 // the AMF's discovery filters on.
 func (n *NF) profile() (*models.Nrf_NFMgmt_NFProfile, error) {
 	po := profileOf[n.Name]
-	id := identity.NewNFInstanceID()
-	if n.Name == "amf" && n.amf != nil {
-		id = n.amf.InstanceID()
-	}
-	p, err := nrfclient.ProfileFor(po.t, id, n.APIRoot, po.services...)
+	p, err := nrfclient.ProfileFor(po.t, n.instanceID, n.APIRoot, po.services...)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,10 @@
 package sbi
 
-import "github.com/free5gc/openapi/models"
+import (
+	"strings"
+
+	"github.com/free5gc/openapi/models"
+)
 
 // NFType is the NF type of TS 29.510 §6.1.6.3.3. It is an alias of the model
 // type so that NF profiles and discovery queries need no conversion.
@@ -84,3 +88,17 @@ const (
 	OpUDRDataChangeNotify Operation = "Nudr_DataRepository_DataChangeNotify"
 	OpPCFTerminateNotify  Operation = "Npcf_SMPolicyControl_UpdateNotify_Terminate"
 )
+
+// serviceTypes maps a service name's prefix to the NF type that produces
+// it (TS 29.510 §6.1.6.3.11 ServiceName: "n" + NF type + "-" + service).
+var serviceTypes = map[string]NFType{
+	"nnrf": NFTypeNRF, "namf": NFTypeAMF, "nsmf": NFTypeSMF, "nausf": NFTypeAUSF, "nudm": NFTypeUDM,
+	"nudr": NFTypeUDR, "npcf": NFTypePCF, "nnssf": NFTypeNSSF, "nupf": NFTypeUPF,
+}
+
+// NFTypeOfService is the NF type producing service ("nudm-sdm": UDM), or ""
+// for a service tern does not know.
+func NFTypeOfService(service string) NFType {
+	prefix, _, _ := strings.Cut(service, "-")
+	return serviceTypes[prefix]
+}

@@ -201,3 +201,34 @@ func grants(p *models.Nrf_NFMgmt_NFProfile, service models.Nrf_NFMgmt_ServiceNam
 	}
 	return false
 }
+
+// VerificationKey reads the key that verifies the NRF's tokens from a PEM
+// file: the NRF's signing key itself (its public half is used) or just its
+// public key (a PKIX "PUBLIC KEY" block), which is what the hosts of the
+// other NFs need.
+func VerificationKey(path string) (*ecdsa.PublicKey, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("nrf: token key: %w", err)
+	}
+	blk, _ := pem.Decode(b)
+	if blk != nil && blk.Type == "PUBLIC KEY" {
+		k, err := x509.ParsePKIXPublicKey(blk.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("nrf: token key %s: %w", path, err)
+		}
+		ec, ok := k.(*ecdsa.PublicKey)
+		if !ok || ec.Curve != elliptic.P256() {
+			return nil, fmt.Errorf("nrf: token key %s: want an ECDSA P-256 public key", path)
+		}
+		return ec, nil
+	}
+	k, err := readECKey(path)
+	if err != nil {
+		return nil, fmt.Errorf("nrf: token key %s: %w", path, err)
+	}
+	if k.Curve != elliptic.P256() {
+		return nil, fmt.Errorf("nrf: token key %s: want a P-256 key", path)
+	}
+	return &k.PublicKey, nil
+}

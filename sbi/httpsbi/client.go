@@ -26,6 +26,30 @@ import (
 type Caller struct {
 	client  *http.Client
 	apiRoot string // "http://10.0.0.1:8000", no trailing slash
+	tokens  Tokens // nil: no Authorization header
+}
+
+// Tokens is where a Caller gets the OAuth2 bearer token of a call to a
+// service (nrfclient.TokenSource).
+type Tokens interface {
+	Token(ctx context.Context, service string) (string, error)
+	Forget(service string)
+}
+
+// WithTokens returns a Caller that sends each call to a producer with an
+// access token from t (TS 33.501 §13.4.1): the NRF's own services and
+// callbacks go without.
+func (c *Caller) WithTokens(t Tokens) *Caller {
+	k := *c
+	k.tokens = t
+	return &k
+}
+
+// needsToken: the NRF's services are how an NF gets its token, and
+// callbacks are answered by the consumer itself.
+func needsToken(op *ops.Op) bool {
+	s := op.Service()
+	return s != "" && s != "oauth2" && sbi.NFTypeOfService(s) != sbi.NFTypeNRF
 }
 
 var _ ops.Caller = (*Caller)(nil)
@@ -53,8 +77,18 @@ func NewClient(tlsConf *tls.Config) *http.Client {
 	return &http.Client{Transport: t}
 }
 
-// Call implements ops.Caller.
+// Call implements ops.Caller. A call refused for its token (401) is sent
+// once more with a fresh one.
 func (c *Caller) Call(ctx context.Context, op *ops.Op, req, resp any) error {
+	err := c.call(ctx, op, req, resp)
+	if c.tokens != nil && needsToken(op) && sbi.StatusOf(err) == http.StatusUnauthorized {
+		c.tokens.Forget(op.Service())
+		err = c.call(ctx, op, req, resp)
+	}
+	return err
+}
+
+func (c *Caller) call(ctx context.Context, op *ops.Op, req, resp any) error {
 	rv := reflect.ValueOf(req).Elem()
 	p, err := planOf(rv.Type())
 	if err != nil {
@@ -94,6 +128,13 @@ func (c *Caller) Call(ctx context.Context, op *ops.Op, req, resp any) error {
 		hr.Header.Set("Content-Type", pl.contentType)
 	}
 	hr.Header.Set("Accept", contentJSON+", "+contentMultipart+", "+contentProblem)
+	if c.tokens != nil && needsToken(op) {
+		tok, err := c.tokens.Token(ctx, op.Service())
+		if err != nil {
+			return sbi.NewProblem(http.StatusUnauthorized, "", "%s: no access token: %v", op, err)
+		}
+		hr.Header.Set("Authorization", "Bearer "+tok)
+	}
 	res, err := c.client.Do(hr)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -32,6 +33,22 @@ type Handler struct {
 	routes    []route
 	callbacks []route // by prefix
 	log       *slog.Logger
+	verifier  Verifier // nil: no token required
+}
+
+// Verifier checks the bearer token of a request for a service
+// (nrfclient.TokenVerifier); it returns an *sbi.OAuth2Error.
+type Verifier interface {
+	Verify(token, service string) error
+}
+
+// RequireTokens makes h refuse a request without a valid access token for
+// its service (TS 33.501 §13.4.1.1 step 3; RFC 6750 §3): 401
+// invalid_token, 403 insufficient_scope. The NRF's services and callbacks
+// are exempt.
+func (h *Handler) RequireTokens(v Verifier) *Handler {
+	h.verifier = v
+	return h
 }
 
 // NewHandler returns a handler serving every operation of ops.All that one
@@ -139,6 +156,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	op := rt.op
+	if h.verifier != nil && needsToken(op) {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		err := error(sbi.NewOAuth2Error(http.StatusUnauthorized, sbi.OAuth2InvalidToken, "no bearer token"))
+		if ok {
+			err = h.verifier.Verify(tok, op.Service())
+		}
+		if err != nil {
+			writeTokenError(w, err)
+			return
+		}
+	}
 	req := op.NewRequest()
 	v := reflect.ValueOf(req).Elem()
 	p, err := planOf(v.Type())
@@ -334,4 +362,13 @@ func writeBody(w http.ResponseWriter, status int, contentType string, body []byt
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	w.Write(body)
+}
+
+// writeTokenError refuses a request for its token (RFC 6750 §3): the
+// WWW-Authenticate challenge says why; the body is a ProblemDetails.
+func writeTokenError(w http.ResponseWriter, err error) {
+	oe := sbi.NewOAuth2Error(http.StatusUnauthorized, sbi.OAuth2InvalidToken, "%v", err)
+	errors.As(err, &oe)
+	w.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer error=%q, error_description=%q", oe.Code, oe.Description))
+	writeProblem(w, sbi.NewProblem(oe.Status, "", "%s: %s", oe.Code, oe.Description))
 }

@@ -189,3 +189,11 @@ func Fields(t reflect.Type) ([]Field, error) {
 	}
 	return out, nil
 }
+
+// Service is the service name an operation belongs to, the first segment
+// of its path ("nudm-sdm"; "oauth2" for the token endpoint; "" for a
+// callback).
+func (o *Op) Service() string {
+	seg, _, _ := strings.Cut(strings.TrimPrefix(o.Path, "/"), "/")
+	return seg
+}
