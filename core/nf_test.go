@@ -109,4 +109,4 @@ func TestNFsWithAccessTokens(t *testing.T) {
 type fixedToken string
 
 func (f fixedToken) Token(context.Context, string) (string, error) { return string(f), nil }
-func (fixedToken) Forget(string)                                    {}
+func (fixedToken) Forget(string)                                   {}
