@@ -20,6 +20,7 @@
 package sbi
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -33,6 +34,7 @@ import (
 	"log/slog"
 	"math/big"
 	"net"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"time"
@@ -237,6 +239,11 @@ func Run(ctx context.Context, cfg Config) (*report.Doc, error) {
 		return nil, err
 	}
 	doc.Add(report.LatencyResult(report.Summarize("rtt", tcp, 0), "tcp-rtt", nil))
+	h2c, err := H2CRoundTrip(cfg.Calls)
+	if err != nil {
+		return nil, err
+	}
+	doc.Add(report.LatencyResult(report.Summarize("rtt", h2c, 0), "h2c-rtt", nil))
 	for name, f := range cfg.References {
 		samples, err := f(cfg.Calls)
 		if err != nil {
@@ -384,6 +391,42 @@ func TCPRoundTrip(n int) ([]time.Duration, error) {
 		out = append(out, time.Since(start))
 	}
 	return out[n/10:], nil
+}
+
+// H2CRoundTrip measures n POSTs of 700 bytes answered with 300 through
+// net/http's HTTP/2 (h2c) on loopback, with no binding code at all: the
+// floor of any binding built on Go's HTTP/2, between tcp-rtt and http.
+func H2CRoundTrip(n int) ([]time.Duration, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	answer := make([]byte, 300)
+	srv := httpsbi.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(answer)
+	}), nil)
+	go srv.Serve(ln)
+	defer srv.Close()
+	hc := httpsbi.NewClient(nil)
+	defer hc.CloseIdleConnections()
+	url := "http://" + ln.Addr().String() + "/x"
+	body := make([]byte, 700)
+	out := make([]time.Duration, 0, n)
+	for i := range n + n/10 { // the first tenth warms up
+		start := time.Now()
+		res, err := hc.Post(url, "application/json", bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if i >= n/10 {
+			out = append(out, time.Since(start))
+		}
+	}
+	return out, nil
 }
 
 // serialize times encode+decode of the CreateSMContext body in JSON and in

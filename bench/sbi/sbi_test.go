@@ -25,7 +25,7 @@ func TestRunProducesEveryRow(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"rtt/tcp-rtt", "serialize/json", "serialize/shm", "registration/inproc", "pdu-session/http"} {
+	for _, want := range []string{"rtt/tcp-rtt", "rtt/h2c-rtt", "serialize/json", "serialize/shm", "registration/inproc", "pdu-session/http"} {
 		if !rows[want] {
 			t.Errorf("no %s row", want)
 		}

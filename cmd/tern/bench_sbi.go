@@ -61,6 +61,9 @@ func printSBI(doc *report.Doc) {
 		note := ""
 		if b := bound[r.Variant]; b != "" && ref[b] > 0 && r.Name != "registration" && r.Name != "pdu-session" {
 			note = fmt.Sprintf("%.2f× %s", sbi.Ratio(r.Median, ref[b]), b)
+			if b == "tcp-rtt" && ref["h2c-rtt"] > 0 {
+				note += fmt.Sprintf(", %.2f× h2c-rtt", sbi.Ratio(r.Median, ref["h2c-rtt"]))
+			}
 		}
 		if ues, ok := r.Extra["ues"]; ok {
 			note = fmt.Sprintf("%v UEs at once", ues)

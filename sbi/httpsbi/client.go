@@ -140,7 +140,7 @@ func (c *Caller) call(ctx context.Context, op *ops.Op, req, resp any) error {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	defer res.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(res.Body, maxBody+1))
+	data, err := readBody(res.Body, res.ContentLength)
 	if err != nil {
 		return fmt.Errorf("%s: reading the answer: %w", op, err)
 	}

@@ -326,3 +326,16 @@ func formToJSON(body []byte) ([]byte, error) {
 	}
 	return json.Marshal(m)
 }
+
+// readBody reads a body of up to maxBody bytes (one more tells the caller
+// it was longer), in one allocation when its length is announced.
+func readBody(r io.Reader, length int64) ([]byte, error) {
+	if length < 0 || length > maxBody {
+		return io.ReadAll(io.LimitReader(r, maxBody+1))
+	}
+	b := make([]byte, length)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
