@@ -36,3 +36,26 @@ func BenchmarkCreateSMContext(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGetAMF3GPPAccess is a small call: the binding's fixed cost.
+func BenchmarkGetAMF3GPPAccess(b *testing.B) {
+	cfg := shm.Config{Dir: filepath.Join(b.TempDir(), "pool")}
+	s, err := Listen(cfg, "nf", nil, opstest.NewProducer())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	k, err := Dial(cfg, "nf")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer k.Close()
+	c := ops.NewClient(k, "")
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.GetAMF3GPPAccess(ctx, opstest.SUPI); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/free5gc/openapi/models"
 
@@ -91,6 +92,9 @@ type Server struct {
 	// carries no deadline; the producers bound their own onward calls.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// badMessages counts requests that did not decode (answered
+	// StatusBadMessage, never served).
+	badMessages atomic.Uint64
 }
 
 // Listen serves every operation one of producers implements under name
@@ -126,6 +130,7 @@ func (s *Server) handle(id uint16, req []byte, resp []byte) (int, uint16) {
 	}
 	rq := op.NewRequest()
 	if err := wire.Decode(req, rq); err != nil {
+		s.badMessages.Add(1)
 		return answerErr(resp, StatusBadMessage, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "%s: %v", op, err))
 	}
 	rs := op.NewResponse()
@@ -156,6 +161,9 @@ func answerErr(resp []byte, status uint16, err error) (int, uint16) {
 
 // Stats are the transport's counters.
 func (s *Server) Stats() shm.Stats { return s.srv.Stats() }
+
+// BadMessages is how many requests did not decode.
+func (s *Server) BadMessages() uint64 { return s.badMessages.Load() }
 
 // Close stops serving.
 func (s *Server) Close() error {

@@ -113,6 +113,9 @@ func TestCorruptMessage(t *testing.T) {
 			t.Errorf("%q: status %d, %v", msg, status, err)
 		}
 	}
+	if n := s.BadMessages(); n != 3 {
+		t.Errorf("%d bad messages counted, want 3", n)
+	}
 	if _, status, err := c.Call(ctx, 999, nil, nil); err != nil || status != StatusError {
 		t.Errorf("unknown operation: status %d, %v", status, err)
 	}
