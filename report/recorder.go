@@ -53,6 +53,20 @@ func (r *Recorder) Fail(procedure string) {
 	r.mu.Unlock()
 }
 
+// Summary is the distribution of procedure (a zero one, named, when it
+// never ran).
+func (r *Recorder) Summary(procedure string) Summary {
+	r.mu.Lock()
+	s := r.procs[procedure]
+	if s == nil {
+		r.mu.Unlock()
+		return Summary{Procedure: procedure}
+	}
+	samples, failures := slices.Clone(s.samples), s.failures
+	r.mu.Unlock()
+	return Summarize(procedure, samples, failures)
+}
+
 // Samples returns a copy of the successful samples of procedure.
 func (r *Recorder) Samples(procedure string) []time.Duration {
 	r.mu.Lock()

@@ -192,11 +192,7 @@ func pagingTrials(ctx context.Context, c PagingConfig, res *PagingResult) error 
 		}
 	}
 	res.Unit = b.rec.Samples(ue.ProcPaging)
-	for _, s := range b.rec.Summaries() {
-		if s.Procedure == ue.ProcPaging {
-			res.Failures += s.Failures
-		}
-	}
+	res.Failures += b.rec.Summary(ue.ProcPaging).Failures
 	c.Log("paging: %d trials, unit window median %v, full median %v", c.Trials, median(res.Unit), median(res.Full))
 	return nil
 }

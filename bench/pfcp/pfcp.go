@@ -66,7 +66,7 @@ func Run(ctx context.Context, n int) (*report.Doc, error) {
 	doc := report.NewDoc("pfcp", map[string]any{"sessions": n, "udp": "loopback, one socket per side", "upf": "tern UPF-C + UPF-U rule install"})
 	for _, msg := range Messages {
 		for _, b := range bindings {
-			s := summary(rec[b.name], msg)
+			s := rec[b.name].Summary(msg)
 			res := report.LatencyResult(s, b.name, rec[b.name].Samples(msg))
 			res.Extra = map[string]any{"l25gc_us": Published[msg][0].Microseconds(), "free5gc_us": Published[msg][1].Microseconds()}
 			doc.Add(res)
@@ -80,15 +80,6 @@ func Run(ctx context.Context, n int) (*report.Doc, error) {
 	r.Extra = map[string]any{"bytes": udpRTTBytes}
 	doc.Add(r)
 	return doc, nil
-}
-
-func summary(rec *report.Recorder, name string) report.Summary {
-	for _, s := range rec.Summaries() {
-		if s.Procedure == name {
-			return s
-		}
-	}
-	return report.Summary{Procedure: name}
 }
 
 // udpRTTBytes is the size of the reference's datagrams, about a PFCP

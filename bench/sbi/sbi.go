@@ -228,7 +228,7 @@ func Run(ctx context.Context, cfg Config) (*report.Doc, error) {
 	}
 	for _, op := range Operations {
 		for _, d := range ds {
-			s := summary(d.rec, op)
+			s := d.rec.Summary(op)
 			doc.Add(report.LatencyResult(s, d.b.Name, nil))
 		}
 	}
@@ -274,15 +274,6 @@ func Run(ctx context.Context, cfg Config) (*report.Doc, error) {
 		}
 	}
 	return doc, nil
-}
-
-func summary(rec *report.Recorder, op string) report.Summary {
-	for _, s := range rec.Summaries() {
-		if s.Procedure == op {
-			return s
-		}
-	}
-	return report.Summary{Procedure: op}
 }
 
 // callOnce makes one call of op with the message an AMF or SMF sends.
