@@ -38,11 +38,12 @@ type NF struct {
 	Name    string
 	APIRoot string
 
-	cfg   config.Config
-	log   *slog.Logger
-	http  *httpBinding
-	disc  *nrfclient.Discoverer
-	agent *nrfclient.Agent
+	cfg     config.Config
+	log     *slog.Logger
+	baseLog *slog.Logger
+	http    *httpBinding
+	disc    *nrfclient.Discoverer
+	agent   *nrfclient.Agent
 
 	nrf   *nrf.NRF
 	store *store.Store
@@ -91,7 +92,7 @@ func NewNF(cfg config.Config, name string, log *slog.Logger) (*NF, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &NF{Name: name, cfg: cfg, log: log.With("nf", name), http: hb}
+	n := &NF{Name: name, cfg: cfg, log: log.With("nf", name), baseLog: log, http: hb}
 	ok := false
 	defer func() {
 		if !ok {
@@ -161,7 +162,7 @@ func (n *NF) dial(root string) ops.Caller {
 
 // build makes the NF and serves it.
 func (n *NF) build(nrfClient *ops.Client) error {
-	cfg, log := n.cfg, n.log
+	cfg, log := n.cfg, n.baseLog // the NFs name themselves in their logs
 	var err error
 	switch n.Name {
 	case "nrf":

@@ -201,14 +201,29 @@ func (s *SMF) Start(ctx context.Context) error {
 	for _, u := range s.cfg.upfs {
 		// The first association is tried here, as long as a heartbeat may
 		// take, so that a core whose UPFs are up serves at once; the
-		// supervisor takes over from there.
-		if err := s.associate(ctx, u, s.cfg.timers.HeartbeatTimeout); err != nil {
+		// supervisor takes over from there. Short attempts, so that a UPF
+		// starting at the same moment (its socket not bound yet when the
+		// first request went out) is associated as soon as it listens.
+		if err := s.associateSoon(ctx, u, s.cfg.timers.HeartbeatTimeout); err != nil {
 			s.log.Warn("PFCP association failed; retrying until the UPF answers", "upf", u.name,
 				"period", min(associationRetry, s.cfg.timers.Heartbeat), "err", err)
 		}
 		s.group.Go(func() { s.superviseUPF(u) })
 	}
 	return nil
+}
+
+// associateSoon tries the association in attempts of at most 250 ms until
+// within has passed.
+func (s *SMF) associateSoon(ctx context.Context, u *upfNode, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		attempt := min(250*time.Millisecond, time.Until(deadline))
+		err := s.associate(ctx, u, attempt)
+		if err == nil || ctx.Err() != nil || time.Until(deadline) <= 0 || !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+	}
 }
 
 // RecoveryTime is the SMF's PFCP Recovery Time Stamp (TS 29.244 §19A): a
