@@ -220,6 +220,7 @@ type shmBinding struct {
 func newShmBinding(cfg config.SBI, log *slog.Logger) (*shmBinding, error) {
 	b := &shmBinding{log: log}
 	b.cfg.Dir = cfg.ShmDir
+	b.cfg.BusyPoll = cfg.ShmBusyPoll
 	if b.cfg.Dir == "" {
 		// One directory per unit: two units on a host (or in one test
 		// process) never share pools.
