@@ -61,7 +61,7 @@ type Op struct {
 	// Status is the success status; Statuser on the response may choose
 	// another 2xx.
 	Status int
-	// RequestType and ResponseType are the JSON media types of the bodies
+	// RequestMedia and ResponseMedia are the JSON media types of the bodies
 	// when not application/json (the 3GPP variants: merge-patch+json,
 	// 3gppHal+json).
 	RequestMedia, ResponseMedia string
