@@ -306,30 +306,60 @@ var consumes = map[string][]sbi.NFType{
 	"amf":  {sbi.NFTypeAUSF, sbi.NFTypeUDM, sbi.NFTypeNSSF, sbi.NFTypeSMF},
 }
 
-// subscribe asks the NRF for the status of every NF type n consumes,
-// retrying while the NRF is unreachable, until stop.
+// subscribe keeps, until ctx ends, a subscription at the NRF to the status
+// of every NF type n consumes. A subscription is renewed before its
+// validityTime and at least every subscriptionRenewal, so that an NRF that
+// restarted (and forgot it) notifies again; the replaced one is removed.
+// On the way out the last ones are removed too.
 func (n *NF) subscribe(ctx context.Context, nrfClient sbi.NFManagement) {
-	for _, t := range consumes[n.Name] {
-		sd := &models.Nrf_NFMgmt_SubscriptionData{
-			NfStatusNotificationUri: n.APIRoot + sbi.CallbackNFStatus + "/" + strings.ToLower(string(t)),
-			SubscrCond:              &models.Nrf_NFMgmt_SubscrCond{NfType: string(t)},
+	types := consumes[n.Name]
+	if len(types) == 0 {
+		return
+	}
+	ids := make([]string, len(types))
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		for _, id := range ids {
+			if id != "" {
+				nrfClient.Unsubscribe(cctx, id)
+			}
 		}
-		for delay := 100 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
+	}()
+	for {
+		next := subscriptionRenewal
+		for i, t := range types {
+			sd := &models.Nrf_NFMgmt_SubscriptionData{
+				NfStatusNotificationUri: n.APIRoot + sbi.CallbackNFStatus + "/" + strings.ToLower(string(t)),
+				ReqNfInstanceId:         n.instanceID,
+				SubscrCond:              &models.Nrf_NFMgmt_SubscrCond{NfType: string(t)},
+			}
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			_, err := nrfClient.Subscribe(cctx, sd)
+			got, err := nrfClient.Subscribe(cctx, sd)
+			if err == nil && ids[i] != "" && ids[i] != got.SubscriptionId {
+				nrfClient.Unsubscribe(cctx, ids[i])
+			}
 			cancel()
-			if err == nil {
-				break
+			if err != nil {
+				n.log.Debug("NF status subscription not taken (yet)", "type", t, "err", err)
+				next = min(next, time.Second) // the NRF is not there yet
+				continue
 			}
-			n.log.Debug("NF status subscription not taken yet", "type", t, "err", err)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(delay):
+			ids[i] = got.SubscriptionId
+			if got.ValidityTime != nil {
+				next = min(next, time.Until(*got.ValidityTime)/2)
 			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(max(next, 100*time.Millisecond)):
 		}
 	}
 }
+
+// subscriptionRenewal bounds how long an NF trusts its NRF subscriptions.
+const subscriptionRenewal = 5 * time.Minute
 
 // profile is the NF's profile (TS 29.510 §6.1.6.2.2): its services at its
 // apiRoot, and for an SMF the slices and DNNs it serves (smfInfo), which
