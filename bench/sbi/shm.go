@@ -26,11 +26,12 @@ const producerName = "producer"
 // Shm is the shared-memory binding with the producer in another process,
 // as NFs are: this executable started again as the producer (it must call
 // MaybeRunProducer first thing in main). busyPoll is shm.Config.BusyPoll on
-// both ends; a binding with busy-poll is named "shm-busypoll".
-func Shm(busyPoll time.Duration) Binding {
-	b := Binding{Name: "shm", Core: config.BindingShm, Dial: func(any) (*ops.Client, func(), error) { return dialShm(busyPoll) }}
-	if busyPoll > 0 {
-		b.Name, b.Core = "shm-busypoll", ""
+// both ends: "shm" is the default (config.DefaultShmBusyPoll), whose unit
+// the window rows measure; "shm-sleep" (0) sleeps at once.
+func Shm(name string, busyPoll time.Duration) Binding {
+	b := Binding{Name: name, Dial: func(any) (*ops.Client, func(), error) { return dialShm(busyPoll) }}
+	if busyPoll == config.DefaultShmBusyPoll {
+		b.Core = config.BindingShm
 	}
 	return b
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tern5g/tern/bench/sbi"
+	"github.com/tern5g/tern/config"
 	"github.com/tern5g/tern/report"
 )
 
@@ -55,7 +56,7 @@ func printSBI(doc *report.Doc) {
 			ref[r.Variant] = r.Median
 		}
 	}
-	bound := map[string]string{"http": "tcp-rtt", "https": "tcp-rtt", "shm": "eventfd-rtt", "shm-busypoll": "eventfd-rtt"}
+	bound := map[string]string{"http": "tcp-rtt", "https": "tcp-rtt", "shm": "eventfd-rtt", "shm-sleep": "eventfd-rtt"}
 	fmt.Printf("\n%-20s %-12s %10s %10s %10s  %s\n", "operation", "binding", "median µs", "p99 µs", "failed", "vs reference")
 	for _, r := range doc.Results {
 		note := ""
@@ -78,7 +79,7 @@ func printSBI(doc *report.Doc) {
 
 // sbiBindings are the bindings compared.
 func sbiBindings() []sbi.Binding {
-	return []sbi.Binding{sbi.Inproc(), sbi.Shm(0), sbi.Shm(50 * time.Microsecond), sbi.HTTP(), sbi.HTTPS()}
+	return []sbi.Binding{sbi.Inproc(), sbi.Shm("shm", config.DefaultShmBusyPoll), sbi.Shm("shm-sleep", 0), sbi.HTTP(), sbi.HTTPS()}
 }
 
 // sbiReferences are the references measured besides tcp-rtt.
