@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/free5gc/openapi/models"
@@ -26,6 +27,8 @@ import (
 	"github.com/tern5g/tern/sbi"
 	"github.com/tern5g/tern/sbi/httpsbi"
 	"github.com/tern5g/tern/sbi/ops"
+	"github.com/tern5g/tern/sbi/shm"
+	"github.com/tern5g/tern/sbi/shmsbi"
 	"github.com/tern5g/tern/store"
 )
 
@@ -53,8 +56,12 @@ type NF struct {
 	n4    *pfcp.Endpoint
 
 	nrfClient     *ops.Client
-	instanceID    string                 // the NF instance ID it registers
-	tokens        *nrfclient.TokenSource // nil: access tokens are off
+	shm           *shm.Config // binding shm: peers on this node over shared memory
+	shmServer     *shmsbi.Server
+	shmMu         sync.Mutex
+	shmPeers      map[string]*shmsbi.Caller // by NF name
+	instanceID    string                    // the NF instance ID it registers
+	tokens        *nrfclient.TokenSource    // nil: access tokens are off
 	stopFollow    func()
 	stopSubscribe func()
 }
@@ -81,7 +88,9 @@ func NewNF(cfg config.Config, name string, log *slog.Logger) (*NF, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cfg.SBI.Binding = config.BindingHTTP
+	if cfg.SBI.Binding == config.BindingInproc {
+		cfg.SBI.Binding = config.BindingHTTP
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -104,6 +113,9 @@ func NewNF(cfg config.Config, name string, log *slog.Logger) (*NF, error) {
 	}
 	nrfClient := hb.clientOf(cfg.SBI.NRFRoot())
 	n.nrfClient = nrfClient
+	if cfg.SBI.Binding == config.BindingShm {
+		n.shm = &shm.Config{Dir: cfg.SBI.ShmDir, BusyPoll: cfg.SBI.ShmBusyPoll}
+	}
 	n.instanceID = identity.NewNFInstanceID()
 	switch {
 	case name == "amf" && cfg.AMF.InstanceID != "":
@@ -143,12 +155,59 @@ func NewNF(cfg config.Config, name string, log *slog.Logger) (*NF, error) {
 	return n, nil
 }
 
-// peer is a client of the NF type t's service s, found through discovery.
+// serve serves producer (and the discovery cache's notifications) over
+// HTTP/2 and, with binding shm, on the node's shared-memory pool under the
+// NF's name.
+func (n *NF) serve(producer any) error {
+	if _, err := n.http.serve(n.Name, producer, n.disc); err != nil {
+		return err
+	}
+	if n.shm == nil || n.Name == "nrf" {
+		return nil
+	}
+	s, err := shmsbi.Listen(*n.shm, n.Name, n.log.With("if", "sbi-shm"), producer, n.disc)
+	if err != nil {
+		return fmt.Errorf("core: %s on shared memory: %w", n.Name, err)
+	}
+	n.shmServer = s
+	return nil
+}
+
+// peer is a client of the NF type t's service s: found through discovery,
+// or, with binding shm, the pool of that NF on this node (one per type;
+// the NFs still register with the NRF over HTTP/2).
 func (n *NF) peer(t sbi.NFType, s models.Nrf_NFMgmt_ServiceName) *ops.Client {
+	if n.shm != nil {
+		return ops.NewClient(n.shmPeer(strings.ToLower(string(t))), "")
+	}
 	me := profileOf[n.Name].t
 	r := nrfclient.NewRouter(n.disc, t, s, sbi.DiscoveryQuery{RequesterNFType: me}, n.dial)
 	return ops.NewClient(r, "")
 }
+
+// shmPeer is the shared-memory caller of the NF named name, one per name:
+// it connects when that NF serves, and again whenever it restarts.
+func (n *NF) shmPeer(name string) ops.Caller {
+	n.shmMu.Lock()
+	defer n.shmMu.Unlock()
+	if k, ok := n.shmPeers[name]; ok {
+		return k
+	}
+	k, err := shmsbi.Dial(*n.shm, name)
+	if err != nil {
+		return failing{err}
+	}
+	if n.shmPeers == nil {
+		n.shmPeers = map[string]*shmsbi.Caller{}
+	}
+	n.shmPeers[name] = k
+	return k
+}
+
+// failing is a caller that cannot be built: every call gets its error.
+type failing struct{ err error }
+
+func (f failing) Call(context.Context, *ops.Op, any, any) error { return f.err }
 
 // dial is the caller of a producer at root, with access tokens when the
 // deployment uses them.
@@ -172,7 +231,7 @@ func (n *NF) build(nrfClient *ops.Client) error {
 			return err
 		}
 		n.nrf.SetNotifier(nrfClient) // notifications go to absolute URIs
-		_, err = n.http.serve("nrf", n.nrf, n.disc)
+		err = n.serve(n.nrf)
 	case "udr":
 		if n.store, err = store.OpenDriver(cfg.Store.Driver, cfg.Store.Source()); err != nil {
 			return fmt.Errorf("core: subscriber store: %w", err)
@@ -185,7 +244,7 @@ func (n *NF) build(nrfClient *ops.Client) error {
 		if n.udr, err = udr.New(cfg.UDR, n.store, log); err != nil {
 			return err
 		}
-		_, err = n.http.serve("udr", n.udr, n.disc)
+		err = n.serve(n.udr)
 	case "udm":
 		var u *udm.UDM
 		if u, err = udm.New(cfg.UDM, n.peer(sbi.NFTypeUDR, models.Nrf_NFMgmt_ServiceName_NUDR_DR), log); err != nil {
@@ -193,7 +252,7 @@ func (n *NF) build(nrfClient *ops.Client) error {
 		}
 		u.SetAMF(n.peer(sbi.NFTypeAMF, models.Nrf_NFMgmt_ServiceName_NAMF_COMM))
 		u.SetSMF(n.peer(sbi.NFTypeSMF, models.Nrf_NFMgmt_ServiceName_NSMF_PDUSESSION))
-		_, err = n.http.serve("udm", u, n.disc)
+		err = n.serve(u)
 	case "ausf":
 		var a *ausf.AUSF
 		ac := cfg.AUSF
@@ -201,20 +260,20 @@ func (n *NF) build(nrfClient *ops.Client) error {
 		if a, err = ausf.New(ac, n.peer(sbi.NFTypeUDM, models.Nrf_NFMgmt_ServiceName_NUDM_UEAU), log); err != nil {
 			return err
 		}
-		_, err = n.http.serve("ausf", a, n.disc)
+		err = n.serve(a)
 	case "nssf":
 		var s *nssf.NSSF
 		if s, err = nssf.New(cfg.NSSF, log); err != nil {
 			return err
 		}
-		_, err = n.http.serve("nssf", s, n.disc)
+		err = n.serve(s)
 	case "pcf":
 		var p *pcf.PCF
 		if p, err = pcf.New(cfg.PCF, log); err != nil {
 			return err
 		}
 		p.SetNotifier(n.peer(sbi.NFTypeSMF, models.Nrf_NFMgmt_ServiceName_NSMF_PDUSESSION))
-		_, err = n.http.serve("pcf", p, n.disc)
+		err = n.serve(p)
 	case "smf":
 		sc := cfg.SMF
 		sc.APIRoot = n.APIRoot
@@ -228,7 +287,7 @@ func (n *NF) build(nrfClient *ops.Client) error {
 		if n.n4, err = wireN4(cfg, n.smf, nil, nil, log); err != nil {
 			return err
 		}
-		_, err = n.http.serve("smf", n.smf, n.disc)
+		err = n.serve(n.smf)
 	case "amf":
 		ac := cfg.AMF
 		ac.APIRoot = n.APIRoot
@@ -243,7 +302,7 @@ func (n *NF) build(nrfClient *ops.Client) error {
 			return err
 		}
 		n.amf.SetSMF(n.peer(sbi.NFTypeSMF, models.Nrf_NFMgmt_ServiceName_NSMF_PDUSESSION))
-		_, err = n.http.serve("amf", n.amf, n.disc)
+		err = n.serve(n.amf)
 	}
 	return err
 }
@@ -262,6 +321,10 @@ func (s smfSelector) SelectSMF(ctx context.Context, snssai identity.SNSSAI, dnn 
 
 func (s smfSelector) pick(ctx context.Context, snssai identity.SNSSAI, dnn string) (*ops.Client, error) {
 	n := s.n
+	if n.shm != nil {
+		// Departure: over shared memory the node has one SMF.
+		return n.peer(sbi.NFTypeSMF, models.Nrf_NFMgmt_ServiceName_NSMF_PDUSESSION), nil
+	}
 	root, id, err := nrfclient.Pick(ctx, n.disc, sbi.NFTypeSMF, models.Nrf_NFMgmt_ServiceName_NSMF_PDUSESSION,
 		sbi.DiscoveryQuery{RequesterNFType: sbi.NFTypeAMF, SNSSAIs: []identity.SNSSAI{snssai}, DNN: dnn})
 	if err != nil {
@@ -487,6 +550,14 @@ func (n *NF) Close() error {
 	}
 	if n.nrf != nil {
 		n.nrf.Stop()
+	}
+	n.shmMu.Lock()
+	for _, k := range n.shmPeers {
+		errs = append(errs, k.Close())
+	}
+	n.shmMu.Unlock()
+	if n.shmServer != nil {
+		errs = append(errs, n.shmServer.Close())
 	}
 	if n.http != nil {
 		errs = append(errs, n.http.close())

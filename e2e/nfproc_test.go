@@ -245,3 +245,93 @@ func TestNFsAsSeparateProcesses(t *testing.T) {
 		dump()
 	}
 }
+
+// TestNFsAsProcessesOverShm runs the NFs as separate processes on one node
+// with the shared-memory binding between them (L25GC's arrangement; they
+// still register with the NRF over HTTP/2). The SMF is killed and started
+// again: the AMF's calls to it fail at once while it is gone, and the
+// same shared-memory clients reach the new SMF without restarting
+// anything else.
+func TestNFsAsProcessesOverShm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts eight processes")
+	}
+	const ues = 4
+	cfg := config.Default()
+	cfg.Log.Level = "warn"
+	cfg.Store.Path = filepath.Join(t.TempDir(), "subscribers.db")
+	cfg.Store.DemoSubscribers = 2*ues + 1
+	cfg.AMF.SCTP.Transport = sctp.TransportUDP
+	cfg.AMF.SCTP.UDPPort = freeUDPPort(t)
+	cfg.NRF.HeartBeatTimer = time.Second
+	cfg.SBI.Binding = config.BindingShm
+	cfg.SBI.ShmDir = filepath.Join(t.TempDir(), "shm")
+	for _, name := range config.NFNames {
+		port, err := freeport.TCP()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.SBI.Listen[name] = fmt.Sprintf("127.0.0.1:%d", port)
+	}
+	ucfg := upf.DefaultConfig()
+	upfAddr := freeport.Loopback()
+	ucfg.PFCPAddr = netip.AddrPortFrom(upfAddr, 8805).String()
+	ucfg.N3Addr = netip.AddrPortFrom(upfAddr, 2152).String()
+	ucfg.NoN6 = true
+	startRemoteUPF(t, ucfg)
+	cfg.UPF.Embedded = false
+	cfg.SMF.NodeID = freeport.Loopback().String()
+	cfg.SMF.N4Address = cfg.SMF.NodeID
+	cfg.SMF.UPFs = []smf.UPFConfig{{Name: "upf", N4: ucfg.PFCPAddr, N3: upfAddr.String(), DNNs: []string{"internet", "ims"}}}
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(t.TempDir(), "tern.yaml")
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	procs := map[string]*nfProc{}
+	for _, name := range config.NFNames {
+		procs[name] = startNF(t, name, cfgPath)
+	}
+	simCfg := func(first int) sim.Config {
+		sc := sim.DefaultConfig()
+		sc.AMFAddr = cfg.AMF.N2Address
+		sc.Transport = sctp.Config{Transport: sctp.TransportUDP, UDPPort: cfg.AMF.SCTP.UDPPort}
+		sc.GNBs, sc.UEs, sc.Concurrency = 1, ues, 2
+		sc.FirstIMSI = fmt.Sprintf("20893%010d", first)
+		sc.Timeout = 15 * time.Second
+		sc.Scenario = sim.Scenario{sim.StepRegister, sim.StepSession, sim.StepRelease, sim.StepSession}
+		return sc
+	}
+	dump := func() {
+		for _, p := range procs {
+			t.Logf("tern nf %s:\n%s", p.name, p.out.String())
+		}
+	}
+	runSim(t, simCfg(1), ues)
+	if t.Failed() {
+		dump()
+		return
+	}
+	procs["smf"].kill()
+	// While the SMF is gone, a session request is refused at once, not at
+	// the end of a deadline.
+	gone := simCfg(1 + 2*ues)
+	gone.UEs, gone.Scenario = 1, sim.Scenario{sim.StepRegister, sim.StepSession}
+	res, err := sim.Run(context.Background(), gone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := res.Steps[1]; s.Failed != 1 || s.Wall > 2*time.Second {
+		t.Errorf("session with the SMF gone: %d failed in %v, want a failure within 2 s", s.Failed, s.Wall)
+	} else {
+		t.Logf("session with the SMF gone: refused in %v", s.Wall.Round(time.Millisecond))
+	}
+	procs["smf"] = startNF(t, "smf", cfgPath)
+	runSim(t, simCfg(1+ues), ues)
+	if t.Failed() {
+		dump()
+	}
+}
