@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"sync"
@@ -161,6 +162,12 @@ func Listen(cfg EndpointConfig) (*Endpoint, error) {
 
 		recoveries: make(map[netip.AddrPort]time.Time),
 	}
+	// Sequence numbers start anywhere (§7.3 leaves it open): a process
+	// restarted within the second keeps its Recovery Time Stamp (one-second
+	// resolution), and its first requests, counted from 1 again, would be
+	// byte for byte its predecessor's, which the peer's duplicate cache
+	// answers with the predecessor's stale responses.
+	e.seq.Store(rand.Uint32() & maxSeq)
 	go e.readLoop()
 	return e, nil
 }

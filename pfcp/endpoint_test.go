@@ -3,6 +3,7 @@ package pfcp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -746,4 +747,48 @@ func BenchmarkCodecEstablishmentRequest(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestRestartWithinTheSecond: a peer that restarts within the same second
+// keeps its Recovery Time Stamp (one-second resolution), so only its
+// sequence numbers tell its requests from its predecessor's: they start
+// anywhere, and the same session request is handled afresh, not answered
+// with the predecessor's cached response.
+func TestRestartWithinTheSecond(t *testing.T) {
+	up := newFakeUP()
+	upf := listen(t, EndpointConfig{UP: up})
+	addr := fmt.Sprintf("127.0.0.1:%d", freeUDPPortForTest(t))
+	for life := 1; life <= 2; life++ {
+		smf, err := Listen(EndpointConfig{Addr: addr, NodeID: NodeID{IP: smfAddr}, CP: benchCPForTest{}, RecoveryTime: t0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := smf.UserPlane(upf.Addr()).EstablishSession(context.Background(), establishRequest(7)); err != nil {
+			t.Fatal(err)
+		}
+		smf.Close()
+		if n := up.establish.Load(); n != int64(life) {
+			t.Fatalf("life %d: the UP handled %d establishments; the restarted peer got a cached answer", life, n)
+		}
+	}
+}
+
+func freeUDPPortForTest(t *testing.T) int {
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port
+}
+
+// benchCPForTest accepts every report.
+type benchCPForTest struct{}
+
+func (benchCPForTest) HandleSessionReport(ctx context.Context, seid uint64, req *SessionReportRequest) *SessionReportResponse {
+	return &SessionReportResponse{Cause: CauseRequestAccepted}
+}
+
+func (benchCPForTest) HandleNodeReport(ctx context.Context, req *NodeReportRequest) *NodeReportResponse {
+	return &NodeReportResponse{NodeID: req.NodeID, Cause: CauseRequestAccepted}
 }
