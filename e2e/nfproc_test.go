@@ -95,6 +95,89 @@ func (p *nfProc) kill() {
 	<-p.done
 }
 
+// deployment is the configuration of NFs run as processes by a test, with
+// the UPF in the test's own process (as in TestUPFRestartUnderCore).
+type deployment struct {
+	t       *testing.T
+	cfg     config.Config
+	upf     upf.Config
+	upfAddr netip.Addr
+	ues     int
+}
+
+func newDeployment(t *testing.T, subscribers, ues int, mutate func(*config.Config)) *deployment {
+	d := &deployment{t: t, ues: ues}
+	cfg := config.Default()
+	cfg.Log.Level = "warn"
+	cfg.Store.Path = filepath.Join(t.TempDir(), "subscribers.db")
+	cfg.Store.DemoSubscribers = subscribers
+	cfg.AMF.SCTP.Transport = sctp.TransportUDP
+	cfg.AMF.SCTP.UDPPort = freeUDPPort(t)
+	cfg.NRF.HeartBeatTimer = time.Second
+	for _, name := range config.NFNames {
+		cfg.SBI.Listen[name] = d.freeTCP()
+	}
+	d.upf = upf.DefaultConfig()
+	d.upfAddr = freeport.Loopback()
+	d.upf.PFCPAddr = netip.AddrPortFrom(d.upfAddr, 8805).String()
+	d.upf.N3Addr = netip.AddrPortFrom(d.upfAddr, 2152).String()
+	d.upf.NoN6 = true
+	startRemoteUPF(t, d.upf)
+	cfg.UPF.Embedded = false
+	cfg.SMF.NodeID = freeport.Loopback().String()
+	cfg.SMF.N4Address = cfg.SMF.NodeID
+	cfg.SMF.UPFs = []smf.UPFConfig{{Name: "upf", N4: d.upf.PFCPAddr, N3: d.upfAddr.String(), DNNs: []string{"internet", "ims"}}}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	d.cfg = cfg
+	return d
+}
+
+func (d *deployment) freeTCP() string {
+	port, err := freeport.TCP()
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", port)
+}
+
+// write stores c as a configuration file and returns its path.
+func (d *deployment) write(c config.Config) string {
+	b, err := yaml.Marshal(c)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	path := filepath.Join(d.t.TempDir(), "tern.yaml")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		d.t.Fatal(err)
+	}
+	return path
+}
+
+// sim is a simulator run of the deployment's UEs from the first'th
+// subscriber: register, session, release, session.
+func (d *deployment) sim(first, concurrency int, dnns ...string) sim.Config {
+	sc := sim.DefaultConfig()
+	sc.AMFAddr = d.cfg.AMF.N2Address
+	sc.Transport = sctp.Config{Transport: sctp.TransportUDP, UDPPort: d.cfg.AMF.SCTP.UDPPort}
+	sc.GNBs, sc.UEs, sc.Concurrency = 1, d.ues, concurrency
+	sc.FirstIMSI = fmt.Sprintf("20893%010d", first)
+	if len(dnns) > 0 {
+		sc.DNNs = dnns
+	}
+	sc.Timeout = 15 * time.Second
+	sc.Scenario = sim.Scenario{sim.StepRegister, sim.StepSession, sim.StepRelease, sim.StepSession}
+	return sc
+}
+
+// dump logs every process's output.
+func dump(t *testing.T, procs map[string]*nfProc) {
+	for _, p := range procs {
+		t.Logf("tern nf %s:\n%s", p.name, p.out.String())
+	}
+}
+
 // TestNFsAsSeparateProcesses is issue 24's deployment check: every
 // control-plane NF runs as its own process (tern nf NAME) over HTTP/2,
 // registered with the NRF and found through discovery, with two SMFs: one
@@ -107,57 +190,24 @@ func TestNFsAsSeparateProcesses(t *testing.T) {
 		t.Skip("starts ten processes")
 	}
 	const ues = 8
-	cfg := config.Default()
-	cfg.Log.Level = "warn"
-	cfg.Store.Path = filepath.Join(t.TempDir(), "subscribers.db")
-	cfg.Store.DemoSubscribers = 2 * ues
-	cfg.AMF.SCTP.Transport = sctp.TransportUDP
-	cfg.AMF.SCTP.UDPPort = freeUDPPort(t)
-	cfg.NRF.HeartBeatTimer = time.Second
-	freeTCP := func() string {
-		port, err := freeport.TCP()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fmt.Sprintf("127.0.0.1:%d", port)
-	}
-	for _, name := range config.NFNames {
-		cfg.SBI.Listen[name] = freeTCP()
-	}
-	// The UPF is this process (as in TestUPFRestartUnderCore).
-	ucfg := upf.DefaultConfig()
-	upfAddr := freeport.Loopback()
-	ucfg.PFCPAddr = netip.AddrPortFrom(upfAddr, 8805).String()
-	ucfg.N3Addr = netip.AddrPortFrom(upfAddr, 2152).String()
-	ucfg.NoN6 = true
-	startRemoteUPF(t, ucfg)
-	cfg.UPF.Embedded = false
-	writeConfig := func(c config.Config) string {
-		b, err := yaml.Marshal(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(t.TempDir(), "tern.yaml")
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
+	d := newDeployment(t, 2*ues, ues, nil)
+	cfg := d.cfg
+	freeTCP := d.freeTCP
 	all := cfg.SMF.DNNs
 	smfFor := func(dnn string) string {
 		c := cfg
 		c.SMF.NodeID = freeport.Loopback().String()
 		c.SMF.N4Address = c.SMF.NodeID
 		c.SMF.DNNs = nil
-		for _, d := range all {
-			if d.Name == dnn {
-				c.SMF.DNNs = append(c.SMF.DNNs, d)
+		for _, dc := range all {
+			if dc.Name == dnn {
+				c.SMF.DNNs = append(c.SMF.DNNs, dc)
 			}
 		}
-		c.SMF.UPFs = []smf.UPFConfig{{Name: "upf", N4: ucfg.PFCPAddr, N3: upfAddr.String(), DNNs: []string{dnn}}}
-		return writeConfig(c)
+		c.SMF.UPFs = []smf.UPFConfig{{Name: "upf", N4: d.upf.PFCPAddr, N3: d.upfAddr.String(), DNNs: []string{dnn}}}
+		return d.write(c)
 	}
-	cfgPath := writeConfig(cfg)
+	cfgPath := d.write(cfg)
 	internetCfg, imsCfg := smfFor("internet"), smfFor("ims")
 
 	procs := map[string]*nfProc{}
@@ -199,25 +249,10 @@ func TestNFsAsSeparateProcesses(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
-	simCfg := func(first int) sim.Config {
-		sc := sim.DefaultConfig()
-		sc.AMFAddr = cfg.AMF.N2Address
-		sc.Transport = sctp.Config{Transport: sctp.TransportUDP, UDPPort: cfg.AMF.SCTP.UDPPort}
-		sc.GNBs, sc.UEs, sc.Concurrency = 1, ues, 4
-		sc.FirstIMSI = fmt.Sprintf("20893%010d", first)
-		sc.DNNs = []string{"internet", "ims"}
-		sc.Timeout = 15 * time.Second
-		sc.Scenario = sim.Scenario{sim.StepRegister, sim.StepSession, sim.StepRelease, sim.StepSession}
-		return sc
-	}
-	dump := func() {
-		for _, p := range procs {
-			t.Logf("tern nf %s:\n%s", p.name, p.out.String())
-		}
-	}
+	simCfg := func(first int) sim.Config { return d.sim(first, 4, "internet", "ims") }
 	runSim(t, simCfg(1), ues)
 	if t.Failed() {
-		dump()
+		dump(t, procs)
 		return
 	}
 
@@ -242,7 +277,7 @@ func TestNFsAsSeparateProcesses(t *testing.T) {
 	t.Logf("the NRF lists only the new internet SMF %v after its start", time.Since(start).Round(time.Millisecond))
 	runSim(t, simCfg(1+ues), ues)
 	if t.Failed() {
-		dump()
+		dump(t, procs)
 	}
 }
 
@@ -257,62 +292,19 @@ func TestNFsAsProcessesOverShm(t *testing.T) {
 		t.Skip("starts eight processes")
 	}
 	const ues = 4
-	cfg := config.Default()
-	cfg.Log.Level = "warn"
-	cfg.Store.Path = filepath.Join(t.TempDir(), "subscribers.db")
-	cfg.Store.DemoSubscribers = 2*ues + 1
-	cfg.AMF.SCTP.Transport = sctp.TransportUDP
-	cfg.AMF.SCTP.UDPPort = freeUDPPort(t)
-	cfg.NRF.HeartBeatTimer = time.Second
-	cfg.SBI.Binding = config.BindingShm
-	cfg.SBI.ShmDir = filepath.Join(t.TempDir(), "shm")
-	for _, name := range config.NFNames {
-		port, err := freeport.TCP()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.SBI.Listen[name] = fmt.Sprintf("127.0.0.1:%d", port)
-	}
-	ucfg := upf.DefaultConfig()
-	upfAddr := freeport.Loopback()
-	ucfg.PFCPAddr = netip.AddrPortFrom(upfAddr, 8805).String()
-	ucfg.N3Addr = netip.AddrPortFrom(upfAddr, 2152).String()
-	ucfg.NoN6 = true
-	startRemoteUPF(t, ucfg)
-	cfg.UPF.Embedded = false
-	cfg.SMF.NodeID = freeport.Loopback().String()
-	cfg.SMF.N4Address = cfg.SMF.NodeID
-	cfg.SMF.UPFs = []smf.UPFConfig{{Name: "upf", N4: ucfg.PFCPAddr, N3: upfAddr.String(), DNNs: []string{"internet", "ims"}}}
-	b, err := yaml.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfgPath := filepath.Join(t.TempDir(), "tern.yaml")
-	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	d := newDeployment(t, 2*ues+1, ues, func(c *config.Config) {
+		c.SBI.Binding = config.BindingShm
+		c.SBI.ShmDir = filepath.Join(t.TempDir(), "shm")
+	})
+	cfgPath := d.write(d.cfg)
 	procs := map[string]*nfProc{}
 	for _, name := range config.NFNames {
 		procs[name] = startNF(t, name, cfgPath)
 	}
-	simCfg := func(first int) sim.Config {
-		sc := sim.DefaultConfig()
-		sc.AMFAddr = cfg.AMF.N2Address
-		sc.Transport = sctp.Config{Transport: sctp.TransportUDP, UDPPort: cfg.AMF.SCTP.UDPPort}
-		sc.GNBs, sc.UEs, sc.Concurrency = 1, ues, 2
-		sc.FirstIMSI = fmt.Sprintf("20893%010d", first)
-		sc.Timeout = 15 * time.Second
-		sc.Scenario = sim.Scenario{sim.StepRegister, sim.StepSession, sim.StepRelease, sim.StepSession}
-		return sc
-	}
-	dump := func() {
-		for _, p := range procs {
-			t.Logf("tern nf %s:\n%s", p.name, p.out.String())
-		}
-	}
+	simCfg := func(first int) sim.Config { return d.sim(first, 2) }
 	runSim(t, simCfg(1), ues)
 	if t.Failed() {
-		dump()
+		dump(t, procs)
 		return
 	}
 	procs["smf"].kill()
@@ -332,6 +324,6 @@ func TestNFsAsProcessesOverShm(t *testing.T) {
 	procs["smf"] = startNF(t, "smf", cfgPath)
 	runSim(t, simCfg(1+ues), ues)
 	if t.Failed() {
-		dump()
+		dump(t, procs)
 	}
 }
