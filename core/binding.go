@@ -35,7 +35,14 @@ type binding interface {
 type Option func(*options)
 
 type options struct {
-	wrapSBI func(http.RoundTripper) http.RoundTripper
+	wrapSBI    func(http.RoundTripper) http.RoundTripper
+	observeSBI httpsbi.Observer
+}
+
+// WithSBIObserver has the HTTP/2 binding's servers report every operation
+// they serve (metrics).
+func WithSBIObserver(o httpsbi.Observer) Option {
+	return func(opt *options) { opt.observeSBI = o }
 }
 
 // WithSBITransport wraps the HTTP/2 binding's client transport (sbi.binding
@@ -49,6 +56,9 @@ func newBinding(cfg config.SBI, log *slog.Logger, o options) (binding, error) {
 	switch cfg.Binding {
 	case config.BindingHTTP:
 		b, err := newHTTPBinding(cfg, log, nil)
+		if err == nil {
+			b.observe = o.observeSBI
+		}
 		if err == nil && o.wrapSBI != nil {
 			b.base = b.client.Transport
 			b.client.Transport = o.wrapSBI(b.client.Transport)
@@ -80,6 +90,7 @@ type httpBinding struct {
 	listen map[string]string // nf → host:port; nil: a free loopback port
 	// verifier, when set, is the access token check of an NF's server.
 	verifier httpsbi.Verifier
+	observe  httpsbi.Observer // nil: none
 
 	mu      sync.Mutex
 	lns     map[string]net.Listener
@@ -128,6 +139,9 @@ func (b *httpBinding) serve(nf string, producers ...any) (any, error) {
 	h := httpsbi.NewHandler(b.log.With("nf", nf, "if", "sbi"), producers...)
 	if b.verifier != nil {
 		h.RequireTokens(b.verifier)
+	}
+	if b.observe != nil {
+		h.Observe(b.observe)
 	}
 	srv := httpsbi.NewServer(h, b.tls)
 	srv.ErrorLog = slog.NewLogLogger(b.log.Handler(), slog.LevelDebug)

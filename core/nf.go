@@ -81,7 +81,7 @@ var profileOf = map[string]struct {
 }
 
 // NewNF builds the NF name of cfg; nothing listens for peers until Start.
-func NewNF(cfg config.Config, name string, log *slog.Logger) (*NF, error) {
+func NewNF(cfg config.Config, name string, log *slog.Logger, opts ...Option) (*NF, error) {
 	if !slices.Contains(config.NFNames, name) {
 		return nil, fmt.Errorf("core: no NF %q (want one of %v)", name, config.NFNames)
 	}
@@ -101,6 +101,11 @@ func NewNF(cfg config.Config, name string, log *slog.Logger) (*NF, error) {
 	if err != nil {
 		return nil, err
 	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	hb.observe = o.observeSBI
 	n := &NF{Name: name, cfg: cfg, log: log.With("nf", name), baseLog: log, http: hb}
 	ok := false
 	defer func() {

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/tern5g/tern/metrics"
 	"github.com/tern5g/tern/nf/smf"
 	"github.com/tern5g/tern/pfcp"
+	"github.com/tern5g/tern/sbi/ops"
 	"github.com/tern5g/tern/sctp"
 	"github.com/tern5g/tern/sim/gnb"
 	"github.com/tern5g/tern/sim/ue"
@@ -440,5 +442,19 @@ func TestDashboardNamesExist(t *testing.T) {
 	}
 	if n < 20 {
 		t.Errorf("only %d metric references found in the dashboard", n)
+	}
+}
+
+// The SBI histogram has a series per operation and status answered.
+func TestSBIHistogram(t *testing.T) {
+	s := metrics.NewSBI()
+	s.Observe(ops.SMFCreateSMContext, 201, 80*time.Microsecond)
+	s.Observe(ops.SMFCreateSMContext, 403, time.Millisecond)
+	s.Observe(ops.UDMGetAmData, 200, 50*time.Microsecond)
+	r := prometheus.NewRegistry()
+	r.MustRegister(s)
+	got, err := testutil.GatherAndCount(r, "tern_sbi_server_duration_seconds")
+	if err != nil || got != 3 {
+		t.Errorf("%d series, %v; want 3", got, err)
 	}
 }

@@ -47,12 +47,16 @@ func runControlNF(name string, args []string) error {
 	listen := fs.String("listen", "", "SBI listen address, host:port (overrides sbi.listen."+name+")")
 	nrfRoot := fs.String("nrf", "", "the NRF's apiRoot, e.g. http://127.0.0.1:29510 (overrides sbi.nrf)")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error (overrides log.level)")
+	metricsAddr := fs.String("metrics", "", "serve /metrics, /healthz and /readyz on this address, host:port (overrides metrics.address)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	cfg, err := loadConfig(*cfgPath)
 	if err != nil {
 		return err
+	}
+	if *metricsAddr != "" {
+		cfg.Metrics.Address = *metricsAddr
 	}
 	if *listen != "" {
 		cfg.SBI.Listen = maps.Clone(cfg.SBI.Listen)
@@ -70,13 +74,22 @@ func runControlNF(name string, args []string) error {
 	log := newLogger(cfg.Log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	n, err := core.NewNF(cfg, name, log)
+	sbiMetrics := metrics.NewSBI()
+	n, err := core.NewNF(cfg, name, log, core.WithSBIObserver(sbiMetrics.Observe))
 	if err != nil {
 		return err
 	}
 	if err := n.Start(ctx); err != nil {
 		n.Close()
 		return err
+	}
+	if cfg.Metrics.Address != "" {
+		srv, err := metrics.ServeNF(cfg.Metrics.Address, n, sbiMetrics, log)
+		if err != nil {
+			n.Close()
+			return err
+		}
+		defer srv.Close()
 	}
 	// The "ready" line is what scripts and tests wait for.
 	if a := n.N2Addr(); a != "" {

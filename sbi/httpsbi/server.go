@@ -33,6 +33,28 @@ type Handler struct {
 	callbacks []route // by prefix
 	log       *slog.Logger
 	verifier  Verifier // nil: no token required
+	observe   Observer // nil: nothing recorded
+}
+
+// Observer records each served operation: its answer's status and how
+// long it took (metrics).
+type Observer func(op *ops.Op, status int, d time.Duration)
+
+// Observe makes h report every request to an operation to o.
+func (h *Handler) Observe(o Observer) *Handler {
+	h.observe = o
+	return h
+}
+
+// statusWriter remembers the status an answer was given.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
 }
 
 // Verifier checks the bearer token of a request for a service
@@ -155,6 +177,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	op := rt.op
+	if h.observe != nil {
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		start := time.Now()
+		defer func() { h.observe(op, sw.status, time.Since(start)) }()
+		w = sw
+	}
 	if h.verifier != nil && needsToken(op) {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		err := error(sbi.NewOAuth2Error(http.StatusUnauthorized, sbi.OAuth2InvalidToken, "no bearer token"))
