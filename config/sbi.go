@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/tern5g/tern/sbi/shm"
 )
 
 // SBI configures how the NFs reach each other over the service-based
@@ -39,6 +41,11 @@ type SBI struct {
 	// wake-up: ≈5 µs instead of ≈12 µs (docs/benchmarks.md). The price is
 	// up to this much CPU after each message; 0 sleeps at once.
 	ShmBusyPoll time.Duration `yaml:"shmBusyPoll,omitempty"`
+	// ShmRingSlots is how many messages a shared-memory ring holds (a
+	// power of two); ShmSlotBytes the size of one, which bounds the
+	// largest message. 0: 64 slots of 16 KiB.
+	ShmRingSlots int `yaml:"shmRingSlots,omitempty"`
+	ShmSlotBytes int `yaml:"shmSlotBytes,omitempty"`
 }
 
 // SBITLS names PEM files.
@@ -93,6 +100,12 @@ func (s SBI) Validate() error {
 	default:
 		return fmt.Errorf("config: sbi.scheme: %q is not http or https", s.Scheme)
 	}
+	if n := s.ShmRingSlots; n < 0 || n > 1<<16 || n&(n-1) != 0 {
+		return fmt.Errorf("config: sbi.shmRingSlots: %d is not a power of two up to 65536", n)
+	}
+	if n := s.ShmSlotBytes; n != 0 && (n < 1024 || n > 16<<20 || n%64 != 0) {
+		return fmt.Errorf("config: sbi.shmSlotBytes: %d is not a multiple of 64 from 1 KiB to 16 MiB", n)
+	}
 	if s.ShmBusyPoll < 0 || s.ShmBusyPoll > time.Second {
 		return fmt.Errorf("config: sbi.shmBusyPoll: %v is not within 0..1s", s.ShmBusyPoll)
 	}
@@ -109,4 +122,10 @@ func (s SBI) Validate() error {
 		}
 	}
 	return nil
+}
+
+// ShmConfig is the shared-memory transport's configuration this section
+// describes; Dir is empty when sbi.shmDir is (the transport's default).
+func (s SBI) ShmConfig() shm.Config {
+	return shm.Config{Dir: s.ShmDir, BusyPoll: s.ShmBusyPoll, RingSlots: s.ShmRingSlots, SlotBytes: s.ShmSlotBytes}
 }

@@ -232,9 +232,7 @@ type shmBinding struct {
 }
 
 func newShmBinding(cfg config.SBI, log *slog.Logger) (*shmBinding, error) {
-	b := &shmBinding{log: log}
-	b.cfg.Dir = cfg.ShmDir
-	b.cfg.BusyPoll = cfg.ShmBusyPoll
+	b := &shmBinding{log: log, cfg: cfg.ShmConfig()}
 	if b.cfg.Dir == "" {
 		// One directory per unit: two units on a host (or in one test
 		// process) never share pools.

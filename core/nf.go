@@ -119,7 +119,8 @@ func NewNF(cfg config.Config, name string, log *slog.Logger, opts ...Option) (*N
 	nrfClient := hb.clientOf(cfg.SBI.NRFRoot())
 	n.nrfClient = nrfClient
 	if cfg.SBI.Binding == config.BindingShm {
-		n.shm = &shm.Config{Dir: cfg.SBI.ShmDir, BusyPoll: cfg.SBI.ShmBusyPoll}
+		sc := cfg.SBI.ShmConfig()
+		n.shm = &sc
 	}
 	n.instanceID = identity.NewNFInstanceID()
 	switch {

@@ -184,13 +184,14 @@ func dump(t *testing.T, procs map[string]*nfProc) {
 // serves the DNN internet, the other ims. UEs register and open a session
 // on each DNN, which the AMF can only do by choosing the SMF per DNN. The
 // internet SMF is then killed (SIGKILL) and started again on another
-// address: new sessions succeed without restarting anything else.
+// address: new sessions succeed without restarting anything else. Last,
+// the NRF is killed: the NFs go on with the profiles they discovered.
 func TestNFsAsSeparateProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts ten processes")
 	}
 	const ues = 8
-	d := newDeployment(t, 2*ues, ues, nil)
+	d := newDeployment(t, 3*ues, ues, nil)
 	cfg := d.cfg
 	freeTCP := d.freeTCP
 	all := cfg.SMF.DNNs
@@ -276,6 +277,16 @@ func TestNFsAsSeparateProcesses(t *testing.T) {
 	}
 	t.Logf("the NRF lists only the new internet SMF %v after its start", time.Since(start).Round(time.Millisecond))
 	runSim(t, simCfg(1+ues), ues)
+	if t.Failed() {
+		dump(t, procs)
+		return
+	}
+
+	// The NRF goes away: the NFs keep working from the profiles they
+	// discovered (nrfclient.Discoverer answers from its cache while the
+	// NRF is unreachable).
+	procs["nrf"].kill()
+	runSim(t, simCfg(1+2*ues), ues)
 	if t.Failed() {
 		dump(t, procs)
 	}
