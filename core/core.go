@@ -317,28 +317,36 @@ func (c *Core) Start(ctx context.Context) error {
 // change to the UDM, which notifies the AMF (see udm.SubscriberChanged),
 // until Close.
 func (c *Core) followStore() {
+	c.stopFollow = followChanges(c.UDR, c.store, c.cfg.Store.FollowInterval, c.udmChanges, c.log)
+}
+
+// followChanges has udr follow st's change feed every interval (default
+// 1s) and notify the UDM of each subscriber another process changed
+// (sbi.DataChangeNotifier), until the returned stop is called.
+func followChanges(udr *udr.UDR, st *store.Store, every time.Duration, udm sbi.DataChangeNotifier, log *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	c.stopFollow = func() { cancel(); <-done }
-	every := c.cfg.Store.FollowInterval
 	if every <= 0 {
 		every = time.Second
 	}
 	go func() {
 		defer close(done)
-		err := c.UDR.Follow(ctx, c.store, every, func(supi string, deleted bool) {
+		err := udr.Follow(ctx, st, every, func(supi string, deleted bool) {
 			note := sbi.SubscriberWritten(supi)
 			if deleted {
 				note = sbi.SubscriberDeleted(supi)
 			}
-			if err := c.udmChanges.DataChanged(ctx, note); err != nil {
-				c.log.Warn("data change notification to the UDM failed", "supi", supi, "err", err)
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			if err := udm.DataChanged(cctx, note); err != nil {
+				log.Warn("data change notification to the UDM failed", "supi", supi, "err", err)
 			}
 		})
 		if err != nil {
-			c.log.Warn("not following subscriber changes: changes made by other processes apply at the UEs' next registration", "err", err)
+			log.Warn("not following subscriber changes: changes made by other processes apply at the UEs' next registration", "err", err)
 		}
 	}()
+	return func() { cancel(); <-done }
 }
 
 // profiles are the NF profiles the unit registers with its NRF (TS 29.510
@@ -347,31 +355,32 @@ func (c *Core) followStore() {
 // their profiles carry the loopback one (TS 29.510 requires an address).
 func (c *Core) profiles() ([]*models.Nrf_NFMgmt_NFProfile, error) {
 	var out []*models.Nrf_NFMgmt_NFProfile
-	add := func(nf, id string, t sbi.NFType, services ...models.Nrf_NFMgmt_ServiceName) error {
+	for _, nf := range config.NFNames {
+		po, ok := profileOf[nf]
+		if !ok {
+			continue // the NRF itself
+		}
 		root, err := c.sbi.root(nf)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if root == "" {
 			root = "http://127.0.0.1"
 		}
-		p, err := nrfclient.ProfileFor(t, id, root, services...)
+		id := identity.NewNFInstanceID()
+		switch nf {
+		case "amf":
+			id = c.AMF.InstanceID()
+		case "ausf":
+			id = c.AUSF.InstanceID()
+		}
+		p, err := nrfclient.ProfileFor(po.t, id, root, po.services...)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		out = append(out, p)
-		return nil
 	}
-	err := errors.Join(
-		add("amf", c.AMF.InstanceID(), sbi.NFTypeAMF, models.Nrf_NFMgmt_ServiceName_NAMF_COMM),
-		add("ausf", c.AUSF.InstanceID(), sbi.NFTypeAUSF, models.Nrf_NFMgmt_ServiceName_NAUSF_AUTH),
-		add("udm", identity.NewNFInstanceID(), sbi.NFTypeUDM, models.Nrf_NFMgmt_ServiceName_NUDM_UEAU, models.Nrf_NFMgmt_ServiceName_NUDM_SDM, models.Nrf_NFMgmt_ServiceName_NUDM_UECM),
-		add("udr", identity.NewNFInstanceID(), sbi.NFTypeUDR, models.Nrf_NFMgmt_ServiceName_NUDR_DR),
-		add("nssf", identity.NewNFInstanceID(), sbi.NFTypeNSSF, models.Nrf_NFMgmt_ServiceName_NNSSF_NSSELECTION),
-		add("smf", identity.NewNFInstanceID(), sbi.NFTypeSMF, models.Nrf_NFMgmt_ServiceName_NSMF_PDUSESSION),
-		add("pcf", identity.NewNFInstanceID(), sbi.NFTypePCF, models.Nrf_NFMgmt_ServiceName_NPCF_SMPOLICYCONTROL),
-	)
-	return out, err
+	return out, nil
 }
 
 // Capture is the pcap writer of cfg.Capture (nil without one); the

@@ -492,33 +492,10 @@ func (n *NF) Start(ctx context.Context) error {
 }
 
 // follow has the UDR read the store's change feed and notify the UDM of
-// changes other processes made (sbi.DataChangeNotifier).
+// changes other processes made.
 func (n *NF) follow() {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	n.stopFollow = func() { cancel(); <-done }
-	every := n.cfg.Store.FollowInterval
-	if every <= 0 {
-		every = time.Second
-	}
-	udmC := n.peer(sbi.NFTypeUDM, models.Nrf_NFMgmt_ServiceName_NUDM_UECM)
-	go func() {
-		defer close(done)
-		err := n.udr.Follow(ctx, n.store, every, func(supi string, deleted bool) {
-			note := sbi.SubscriberWritten(supi)
-			if deleted {
-				note = sbi.SubscriberDeleted(supi)
-			}
-			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			if err := udmC.DataChanged(cctx, note); err != nil {
-				n.log.Warn("data change notification to the UDM failed", "supi", supi, "err", err)
-			}
-		})
-		if err != nil {
-			n.log.Warn("not following subscriber changes", "err", err)
-		}
-	}()
+	udm := n.peer(sbi.NFTypeUDM, models.Nrf_NFMgmt_ServiceName_NUDM_UECM)
+	n.stopFollow = followChanges(n.udr, n.store, n.cfg.Store.FollowInterval, udm, n.log)
 }
 
 // N2Addr is the AMF's N2 address ("" for other NFs).
