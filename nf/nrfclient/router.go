@@ -35,9 +35,6 @@ type Router struct {
 // with query q (q.RequesterNFType names the consumer); dial makes the
 // binding's caller of an apiRoot (httpsbi.NewCaller).
 func NewRouter(disc *Discoverer, target sbi.NFType, service models.Nrf_NFMgmt_ServiceName, q sbi.DiscoveryQuery, dial func(apiRoot string) ops.Caller) *Router {
-	if len(q.ServiceNames) == 0 {
-		q.ServiceNames = []models.Nrf_NFMgmt_ServiceName{service}
-	}
 	return &Router{disc: disc, target: target, service: service, query: q, dial: dial, callers: map[string]ops.Caller{}}
 }
 

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -18,9 +19,30 @@ type Recorder struct {
 	t    testing.TB
 	base http.RoundTripper
 
-	mu   sync.Mutex
-	ops  map[string]bool
-	done bool // the test has finished: t may no longer be used
+	mu    sync.Mutex
+	ops   map[string]bool
+	skips []string // path suffixes passed through unchecked
+	done  bool     // the test has finished: t may no longer be used
+}
+
+// Skip passes requests whose path ends with suffix through without
+// validation: an operation of the implementation's own that no 3GPP file
+// describes.
+func (r *Recorder) Skip(suffix string) {
+	r.mu.Lock()
+	r.skips = append(r.skips, suffix)
+	r.mu.Unlock()
+}
+
+func (r *Recorder) skipped(path string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.skips {
+		if strings.HasSuffix(path, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // Transport wraps base (http.DefaultTransport when nil) so that every
@@ -56,6 +78,9 @@ func (r *Recorder) ExpectCallback(urlPrefix, service, callbackName string) {
 
 // RoundTrip implements http.RoundTripper.
 func (r *Recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	if r.skipped(req.URL.Path) {
+		return r.base.RoundTrip(req)
+	}
 	var reqBody []byte
 	if req.Body != nil && req.Body != http.NoBody {
 		var err error
