@@ -189,3 +189,20 @@ func Counts(m map[string]uint64) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Time runs once n times after n/10 warm-up runs and returns how long each
+// counted run took: the loop of a round-trip reference. It stops at the
+// first error.
+func Time(n int, once func() error) ([]time.Duration, error) {
+	out := make([]time.Duration, 0, n)
+	for i := range n + n/10 {
+		start := time.Now()
+		if err := once(); err != nil {
+			return nil, fmt.Errorf("run %d: %w", i, err)
+		}
+		if i >= n/10 {
+			out = append(out, time.Since(start))
+		}
+	}
+	return out, nil
+}

@@ -115,21 +115,14 @@ func UDPRoundTrip(n int) ([]time.Duration, error) {
 	to := b.LocalAddr().(*net.UDPAddr).AddrPort()
 	msg := make([]byte, udpRTTBytes)
 	buf := make([]byte, 2048)
-	out := make([]time.Duration, 0, n)
-	for i := range n + n/10 { // the first tenth warms up
-		a.SetReadDeadline(time.Now().Add(time.Second))
-		start := time.Now()
+	return report.Time(n, func() error {
+		a.SetReadDeadline(time.Now().Add(time.Second)) // a lost datagram ends the run
 		if _, err := a.WriteToUDPAddrPort(msg, to); err != nil {
-			return nil, err
+			return err
 		}
-		if _, _, err := a.ReadFromUDPAddrPort(buf); err != nil {
-			return nil, fmt.Errorf("udp round trip %d: %w", i, err)
-		}
-		if i >= n/10 {
-			out = append(out, time.Since(start))
-		}
-	}
-	return out, nil
+		_, _, err := a.ReadFromUDPAddrPort(buf)
+		return err
+	})
 }
 
 // pfcpBinding is an SMF-side view of one UPF through one binding.

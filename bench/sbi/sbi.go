@@ -370,18 +370,13 @@ func TCPRoundTrip(n int) ([]time.Duration, error) {
 	}
 	defer c.Close()
 	buf := make([]byte, size)
-	out := make([]time.Duration, 0, n)
-	for range n + n/10 { // the first tenth warms up
-		start := time.Now()
+	return report.Time(n, func() error {
 		if _, err := c.Write(buf); err != nil {
-			return nil, err
+			return err
 		}
-		if _, err := io.ReadFull(c, buf); err != nil {
-			return nil, err
-		}
-		out = append(out, time.Since(start))
-	}
-	return out[n/10:], nil
+		_, err := io.ReadFull(c, buf)
+		return err
+	})
 }
 
 // H2CRoundTrip measures n POSTs of 700 bytes answered with 300 through
@@ -404,20 +399,14 @@ func H2CRoundTrip(n int) ([]time.Duration, error) {
 	defer hc.CloseIdleConnections()
 	url := "http://" + ln.Addr().String() + "/x"
 	body := make([]byte, 700)
-	out := make([]time.Duration, 0, n)
-	for i := range n + n/10 { // the first tenth warms up
-		start := time.Now()
+	return report.Time(n, func() error {
 		res, err := hc.Post(url, "application/json", bytes.NewReader(body))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		io.Copy(io.Discard, res.Body)
-		res.Body.Close()
-		if i >= n/10 {
-			out = append(out, time.Since(start))
-		}
-	}
-	return out, nil
+		return res.Body.Close()
+	})
 }
 
 // serialize times encode+decode of the CreateSMContext body in JSON and in
