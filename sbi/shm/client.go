@@ -33,15 +33,18 @@ type Client struct {
 	closed atomic.Bool
 	monWG  sync.WaitGroup
 
-	// monitor goroutine (and Dial, before it starts) only
+	// connMu serialises attaching and detaching: the monitor's probes, a
+	// call that finds the client detached, Close. It guards the fields
+	// below.
+	connMu    sync.Mutex
 	lastGen   uint64
 	connected bool
 }
 
 // Dial attaches to the service name in cfg.Dir. It succeeds even when no
-// server is up yet: calls then fail with ErrPeerDown until one is, and the
-// client connects (and reconnects after a server restart) by itself, within
-// CheckInterval.
+// server is up yet: calls then fail with ErrPeerDown until one is. The
+// client connects (and reconnects after a server restart) by itself within
+// CheckInterval, and at once when a call finds it detached.
 func Dial(cfg Config, name string) (*Client, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
@@ -96,7 +99,9 @@ func (c *Client) Stats() Stats { return c.st.snapshot() }
 func (c *Client) Call(ctx context.Context, op uint16, req []byte, dst []byte) (resp []byte, status uint16, err error) {
 	cn := c.cur.Load()
 	if cn == nil {
-		return nil, 0, c.downErr()
+		if cn = c.connectNow(); cn == nil {
+			return nil, 0, c.downErr()
+		}
 	}
 	if len(req) > cn.maxPayload {
 		return nil, 0, tooLarge(len(req), cn.maxPayload)
@@ -178,6 +183,19 @@ func (c *Client) send(ctx context.Context, r record, req []byte) error {
 	}
 }
 
+// connectNow attaches to the server if one is up, for a call that found
+// the client detached (a server that just restarted is reached without
+// waiting for the monitor's next probe); nil when none is.
+func (c *Client) connectNow() *conn {
+	c.connMu.Lock()
+	defer c.connMu.Unlock()
+	if cn := c.cur.Load(); cn != nil || c.closed.Load() {
+		return cn
+	}
+	_ = c.tryConnect()
+	return c.cur.Load()
+}
+
 func (c *Client) release(w *waiter) {
 	w.dst, w.resp, w.err = nil, nil, nil
 	c.ws.free <- w
@@ -211,8 +229,10 @@ func (c *Client) Close() error {
 	}
 	close(c.done)
 	c.monWG.Wait()
+	c.connMu.Lock()
 	if cn := c.cur.Load(); cn != nil {
 		c.teardown(cn, c.errClosed)
 	}
+	c.connMu.Unlock()
 	return c.srvLock.Close()
 }

@@ -26,7 +26,8 @@ type conn struct {
 	stop atomic.Bool // set by teardown: readers leave the rings alone
 }
 
-// tryConnect attaches to the server if one is up. Monitor (or Dial) only.
+// tryConnect attaches to the server if one is up. connMu held (or Dial,
+// before anything else runs).
 func (c *Client) tryConnect() error {
 	cn, err := c.connect()
 	if err != nil {
@@ -151,13 +152,14 @@ func (c *Client) monitor() {
 			return
 		case <-t.C:
 		}
-		if cn := c.cur.Load(); cn != nil {
-			if c.alive(cn) {
-				continue
-			}
+		c.connMu.Lock()
+		if cn := c.cur.Load(); cn != nil && !c.alive(cn) {
 			c.teardown(cn, c.errDown)
 		}
-		_ = c.tryConnect()
+		if c.cur.Load() == nil {
+			_ = c.tryConnect()
+		}
+		c.connMu.Unlock()
 	}
 }
 
@@ -169,8 +171,8 @@ func (c *Client) alive(cn *conn) bool {
 	return inodeOf(c.p.pool) == cn.m.ino && cn.state.Load() == chanActive && cn.dgen.Load() == cn.gen
 }
 
-// teardown detaches cn and fails its outstanding calls with err. Monitor or
-// Close only (never both: Close waits for the monitor to exit).
+// teardown detaches cn and fails its outstanding calls with err. connMu
+// held.
 func (c *Client) teardown(cn *conn, err error) {
 	c.mu.Lock()
 	c.cur.CompareAndSwap(cn, nil)

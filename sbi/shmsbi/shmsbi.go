@@ -22,7 +22,6 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/free5gc/openapi/models"
 
@@ -192,16 +191,8 @@ func Dial(cfg shm.Config, name string) (*Caller, error) {
 	return k, nil
 }
 
-// reconnectWait is how long a call waits for a producer that is not
-// connected (it may have just restarted: the transport notices within its
-// CheckInterval) before failing with shm.ErrPeerDown.
-const reconnectWait = 2 * shm.DefaultCheckInterval
-
 // Call implements ops.Caller.
 func (k *Caller) Call(ctx context.Context, op *ops.Op, req, resp any) error {
-	if !k.c.Connected() {
-		k.awaitConnection(ctx)
-	}
 	bp := k.bufs.Get().(*[]byte)
 	defer k.bufs.Put(bp)
 	msg, err := wire.Append((*bp)[:0], req)
@@ -226,15 +217,6 @@ func (k *Caller) Call(ctx context.Context, op *ops.Op, req, resp any) error {
 		return fmt.Errorf("%s: error answer (status %d): %w", op, status, err)
 	}
 	return we.err()
-}
-
-// awaitConnection waits up to reconnectWait (and ctx) for the transport to
-// attach to the producer.
-func (k *Caller) awaitConnection(ctx context.Context) {
-	deadline := time.Now().Add(reconnectWait)
-	for !k.c.Connected() && time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 // Connected reports whether the producer is there.
