@@ -226,7 +226,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, op, err)
 		return
 	}
-	if p.body >= 0 && len(body) == 0 && op.Method != http.MethodGet && op.Method != http.MethodDelete && hasMandatoryBody(op) {
+	if p.body >= 0 && len(body) == 0 && op.Method != http.MethodGet && op.Method != http.MethodDelete && !op.OptionalBody {
 		writeProblem(w, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "%s needs a body", op.Name))
 		return
 	}
@@ -239,13 +239,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeResponse(w, r, op, resp)
-}
-
-// hasMandatoryBody: every operation with a body field requires it, except
-// the releases whose body is optional (TS 29.502 §6.1.3.3.4.3, TS 29.512
-// SmPolicyDeleteData).
-func hasMandatoryBody(op *ops.Op) bool {
-	return op != ops.SMFReleaseSMContext && op != ops.PCFDeleteSMPolicy && op != ops.UDRAllocateSQN
 }
 
 func writeResponse(w http.ResponseWriter, r *http.Request, op *ops.Op, resp any) {

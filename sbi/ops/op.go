@@ -65,6 +65,9 @@ type Op struct {
 	// when not application/json (the 3GPP variants: merge-patch+json,
 	// 3gppHal+json).
 	RequestMedia, ResponseMedia string
+	// OptionalBody: the request's body may be left out (every other
+	// operation with a body field requires it).
+	OptionalBody bool
 	// LocationSelf: a 201 answer's Location is the request's own URI (a
 	// resource created by PUT at its final address).
 	LocationSelf bool

@@ -159,7 +159,8 @@ var (
 	// sbi.DataRepository.AllocateSQN): no 3GPP file describes it, so it
 	// lives under a custom operation of the same resource.
 	UDRAllocateSQN = define(Op{ID: 17, Name: sbi.OpUDRAllocateSQN,
-		Method: http.MethodPost, Path: "/nudr-dr/v2/subscription-data/{ueId}/authentication-data/authentication-subscription/tern-allocate-sqn", Status: http.StatusOK},
+		Method: http.MethodPost, Path: "/nudr-dr/v2/subscription-data/{ueId}/authentication-data/authentication-subscription/tern-allocate-sqn", Status: http.StatusOK,
+		OptionalBody: true},
 		func(ctx context.Context, p sbi.DataRepository, rq *AllocateSQNRequest, rs *SequenceNumberResponse) (err error) {
 			var sqnMS string
 			if rq.Body != nil {
@@ -224,7 +225,8 @@ var (
 			return err
 		})
 	SMFReleaseSMContext = define(Op{ID: 23, Name: sbi.OpSMFReleaseSMContext, OperationID: "ReleaseSmContext",
-		Method: http.MethodPost, Path: "/nsmf-pdusession/v1/sm-contexts/{smContextRef}/release", Status: http.StatusNoContent},
+		Method: http.MethodPost, Path: "/nsmf-pdusession/v1/sm-contexts/{smContextRef}/release", Status: http.StatusNoContent,
+		OptionalBody: true}, // TS 29.502 §6.1.3.3.4.3
 		func(ctx context.Context, p sbi.PDUSession, rq *ReleaseSMContextRequest, _ *Empty) error {
 			return p.ReleaseSMContext(ctx, rq.Ref, &sbi.SMContextRelease{Data: rq.Data, N2SmInfo: rq.N2SmInfo})
 		})
@@ -294,7 +296,8 @@ var (
 			return err
 		})
 	PCFDeleteSMPolicy = define(Op{ID: 31, Name: sbi.OpPCFDeleteSMPolicy, OperationID: "DeleteSMPolicy",
-		Method: http.MethodPost, Path: "/npcf-smpolicycontrol/v1/sm-policies/{smPolicyId}/delete", Status: http.StatusNoContent},
+		Method: http.MethodPost, Path: "/npcf-smpolicycontrol/v1/sm-policies/{smPolicyId}/delete", Status: http.StatusNoContent,
+		OptionalBody: true}, // TS 29.512 SmPolicyDeleteData
 		func(ctx context.Context, p sbi.SMPolicyControl, rq *DeleteSMPolicyRequest, _ *Empty) error {
 			return p.DeleteSMPolicy(ctx, rq.PolicyID, rq.Data)
 		})
