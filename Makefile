@@ -9,7 +9,7 @@ COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
 LDFLAGS := -X main.commit=$(COMMIT)
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build demo up test test-short fuzz bench vet fmt deps tools clean
+.PHONY: all bpf build demo up test test-short fuzz bench vet fmt deps tools clean
 
 all: build
 
@@ -19,7 +19,8 @@ deps:
 
 ## tools: Debian packages the tests use (tshark decodes our captures; iproute2 builds namespaces;
 ## ping, curl and iperf3 drive traffic through the 5G sessions in the lab; PostgreSQL's server
-## binaries, which the store tests start a throwaway server from).
+## binaries, which the store tests start a throwaway server from; clang and libbpf's headers,
+## which rebuild the XDP programs: `make bpf`, and the tests that check the committed objects).
 ## Installed only when missing; skipped quietly when apt is unavailable.
 tools:
 	@missing=""; \
@@ -28,6 +29,8 @@ tools:
 	command -v iperf3 >/dev/null 2>&1 || missing="$$missing iperf3"; \
 	command -v ping >/dev/null 2>&1 || missing="$$missing iputils-ping"; \
 	command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
+	command -v clang >/dev/null 2>&1 || missing="$$missing clang"; \
+	[ -f /usr/include/bpf/bpf_helpers.h ] || missing="$$missing libbpf-dev"; \
 	[ -f /usr/include/usrsctp.h ] || missing="$$missing libusrsctp-dev"; \
 	{ command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; } || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
@@ -39,6 +42,11 @@ tools:
 	    echo "warning: could not install$$missing; tests that need them will skip"; \
 	  else echo "warning: cannot install$$missing; tests that need them will skip"; fi; \
 	fi
+
+## bpf: rebuild the BPF objects (the C under */bpf/) that the XDP data paths load; bpf2go writes
+## them next to their packages and they are committed, so a build needs no clang.
+bpf: deps tools
+	$(GO) generate -run bpf2go ./...
 
 build: deps
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tern
