@@ -62,6 +62,18 @@ type Config struct {
 	// address; or "global", one UPF-wide table of every session's rules
 	// (upfu.Config.GlobalPDRTable), for comparison with UPFs built so.
 	PDRTable string `yaml:"pdrTable,omitempty"`
+	// Driver is the data path that moves the packets: "portable" (a UDP
+	// socket on N3 and a TUN device per DNN: works everywhere), "xdp" (an
+	// XDP program on the N3 and N6 interfaces forwards the common case in
+	// the kernel, everything else goes up to the portable path), "afxdp"
+	// (the user-space pipeline on AF_XDP sockets of those interfaces), or
+	// "auto" (the default: xdp, then afxdp, then portable, whichever loads
+	// first; the log says what it got and why). xdp and afxdp need
+	// N3Iface (or an interface holding the N3 address) and each N6's Iface.
+	Driver string `yaml:"driver,omitempty"`
+	// N3Iface is the network interface of N3 for the xdp and afxdp
+	// drivers (default: the interface that holds the N3 address).
+	N3Iface string `yaml:"n3Iface,omitempty"`
 	// EchoInterval is how often the UPF sends a GTP-U Echo Request to each
 	// gNB (remote GTP-U peer) that its sessions' FARs forward to, to find
 	// broken paths (TS 29.281 §7.2.1, TS 23.007 §20.3.1; default 60s, the
@@ -76,6 +88,14 @@ type Config struct {
 	// default).
 	EchoN3Requests int `yaml:"echoN3Requests,omitempty"`
 }
+
+// Data-path drivers (Config.Driver).
+const (
+	DriverAuto     = "auto"
+	DriverXDP      = "xdp"
+	DriverAFXDP    = "afxdp"
+	DriverPortable = "portable"
+)
 
 // PDR table modes (Config.PDRTable).
 const (
@@ -111,6 +131,12 @@ type N6Config struct {
 	TUN  string `yaml:"tun"`  // device name (default TUNName(DNN))
 	Pool string `yaml:"pool"` // UE pool routed into the device, "10.60.0.0/16"
 	MTU  int    `yaml:"mtu"`  // default 1400 (leaves room for GTP-U on a 1500-byte N3)
+	// Iface is the network interface towards this data network for the
+	// xdp and afxdp drivers, and Gateway the next hop on it (default: the
+	// packet's own destination, for a directly attached data network).
+	// Without Iface the DNN's traffic takes the portable path.
+	Iface   string `yaml:"iface,omitempty"`
+	Gateway string `yaml:"gateway,omitempty"`
 }
 
 // TUNName is the default name of the N6 device for dnn.
@@ -250,6 +276,15 @@ func New(cfg Config, logger *slog.Logger) (*UPF, error) {
 	case "", PDRTableSession, PDRTableGlobal:
 	default:
 		return nil, fmt.Errorf("upf: pdrTable %q: want %q or %q", cfg.PDRTable, PDRTableSession, PDRTableGlobal)
+	}
+	switch cfg.Driver {
+	case "":
+		cfg.Driver = DriverAuto
+	case DriverAuto, DriverPortable:
+	case DriverXDP, DriverAFXDP:
+		return nil, fmt.Errorf("upf: driver %q: not available yet", cfg.Driver)
+	default:
+		return nil, fmt.Errorf("upf: driver %q: want %s, %s, %s or %s", cfg.Driver, DriverAuto, DriverXDP, DriverAFXDP, DriverPortable)
 	}
 	global := cfg.PDRTable == PDRTableGlobal
 	u := &UPF{cfg: cfg, log: logger, nodeID: nodeID, n3: n3}
