@@ -131,13 +131,63 @@ type QER struct {
 }
 
 // URR is a Usage Reporting Rule (TS 29.244 §5.2.2): volume measurement
-// with an optional threshold.
+// with an optional threshold and quota.
 type URR struct {
 	ID       uint32
 	Counters *Counters // shared across snapshots; never nil
-	// Threshold: a Usage Report is raised once when a counted volume
-	// crosses it (volume threshold, §5.2.2.3.1). Zero fields are absent.
+	// Threshold: a Usage Report is raised when a counted volume crosses
+	// it (volume threshold, §5.2.2.3.1); UPF-C then moves it on by the
+	// threshold for the next measurement. Zero fields are absent.
 	Threshold Volume
+	// Quota: a Usage Report is raised when a counted volume reaches it,
+	// and from then on the packets of the PDRs that use the URR are
+	// dropped until the CP function grants a new quota (volume quota,
+	// §5.2.2.2.1; no FAR for Quota Action). Zero fields are absent.
+	// Counters never restart, so Threshold and Quota are counter values
+	// (UPF-C adds the count at the start of the measurement).
+	Quota Volume
+	// QuotaSpent: the quota was used up and reported; packets are dropped
+	// whatever the counters say, until a new quota comes.
+	QuotaSpent bool
+}
+
+// Crossings says which of the URR's thresholds and quotas a packet of n
+// bytes crossed, given the counts of its direction and of both directions
+// after it was added (Counters.Add). Of concurrent adders exactly one sees
+// each crossing, so each is reported once. Shared by every data path that
+// counts into Counters.
+func (u *URR) Crossings(d Direction, dirBytes, total uint64, n int) UsageTrigger {
+	th, q := &u.Threshold, &u.Quota
+	dirTh, dirQ := th.UL, q.UL
+	if d == Downlink {
+		dirTh, dirQ = th.DL, q.DL
+	}
+	var why UsageTrigger
+	if Crossed(th.Total, total, n) || Crossed(dirTh, dirBytes, n) {
+		why |= UsageVolumeThreshold
+	}
+	if Crossed(q.Total, total, n) || Crossed(dirQ, dirBytes, n) {
+		why |= UsageVolumeQuota
+	}
+	return why
+}
+
+// HasQuota reports whether the URR limits volume.
+func (u *URR) HasQuota() bool { return u.QuotaSpent || u.Quota != Volume{} }
+
+// QuotaExhausted reports whether the measured volume has reached the
+// quota in direction d or in total.
+func (u *URR) QuotaExhausted(d Direction) bool {
+	if u.QuotaSpent {
+		return true
+	}
+	q := &u.Quota
+	dirQuota, dirBytes := q.UL, &u.Counters.ulBytes
+	if d == Downlink {
+		dirQuota, dirBytes = q.DL, &u.Counters.dlBytes
+	}
+	return (q.Total != 0 && u.Counters.totalBytes.Load() >= q.Total) ||
+		(dirQuota != 0 && dirBytes.Load() >= dirQuota)
 }
 
 // Volume is a byte volume per direction (TS 29.244 §8.2.13).
@@ -166,10 +216,23 @@ const (
 	ReportErrorIndication
 )
 
+// UsageTrigger is what raised a usage report (a set of bits; TS 29.244
+// §8.2.41 Usage Report Trigger).
+type UsageTrigger uint8
+
+// Usage triggers the data path raises.
+const (
+	UsageVolumeThreshold UsageTrigger = 1 << iota // VOLTH
+	UsageVolumeQuota                              // VOLQU
+)
+
 // Report is what UPF-U tells UPF-C, which turns it into a PFCP Session
 // Report Request (TS 29.244 §7.5.8).
 type Report struct {
-	Kind  ReportKind
+	Kind ReportKind
+	// Usage says what raised a USAR: UsageVolumeThreshold,
+	// UsageVolumeQuota, or both.
+	Usage UsageTrigger
 	PDRID uint16 // DLDR: the PDR that buffered; USAR: the PDR that counted
 	QFI   uint8  // DLDR: QFI of the buffered packet, 0 if unknown
 	URRID uint32 // USAR

@@ -83,16 +83,6 @@ func (c *Counters) Load() Usage {
 	}
 }
 
-// Reset returns the counts and starts a new measurement (after a usage
-// report). Each field is swapped atomically; a packet counted during Reset
-// lands in exactly one of the two measurements per field.
-func (c *Counters) Reset() Usage {
-	return Usage{
-		Volume:    Volume{Total: c.totalBytes.Swap(0), UL: c.ulBytes.Swap(0), DL: c.dlBytes.Swap(0)},
-		ULPackets: c.ulPackets.Swap(0), DLPackets: c.dlPackets.Swap(0),
-	}
-}
-
 // Crossed reports whether a count that went from after-n to after crossed
 // threshold (0 = no threshold). Exactly one of several concurrent adders
 // sees the crossing.

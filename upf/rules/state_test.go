@@ -2,6 +2,7 @@ package rules_test
 
 import (
 	"bytes"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -80,14 +81,31 @@ func TestCountersAndCrossing(t *testing.T) {
 	if crossings != 1 || u.Volume != (rules.Volume{Total: 1005, UL: 1000, DL: 5}) || u.ULPackets != 10 || u.DLPackets != 1 {
 		t.Fatalf("crossings %d usage %+v", crossings, u)
 	}
-	if r := c.Reset(); r != u {
-		t.Errorf("reset returned %+v", r)
-	}
-	if z := c.Load(); z != (rules.Usage{}) {
-		t.Errorf("after reset %+v", z)
-	}
 	if rules.Crossed(0, 100, 100) {
 		t.Error("zero threshold crossed")
+	}
+}
+
+func TestURRCrossingsAndQuota(t *testing.T) {
+	u := &rules.URR{Counters: &rules.Counters{}, Threshold: rules.Volume{UL: 250}, Quota: rules.Volume{Total: 400}}
+	var got []rules.UsageTrigger
+	for range 5 {
+		if u.QuotaExhausted(rules.Uplink) {
+			break
+		}
+		d, tot := u.Counters.Add(rules.Uplink, 100)
+		got = append(got, u.Crossings(rules.Uplink, d, tot, 100))
+	}
+	want := []rules.UsageTrigger{0, 0, rules.UsageVolumeThreshold, rules.UsageVolumeQuota}
+	if !slices.Equal(got, want) {
+		t.Fatalf("crossings %v, want %v", got, want)
+	}
+	if !u.QuotaExhausted(rules.Downlink) {
+		t.Error("a total quota used up by uplink must stop downlink too")
+	}
+	spent := &rules.URR{Counters: &rules.Counters{}, QuotaSpent: true}
+	if !spent.HasQuota() || !spent.QuotaExhausted(rules.Uplink) {
+		t.Error("a spent quota must stay exhausted")
 	}
 }
 

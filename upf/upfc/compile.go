@@ -59,16 +59,13 @@ func (c *UPFC) compile(s *session, endMarkers map[uint32]bool) (*rules.Session, 
 	urrs := make(map[uint32]*rules.URR, len(s.urrs))
 	for id, u := range s.urrs {
 		r := &rules.URR{ID: id, Counters: u.counters}
+		base := u.track.base.Volume
 		if t := u.spec.VolumeThreshold; t != nil && u.spec.Triggers&pfcp.TriggerVolumeThreshold != 0 {
-			if t.HasTotal {
-				r.Threshold.Total = t.Total
-			}
-			if t.HasUL {
-				r.Threshold.UL = t.UL
-			}
-			if t.HasDL {
-				r.Threshold.DL = t.DL
-			}
+			r.Threshold = absolute(base, t)
+		}
+		if q := u.spec.VolumeQuota; q != nil {
+			r.Quota = absolute(base, q)
+			r.QuotaSpent = u.track.quotaSpent
 		}
 		urrs[id] = r
 	}
@@ -300,3 +297,20 @@ func (p *pdrClassifier) MemoryBytes() int { return p.inner.MemoryBytes() }
 
 // Name implements classify.Classifier.
 func (p *pdrClassifier) Name() string { return "pdr(" + p.inner.Name() + ")" }
+
+// absolute turns a volume threshold or quota, counted from the start of
+// the current measurement (base), into the counter values at which it is
+// reached (see urrTrack). Absent fields stay 0.
+func absolute(base rules.Volume, v *pfcp.Volume) rules.Volume {
+	var out rules.Volume
+	if v.HasTotal {
+		out.Total = base.Total + max(v.Total, 1)
+	}
+	if v.HasUL {
+		out.UL = base.UL + max(v.UL, 1)
+	}
+	if v.HasDL {
+		out.DL = base.DL + max(v.DL, 1)
+	}
+	return out
+}

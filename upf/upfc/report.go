@@ -32,6 +32,9 @@ type queuedReport struct {
 	path      bool
 	peer      netip.Addr
 	recovered bool
+	// periodic: a periodic usage report (PERIO) of the URR with this
+	// reporting state, due at at.
+	periodic *urrTrack
 }
 
 func (q *reportQueue) counts() (sent, failed, dropped, nodeSent, nodeFailed uint64) {
@@ -189,6 +192,16 @@ func (c *UPFC) buildReport(it *queuedReport) (pfcp.ControlPlane, uint64, *pfcp.S
 	}
 	r := &it.r
 	var req *pfcp.SessionReportRequest
+	if it.periodic != nil {
+		// §5.2.2.2.1 periodic reporting: the usage of the period.
+		u := s.urrByTrack(it.periodic)
+		if u == nil {
+			return nil, 0, nil
+		}
+		ur := u.report(u.counters.Load(), pfcp.UsageTriggerPeriodic, it.at)
+		c.rebaseIfLimited(s, u)
+		return a.cp, s.cpSEID, &pfcp.SessionReportRequest{ReportType: pfcp.ReportUSAR, UsageReports: []pfcp.UsageReport{ur}}
+	}
 	switch r.Kind {
 	case rules.ReportDownlinkData:
 		if s.pdrs[r.PDRID] == nil {
@@ -206,9 +219,27 @@ func (c *UPFC) buildReport(it *queuedReport) (pfcp.ControlPlane, uint64, *pfcp.S
 		if u == nil {
 			return nil, 0, nil
 		}
+		var trigger uint32
+		if r.Usage&rules.UsageVolumeThreshold != 0 && u.spec.Triggers&pfcp.TriggerVolumeThreshold != 0 {
+			trigger |= pfcp.UsageTriggerVolumeThreshold
+		}
+		if r.Usage&rules.UsageVolumeQuota != 0 {
+			// §5.2.2.2.1: the quota is used up; the PDRs' packets stay
+			// dropped (whatever later reports do to the measurement)
+			// until the CP function grants a new quota.
+			u.track.quotaSpent = true
+			if u.spec.Triggers&pfcp.TriggerVolumeQuota != 0 {
+				trigger |= pfcp.UsageTriggerVolumeQuota
+			}
+		}
+		if trigger == 0 {
+			c.rebaseIfLimited(s, u)
+			return nil, 0, nil
+		}
 		// §7.5.8.3 Usage Report with the volume measured at the crossing.
 		use := rules.Usage{Volume: r.Volume, ULPackets: r.ULPackets, DLPackets: r.DLPackets}
-		ur := u.report(use, pfcp.UsageTriggerVolumeThreshold, it.at)
+		ur := u.report(use, trigger, it.at)
+		c.rebaseIfLimited(s, u)
 		req = &pfcp.SessionReportRequest{ReportType: pfcp.ReportUSAR, UsageReports: []pfcp.UsageReport{ur}}
 	case rules.ReportErrorIndication:
 		// §5.10: an Error Indication Report with the remote F-TEID. The
@@ -264,4 +295,93 @@ func (c *UPFC) stopTunnel(s *session, peer netip.Addr, teid uint32) bool {
 	c.commit(s, n)
 	c.log.Info("GTP-U Error Indication: FAR buffers instead of forwarding", "seid", s.seid, "peer", peer, "teid", teid)
 	return true
+}
+
+// urrByTrack is the URR of s with reporting state t (nil: gone).
+func (s *session) urrByTrack(t *urrTrack) *urrState {
+	for _, u := range s.urrs {
+		if u.track == t {
+			return u
+		}
+	}
+	return nil
+}
+
+// rebaseIfLimited recompiles s after a report moved the measurement of u,
+// if u has a threshold or quota: the data path holds them as counter
+// values (urrTrack). c.mu held.
+func (c *UPFC) rebaseIfLimited(s *session, u *urrState) {
+	if u.spec.VolumeQuota != nil || (u.spec.VolumeThreshold != nil && u.spec.Triggers&pfcp.TriggerVolumeThreshold != 0) {
+		c.rebase(s)
+	}
+}
+
+// rebase installs a new snapshot of s compiled from its current state.
+// c.mu held.
+func (c *UPFC) rebase(s *session) {
+	n := s.clone()
+	snap, rej := c.compile(n, nil)
+	if rej != nil {
+		// It compiled when it was committed, and rebasing changes only
+		// counter values.
+		c.log.Error("upfc: session does not recompile: its thresholds keep their old start", "seid", s.seid, "err", rej)
+		return
+	}
+	n.snapshot = snap
+	c.commit(s, n)
+}
+
+// armPeriodic starts, moves or stops the periodic reporting timers of s's
+// URRs to match their specs, and stops those of old's URRs that s no
+// longer has (§5.2.2.2.1 PERIO with the Measurement Period). c.mu held.
+func (c *UPFC) armPeriodic(old, s *session) {
+	if old != nil {
+		for id, u := range old.urrs {
+			if s == nil || s.urrs[id] == nil || s.urrs[id].track != u.track {
+				u.track.stop()
+			}
+		}
+	}
+	if s == nil {
+		return
+	}
+	seid := s.seid
+	for _, u := range s.urrs {
+		var want time.Duration
+		if u.spec.Triggers&pfcp.TriggerPeriodic != 0 {
+			want = u.spec.MeasurementPeriod
+		}
+		t := u.track
+		if t.period == want {
+			continue
+		}
+		t.stop()
+		if want <= 0 {
+			continue
+		}
+		t.period = want
+		t.timer = time.AfterFunc(want, func() { c.periodicDue(seid, t) })
+	}
+}
+
+// periodicDue queues the periodic report of the URR with state t and
+// starts its next period.
+func (c *UPFC) periodicDue(seid uint64, t *urrTrack) {
+	c.mu.Lock()
+	if t.period == 0 {
+		c.mu.Unlock()
+		return // stopped meanwhile
+	}
+	t.timer.Reset(t.period)
+	c.mu.Unlock()
+	c.enqueue(queuedReport{seid: seid, periodic: t, at: time.Now()})
+}
+
+// stop ends periodic reporting. c.mu held.
+func (t *urrTrack) stop() {
+	if t.timer != nil {
+		t.timer.Stop()
+		t.timer = nil
+	}
+	t.period = 0
 }

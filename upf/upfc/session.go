@@ -52,9 +52,24 @@ type urrState struct {
 
 // urrTrack is a URR's reporting state, shared across snapshots. Guarded
 // by UPFC.mu.
+//
+// The data path's Counters only ever grow. A measurement (what one Usage
+// Report carries, TS 29.244 §5.2.2.1) is the growth since the last report:
+// base is the counters' value then. Thresholds and quotas are compiled
+// into the snapshot as absolute counter values (base + threshold), so the
+// data path compares with one load and UPF-C recompiles the session when a
+// report moves base (rebase).
 type urrTrack struct {
-	seqn  uint32    // UR-SEQN of the next report (§8.2.77)
-	start time.Time // start of the current measurement
+	seqn  uint32      // UR-SEQN of the next report (§8.2.77)
+	start time.Time   // start of the current measurement
+	base  rules.Usage // the counters at the start of the current measurement
+	// quotaSpent: the volume quota was used up (§5.2.2.2.1). It stays so,
+	// and the PDRs' packets dropped, until an Update URR grants a new one.
+	quotaSpent bool
+	// period and timer: periodic reporting (PERIO, §5.2.2.2.1) every
+	// period; 0 and nil without it.
+	period time.Duration
+	timer  *time.Timer
 }
 
 func (s *session) clone() *session {
@@ -291,9 +306,18 @@ func (c *UPFC) modify(seid uint64, req *pfcp.SessionModificationRequest) ([]pfcp
 	}
 	for _, u := range queried {
 		// §6.3.3.2 Query URR: an immediate report; the measurement restarts.
-		reports = append(reports, u.report(u.counters.Reset(), pfcp.UsageTriggerImmediate, now))
+		reports = append(reports, u.report(u.counters.Load(), pfcp.UsageTriggerImmediate, now))
 	}
 	c.commit(old, s)
+	for _, f := range tx.onCommit {
+		f()
+	}
+	if len(queried) > 0 || len(tx.onCommit) > 0 {
+		// Measurements restarted (queried URRs, new quotas) after the
+		// snapshot was compiled: thresholds and quotas count from the
+		// new start.
+		c.rebase(s)
+	}
 	return tx.created, reports, nil
 }
 
@@ -317,9 +341,12 @@ func (c *UPFC) HandleSessionDeletion(_ context.Context, seid uint64) *pfcp.Sessi
 	return resp
 }
 
-// report builds a Usage Report and starts the next measurement period.
-// UPFC.mu held.
-func (u *urrState) report(use rules.Usage, trigger uint32, now time.Time) pfcp.UsageReport {
+// report builds a Usage Report of the usage from the start of the current
+// measurement to cur (the counters' value at the report's moment) and
+// starts the next measurement. UPFC.mu held.
+func (u *urrState) report(cur rules.Usage, trigger uint32, now time.Time) pfcp.UsageReport {
+	use := since(cur, u.track.base)
+	u.track.base = maxUsage(cur, u.track.base)
 	r := pfcp.UsageReport{
 		URRID: u.spec.ID, URSEQN: u.track.seqn, Trigger: trigger,
 		Volume: pfcp.Volume{Total: use.Volume.Total, UL: use.Volume.UL, DL: use.Volume.DL,
@@ -362,5 +389,29 @@ func (c *UPFC) commit(old, s *session) {
 		c.teids[teid] = s.seid
 	}
 	c.sessions[s.seid] = s
+	c.armPeriodic(old, s)
 	c.dp.Install(s.snapshot)
+}
+
+// since is the usage from base to cur, field by field (0 where a later
+// report already moved base past cur).
+func since(cur, base rules.Usage) rules.Usage {
+	sub := func(a, b uint64) uint64 {
+		if a < b {
+			return 0
+		}
+		return a - b
+	}
+	return rules.Usage{
+		Volume: rules.Volume{Total: sub(cur.Volume.Total, base.Volume.Total),
+			UL: sub(cur.Volume.UL, base.Volume.UL), DL: sub(cur.Volume.DL, base.Volume.DL)},
+		ULPackets: sub(cur.ULPackets, base.ULPackets), DLPackets: sub(cur.DLPackets, base.DLPackets),
+	}
+}
+
+func maxUsage(a, b rules.Usage) rules.Usage {
+	return rules.Usage{
+		Volume:    rules.Volume{Total: max(a.Volume.Total, b.Volume.Total), UL: max(a.Volume.UL, b.Volume.UL), DL: max(a.Volume.DL, b.Volume.DL)},
+		ULPackets: max(a.ULPackets, b.ULPackets), DLPackets: max(a.DLPackets, b.DLPackets),
+	}
 }

@@ -15,6 +15,7 @@ const (
 	ieSDFFilter           uint16 = 23
 	ieVolumeThreshold     uint16 = 31
 	ieVolumeQuota         uint16 = 73
+	ieMeasurementPeriod   uint16 = 64
 	ieOuterHeaderCreation uint16 = 84
 	ieUEIPAddress         uint16 = 93
 	ieOuterHeaderRemoval  uint16 = 95
@@ -37,6 +38,9 @@ type txn struct {
 	// endMarkers are the FARs this message updated with SNDEM (§8.2.31):
 	// an instruction for this change only, not kept in the FAR.
 	endMarkers map[uint32]bool
+	// onCommit changes reporting state shared with the current session
+	// (urrTrack): run once the modification is valid and committed.
+	onCommit []func()
 }
 
 func (c *UPFC) newTxn(s *session) *txn {
@@ -508,7 +512,8 @@ func (tx *txn) updateURR(u *pfcp.UpdateURR) *reject {
 	if u.VolumeThreshold != nil {
 		spec.VolumeThreshold = clonePtr(u.VolumeThreshold)
 	}
-	if u.VolumeQuota != nil {
+	newQuota := u.VolumeQuota != nil
+	if newQuota {
 		spec.VolumeQuota = clonePtr(u.VolumeQuota)
 	}
 	if u.MeasurementPeriod != nil {
@@ -518,6 +523,17 @@ func (tx *txn) updateURR(u *pfcp.UpdateURR) *reject {
 		return rej
 	}
 	tx.s.urrs[u.ID] = &urrState{spec: spec, counters: old.counters, track: old.track}
+	if newQuota {
+		// §5.2.2.2.1: a new quota counts from now. The track is shared
+		// with the current session state, so this is applied only once
+		// the whole modification is valid (tx.commits).
+		tx.onCommit = append(tx.onCommit, func() {
+			t := old.track
+			t.quotaSpent = false
+			t.base = old.counters.Load()
+			t.start = tx.now
+		})
+	}
 	return nil
 }
 
@@ -525,36 +541,34 @@ func (tx *txn) checkURR(u *pfcp.CreateURR) *reject {
 	if u.Method == 0 || u.Method&^(pfcp.MethodDuration|pfcp.MethodVolume|pfcp.MethodEvent) != 0 {
 		return missingIE(pfcp.CauseMandatoryIEIncorrect, pfcp.IEMeasurementMethod, "URR %d: measurement method %#x", u.ID, u.Method)
 	}
+	// §7.5.2.4: Volume Threshold is present when VOLTH is set, Volume
+	// Quota when VOLQU is, Measurement Period when PERIO is.
 	if u.Triggers&pfcp.TriggerVolumeThreshold != 0 && u.VolumeThreshold == nil {
-		// §7.5.2.4: Volume Threshold is present when VOLTH is set.
 		return missingIE(pfcp.CauseConditionalIEMissing, ieVolumeThreshold, "URR %d: VOLTH without volume threshold", u.ID)
 	}
-	// UPF-U reports volume thresholds (and, on request, usage at Query
-	// URR, removal and deletion), nothing else. A URR asking for another
-	// report (periodic ones with a Measurement Period, a quota...) would be
-	// accepted and never honoured, so it fails as a rule the UP function
-	// cannot create (§7.5.3.1: Rule creation/modification Failure with the
-	// Failed Rule ID), naming the IE it cannot honour.
+	if u.Triggers&pfcp.TriggerVolumeQuota != 0 && u.VolumeQuota == nil {
+		return missingIE(pfcp.CauseConditionalIEMissing, ieVolumeQuota, "URR %d: VOLQU without volume quota", u.ID)
+	}
+	if u.Triggers&pfcp.TriggerPeriodic != 0 && u.MeasurementPeriod <= 0 {
+		return missingIE(pfcp.CauseConditionalIEMissing, ieMeasurementPeriod, "URR %d: PERIO without measurement period", u.ID)
+	}
+	// UPF-U reports volume thresholds, volume quotas and periods (and,
+	// on request, usage at Query URR, removal and deletion), nothing
+	// else. A URR asking for another report (a time quota, start of
+	// traffic...) would be accepted and never honoured, so it fails as a
+	// rule the UP function cannot create (§7.5.3.1: Rule
+	// creation/modification Failure with the Failed Rule ID), naming the
+	// IE it cannot honour.
 	if other := u.Triggers &^ supportedTriggers; other != 0 {
 		rej := ruleFailure(pfcp.RuleTypeURR, u.ID, "reporting triggers %#x not supported", other)
 		rej.offendingIE = pfcp.IEReportingTriggers
 		return rej
 	}
-	if u.VolumeQuota != nil {
-		rej := ruleFailure(pfcp.RuleTypeURR, u.ID, "volume quota not supported")
-		rej.offendingIE = ieVolumeQuota
-		return rej
-	}
-	if u.MeasurementPeriod != 0 {
-		// §7.5.2.4: present for periodic reporting, which is not asked
-		// for (it is refused above): nothing to apply it to.
-		tx.c.log.Debug("PFCP measurement period of a URR without periodic reporting ignored", "urr", u.ID)
-	}
 	return nil
 }
 
 // supportedTriggers are the Reporting Triggers (§8.2.19) UPF-U acts on.
-const supportedTriggers = pfcp.TriggerVolumeThreshold
+const supportedTriggers = pfcp.TriggerVolumeThreshold | pfcp.TriggerVolumeQuota | pfcp.TriggerPeriodic
 
 // --- references and compilation ---
 

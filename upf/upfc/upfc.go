@@ -217,6 +217,7 @@ func (c *UPFC) dropSession(seid uint64, s *session) {
 			delete(c.teids, teid)
 		}
 	}
+	c.armPeriodic(s, nil)
 	c.dp.Remove(seid)
 }
 

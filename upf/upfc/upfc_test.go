@@ -476,15 +476,12 @@ func TestEstablishmentValidation(t *testing.T) {
 			expect{cause: pfcp.CauseMandatoryIEIncorrect, ie: pfcp.IEMeasurementMethod}},
 		{"VOLTH without threshold", func(r *pfcp.SessionEstablishmentRequest) { r.CreateURRs[0].VolumeThreshold = nil },
 			expect{cause: pfcp.CauseConditionalIEMissing, ie: ieVolumeThreshold}},
-		{"periodic reporting", func(r *pfcp.SessionEstablishmentRequest) {
-			r.CreateURRs[0].Triggers |= pfcp.TriggerPeriodic
-			r.CreateURRs[0].MeasurementPeriod = time.Minute
-		}, expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: pfcp.IEReportingTriggers, rule: ruleID(pfcp.RuleTypeURR, 1)}},
+		{"PERIO without measurement period", func(r *pfcp.SessionEstablishmentRequest) { r.CreateURRs[0].Triggers |= pfcp.TriggerPeriodic },
+			expect{cause: pfcp.CauseConditionalIEMissing, ie: ieMeasurementPeriod}},
 		{"start of traffic", func(r *pfcp.SessionEstablishmentRequest) { r.CreateURRs[0].Triggers = pfcp.TriggerStartOfTraffic },
 			expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: pfcp.IEReportingTriggers, rule: ruleID(pfcp.RuleTypeURR, 1)}},
-		{"volume quota", func(r *pfcp.SessionEstablishmentRequest) {
-			r.CreateURRs[0].VolumeQuota = &pfcp.Volume{Total: 1 << 30, HasTotal: true}
-		}, expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: ieVolumeQuota, rule: ruleID(pfcp.RuleTypeURR, 1)}},
+		{"VOLQU without volume quota", func(r *pfcp.SessionEstablishmentRequest) { r.CreateURRs[0].Triggers |= pfcp.TriggerVolumeQuota },
+			expect{cause: pfcp.CauseConditionalIEMissing, ie: ieVolumeQuota}},
 		{"too many classifier rules", func(r *pfcp.SessionEstablishmentRequest) {
 			fs := make([]pfcp.SDFFilter, 200)
 			for i := range fs {
@@ -666,9 +663,8 @@ func TestModificationValidationLeavesSessionUnchanged(t *testing.T) {
 			expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypeBAR, 9)}},
 		{"query unknown URR", &pfcp.SessionModificationRequest{QueryURRs: []uint32{9}},
 			expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypeURR, 9)}},
-		{"URR made periodic", &pfcp.SessionModificationRequest{UpdateURRs: []pfcp.UpdateURR{{ID: 1, Triggers: ptr(pfcp.TriggerPeriodic),
-			MeasurementPeriod: ptr(time.Minute)}}},
-			expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: pfcp.IEReportingTriggers, rule: ruleID(pfcp.RuleTypeURR, 1)}},
+		{"URR made periodic without a period", &pfcp.SessionModificationRequest{UpdateURRs: []pfcp.UpdateURR{{ID: 1, Triggers: ptr(pfcp.TriggerPeriodic)}}},
+			expect{cause: pfcp.CauseConditionalIEMissing, ie: ieMeasurementPeriod}},
 		{"PDR pointed at unknown FAR", &pfcp.SessionModificationRequest{UpdatePDRs: []pfcp.UpdatePDR{{ID: 2, FARID: ptr(uint32(5))}}},
 			expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypePDR, 2)}},
 		{"duplicate QER", &pfcp.SessionModificationRequest{CreateQERs: []pfcp.CreateQER{{ID: 1}}},
@@ -880,7 +876,7 @@ func TestReports(t *testing.T) {
 
 	// Usage reports number themselves per URR, across modifications.
 	vol := rules.Volume{Total: 2 << 20, UL: 1 << 20, DL: 1 << 20}
-	c.Report(seid, rules.Report{Kind: rules.ReportUsage, PDRID: 1, URRID: 1, Volume: vol})
+	c.Report(seid, rules.Report{Kind: rules.ReportUsage, Usage: rules.UsageVolumeThreshold, PDRID: 1, URRID: 1, Volume: vol})
 	r = waitReport(t, cp)
 	if r.req.ReportType != pfcp.ReportUSAR || len(r.req.UsageReports) != 1 {
 		t.Fatalf("usage report %+v", r.req)
@@ -893,7 +889,7 @@ func TestReports(t *testing.T) {
 		UpdateFARs: []pfcp.UpdateFAR{{ID: 1, ApplyAction: ptr(pfcp.ActionDrop)}}}); mr.Cause != pfcp.CauseRequestAccepted {
 		t.Fatal(mr.Cause)
 	}
-	c.Report(seid, rules.Report{Kind: rules.ReportUsage, PDRID: 1, URRID: 1, Volume: vol})
+	c.Report(seid, rules.Report{Kind: rules.ReportUsage, Usage: rules.UsageVolumeThreshold, PDRID: 1, URRID: 1, Volume: vol})
 	if u := waitReport(t, cp).req.UsageReports[0]; u.URSEQN != 1 {
 		t.Errorf("second UR-SEQN %d", u.URSEQN)
 	}

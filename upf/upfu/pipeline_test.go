@@ -312,6 +312,30 @@ func TestURRThresholdReportsOnce(t *testing.T) {
 	}
 }
 
+// TS 29.244 §5.2.2.2.1: the packet that reaches a volume quota passes and
+// raises one VOLQU report; the PDR's packets after it are dropped and
+// counted.
+func TestURRVolumeQuotaStopsTraffic(t *testing.T) {
+	p := newPipeline(t, upfu.Config{})
+	rep := runReports(t, p)
+	u := &rules.URR{ID: 5, Counters: &rules.Counters{}, Quota: rules.Volume{UL: 300}}
+	p.Install(session(t, sessionOpts{urrs: []*rules.URR{u}}))
+	w := p.NewWorker()
+	forwarded := 0
+	for range 5 {
+		forwarded += len(w.Uplink([]upfu.Packet{ulPacket(ulTEID, ipv4UDP(ueIP, dnIP, 1, 2, 100))}, nil))
+	}
+	if forwarded != 3 {
+		t.Errorf("forwarded %d packets of 100 bytes under a 300-byte quota, want 3", forwarded)
+	}
+	if r := rep.wait(t, 1)[0]; r.Kind != rules.ReportUsage || r.Usage != rules.UsageVolumeQuota || r.URRID != 5 || r.Volume.UL != 300 {
+		t.Errorf("quota report %+v", r)
+	}
+	if got := p.Stats().Drops[upfu.DropQuota.String()]; got != 2 {
+		t.Errorf("quota drops %d, want 2", got)
+	}
+}
+
 func TestSessionReplacementMovesTEID(t *testing.T) {
 	p := newPipeline(t, upfu.Config{})
 	p.Install(session(t, sessionOpts{}))

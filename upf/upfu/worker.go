@@ -31,6 +31,7 @@ const (
 	DropBufferDiscarded                          // buffered, then the session went or its FAR dropped
 	DropErrorIndicationUnknown                   // Error Indication for a tunnel no FAR forwards to
 	DropEchoBadRecovery                          // Echo Response without a well-formed Recovery IE
+	DropQuota                                    // a URR's volume quota is used up (TS 29.244 §5.2.2.2.1)
 	NumDropReasons
 )
 
@@ -38,7 +39,7 @@ var dropNames = [NumDropReasons]string{
 	"malformed", "unsupported", "unknown-teid", "no-session", "no-pdr", "far-drop",
 	"gate-closed", "mbr", "buffer-full", "no-n6", "no-headroom", "uplink-buffer",
 	"buffer-global-cap", "buffer-expired", "buffer-discarded",
-	"error-indication-unknown", "echo-bad-recovery",
+	"error-indication-unknown", "echo-bad-recovery", "quota-exhausted",
 }
 
 func (r DropReason) String() string {
@@ -516,8 +517,16 @@ func qfiFor(pdr *rules.PDR, def uint8) uint8 {
 	return def
 }
 
-// qos applies the PDR's QERs: gate, then MBR (TS 29.244 §5.2.1, §5.4.2).
+// qos applies the PDR's QERs: gate, then MBR (TS 29.244 §5.2.1, §5.4.2);
+// then its URRs' volume quotas: once one is used up, the PDR's packets
+// are dropped until UPF-C installs a new quota (§5.2.2.2.1).
 func (w *Worker) qos(pdr *rules.PDR, d rules.Direction, n int) bool {
+	for _, u := range pdr.URRs {
+		if u.HasQuota() && u.QuotaExhausted(d) {
+			w.drop(DropQuota)
+			return false
+		}
+	}
 	for _, q := range pdr.QERs {
 		open, tb := q.ULOpen, q.MBRUL
 		if d == rules.Downlink {
@@ -536,19 +545,15 @@ func (w *Worker) qos(pdr *rules.PDR, d rules.Direction, n int) bool {
 }
 
 // count adds the packet to the PDR's URRs and raises a usage report when a
-// volume threshold is crossed (TS 29.244 §5.2.2.3.1).
+// volume threshold is crossed (TS 29.244 §5.2.2.3.1) or a volume quota
+// reached (§5.2.2.2.1).
 func (w *Worker) count(e *entry, pdr *rules.PDR, d rules.Direction, n int) {
 	for _, u := range pdr.URRs {
 		dirBytes, total := u.Counters.Add(d, n)
-		th := &u.Threshold
-		dirTh := th.UL
-		if d == rules.Downlink {
-			dirTh = th.DL
-		}
-		if rules.Crossed(th.Total, total, n) || rules.Crossed(dirTh, dirBytes, n) {
+		if why := u.Crossings(d, dirBytes, total, n); why != 0 {
 			usage := u.Counters.Load()
 			w.p.report(e.sess.SEID, rules.Report{
-				Kind: rules.ReportUsage, PDRID: pdr.ID, URRID: u.ID,
+				Kind: rules.ReportUsage, Usage: why, PDRID: pdr.ID, URRID: u.ID,
 				Volume: usage.Volume, ULPackets: usage.ULPackets, DLPackets: usage.DLPackets,
 			})
 		}
