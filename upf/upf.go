@@ -52,6 +52,17 @@ type Config struct {
 	// ("buffer-expired"; TS 23.502 §4.2.3.3 leaves it to the UPF's
 	// configuration; default 30s; 0 = default).
 	BufferHoldTime time.Duration `yaml:"bufferHoldTime"`
+	// ShapingDelay makes QERs shape instead of police: a packet over its
+	// MBR (the session AMBR's QER included) waits up to this long for the
+	// rate to allow it, in a queue bounded per QER by ShapingDelay × MBR
+	// and across the UPF by ShapingPackets, before it is dropped (TS
+	// 23.501 §5.7.1.8 leaves policing or shaping to the UPF; default 0:
+	// police, drop at once). Sessions with shaped QERs stay on the
+	// user-space path of the xdp driver.
+	ShapingDelay time.Duration `yaml:"shapingDelay,omitempty"`
+	// ShapingPackets bounds the packets waiting to be shaped across the
+	// UPF (default 16384; 0 = default).
+	ShapingPackets int `yaml:"shapingPackets,omitempty"`
 	// NoN6 runs without N6 devices: the DNNs stay network instances for
 	// PFCP, but packets for the data network are dropped and counted. For
 	// control-plane work and hosts where TUN is not allowed (no
@@ -325,7 +336,8 @@ func New(cfg Config, logger *slog.Logger) (*UPF, error) {
 		BufferPackets: cfg.BufferPackets, BufferBytes: cfg.BufferBytes,
 		BufferGlobalBytes: cfg.BufferGlobalBytes, BufferHold: cfg.BufferHoldTime,
 		GlobalPDRTable: global,
-		EchoInterval:   cfg.EchoInterval, EchoT3: cfg.EchoT3Response, EchoN3: cfg.EchoN3Requests,
+		ShapingDelay:   cfg.ShapingDelay, ShapingPackets: cfg.ShapingPackets,
+		EchoInterval: cfg.EchoInterval, EchoT3: cfg.EchoT3Response, EchoN3: cfg.EchoN3Requests,
 	}, logger.With("part", "upf-u"))
 	if err != nil {
 		return nil, fmt.Errorf("upf: %w", err)

@@ -37,15 +37,27 @@ func (t *TokenBucket) Burst() uint64 { return t.burst }
 // Allow reports whether n bytes may pass at time nowNanos (any monotonic
 // clock in nanoseconds) and, if so, consumes them.
 func (t *TokenBucket) Allow(nowNanos int64, n int) bool {
+	_, ok := t.Reserve(nowNanos, n, 0)
+	return ok
+}
+
+// Reserve is Allow for a shaper: n bytes that exceed the burst by at most
+// maxDelay nanoseconds of sending time at the rate are consumed, and delay
+// says how long they must wait before they leave (0: at once). ok is false,
+// and nothing consumed, when they would wait longer. The packets that wait
+// leave in the order they were reserved: each reservation moves the
+// theoretical arrival time on.
+func (t *TokenBucket) Reserve(nowNanos int64, n int, maxDelay int64) (delay int64, ok bool) {
 	inc := int64(uint64(n)*uint64(t.nsPerByte)) >> 16
 	for {
 		old := t.tat.Load()
 		next := max(old, nowNanos) + inc
-		if next-nowNanos > t.burstNs {
-			return false
+		wait := next - nowNanos - t.burstNs
+		if wait > maxDelay {
+			return 0, false
 		}
 		if t.tat.CompareAndSwap(old, next) {
-			return true
+			return max(wait, 0), true
 		}
 	}
 }

@@ -79,6 +79,13 @@ type Config struct {
 	// a few PDRs each, they are faster; the global table is there to
 	// compare with UPFs built that way.
 	GlobalPDRTable bool
+	// ShapingDelay makes QERs shape instead of police (shaper.go): a packet
+	// over its MBR waits up to this long for the rate to allow it before
+	// it is dropped. 0: police (drop at once).
+	ShapingDelay time.Duration
+	// ShapingPackets bounds the packets waiting to be shaped across the
+	// UPF (default DefaultShapingPackets).
+	ShapingPackets int
 	// EchoInterval is how often each remote GTP-U peer that a session's
 	// FAR forwards to gets an Echo Request (TS 29.281 §7.2.1; default
 	// DefaultEchoInterval). Negative: no path supervision.
@@ -138,7 +145,10 @@ type Pipeline struct {
 	kicks    chan uint64
 
 	eiLimit *rules.TokenBucket
-	pool    *rules.BufferPool // every session's DL buffer
+
+	shapeDelay int64 // Config.ShapingDelay in ns
+	shaper     *shaper
+	pool       *rules.BufferPool // every session's DL buffer
 
 	// Path supervision (path.go): sessions per remote peer (under mu),
 	// the tunnels Error Indications are resolved with, Echo Responses
@@ -200,6 +210,12 @@ func New(cfg Config, logger *slog.Logger) (*Pipeline, error) {
 	if cfg.EchoT3 <= 0 {
 		cfg.EchoT3 = DefaultEchoT3
 	}
+	if cfg.ShapingDelay < 0 || cfg.ShapingPackets < 0 {
+		return nil, fmt.Errorf("upfu: negative shaping delay %v or queue %d", cfg.ShapingDelay, cfg.ShapingPackets)
+	}
+	if cfg.ShapingPackets == 0 {
+		cfg.ShapingPackets = DefaultShapingPackets
+	}
 	if cfg.EchoN3 < 0 {
 		return nil, fmt.Errorf("upfu: negative Echo N3 %d", cfg.EchoN3)
 	}
@@ -219,6 +235,9 @@ func New(cfg Config, logger *slog.Logger) (*Pipeline, error) {
 		kicks:   make(chan uint64, 256),
 		eiLimit: rules.NewTokenBucket(uint64(cfg.ErrorIndicationRate), uint64(max(cfg.ErrorIndicationRate/10, 1))),
 		pool:    rules.NewBufferPool(cfg.BufferGlobalBytes),
+
+		shapeDelay: int64(cfg.ShapingDelay),
+		shaper:     newShaper(cfg.ShapingPackets),
 
 		peerRefs: make(map[netip.Addr]int),
 		pathKick: make(chan struct{}, 1),
@@ -687,6 +706,13 @@ func (p *Pipeline) Run(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			p.supervise(ctx)
+		}()
+	}
+	if p.shapeDelay > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.shaper.run(ctx, p)
 		}()
 	}
 	wg.Add(1)

@@ -32,6 +32,7 @@ const (
 	DropErrorIndicationUnknown                   // Error Indication for a tunnel no FAR forwards to
 	DropEchoBadRecovery                          // Echo Response without a well-formed Recovery IE
 	DropQuota                                    // a URR's volume quota is used up (TS 29.244 §5.2.2.2.1)
+	DropShapingQueueFull                         // shaped (Config.ShapingDelay), but the shaper holds Config.ShapingPackets already
 	NumDropReasons
 )
 
@@ -40,6 +41,7 @@ var dropNames = [NumDropReasons]string{
 	"gate-closed", "mbr", "buffer-full", "no-n6", "no-headroom", "uplink-buffer",
 	"buffer-global-cap", "buffer-expired", "buffer-discarded",
 	"error-indication-unknown", "echo-bad-recovery", "quota-exhausted",
+	"shaping-queue-full",
 }
 
 func (r DropReason) String() string {
@@ -265,7 +267,8 @@ func (w *Worker) uplinkOne(pk *Packet, out []Packet) []Packet {
 	if far.Encap != nil && far.Dest == rules.InterfaceAccess {
 		d = rules.Downlink
 	}
-	if !w.qos(pdr, d, n) {
+	delay, ok := w.qos(pdr, d, n)
+	if !ok {
 		return out
 	}
 	w.count(e, pdr, d, n)
@@ -286,14 +289,14 @@ func (w *Worker) uplinkOne(pk *Packet, out []Packet) []Packet {
 		}
 		start := innerOff - gtpu.GPDUHeaderLen
 		gtpu.PutGPDUHeader(pk.Buf[start:], far.Encap.TEID, qfiFor(pdr, h.QFI), d == rules.Downlink, n)
-		return append(out, Packet{Buf: pk.Buf, Off: start, Len: gtpu.GPDUHeaderLen + n, Peer: far.Encap.Peer, Port: PortN3})
+		return w.emit(out, Packet{Buf: pk.Buf, Off: start, Len: gtpu.GPDUHeaderLen + n, Peer: far.Encap.Peer, Port: PortN3}, delay)
 	}
 	port := e.n6[idx]
 	if port == PortN3 {
 		w.drop(DropNoN6)
 		return out
 	}
-	return append(out, Packet{Buf: pk.Buf, Off: innerOff, Len: n, Port: port})
+	return w.emit(out, Packet{Buf: pk.Buf, Off: innerOff, Len: n, Port: port}, delay)
 }
 
 // relayEndMarker passes an End Marker that arrives on an indirect data
@@ -474,7 +477,8 @@ func (w *Worker) downlinkOne(pk *Packet, e *entry, out []Packet, fromBuffer bool
 			return out
 		}
 	}
-	if !w.qos(pdr, rules.Downlink, n) {
+	delay, ok := w.qos(pdr, rules.Downlink, n)
+	if !ok {
 		return out
 	}
 	if far.Encap == nil {
@@ -491,7 +495,7 @@ func (w *Worker) downlinkOne(pk *Packet, e *entry, out []Packet, fromBuffer bool
 	w.local.dlBytes += uint64(n)
 	start := pk.Off - gtpu.GPDUHeaderLen
 	gtpu.PutGPDUHeader(pk.Buf[start:], far.Encap.TEID, qfiFor(pdr, far.Encap.QFI), true, n)
-	return append(out, Packet{Buf: pk.Buf, Off: start, Len: gtpu.GPDUHeaderLen + n, Peer: far.Encap.Peer, Port: PortN3})
+	return w.emit(out, Packet{Buf: pk.Buf, Off: start, Len: gtpu.GPDUHeaderLen + n, Peer: far.Encap.Peer, Port: PortN3}, delay)
 }
 
 // dropBuffered counts a packet a buffer refused.
@@ -517,14 +521,16 @@ func qfiFor(pdr *rules.PDR, def uint8) uint8 {
 	return def
 }
 
-// qos applies the PDR's QERs: gate, then MBR (TS 29.244 §5.2.1, §5.4.2);
-// then its URRs' volume quotas: once one is used up, the PDR's packets
-// are dropped until UPF-C installs a new quota (§5.2.2.2.1).
-func (w *Worker) qos(pdr *rules.PDR, d rules.Direction, n int) bool {
+// qos applies the PDR's QERs: gate, then MBR (TS 29.244 §5.2.1, §5.4.2),
+// policed or, with Config.ShapingDelay, shaped (shaper.go): the packet
+// passes (ok) and leaves after delay nanoseconds. Then its URRs' volume
+// quotas: once one is used up, the PDR's packets are dropped until UPF-C
+// installs a new quota (§5.2.2.2.1).
+func (w *Worker) qos(pdr *rules.PDR, d rules.Direction, n int) (delay int64, ok bool) {
 	for _, u := range pdr.URRs {
 		if u.HasQuota() && u.QuotaExhausted(d) {
 			w.drop(DropQuota)
-			return false
+			return 0, false
 		}
 	}
 	for _, q := range pdr.QERs {
@@ -534,14 +540,31 @@ func (w *Worker) qos(pdr *rules.PDR, d rules.Direction, n int) bool {
 		}
 		if !open {
 			w.drop(DropGate)
-			return false
+			return 0, false
 		}
-		if tb != nil && !tb.Allow(w.now, n) {
+		if tb == nil {
+			continue
+		}
+		wait, ok := tb.Reserve(w.now, n, w.p.shapeDelay)
+		if !ok {
 			w.drop(DropMBR)
-			return false
+			return 0, false
 		}
+		delay = max(delay, wait)
 	}
-	return true
+	return delay, true
+}
+
+// emit appends the finished output pk to out, or hands it to the shaper
+// when its QERs made it wait (delay > 0).
+func (w *Worker) emit(out []Packet, pk Packet, delay int64) []Packet {
+	if delay <= 0 {
+		return append(out, pk)
+	}
+	if !w.p.shaper.push(&pk, w.now+delay) {
+		w.drop(DropShapingQueueFull)
+	}
+	return out
 }
 
 // count adds the packet to the PDR's URRs and raises a usage report when a
@@ -629,6 +652,9 @@ type Stats struct {
 	BufferedBytes  int
 	Sessions       int
 	ReportsDropped uint64
+	// Shaping is the packets waiting in the shaper now
+	// (Config.ShapingDelay).
+	Shaping int
 	// GTP-U path supervision (TS 29.281 §7.2.1): Echo Requests sent
 	// (retransmissions included), Echo Responses that matched no
 	// outstanding request or found the supervisor's queue full, path
@@ -644,7 +670,8 @@ type Stats struct {
 func (p *Pipeline) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	st := Stats{Drops: make(map[string]uint64), Sessions: len(p.bySEID), ReportsDropped: p.reportsDropped.Load()}
+	st := Stats{Drops: make(map[string]uint64), Sessions: len(p.bySEID), ReportsDropped: p.reportsDropped.Load(),
+		Shaping: int(p.shaper.queued.Load())}
 	for _, w := range p.workers {
 		s := &w.stats
 		st.ULPackets += s.ulPackets.Load()
