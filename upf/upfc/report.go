@@ -198,6 +198,7 @@ func (c *UPFC) buildReport(it *queuedReport) (pfcp.ControlPlane, uint64, *pfcp.S
 		if u == nil {
 			return nil, 0, nil
 		}
+		c.flushUsage(s.seid)
 		ur := u.report(u.counters.Load(), pfcp.UsageTriggerPeriodic, it.at)
 		c.rebaseIfLimited(s, u)
 		return a.cp, s.cpSEID, &pfcp.SessionReportRequest{ReportType: pfcp.ReportUSAR, UsageReports: []pfcp.UsageReport{ur}}

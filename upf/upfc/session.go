@@ -298,6 +298,9 @@ func (c *UPFC) modify(seid uint64, req *pfcp.SessionModificationRequest) ([]pfcp
 		return nil, nil, rej
 	}
 	// Everything is valid: from here on the change takes effect.
+	if len(removedURRs) > 0 || len(queried) > 0 {
+		c.flushUsage(seid)
+	}
 	now := time.Now()
 	var reports []pfcp.UsageReport
 	for _, u := range removedURRs {
@@ -331,12 +334,14 @@ func (c *UPFC) HandleSessionDeletion(_ context.Context, seid uint64) *pfcp.Sessi
 		return &pfcp.SessionDeletionResponse{Cause: pfcp.CauseSessionContextNotFound}
 	}
 	resp := &pfcp.SessionDeletionResponse{Cause: pfcp.CauseRequestAccepted}
+	// Withdrawn from the data path first: its last packets are counted
+	// (an offload adds its counts in on Remove, UsageFlusher).
+	c.dropSession(seid, s)
 	now := time.Now()
 	for _, id := range sortedKeys(s.urrs) {
 		u := s.urrs[id]
 		resp.UsageReports = append(resp.UsageReports, u.report(u.counters.Load(), pfcp.UsageTriggerTermination, now))
 	}
-	c.dropSession(seid, s)
 	c.log.Debug("PFCP session deleted", "seid", seid)
 	return resp
 }

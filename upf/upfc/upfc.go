@@ -26,6 +26,22 @@ type DataPath interface {
 	Remove(seid uint64)
 }
 
+// UsageFlusher is implemented by a DataPath that counts part of the usage
+// outside rules.Counters (an offloaded fast path keeps per-CPU counters in
+// the kernel) and adds it in on demand. UPF-C calls FlushUsage before it
+// reads a session's counters for a report; Remove must add the final
+// counts itself.
+type UsageFlusher interface {
+	FlushUsage(seid uint64)
+}
+
+// flushUsage brings the session's counters up to date (UsageFlusher).
+func (c *UPFC) flushUsage(seid uint64) {
+	if f, ok := c.dp.(UsageFlusher); ok {
+		f.FlushUsage(seid)
+	}
+}
+
 // UP Function Features (TS 29.244 §8.2.25), packed like
 // pfcp.AssociationSetupRequest.UPFunctionFeatures (octet 5 in bits 0-7).
 const (
