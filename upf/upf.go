@@ -181,6 +181,7 @@ type UPF struct {
 	n6     []portable.N6
 	upfc   *upfc.UPFC
 	pipe   *upfu.Pipeline
+	dp     *dataPath
 
 	mu      sync.Mutex
 	started bool
@@ -353,8 +354,9 @@ func New(cfg Config, logger *slog.Logger) (*UPF, error) {
 	if cfg.PFCPAddr != "" {
 		recovery = recovery.Truncate(time.Second).Add(time.Second)
 	}
+	u.dp = newDataPath(u.pipe, cfg.ShapingDelay > 0, logger.With("part", "data-path"))
 	u.upfc = upfc.New(upfc.Config{NodeID: nodeID, N3Addr: n3.Addr(), NetworkInstances: names, NoSessionTables: global,
-		RecoveryTime: recovery}, u.pipe, logger.With("part", "upf-c"))
+		RecoveryTime: recovery}, u.dp, logger.With("part", "upf-c"))
 	u.pipe.SetReporter(u.upfc)
 	u.pipe.SetPathReporter(u.upfc)
 	return u, nil

@@ -1,0 +1,231 @@
+package upf
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tern5g/tern/upf/rules"
+	"github.com/tern5g/tern/upf/upfc"
+	"github.com/tern5g/tern/upf/upfu"
+)
+
+// The data path UPF-C programs. Every driver executes the same compiled
+// sessions (rules.Session) behind one interface, upfc.DataPath (install or
+// replace a session's snapshot, remove it; buffering starts and stops with
+// the FARs of the snapshot) with upfc.UsageFlusher (usage counted outside
+// rules.Counters is added in before UPF-C reads it):
+//
+//   - portable and afxdp: the user-space pipeline (upf/upfu) executes
+//     everything; the drivers only move its packets.
+//   - xdp: an offload (upf/xdp) executes in the kernel the sessions whose
+//     rules its program can evaluate exactly, and passes every other
+//     packet up to the pipeline, which holds every session, so that the
+//     host path is complete whatever the offload declines.
+//
+// dataPath is that interface's one implementation: it always installs
+// into the pipeline and, while an offload is attached, into the offload
+// too, keeping the pipeline's ordering promises for the offload's packets.
+
+// offload is a fast path in front of the pipeline (upf/xdp.FastPath).
+type offload interface {
+	// Install executes s in the fast path if it can and reports whether
+	// it does; a session it cannot execute is withdrawn from it.
+	Install(s *rules.Session) bool
+	Remove(seid uint64)
+	// Sync adds the usage counted since the last Sync to the sessions'
+	// rules.Counters and raises the reports the additions call for.
+	Sync()
+}
+
+type dataPath struct {
+	pipe    *upfu.Pipeline
+	shaping bool // Config.ShapingDelay: MBRs are shaped in the pipeline
+	log     *slog.Logger
+
+	mu        sync.Mutex
+	fast      offload                   // nil: none attached
+	sessions  map[uint64]*rules.Session // the installed snapshots
+	offloaded map[uint64]bool           // the sessions fast executes
+}
+
+var (
+	_ upfc.DataPath     = (*dataPath)(nil)
+	_ upfc.UsageFlusher = (*dataPath)(nil)
+)
+
+func newDataPath(pipe *upfu.Pipeline, shaping bool, log *slog.Logger) *dataPath {
+	return &dataPath{pipe: pipe, shaping: shaping, log: log,
+		sessions: make(map[uint64]*rules.Session), offloaded: make(map[uint64]bool)}
+}
+
+// Install implements upfc.DataPath.
+func (d *dataPath) Install(s *rules.Session) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	old := d.sessions[s.SEID]
+	d.sessions[s.SEID] = s
+	if d.fast == nil {
+		d.pipe.Install(s)
+		return
+	}
+	can := d.offloadable(s)
+	if d.offloaded[s.SEID] && (!can || holds(old, s)) {
+		// The pipeline's Install promises that when it returns no packet
+		// is still on its way to a tunnel the session stopped forwarding
+		// to, and that an End Marker follows the last packet on the old
+		// tunnel (upfu.Pipeline.Install). For the packets the offload
+		// forwards, that takes withdrawing the session from it and
+		// waiting out the program runs that still read the old rules.
+		d.fast.Remove(s.SEID)
+		d.offloaded[s.SEID] = false
+		synchronizeRCU()
+	}
+	d.pipe.Install(s)
+	if can {
+		d.offloaded[s.SEID] = d.fast.Install(s)
+	}
+}
+
+// Remove implements upfc.DataPath.
+func (d *dataPath) Remove(seid uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.sessions, seid)
+	if d.fast != nil && d.offloaded[seid] {
+		d.fast.Remove(seid) // adds the session's last counts in
+		delete(d.offloaded, seid)
+	}
+	d.pipe.Remove(seid)
+}
+
+// FlushUsage implements upfc.UsageFlusher.
+func (d *dataPath) FlushUsage(uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fast != nil {
+		d.fast.Sync()
+	}
+}
+
+// offloadable reports whether s may go to the offload: its own program
+// decides what it can evaluate (Install's result), but shaping and
+// volume quotas stay in the pipeline, which holds the packets that wait
+// and stops at the exact byte.
+func (d *dataPath) offloadable(s *rules.Session) bool {
+	for _, p := range s.PDRs {
+		for _, u := range p.URRs {
+			if u.HasQuota() {
+				return false
+			}
+		}
+		if d.shaping {
+			for _, q := range p.QERs {
+				if q.MBRUL != nil || q.MBRDL != nil {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// holds reports whether replacing old with s must wait for packets in
+// flight: a FAR sends an End Marker, or stops forwarding to a tunnel.
+func holds(old, s *rules.Session) bool {
+	for _, p := range s.PDRs {
+		if p.FAR != nil && p.FAR.SendEndMarker {
+			return true
+		}
+	}
+	if old == nil {
+		return false
+	}
+	for _, op := range old.PDRs {
+		of := op.FAR
+		if of == nil || of.Encap == nil || of.Action&rules.ActionForward == 0 {
+			continue
+		}
+		for _, p := range s.PDRs {
+			if f := p.FAR; f != nil && f.ID == of.ID &&
+				(f.Encap == nil || f.Action&rules.ActionForward == 0 || *f.Encap != *of.Encap) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// attach puts the offload in front of the pipeline and gives it the
+// sessions installed so far.
+func (d *dataPath) attach(fast offload) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.fast = fast
+	for seid, s := range d.sessions {
+		if d.offloadable(s) {
+			d.offloaded[seid] = fast.Install(s)
+		}
+	}
+}
+
+// detach withdraws every session from the offload (their usage added in)
+// and leaves the pipeline alone in charge.
+func (d *dataPath) detach() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fast == nil {
+		return
+	}
+	for seid, on := range d.offloaded {
+		if on {
+			d.fast.Remove(seid)
+		}
+	}
+	clear(d.offloaded)
+	d.fast = nil
+}
+
+// Offloaded is how many sessions the offload executes now.
+func (d *dataPath) offloadedCount() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, on := range d.offloaded {
+		if on {
+			n++
+		}
+	}
+	return n
+}
+
+// syncEvery adds the offload's counts in every interval until ctx ends,
+// so that volume thresholds are noticed within about an interval.
+func (d *dataPath) syncEvery(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			d.FlushUsage(0)
+		}
+	}
+}
+
+// synchronizeRCU returns once every XDP program run that started before
+// it has ended, its redirected frames flushed: XDP runs inside an RCU
+// read-side section (the NAPI poll, with its xdp_do_flush), and
+// membarrier(MEMBARRIER_CMD_GLOBAL) is synchronize_rcu() for user space.
+// Where the kernel refuses it (nohz_full CPUs) a pause far longer than a
+// NAPI poll stands in.
+func synchronizeRCU() {
+	const membarrierCmdGlobal = 1
+	if _, _, errno := unix.Syscall(unix.SYS_MEMBARRIER, membarrierCmdGlobal, 0, 0); errno != 0 {
+		time.Sleep(2 * time.Millisecond)
+	}
+}
