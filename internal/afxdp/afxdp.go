@@ -228,6 +228,11 @@ func Open(u *UMEM, ifindex, queue int, opt Options) (*Socket, error) {
 	if opt.RingSize&(opt.RingSize-1) != 0 {
 		return nil, fmt.Errorf("afxdp: ring size %d is not a power of two", opt.RingSize)
 	}
+	if u.owner != nil {
+		// A shared socket inherits the owner's mode; the kernel
+		// refuses XDP_COPY or XDP_ZEROCOPY next to XDP_SHARED_UMEM.
+		return open(u, ifindex, queue, opt.RingSize, 0)
+	}
 	if opt.ZeroCopy {
 		s, err := open(u, ifindex, queue, opt.RingSize, unix.XDP_ZEROCOPY)
 		if err == nil {
@@ -244,6 +249,9 @@ func open(u *UMEM, ifindex, queue, ringSize int, mode uint16) (_ *Socket, err er
 		return nil, fmt.Errorf("afxdp: socket: %w", err)
 	}
 	s := &Socket{fd: fd, umem: u, ifindex: ifindex, queue: queue, zc: mode == unix.XDP_ZEROCOPY}
+	if u.owner != nil {
+		s.zc = u.owner.zc
+	}
 	defer func() {
 		if err != nil {
 			s.release()
@@ -293,7 +301,7 @@ func open(u *UMEM, ifindex, queue, ringSize int, mode uint16) (_ *Socket, err er
 
 	sa := &unix.SockaddrXDP{Flags: mode, Ifindex: uint32(ifindex), QueueID: uint32(queue)}
 	if !owner {
-		sa.Flags |= unix.XDP_SHARED_UMEM
+		sa.Flags = unix.XDP_SHARED_UMEM
 		sa.SharedUmemFD = uint32(u.owner.fd)
 	}
 	err = unix.Bind(fd, sa)
@@ -306,7 +314,10 @@ func open(u *UMEM, ifindex, queue, ringSize int, mode uint16) (_ *Socket, err er
 	}
 	if err != nil {
 		m := "copy"
-		if mode == unix.XDP_ZEROCOPY {
+		switch {
+		case sa.Flags&unix.XDP_SHARED_UMEM != 0:
+			m = "shared UMEM"
+		case mode == unix.XDP_ZEROCOPY:
 			m = "zero-copy"
 		}
 		return nil, fmt.Errorf("afxdp: bind ifindex %d queue %d (%s mode): %w", ifindex, queue, m, err)
