@@ -163,6 +163,7 @@ type Driver struct {
 	stopFD int           // eventfd: Close wakes the workers' poll
 	stop   chan struct{} // closed by Close: stops the resolver
 
+	statsMu   sync.Mutex // Stats against release
 	wg        sync.WaitGroup
 	started   atomic.Bool
 	closed    atomic.Bool
@@ -346,6 +347,8 @@ func (d *Driver) Close() error {
 }
 
 func (d *Driver) release() error {
+	d.statsMu.Lock()
+	defer d.statsMu.Unlock()
 	var err error
 	for _, ifc := range d.ifaces {
 		// The program first: no more redirects to sockets being closed.
@@ -407,9 +410,8 @@ type Stats struct {
 // Stats returns the counters.
 func (d *Driver) Stats() Stats {
 	st := Stats{NoFrame: d.noFrame.Load(), SinkSent: d.sinkSent.Load(), SinkErrors: d.sinkErrors.Load()}
-	if d.closed.Load() {
-		return st
-	}
+	d.statsMu.Lock()
+	defer d.statsMu.Unlock()
 	for i, ifc := range d.ifaces {
 		is := IfaceStats{Name: ifc.name, Rx: ifc.rx.Load(), Tx: ifc.tx.Load(), Fallback: ifc.fallback.Load(),
 			TxDrops: ifc.txDrops.Load(), RxInvalid: ifc.rxInvalid.Load()}

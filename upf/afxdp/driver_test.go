@@ -217,6 +217,12 @@ func testForwarding(t *testing.T, queues int, static bool) {
 	tp := newTopo(t, queues, static)
 	d, p := startUPF(t, tp, queues)
 	gnb := listenUDP(t, tp.ran, netip.AddrPortFrom(gnbIP, 2152))
+	// More gNB-side sockets (other source ports, as several gNBs
+	// would be): the veth spreads their flows over its queues.
+	senders := []*net.UDPConn{gnb}
+	for port := range uint16(3) {
+		senders = append(senders, listenUDP(t, tp.ran, netip.AddrPortFrom(gnbIP, 3000+port)))
+	}
 	const srvPort = 9000
 	srv := listenUDP(t, tp.dn, netip.AddrPortFrom(dnIP, srvPort))
 	n3 := net.UDPAddrFromAddrPort(netip.AddrPortFrom(n3IP, 2152))
@@ -228,7 +234,7 @@ func testForwarding(t *testing.T, queues int, static bool) {
 			// Several UE source ports: with 2 queues, the flows
 			// spread over the veth's queues.
 			inner := ipv4pkt.AppendUDP(nil, ueIP, dnIP, uint16(1000+i%8), srvPort, payload(i, 64+i%900))
-			gnb.WriteToUDP(gtpu.AppendGPDU(nil, ulTEID, qfi, false, inner), n3)
+			senders[i%len(senders)].WriteToUDP(gtpu.AppendGPDU(nil, ulTEID, qfi, false, inner), n3)
 			if i%64 == 63 {
 				time.Sleep(time.Millisecond) // stay under the sockets' buffers
 			}
@@ -292,8 +298,9 @@ func testForwarding(t *testing.T, queues int, static bool) {
 		got++
 	}
 	st := d.Stats()
-	t.Logf("driver %+v", st)
 	n3s, n6s := st.Ifaces[0], st.Ifaces[1]
+	t.Logf("N3 rx %d tx %d fallback %d per queue %v; N6 rx %d tx %d fallback %d per queue %v",
+		n3s.Rx, n3s.Tx, n3s.Fallback, n3s.Queues, n6s.Rx, n6s.Tx, n6s.Fallback, n6s.Queues)
 	if n3s.Rx < count || n6s.Tx+n6s.Fallback < count || n6s.Rx < count || n3s.Tx+n3s.Fallback < count {
 		t.Errorf("counters: N3 %+v, N6 %+v", n3s, n6s)
 	}
@@ -301,5 +308,167 @@ func testForwarding(t *testing.T, queues int, static bool) {
 	// through the kernel; the rest by AF_XDP.
 	if n3s.Tx < count/2 || n6s.Tx < count/2 {
 		t.Errorf("AF_XDP TX: N3 %d, N6 %d of %d", n3s.Tx, n6s.Tx, count)
+	}
+}
+
+// TestCycles opens, starts and closes the driver many times on one
+// topology: no descriptor or goroutine outlives Close, and the queues can
+// be bound again at once.
+func TestCycles(t *testing.T) {
+	tp := newTopo(t, 1, true)
+	p, err := upfu.New(upfu.Config{N3Addr: n3IP, NetworkInstances: []string{"internet"}, EchoInterval: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{N3Iface: "n3", N3Addr: n3IP, Frames: 512,
+		N6: []N6{{NetworkInstance: "internet", Iface: "n6", Gateway: dnIP, Pool: uePool}}}
+	cycle := func() {
+		var d *Driver
+		in(t, tp.core, func() { d, err = Open(cfg, p, nil) })
+		if err != nil {
+			t.Skipf("AF_XDP driver refused: %v", err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		d.Start(ctx)
+		cancel()
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cycle() // the runtime's own descriptors and threads settle
+	time.Sleep(50 * time.Millisecond)
+	fds0, g0 := countFDs(t), runtime.NumGoroutine()
+	for range 20 {
+		cycle()
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > g0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if fds, g := countFDs(t), runtime.NumGoroutine(); fds > fds0 || g > g0 {
+		t.Errorf("after 20 cycles: %d descriptors (were %d), %d goroutines (were %d)", fds, fds0, g, g0)
+	}
+	// Open with a missing interface fails cleanly.
+	bad := cfg
+	bad.N6 = []N6{{NetworkInstance: "internet", Iface: "nope", Gateway: dnIP, Pool: uePool}}
+	in(t, tp.core, func() { _, err = Open(bad, p, nil) })
+	if err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("open with a missing interface: %v", err)
+	}
+	if fds := countFDs(t); fds > fds0 {
+		t.Errorf("failed Open leaked descriptors: %d, were %d", fds, fds0)
+	}
+}
+
+func countFDs(t testing.TB) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// TestSink sends the pipeline's own packets (Send: End Markers, drained
+// buffers) through the kernel sockets.
+func TestSink(t *testing.T) {
+	tp := newTopo(t, 1, true)
+	d, _ := startUPF(t, tp, 1)
+	gnb := listenUDP(t, tp.ran, netip.AddrPortFrom(gnbIP, 2152))
+	srv := listenUDP(t, tp.dn, netip.AddrPortFrom(dnIP, 9000))
+	em := gtpu.AppendEndMarker(nil, dlTEID)
+	inner := ipv4pkt.AppendUDP(nil, ueIP, dnIP, 1000, 9000, []byte("drained"))
+	d.Send([]upfu.Packet{
+		{Buf: em, Len: len(em), Peer: netip.AddrPortFrom(gnbIP, 2152), Port: upfu.PortN3},
+		{Buf: inner, Len: len(inner), Port: 0},
+	})
+	buf := make([]byte, 2048)
+	gnb.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, _, err := gnb.ReadFromUDPAddrPort(buf)
+	if err != nil || !bytes.Equal(buf[:n], em) {
+		t.Fatalf("End Marker: %x, %v", buf[:n], err)
+	}
+	srv.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, _, err = srv.ReadFromUDPAddrPort(buf)
+	if err != nil || string(buf[:n]) != "drained" {
+		t.Fatalf("N6: %q, %v", buf[:n], err)
+	}
+	if st := d.Stats(); st.SinkSent != 2 || st.SinkErrors != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestRate pushes uplink GTP-U as fast as one sender thread can and
+// reports the rate the DN receives (copy mode on veth: a smoke figure,
+// not a benchmark of the NIC path).
+func TestRate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("rate measurement")
+	}
+	tp := newTopo(t, 1, true)
+	_, p := startUPF(t, tp, 1)
+	gnb := listenUDP(t, tp.ran, netip.AddrPortFrom(gnbIP, 2152))
+	srv := listenUDP(t, tp.dn, netip.AddrPortFrom(dnIP, 9000))
+	n3 := net.UDPAddrFromAddrPort(netip.AddrPortFrom(n3IP, 2152))
+	msg := gtpu.AppendGPDU(nil, ulTEID, qfi, false, ipv4pkt.AppendUDP(nil, ueIP, dnIP, 1000, 9000, payload(0, 64)))
+	var recvd atomic.Int64
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			if _, _, err := srv.ReadFromUDPAddrPort(buf); err != nil {
+				return
+			}
+			recvd.Add(1)
+		}
+	}()
+	const dur = 2 * time.Second
+	to := n3.AddrPort()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	start := time.Now()
+	sent := 0
+	for time.Since(start) < dur {
+		for range 256 {
+			gnb.WriteToUDPAddrPort(msg, to)
+		}
+		sent += 256
+	}
+	time.Sleep(100 * time.Millisecond)
+	el := time.Since(start).Seconds()
+	runtime.ReadMemStats(&m1)
+	// The sender and the receiver goroutines allocate nothing per
+	// datagram either: the mallocs are the driver's and the test's
+	// background (timers, the pipeline's Run).
+	perPkt := float64(m1.Mallocs-m0.Mallocs) / float64(sent)
+	t.Logf("uplink 64-byte payloads: sent %d (%.0f/s), received %d (%.0f/s), %.4f allocations per packet; pipeline UL %d",
+		sent, float64(sent)/el, recvd.Load(), float64(recvd.Load())/el, perPkt, p.Stats().ULPackets)
+	if perPkt > 0.01 {
+		t.Errorf("%.4f allocations per packet", perPkt)
+	}
+}
+
+// TestEcho answers an Echo Request from the gNB: the pipeline builds the
+// response in its scratch space, which the driver copies into a frame.
+func TestEcho(t *testing.T) {
+	tp := newTopo(t, 1, true)
+	d, _ := startUPF(t, tp, 1)
+	gnb := listenUDP(t, tp.ran, netip.AddrPortFrom(gnbIP, 2152))
+	n3 := netip.AddrPortFrom(n3IP, 2152)
+	buf := make([]byte, 2048)
+	var h gtpu.Header
+	for i := range 100 {
+		if _, err := gnb.WriteToUDPAddrPort(gtpu.AppendEchoRequest(nil, uint16(i)), n3); err != nil {
+			t.Fatal(err)
+		}
+		gnb.SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, from, err := gnb.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			t.Fatalf("echo %d: %v; %+v", i, err, d.Stats())
+		}
+		if err := gtpu.Parse(buf[:n], &h); err != nil || h.Type != gtpu.TypeEchoResponse || h.Seq != uint16(i) || from != n3 {
+			t.Fatalf("echo %d: %+v from %v: %v", i, h, from, err)
+		}
+	}
+	if st := d.Stats(); st.NoFrame != 0 || st.Ifaces[0].Tx+st.Ifaces[0].Fallback != 100 {
+		t.Errorf("stats %+v", st.Ifaces[0])
 	}
 }
