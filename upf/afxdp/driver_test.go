@@ -297,7 +297,11 @@ func testForwarding(t *testing.T, queues int, static bool) {
 		seen[seq] = true
 		got++
 	}
-	st := d.Stats()
+	// The workers publish a batch's counters after its kick: wait.
+	st := waitStats(d, func(st Stats) bool {
+		n3s, n6s := st.Ifaces[0], st.Ifaces[1]
+		return n6s.Tx+n6s.Fallback >= count && n3s.Tx+n3s.Fallback >= count
+	})
 	n3s, n6s := st.Ifaces[0], st.Ifaces[1]
 	t.Logf("N3 rx %d tx %d fallback %d per queue %v; N6 rx %d tx %d fallback %d per queue %v",
 		n3s.Rx, n3s.Tx, n3s.Fallback, n3s.Queues, n6s.Rx, n6s.Tx, n6s.Fallback, n6s.Queues)
@@ -468,7 +472,20 @@ func TestEcho(t *testing.T) {
 			t.Fatalf("echo %d: %+v from %v: %v", i, h, from, err)
 		}
 	}
-	if st := d.Stats(); st.NoFrame != 0 || st.Ifaces[0].Tx+st.Ifaces[0].Fallback != 100 {
+	// The worker publishes its counters after the kick that sent the
+	// last response: wait for them.
+	st := waitStats(d, func(st Stats) bool { return st.Ifaces[0].Tx+st.Ifaces[0].Fallback >= 100 })
+	if st.NoFrame != 0 || st.Ifaces[0].Tx+st.Ifaces[0].Fallback != 100 {
 		t.Errorf("stats %+v", st.Ifaces[0])
 	}
+}
+
+// waitStats returns the driver's counters once cond holds of them, or
+// after a second.
+func waitStats(d *Driver, cond func(Stats) bool) Stats {
+	st := d.Stats()
+	for deadline := time.Now().Add(time.Second); !cond(st) && time.Now().Before(deadline); st = d.Stats() {
+		time.Sleep(time.Millisecond)
+	}
+	return st
 }
