@@ -96,6 +96,7 @@ type Driver struct {
 	closeErr  error
 
 	sinkSent, sinkErrors, noFrame atomic.Uint64
+	kernelRx, kernelTx            atomic.Uint64
 }
 
 // iface is one interface with its XDP program.
@@ -239,6 +240,11 @@ func (d *Driver) Start(ctx context.Context) {
 		defer d.wg.Done()
 		d.neigh.run(d.stop)
 	}()
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		d.readKernelN3()
+	}()
 	for _, wk := range d.wks {
 		d.wg.Add(1)
 		go func() {
@@ -328,13 +334,19 @@ type Stats struct {
 	// NoFrame: outputs dropped because no free UMEM frame was left to
 	// copy them into.
 	NoFrame uint64
-	// SinkSent and SinkErrors count the pipeline's own sends (Send).
+	// SinkSent and SinkErrors count the pipeline's own sends (Send) and
+	// failed kernel sends.
 	SinkSent, SinkErrors uint64
+	// KernelRx counts the GTP-U datagrams the kernel delivered to the
+	// fallback socket (fragmented ones, reassembled), KernelTx their
+	// outputs, which go through the kernel too.
+	KernelRx, KernelTx uint64
 }
 
 // Stats returns the counters.
 func (d *Driver) Stats() Stats {
-	st := Stats{NoFrame: d.noFrame.Load(), SinkSent: d.sinkSent.Load(), SinkErrors: d.sinkErrors.Load()}
+	st := Stats{NoFrame: d.noFrame.Load(), SinkSent: d.sinkSent.Load(), SinkErrors: d.sinkErrors.Load(),
+		KernelRx: d.kernelRx.Load(), KernelTx: d.kernelTx.Load()}
 	d.statsMu.Lock()
 	defer d.statsMu.Unlock()
 	for i, ifc := range d.ifaces {

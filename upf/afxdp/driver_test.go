@@ -489,3 +489,29 @@ func waitStats(d *Driver, cond func(Stats) bool) Stats {
 	}
 	return st
 }
+
+// TestFragments sends GTP-U that the gNB's kernel fragments: the XDP
+// program passes the fragments to the kernel, which reassembles them for
+// the driver's fallback socket, and the decapsulated packet reaches the DN.
+func TestFragments(t *testing.T) {
+	tp := newTopo(t, 1, true)
+	d, _ := startUPF(t, tp, 1)
+	gnb := listenUDP(t, tp.ran, netip.AddrPortFrom(gnbIP, 2152))
+	srv := listenUDP(t, tp.dn, netip.AddrPortFrom(dnIP, 9000))
+	// A 1480-byte inner packet fits N6's MTU; with GTP-U, UDP and IPv4
+	// around it, it does not fit N3's.
+	data := payload(7, 1480-28)
+	inner := ipv4pkt.AppendUDP(nil, ueIP, dnIP, 1000, 9000, data)
+	if _, err := gnb.WriteToUDPAddrPort(gtpu.AppendGPDU(nil, ulTEID, qfi, false, inner), netip.AddrPortFrom(n3IP, 2152)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	srv.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, _, err := srv.ReadFromUDPAddrPort(buf)
+	if err != nil || !bytes.Equal(buf[:n], data) {
+		t.Fatalf("received %d bytes: %v; %+v", n, err, d.Stats())
+	}
+	if st := waitStats(d, func(st Stats) bool { return st.KernelTx == 1 }); st.KernelRx != 1 || st.KernelTx != 1 {
+		t.Errorf("kernel path: rx %d tx %d", st.KernelRx, st.KernelTx)
+	}
+}

@@ -32,16 +32,13 @@ func openFallback(n3 netip.Addr) (f fallback, err error) {
 	if f.udp, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); err != nil {
 		return f, fmt.Errorf("afxdp: fallback UDP socket: %w", err)
 	}
-	// The XDP program takes the GTP-U that reaches this port; only what
-	// it passes (fragments) would, and nothing reads it: keep the
-	// receive buffer small.
-	_ = unix.SetsockoptInt(f.udp, unix.SOL_SOCKET, unix.SO_RCVBUF, 4096)
+	// The XDP program takes the GTP-U that reaches this port, except
+	// fragments: the kernel reassembles those for this socket, which
+	// Driver.readKernelN3 reads.
+	_ = unix.SetsockoptInt(f.udp, unix.SOL_SOCKET, unix.SO_RCVBUF, 1<<20)
 	_ = unix.SetsockoptInt(f.udp, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
 	if err = unix.Bind(f.udp, &unix.SockaddrInet4{Addr: n3.As4(), Port: 2152}); err != nil {
 		return f, fmt.Errorf("afxdp: fallback UDP socket: bind %v:2152: %w", n3, err)
-	}
-	if err = unix.Shutdown(f.udp, unix.SHUT_RD); err != nil {
-		err = nil // best effort
 	}
 	if f.raw4, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_RAW); err != nil {
 		return f, fmt.Errorf("afxdp: fallback raw IPv4 socket: %w", err)
@@ -92,4 +89,44 @@ func (f *fallback) close() error {
 		}
 	}
 	return err
+}
+
+// readKernelN3 runs the GTP-U the kernel delivers to the fallback UDP
+// socket (datagrams that came fragmented, which the XDP program leaves to
+// the kernel's reassembly) through a pipeline worker of its own and sends
+// the outputs through the kernel too. It is the slow path: one datagram
+// per system call.
+func (d *Driver) readKernelN3() {
+	pw := d.p.NewWorker()
+	pw.SendsLater()
+	buf := make([]byte, upfu.Headroom+65536)
+	in := make([]upfu.Packet, 1)
+	out := make([]upfu.Packet, 0, 4)
+	pfds := []unix.PollFd{{Fd: int32(d.fb.udp), Events: unix.POLLIN}, {Fd: int32(d.stopFD), Events: unix.POLLIN}}
+	for !d.closed.Load() {
+		pfds[0].Revents, pfds[1].Revents = 0, 0
+		if _, err := unix.Poll(pfds, -1); err != nil && err != unix.EINTR {
+			d.log.Error("afxdp: kernel N3 poll", "err", err)
+			return
+		}
+		n, from, err := unix.Recvfrom(d.fb.udp, buf[upfu.Headroom:], unix.MSG_DONTWAIT)
+		if err != nil {
+			continue // EAGAIN, EINTR, or a close racing us
+		}
+		sa, ok := from.(*unix.SockaddrInet4)
+		if !ok {
+			continue
+		}
+		d.kernelRx.Add(1)
+		in[0] = upfu.Packet{Buf: buf, Off: upfu.Headroom, Len: n, Peer: netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))}
+		out = pw.Uplink(in, out[:0])
+		for i := range out {
+			if d.fb.send(&out[i]) {
+				d.kernelTx.Add(1)
+			} else {
+				d.sinkErrors.Add(1)
+			}
+		}
+		pw.Sent()
+	}
 }
