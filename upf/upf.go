@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tern5g/tern/pfcp"
+	"github.com/tern5g/tern/upf/afxdp"
 	"github.com/tern5g/tern/upf/portable"
 	"github.com/tern5g/tern/upf/upfc"
 	"github.com/tern5g/tern/upf/upfu"
@@ -185,7 +186,8 @@ type UPF struct {
 
 	mu      sync.Mutex
 	started bool
-	drv     *portable.Driver
+	driver  string // the driver Start opened
+	drv     ioDriver
 	ep      *pfcp.Endpoint
 	cancel  context.CancelFunc
 	runDone chan struct{}
@@ -292,9 +294,7 @@ func New(cfg Config, logger *slog.Logger) (*UPF, error) {
 	switch cfg.Driver {
 	case "":
 		cfg.Driver = DriverAuto
-	case DriverAuto, DriverPortable:
-	case DriverXDP, DriverAFXDP:
-		return nil, fmt.Errorf("upf: driver %q: not available yet", cfg.Driver)
+	case DriverAuto, DriverPortable, DriverXDP, DriverAFXDP:
 	default:
 		return nil, fmt.Errorf("upf: driver %q: want %s, %s, %s or %s", cfg.Driver, DriverAuto, DriverXDP, DriverAFXDP, DriverPortable)
 	}
@@ -374,11 +374,7 @@ func (u *UPF) Start(ctx context.Context) error {
 	if u.started {
 		return errors.New("upf: already started")
 	}
-	n6 := u.n6
-	if u.cfg.NoN6 {
-		n6 = nil
-	}
-	drv, err := portable.Open(portable.Config{N3: u.n3.String(), N6: n6, Readers: u.cfg.Workers}, u.pipe, u.log.With("part", "driver"))
+	name, drv, err := u.openDriver(ctx)
 	if err != nil {
 		return fmt.Errorf("upf: %w", err)
 	}
@@ -407,7 +403,8 @@ func (u *UPF) Start(ctx context.Context) error {
 	}()
 	drv.Start(ctx)
 	u.started = true
-	u.log.Info("upf started", "n3", drv.N3Addr(), "n6", len(u.n6), "pfcp", u.cfg.PFCPAddr)
+	u.driver = name
+	u.log.Info("upf started", "driver", name, "n3", drv.N3Addr(), "n6", len(u.n6), "pfcp", u.cfg.PFCPAddr)
 	return nil
 }
 
@@ -463,11 +460,15 @@ func (u *UPF) PFCPStats() (pfcp.EndpointStats, bool) {
 
 // Stats are the UPF's counters.
 type Stats struct {
-	// Pipeline: forwarded packets/bytes per direction, drops by reason,
-	// buffered packets, sessions in the data path.
+	// Pipeline: what the user-space pipeline forwarded (packets/bytes per
+	// direction), drops by reason, buffered packets, sessions.
 	Pipeline upfu.Stats
-	// Driver: socket and device I/O.
-	Driver portable.Stats
+	// DriverName is the driver Start opened ("" before).
+	DriverName string
+	// Driver: the user-space path's packet I/O, whatever the driver.
+	Driver DriverStats
+	// AFXDP: the afxdp driver's own counters (rings, queues, fallbacks).
+	AFXDP *afxdp.Stats `json:",omitempty"`
 	// Control: what UPF-C holds (sessions, rules, reports).
 	Control upfc.Stats
 }
@@ -476,9 +477,34 @@ type Stats struct {
 func (u *UPF) Stats() Stats {
 	st := Stats{Pipeline: u.pipe.Stats(), Control: u.upfc.Stats()}
 	u.mu.Lock()
-	if u.drv != nil {
-		st.Driver = u.drv.Stats()
+	defer u.mu.Unlock()
+	st.DriverName = u.driver
+	switch d := u.drv.(type) {
+	case *portable.Driver:
+		ps := d.Stats()
+		st.Driver = DriverStats{N3Rx: ps.N3Rx, N3Tx: ps.N3Tx, N6Rx: ps.N6Rx, N6Tx: ps.N6Tx, RxErrors: ps.RxErrors, TxErrors: ps.TxErrors}
+	case *afxdp.Driver:
+		as := d.Stats()
+		st.AFXDP = &as
+		st.Driver = afxdpCounts(&as)
 	}
-	u.mu.Unlock()
 	return st
+}
+
+// afxdpCounts sums the afxdp driver's interface counters: N3 is the first
+// interface, N6 the others; the kernel-socket path counts as I/O too.
+func afxdpCounts(as *afxdp.Stats) DriverStats {
+	var d DriverStats
+	for i, ifc := range as.Ifaces {
+		if i == 0 {
+			d.N3Rx, d.N3Tx = ifc.Rx, ifc.Tx+ifc.Fallback
+		} else {
+			d.N6Rx += ifc.Rx
+			d.N6Tx += ifc.Tx + ifc.Fallback
+		}
+		d.TxErrors += ifc.TxDrops
+		d.RxErrors += ifc.RxInvalid
+	}
+	d.TxErrors += as.SinkErrors
+	return d
 }

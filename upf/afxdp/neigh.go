@@ -65,6 +65,13 @@ func (c *neighCache) want(a netip.Addr) {
 func (c *neighCache) run(stop <-chan struct{}) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	// An address the kernel is still resolving (its ARP request is out,
+	// sent for the packet that went by the kernel path) is looked up
+	// again soon, not only at the next tick: until then its packets take
+	// the kernel path.
+	const retry = 5 * time.Millisecond
+	again := time.NewTimer(time.Hour)
+	defer again.Stop()
 	var last time.Time
 	for {
 		select {
@@ -72,19 +79,24 @@ func (c *neighCache) run(stop <-chan struct{}) {
 			return
 		case a := <-c.wants:
 			if c.targets[a] {
-				if _, ok := (*c.m.Load())[a]; ok || time.Since(last) < 20*time.Millisecond {
+				if _, ok := (*c.m.Load())[a]; ok || time.Since(last) < retry {
 					continue // resolved, or tried a moment ago
 				}
 			}
 			c.targets[a] = true
 		case <-tick.C:
+		case <-again.C:
 		}
 		last = time.Now()
-		c.resolveAll()
+		if !c.resolveAll() {
+			again.Reset(retry)
+		}
 	}
 }
 
-func (c *neighCache) resolveAll() {
+// resolveAll looks every target up and publishes the result; false: some
+// are not resolved yet.
+func (c *neighCache) resolveAll() bool {
 	m := make(map[netip.Addr]nextHop, len(c.targets))
 	for a := range c.targets {
 		if h, ok := c.resolve(a); ok {
@@ -92,6 +104,7 @@ func (c *neighCache) resolveAll() {
 		}
 	}
 	c.m.Store(&m)
+	return len(m) == len(c.targets)
 }
 
 // resolve finds a's next hop from the kernel's route to a and the

@@ -1,0 +1,156 @@
+package upf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+
+	"github.com/tern5g/tern/upf/afxdp"
+	"github.com/tern5g/tern/upf/portable"
+	"github.com/tern5g/tern/upf/upfu"
+)
+
+// ioDriver moves packets between the interfaces and the pipeline, and is
+// the pipeline's Sink for the packets it makes outside a worker's batch
+// (drained buffers, End Markers, Echo). portable.Driver and afxdp.Driver
+// are ioDrivers; the xdp driver is the portable one with an offload in
+// front (datapath.go).
+type ioDriver interface {
+	upfu.Sink
+	Start(ctx context.Context)
+	N3Addr() netip.AddrPort
+	Close() error
+}
+
+// DriverStats are a driver's packet counts, the same for every driver:
+// packets read from and written to N3 and N6 by the user-space path, and
+// its I/O errors.
+type DriverStats struct {
+	N3Rx, N3Tx, N6Rx, N6Tx uint64
+	RxErrors, TxErrors     uint64
+}
+
+// openDriver opens the configured driver, or for "auto" the first of xdp,
+// afxdp and portable that opens, and says which and why in the log. It
+// runs in the network namespace of the calling thread (Start's).
+func (u *UPF) openDriver(ctx context.Context) (name string, d ioDriver, err error) {
+	want := u.cfg.Driver
+	candidates := []string{want}
+	if want == DriverAuto {
+		candidates = []string{DriverXDP, DriverAFXDP, DriverPortable}
+	}
+	var why []string
+	for _, c := range candidates {
+		d, err := u.open(ctx, c)
+		if err == nil {
+			if want == DriverAuto {
+				u.log.Info("upf data path: driver auto chose "+c, "driver", c, "declined", strings.Join(why, "; "))
+			}
+			return c, d, nil
+		}
+		if want != DriverAuto {
+			return "", nil, fmt.Errorf("driver %s: %w", c, err)
+		}
+		why = append(why, c+": "+err.Error())
+	}
+	return "", nil, fmt.Errorf("driver auto: none opened (%s)", strings.Join(why, "; "))
+}
+
+// open opens one driver.
+func (u *UPF) open(ctx context.Context, name string) (ioDriver, error) {
+	switch name {
+	case DriverPortable:
+		return u.openPortable()
+	case DriverAFXDP:
+		cfg, err := u.afxdpConfig()
+		if err != nil {
+			return nil, err
+		}
+		return afxdp.Open(cfg, u.pipe, u.log.With("part", "afxdp"))
+	case DriverXDP:
+		return u.openXDP(ctx)
+	}
+	return nil, fmt.Errorf("unknown driver %q", name)
+}
+
+func (u *UPF) openPortable() (*portable.Driver, error) {
+	n6 := u.n6
+	if u.cfg.NoN6 {
+		n6 = nil
+	}
+	return portable.Open(portable.Config{N3: u.n3.String(), N6: n6, Readers: u.cfg.Workers}, u.pipe, u.log.With("part", "driver"))
+}
+
+// afxdpConfig is the afxdp driver's configuration: every N6 needs its
+// interface, since the pipeline sends each DNN's packets there.
+func (u *UPF) afxdpConfig() (afxdp.Config, error) {
+	if u.cfg.NoN6 {
+		return afxdp.Config{}, errors.New("noN6 is set: no N6 interfaces to attach to")
+	}
+	n3if, err := u.n3Iface()
+	if err != nil {
+		return afxdp.Config{}, err
+	}
+	cfg := afxdp.Config{N3Iface: n3if, N3Addr: u.n3.Addr(), Queues: u.cfg.Workers}
+	for i, c := range u.cfg.N6 {
+		if c.Iface == "" {
+			return afxdp.Config{}, fmt.Errorf("n6[%d] (%s) has no iface", i, c.DNN)
+		}
+		gw, err := u.gateway(i)
+		if err != nil {
+			return afxdp.Config{}, err
+		}
+		cfg.N6 = append(cfg.N6, afxdp.N6{NetworkInstance: c.DNN, Iface: c.Iface, Gateway: gw, Pool: u.n6[i].Pool})
+	}
+	return cfg, nil
+}
+
+// gateway is N6 i's next hop (invalid: none configured).
+func (u *UPF) gateway(i int) (netip.Addr, error) {
+	g := u.cfg.N6[i].Gateway
+	if g == "" {
+		return netip.Addr{}, nil
+	}
+	a, err := netip.ParseAddr(g)
+	if err != nil || !a.Is4() {
+		return netip.Addr{}, fmt.Errorf("n6[%d].gateway %q: want an IPv4 address", i, g)
+	}
+	return a, nil
+}
+
+// n3Iface is the N3 interface: N3Iface, or the interface that holds the
+// N3 address. A loopback N3 has none to attach to.
+func (u *UPF) n3Iface() (string, error) {
+	if u.cfg.N3Iface != "" {
+		return u.cfg.N3Iface, nil
+	}
+	a := u.n3.Addr()
+	if a.IsLoopback() || a.IsUnspecified() {
+		return "", fmt.Errorf("N3 address %v is not on a network interface (set n3Iface)", a)
+	}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return "", fmt.Errorf("interfaces: %w", err)
+	}
+	for _, ifc := range ifs {
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, ad := range addrs {
+			if p, err := netip.ParsePrefix(ad.String()); err == nil && p.Addr() == a {
+				return ifc.Name, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no interface holds the N3 address %v (set n3Iface)", a)
+}
+
+// openXDP opens the xdp driver: the portable driver as the host path and
+// the XDP offload in front of the pipeline (see datapath.go).
+func (u *UPF) openXDP(context.Context) (ioDriver, error) {
+	return nil, errors.New("the XDP offload is not built into this UPF")
+}
