@@ -80,7 +80,9 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -295,6 +297,13 @@ func (f *FastPath) configure() error {
 	c := upfConfig{N3Addr: be32(f.cfg.N3Addr), N3Ifindex: uint32(f.n3.Index), MaxInner: uint32(max(mtu-encapLen, 0))}
 	if err := f.objs.Cfg.Update(uint32(0), &c, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("xdp: config map: %w", err)
+	}
+	for _, ifc := range append([]*net.Interface{f.n3}, f.n6...) {
+		// bpf_fib_lookup answers "forwarding disabled" on an interface
+		// without IPv4 forwarding: every packet would take the host path.
+		if b, err := os.ReadFile("/proc/sys/net/ipv4/conf/" + ifc.Name + "/forwarding"); err == nil && strings.TrimSpace(string(b)) == "0" {
+			f.log.Warn("xdp: IPv4 forwarding is off on the interface: the fast path forwards nothing", "iface", ifc.Name)
+		}
 	}
 	put := func(ifc *net.Interface, info upfIfinfo) error {
 		if len(ifc.HardwareAddr) != 6 {
@@ -810,11 +819,12 @@ func (f *FastPath) installLocked(s *rules.Session, c *compiled) error {
 		in.urrs = append(in.urrs, cn)
 		st := f.urrState[slot]
 		if fresh {
-			if err = f.objs.Urrs.Update(slot, make([]upfUsage, f.ncpu), ebpf.UpdateAny); err != nil {
-				err = fmt.Errorf("URR slot: %w", err)
-			}
 			st = &urrState{c: cn}
 			f.urrState[slot] = st
+			if err = f.objs.Urrs.Update(slot, make([]upfUsage, f.ncpu), ebpf.UpdateAny); err != nil {
+				err = fmt.Errorf("URR slot: %w", err)
+				break
+			}
 		}
 		info := c.urrPDR[cn]
 		st.seid, st.urr, st.pdr = s.SEID, info.urr, info.pdr
