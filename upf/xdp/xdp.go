@@ -249,9 +249,6 @@ func Open(cfg Config) (*FastPath, error) {
 		if err != nil {
 			return nil, fmt.Errorf("xdp: N6 interface: %w", err)
 		}
-		if ifc.Index == f.n3.Index {
-			return nil, fmt.Errorf("xdp: N6 interface %s is the N3 interface: not supported", p.Iface)
-		}
 		if p.Gateway.IsValid() && !p.Gateway.Is4() {
 			return nil, fmt.Errorf("xdp: N6 gateway %v is not IPv4", p.Gateway)
 		}
@@ -315,13 +312,18 @@ func (f *FastPath) configure() error {
 		}
 		return nil
 	}
-	if err := put(f.n3, upfIfinfo{N3: 1}); err != nil {
+	n3 := upfIfinfo{N3: 1}
+	for _, ifc := range f.n6 {
+		if ifc.Index == f.n3.Index {
+			n3.N6 = 1 // upf_n3 runs the downlink too
+		} else if err := put(ifc, upfIfinfo{N6: 1}); err != nil {
+			return err
+		}
+	}
+	if err := put(f.n3, n3); err != nil {
 		return err
 	}
 	for i, ifc := range f.n6 {
-		if err := put(ifc, upfIfinfo{N6: 1}); err != nil {
-			return err
-		}
 		p := upfPort{Ifindex: uint32(ifc.Index)}
 		if gw := f.cfg.N6[i].Gateway; gw.IsValid() {
 			p.Gw = be32(gw)
@@ -358,7 +360,14 @@ func Load(cfg Config) (*FastPath, error) {
 		f.Close()
 		return nil, err
 	}
+	// One program per interface: N6 ports may share one, and one that is
+	// also N3 has upf_n3, which runs the downlink for what is not GTP-U.
+	done := map[int]bool{f.n3.Index: true}
 	for _, ifc := range f.n6 {
+		if done[ifc.Index] {
+			continue
+		}
+		done[ifc.Index] = true
 		if err := attach(f.objs.UpfN6, ifc); err != nil {
 			f.Close()
 			return nil, err

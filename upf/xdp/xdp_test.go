@@ -499,3 +499,28 @@ func TestPrepare(t *testing.T) {
 		t.Fatalf("UDP destination port %d", binary.BigEndian.Uint16(out[14+22:]))
 	}
 }
+
+// TestSharedInterface: one interface that is N3 and N6 at once gets
+// upf_n3, which runs the downlink for what is not GTP-U to the N3 address.
+func TestSharedInterface(t *testing.T) {
+	e := setup(t, func(c *Config) { c.N6 = []Port{{NetworkInstance: "internet", Iface: "n3", Gateway: gnbAddr}} })
+	e.install(session(sessOpts{}))
+	inner := udp4(ueIP, dnIP, 1234, 80, 100)
+	act, out := e.ul(ulFrame(ulTEID, qfi, inner))
+	e.want(act, xdpRedirect)
+	if want := ether(gnbMAC, n3MAC, decTTL(inner)); !bytes.Equal(out, want) {
+		t.Fatalf("uplink differs:%s", hexdiff(out, want))
+	}
+	act, out = e.ul(ether(n3MAC, gnbMAC, udp4(dnIP, ueIP, 80, 1234, 100)))
+	e.want(act, xdpRedirect)
+	var h gtpu.Header
+	if err := gtpu.Parse(out[14+28:], &h); err != nil || h.TEID != dlTEID {
+		t.Fatalf("downlink %+v %v", h, err)
+	}
+	// Neither: counted once.
+	act, _ = e.ul(ether(n3MAC, gnbMAC, udp4(dnIP, n3Addr, 80, 1234, 100)))
+	e.want(act, xdpPass)
+	if st := e.f.Stats(); st.Passed["no-session"] != 1 || st.Passed["not-gtpu"] != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}

@@ -491,6 +491,10 @@ static __always_inline int fib(struct xdp_md *ctx, struct bpf_fib_lookup *f, __b
 
 // n3: Ethernet / IPv4 / UDP 2152 / GTP-U G-PDU (TS 29.281 §5) from the
 // gNB, decapsulated to N6.
+// n3: Ethernet / IPv4 / UDP 2152 / GTP-U G-PDU (TS 29.281 §5) from the
+// gNB, decapsulated to N6. A frame that is not GTP-U for the N3 address
+// returns minus the pass reason, not counted yet: on an interface that is
+// N3 and N6 at once it is downlink.
 static __always_inline int n3(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
@@ -499,24 +503,24 @@ static __always_inline int n3(struct xdp_md *ctx)
 
 	struct ethhdr *eth = data;
 	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
-		return pass(ST_PASS_NOT_IP);
+		return -ST_PASS_NOT_IP;
 	struct iphdr *ip = (void *)(eth + 1);
 	if ((void *)(ip + 1) > end)
-		return pass(ST_PASS_NOT_IP);
+		return -ST_PASS_NOT_IP;
 	struct config *c = bpf_map_lookup_elem(&cfg, &zero);
 	if (!c)
 		return pass(ST_PASS_OTHER);
 	if (ip->version != 4 || ip->protocol != IPPROTO_UDP || ip->daddr != c->n3_addr)
-		return pass(ST_PASS_NOT_GTP);
+		return -ST_PASS_NOT_GTP;
 	if (ip->ihl != 5)
 		return pass(ST_PASS_IP_OPTS);
 	if (ip->frag_off & bpf_htons(0x3fff)) // MF or an offset: the kernel reassembles
 		return pass(ST_PASS_FRAG);
 	struct udphdr *udp = (void *)(ip + 1);
 	if ((void *)(udp + 1) > end)
-		return pass(ST_PASS_NOT_GTP);
+		return -ST_PASS_NOT_GTP;
 	if (udp->dest != bpf_htons(GTPU_PORT))
-		return pass(ST_PASS_NOT_GTP);
+		return -ST_PASS_NOT_GTP;
 	__u32 iptot = bpf_ntohs(ip->tot_len);
 	__u32 ulen = bpf_ntohs(udp->len);
 	if (iptot < sizeof(*ip) + sizeof(*udp) || (void *)ip + iptot > end ||
@@ -779,7 +783,14 @@ static __always_inline int n6(struct xdp_md *ctx)
 SEC("xdp")
 int upf_n3(struct xdp_md *ctx)
 {
-	return n3(ctx);
+	int r = n3(ctx);
+	if (r >= 0)
+		return r;
+	__u32 ifindex = ctx->ingress_ifindex;
+	struct ifinfo *ifi = bpf_map_lookup_elem(&ifaces, &ifindex);
+	if (ifi && ifi->n6)
+		return n6(ctx);
+	return pass(-r);
 }
 
 SEC("xdp")
