@@ -19,7 +19,10 @@
 //     whose matching PDR's FAR forwards to an N6 port without outer
 //     header creation: the outer headers go, the inner packet's TTL drops
 //     by one as the kernel's forwarding on the host path would, and it
-//     leaves on the N6 port towards the next hop bpf_fib_lookup finds.
+//     leaves on the N6 port towards the next hop bpf_fib_lookup finds
+//     (the port's gateway if configured), provided the kernel routes the
+//     inner destination out of that port: a local address or another UE
+//     pool behind a TUN device stays with the host path.
 //   - upf_n6, on each N6 interface: Ethernet / IPv4 for the UE address of
 //     an offloaded session, whose matching PDR's FAR forwards with outer
 //     header creation: it gets the outer IPv4 / UDP / GTP-U header with a
@@ -36,6 +39,19 @@
 // inner packets whose TTL runs out (the kernel sends ICMP), and any packet
 // whose next hop is not resolved yet (the kernel resolves ARP, and later
 // packets take the fast path).
+//
+// Next hops come from the kernel's routing and neighbour tables
+// (bpf_fib_lookup, as the host path's packets would be routed): the
+// interfaces need IPv4 forwarding on, and a next hop whose MAC the kernel
+// has not resolved yet takes the host path until it has.
+//
+// The fast path bypasses netfilter: a UPF whose host path NATs or filters
+// UE traffic with iptables/nftables between the TUN devices and N6 must
+// not load it (the programs cannot see those rules).
+//
+// On veth (tests, containers), a frame redirected into a veth is dropped
+// unless its peer has an XDP program (Programs.PassAll will do) or GRO
+// enabled; see TestEndToEnd.
 //
 // # Fail closed
 //

@@ -504,6 +504,7 @@ func TestPrepare(t *testing.T) {
 // upf_n3, which runs the downlink for what is not GTP-U to the N3 address.
 func TestSharedInterface(t *testing.T) {
 	e := setup(t, func(c *Config) { c.N6 = []Port{{NetworkInstance: "internet", Iface: "n3", Gateway: gnbAddr}} })
+	sh(t, "ip -n "+e.ns+" route replace default via 10.3.0.2 dev n3")
 	e.install(session(sessOpts{}))
 	inner := udp4(ueIP, dnIP, 1234, 80, 100)
 	act, out := e.ul(ulFrame(ulTEID, qfi, inner))
@@ -522,5 +523,25 @@ func TestSharedInterface(t *testing.T) {
 	e.want(act, xdpPass)
 	if st := e.f.Stats(); st.Passed["no-session"] != 1 || st.Passed["not-gtpu"] != 0 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestUplinkRoutedElsewhere: an inner destination that the kernel does
+// not route out of the FAR's N6 port (a local address, another UE pool
+// behind a TUN device) is the host path's, with or without a gateway.
+func TestUplinkRoutedElsewhere(t *testing.T) {
+	for _, gw := range []netip.Addr{gwAddr, {}} {
+		e := setup(t, func(c *Config) { c.N6[0].Gateway = gw })
+		sh(t, "ip -n "+e.ns+" link add pool type veth peer name poolp", "ip -n "+e.ns+" link set pool up", "ip -n "+e.ns+" link set poolp up",
+			"ip -n "+e.ns+" route add 10.61.0.0/16 dev pool")
+		e.install(session(sessOpts{}))
+		for _, dst := range []string{"10.6.0.1", "10.3.0.1", "10.61.0.5", "127.0.0.1"} {
+			act, _ := e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, netip.MustParseAddr(dst), 1, 2, 100)))
+			if act != xdpPass {
+				t.Fatalf("gateway %v, inner destination %s: %s", gw, dst, action(act))
+			}
+		}
+		act, _ := e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
+		e.want(act, xdpRedirect)
 	}
 }

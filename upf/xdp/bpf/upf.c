@@ -464,22 +464,24 @@ static __always_inline __u32 inner_parse(struct iphdr *ip, void *end, __u32 avai
 	return tot;
 }
 
-// fib resolves the next hop out of ifindex: egress MACs in f. Anything
-// but success (no neighbour yet, another interface, MTU) leaves the
-// packet to the kernel, which resolves ARP so that later packets take the
-// fast path.
+// fib resolves the next hop of a packet to dst as the kernel's routing
+// would forward it, and its MACs in f, and requires it to leave through
+// ifindex: the lookup is the host path's (the main routing tables, as for
+// a packet the UPF writes to its TUN device or sends from its GTP-U
+// socket), so a destination the kernel routes elsewhere (a local address,
+// another UE's pool behind a TUN device, another interface) is left to
+// the kernel. Anything but success (no neighbour yet, MTU, forwarding off)
+// passes too; the kernel resolves ARP, so later packets take the fast path.
 static __always_inline int fib(struct xdp_md *ctx, struct bpf_fib_lookup *f, __be32 src, __be32 dst,
-			       __u32 ifindex, __u16 tot_len)
+			       __u32 ifindex, __u16 tot_len, __u32 flags)
 {
 	__builtin_memset(f, 0, sizeof(*f));
 	f->family = AF_INET;
 	f->ipv4_src = src;
 	f->ipv4_dst = dst;
-	f->ifindex = ifindex;
+	f->ifindex = ifindex; // as if received there: the input lookup needs a device
 	f->tot_len = tot_len;
-	// An egress lookup restricted to ifindex: as a locally sent packet
-	// (the host path's UDP socket and TUN both route out of the port).
-	long rc = bpf_fib_lookup(ctx, f, sizeof(*f), BPF_FIB_LOOKUP_OUTPUT);
+	long rc = bpf_fib_lookup(ctx, f, sizeof(*f), flags);
 	if (rc == BPF_FIB_LKUP_RET_FRAG_NEEDED)
 		return ST_PASS_MTU;
 	if (rc != BPF_FIB_LKUP_RET_SUCCESS || f->ifindex != ifindex)
@@ -623,8 +625,12 @@ static __always_inline int n3(struct xdp_md *ctx)
 	if (!pt || !pt->ifindex)
 		return pass(ST_PASS_FAR);
 
+	// The route of the inner destination decides, as on the host path;
+	// with a gateway configured for the port, it is the next hop.
 	struct bpf_fib_lookup f;
-	__u32 r = fib(ctx, &f, p.src, pt->gw ? pt->gw : p.dst, pt->ifindex, n);
+	__u32 r = fib(ctx, &f, p.src, p.dst, pt->ifindex, n, pt->gw ? BPF_FIB_LOOKUP_SKIP_NEIGH : 0);
+	if (!r && pt->gw)
+		r = fib(ctx, &f, p.src, pt->gw, pt->ifindex, n, 0);
 	if (r)
 		return pass(r);
 	r = qos(a, n);
@@ -705,7 +711,7 @@ static __always_inline int n6(struct xdp_md *ctx)
 		return pass(ST_PASS_FAR); // buffering (paging, handover) and the rest: host path
 
 	struct bpf_fib_lookup f;
-	__u32 r = fib(ctx, &f, c->n3_addr, a->peer, c->n3_ifindex, n + ENCAP_LEN);
+	__u32 r = fib(ctx, &f, c->n3_addr, a->peer, c->n3_ifindex, n + ENCAP_LEN, 0);
 	if (r)
 		return pass(r);
 	r = qos(a, n);
