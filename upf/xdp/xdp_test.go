@@ -2,8 +2,12 @@ package xdp
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"net/netip"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/tern5g/tern/classify"
@@ -543,5 +547,40 @@ func TestUplinkRoutedElsewhere(t *testing.T) {
 		}
 		act, _ := e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
 		e.want(act, xdpRedirect)
+	}
+}
+
+// TestObjectFresh: the committed BPF object was generated from the
+// committed C (make bpf regenerates both the object and the digest).
+func TestObjectFresh(t *testing.T) {
+	src, err := os.ReadFile("bpf/upf.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("bpf/upf.c.sha256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprintf("%x", sha256.Sum256(src)); got != strings.TrimSpace(string(want)) {
+		t.Fatalf("bpf/upf.c changed since upf_bpfel.o was generated: run make bpf")
+	}
+}
+
+// TestPrepareStopsForwarding: a snapshot whose FAR turns from forwarding
+// to buffering (handover, paging) takes the session off the fast path
+// before the host path installs it.
+func TestPrepareStopsForwarding(t *testing.T) {
+	e := setup(t, nil)
+	e.install(session(sessOpts{}))
+	next := session(sessOpts{dlFAR: rules.ActionBuffer})
+	e.f.Prepare(next)
+	if st := e.f.Stats(); st.Sessions != 0 {
+		t.Fatalf("still offloaded: %+v", st)
+	}
+	// A snapshot that changes nothing on the way leaves it alone.
+	e.install(session(sessOpts{}))
+	e.f.Prepare(session(sessOpts{}))
+	if st := e.f.Stats(); st.Sessions != 1 {
+		t.Fatalf("taken off: %+v", st)
 	}
 }
