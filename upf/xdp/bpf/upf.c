@@ -633,14 +633,8 @@ static __always_inline int n3(struct xdp_md *ctx)
 		r = fib(ctx, &f, p.src, pt->gw, pt->ifindex, n, 0);
 	if (r)
 		return pass(r);
-	r = qos(a, n);
-	if (r)
-		return drop(r);
-	usage_add(a, n, 0);
-
-	// Decapsulate: the inner packet, TTL decreased as the host path's
-	// kernel forwarding does, behind a new Ethernet header.
-	dec_ttl(in);
+	// Make room first: nothing is counted or changed (but link padding)
+	// for a packet that then passes.
 	__u32 hdr = (__u32)((void *)in - data) - sizeof(struct ethhdr);
 	__u32 frame = (__u32)(end - data);
 	__u32 want = sizeof(struct ethhdr) + hdr + n;
@@ -651,8 +645,17 @@ static __always_inline int n3(struct xdp_md *ctx)
 	data = (void *)(long)ctx->data;
 	end = (void *)(long)ctx->data_end;
 	eth = data;
-	if ((void *)(eth + 1) > end)
+	in = (void *)(eth + 1);
+	if ((void *)(in + 1) > end)
 		return XDP_ABORTED;
+	r = qos(a, n);
+	if (r)
+		return drop(r);
+	usage_add(a, n, 0);
+
+	// Decapsulated: the inner packet, TTL decreased as the host path's
+	// kernel forwarding does, behind a new Ethernet header.
+	dec_ttl(in);
 	__builtin_memcpy(eth->h_dest, f.dmac, ETH_ALEN);
 	__builtin_memcpy(eth->h_source, f.smac, ETH_ALEN);
 	eth->h_proto = bpf_htons(ETH_P_IP);
@@ -714,18 +717,14 @@ static __always_inline int n6(struct xdp_md *ctx)
 	__u32 r = fib(ctx, &f, c->n3_addr, a->peer, c->n3_ifindex, n + ENCAP_LEN, 0);
 	if (r)
 		return pass(r);
-	r = qos(a, n);
-	if (r)
-		return drop(r);
-	usage_add(a, n, 1);
-
 	__u32 teid = a->teid;
 	__be32 peer = a->peer;
 	__be16 pport = a->peer_port;
 	__u8 qfi = a->qfi & 0x3f;
 	__be32 saddr = c->n3_addr;
 
-	dec_ttl(ip);
+	// Make room first: nothing is counted or changed (but link padding)
+	// for a packet that then passes.
 	__u32 frame = (__u32)(end - data);
 	__u32 want = sizeof(struct ethhdr) + n;
 	if (frame > want && bpf_xdp_adjust_tail(ctx, -(int)(frame - want)))
@@ -738,8 +737,15 @@ static __always_inline int n6(struct xdp_md *ctx)
 	struct iphdr *o = (void *)(eth + 1);
 	struct udphdr *u = (void *)(o + 1);
 	__u8 *g = (void *)(u + 1);
-	if ((void *)(g + 16) > end)
+	ip = (void *)(g + 16);
+	if ((void *)(ip + 1) > end)
 		return XDP_ABORTED;
+	r = qos(a, n);
+	if (r)
+		return drop(r);
+	usage_add(a, n, 1);
+	dec_ttl(ip);
+
 	__builtin_memcpy(eth->h_dest, f.dmac, ETH_ALEN);
 	__builtin_memcpy(eth->h_source, f.smac, ETH_ALEN);
 	eth->h_proto = bpf_htons(ETH_P_IP);
