@@ -1,0 +1,1163 @@
+// Package xdp is the UPF's XDP fast path: a pair of XDP programs
+// (bpf/upf.c) that execute the common case of the user plane in the
+// kernel's receive path, and the loader that compiles the sessions UPF-C
+// publishes (upf/rules) into the programs' maps.
+//
+// # Fast path and host path
+//
+// The host path is the rest of tern's UPF: the kernel stack, the GTP-U
+// socket on N3 (UDP 2152) and a TUN device per DNN, and the user-space
+// pipeline (upf/upfu) behind them. It handles everything, completely. The
+// fast path handles a subset, the packets that make up nearly all of the
+// traffic, and hands every other packet to the host path with XDP_PASS:
+//
+//   - upf_n3, on the N3 interface: Ethernet / IPv4 (no options, not a
+//     fragment) / UDP to port 2152 of the N3 address / GTP-U v1 G-PDU
+//     (TS 29.281 §5.1, extension headers walked per §5.2.1, the PDU
+//     Session Container of TS 38.415 §5.5.2.2 read for the QFI), for a
+//     TEID of an offloaded session, whose inner packet is plain IPv4 and
+//     whose matching PDR's FAR forwards to an N6 port without outer
+//     header creation: the outer headers go, the inner packet's TTL drops
+//     by one as the kernel's forwarding on the host path would, and it
+//     leaves on the N6 port towards the next hop bpf_fib_lookup finds
+//     (the port's gateway if configured), provided the kernel routes the
+//     inner destination out of that port: a local address or another UE
+//     pool behind a TUN device stays with the host path.
+//   - upf_n6, on each N6 interface: Ethernet / IPv4 for the UE address of
+//     an offloaded session, whose matching PDR's FAR forwards with outer
+//     header creation: it gets the outer IPv4 / UDP / GTP-U header with a
+//     DL PDU Session Container (TS 38.415 §5.5.2.1) that
+//     gtpu.PutGPDUHeader writes, byte for byte, and leaves on N3 towards
+//     the gNB.
+//
+// Both apply the PDR's QERs (gate and MBR, TS 29.244 §5.2.2, §5.4.2) and
+// count its URRs (§5.2.2.3) as upfu does. Everything else passes to the
+// host path: GTP-U signalling (Echo, Error Indication, End Marker), unknown
+// TEIDs and UE addresses (upfu answers with Error Indications), FARs that
+// buffer (paging, handover: upfu holds the buffer), N9 and indirect
+// forwarding, IPv6, fragments, IP options, packets too big for the MTU,
+// inner packets whose TTL runs out (the kernel sends ICMP), and any packet
+// whose next hop is not resolved yet (the kernel resolves ARP, and later
+// packets take the fast path).
+//
+// Next hops come from the kernel's routing and neighbour tables
+// (bpf_fib_lookup, as the host path's packets would be routed): the
+// interfaces need IPv4 forwarding on, and a next hop whose MAC the kernel
+// has not resolved yet takes the host path until it has.
+//
+// The fast path bypasses netfilter: a UPF whose host path NATs or filters
+// UE traffic with iptables/nftables between the TUN devices and N6 must
+// not load it (the programs cannot see those rules).
+//
+// On veth (tests, containers), a frame redirected into a veth is dropped
+// unless its peer has an XDP program (Programs.PassAll will do) or GRO
+// enabled; see TestEndToEnd.
+//
+// # Fail closed
+//
+// The programs never forward a packet the host path would treat
+// differently: when in doubt, XDP_PASS. The only drops are counted and
+// are ones the host path would make too: a FAR that drops, a closed gate,
+// an MBR exceeded, a malformed G-PDU. On the Go side, Install offloads a
+// session only if the programs can evaluate every one of its rules
+// exactly (the PDI fields of TS 29.244 §5.2.1 that the programs know,
+// with at most a few rules and PDRs per TEID); otherwise the session is
+// not in the maps at all and all of its packets take the host path. A map
+// that is full has the same effect: Install returns false, and nothing is
+// lost.
+//
+// # Usage and rates
+//
+// URR volumes are counted per CPU in the kernel and folded into the
+// session's rules.Counters, which the host path counts into as well, by
+// Sync (call it periodically) and on Remove; Sync returns the usage
+// reports whose thresholds the folded volume crossed. An MBR has one
+// token bucket in the kernel per rules.TokenBucket, separate from the
+// host path's: a flow split between the paths may get up to its rate on
+// each (in practice the host path sees a session's packets only while its
+// next hop is resolved).
+//
+// # Ordering with the host path
+//
+// The fast path must not send a packet on a tunnel after an End Marker
+// for it, nor overtake packets the host path buffered. Hence, for every
+// snapshot of a session, the owner calls Prepare(s) before upfu's Install
+// (it takes the session off the fast path, and waits for programs that
+// still run with its old rules, if s sends End Markers or stops
+// forwarding to a tunnel), and Install(s) after it (by then upfu has
+// drained the buffer); and Remove before upfu's Remove.
+package xdp
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/tern5g/tern/classify"
+	"github.com/tern5g/tern/upf/rules"
+)
+
+// Sizes shared with bpf/upf.c.
+const (
+	maxRules = 8  // classifier rules per TEID or UE address
+	maxPDRs  = 4  // PDRs those rules lead to
+	maxQERs  = 2  // per PDR
+	maxURRs  = 2  // per PDR
+	maxPorts = 16 // N6 ports
+	encapLen = 20 + 8 + 16
+	noMatch  = 0xff
+)
+
+// Actions and rule flags of bpf/upf.c.
+const (
+	actPass = 0
+	actDrop = 1
+	actN6   = 2
+	actGTP  = 3
+
+	rfQFI   = 1
+	rfProto = 2
+)
+
+// DefaultMaxSessions is the default capacity of the TEID and UE address
+// maps: 100,000 sessions and headroom.
+const DefaultMaxSessions = 131072
+
+// quiesce is how long Prepare waits for programs that may still run with
+// a session's old rules. XDP programs run in NAPI polls under RCU: a map
+// update is seen by every program that starts after it, and a program
+// that started before ends within its poll, whose redirected frames are
+// flushed when the poll ends; a poll is bounded by net.core.
+// netdev_budget_usecs (2 ms by default). There is no system call that
+// waits for that, so Prepare sleeps past it.
+const quiesce = 5 * time.Millisecond
+
+// Port is an N6 interface.
+type Port struct {
+	// NetworkInstance is the network instance (DNN) a FAR names to send
+	// to this port; "" with a single port means it, as in upfu.
+	NetworkInstance string
+	Iface           string
+	// Gateway is the next hop of decapsulated packets; invalid: the
+	// inner destination is routed.
+	Gateway netip.Addr
+}
+
+// Config configures the fast path.
+type Config struct {
+	N3Iface string
+	N3Addr  netip.Addr // IPv4
+	N6      []Port
+	Logger  *slog.Logger
+	// Mode is "native" (the driver's XDP, the default) or "generic"
+	// (XDP on the skb path: slower, works on any device).
+	Mode string
+	// MaxSessions bounds the TEIDs and the UE addresses offloaded
+	// (default DefaultMaxSessions); QER and URR slots get twice as many.
+	MaxSessions int
+	// FlowCacheSize is the number of entries of the flow cache (default
+	// 65536).
+	FlowCacheSize int
+}
+
+// FastPath is the loaded XDP fast path.
+type FastPath struct {
+	cfg   Config
+	log   *slog.Logger
+	objs  upfObjects
+	links []link.Link
+	n3    *net.Interface
+	n6    []*net.Interface
+	ports map[string]int // network instance -> port index
+	ncpu  int
+
+	mu       sync.Mutex
+	sessions map[uint64]*installed
+	teidOwn  map[uint32]uint64
+	ueOwn    map[netip.Addr]uint64
+	buckets  slotTable[*rules.TokenBucket]
+	urrs     slotTable[*rules.Counters]
+	urrState map[uint32]*urrState // by slot
+	gen      uint32
+	pending  []Report // threshold crossings found outside Sync
+
+	notOffloaded, mapFull uint64
+}
+
+type installed struct {
+	sess    *rules.Session
+	teids   []uint32
+	ue      netip.Addr // invalid: no downlink entry
+	buckets []*rules.TokenBucket
+	urrs    []*rules.Counters
+}
+
+// urrState is what Sync needs of a URR slot.
+type urrState struct {
+	c    *rules.Counters
+	last upfUsage // the per-CPU sums already folded
+	seid uint64
+	urr  *rules.URR
+	pdr  uint16
+}
+
+// Report is a usage report (rules.ReportUsage) for a session.
+type Report struct {
+	SEID uint64
+	rules.Report
+}
+
+// Open loads the programs and their maps (the kernel's verifier checks
+// them) and configures them for the interfaces of cfg, which must exist in
+// the calling thread's network namespace, without attaching them. Tests
+// and benchmarks run the programs with Programs and BPF_PROG_TEST_RUN.
+func Open(cfg Config) (*FastPath, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.FlowCacheSize <= 0 {
+		cfg.FlowCacheSize = 65536
+	}
+	if !cfg.N3Addr.Is4() {
+		return nil, fmt.Errorf("xdp: N3 address %v is not IPv4", cfg.N3Addr)
+	}
+	if len(cfg.N6) > maxPorts {
+		return nil, fmt.Errorf("xdp: %d N6 ports, at most %d", len(cfg.N6), maxPorts)
+	}
+	switch cfg.Mode {
+	case "", "native", "generic":
+	default:
+		return nil, fmt.Errorf("xdp: mode %q is neither native nor generic", cfg.Mode)
+	}
+	f := &FastPath{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		ports:    make(map[string]int),
+		sessions: make(map[uint64]*installed),
+		teidOwn:  make(map[uint32]uint64),
+		ueOwn:    make(map[netip.Addr]uint64),
+		urrState: make(map[uint32]*urrState),
+	}
+	var err error
+	if f.ncpu, err = ebpf.PossibleCPU(); err != nil {
+		return nil, fmt.Errorf("xdp: %w", err)
+	}
+	if f.n3, err = net.InterfaceByName(cfg.N3Iface); err != nil {
+		return nil, fmt.Errorf("xdp: N3 interface: %w", err)
+	}
+	for i, p := range cfg.N6 {
+		ifc, err := net.InterfaceByName(p.Iface)
+		if err != nil {
+			return nil, fmt.Errorf("xdp: N6 interface: %w", err)
+		}
+		if p.Gateway.IsValid() && !p.Gateway.Is4() {
+			return nil, fmt.Errorf("xdp: N6 gateway %v is not IPv4", p.Gateway)
+		}
+		if _, dup := f.ports[p.NetworkInstance]; dup {
+			return nil, fmt.Errorf("xdp: network instance %q listed twice", p.NetworkInstance)
+		}
+		f.ports[p.NetworkInstance] = i
+		f.n6 = append(f.n6, ifc)
+	}
+
+	spec, err := loadUpf()
+	if err != nil {
+		return nil, fmt.Errorf("xdp: %w", err)
+	}
+	slots := uint32(2 * cfg.MaxSessions)
+	spec.Maps["teids"].MaxEntries = uint32(cfg.MaxSessions)
+	spec.Maps["ues"].MaxEntries = uint32(cfg.MaxSessions)
+	spec.Maps["buckets"].MaxEntries = slots
+	spec.Maps["urrs"].MaxEntries = slots
+	spec.Maps["flows"].MaxEntries = uint32(cfg.FlowCacheSize)
+	f.buckets = newSlotTable[*rules.TokenBucket](slots)
+	f.urrs = newSlotTable[*rules.Counters](slots)
+	if err := spec.LoadAndAssign(&f.objs, nil); err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("xdp: the kernel refused the programs: %+v", ve)
+		}
+		return nil, fmt.Errorf("xdp: load: %w", err)
+	}
+	if err := f.configure(); err != nil {
+		f.objs.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// configure fills the config, port and interface maps.
+func (f *FastPath) configure() error {
+	mtu := f.n3.MTU
+	if mtu <= 0 {
+		mtu = 1500
+	}
+	c := upfConfig{N3Addr: be32(f.cfg.N3Addr), N3Ifindex: uint32(f.n3.Index), MaxInner: uint32(max(mtu-encapLen, 0))}
+	if err := f.objs.Cfg.Update(uint32(0), &c, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("xdp: config map: %w", err)
+	}
+	for _, ifc := range append([]*net.Interface{f.n3}, f.n6...) {
+		// bpf_fib_lookup answers "forwarding disabled" on an interface
+		// without IPv4 forwarding: every packet would take the host path.
+		if b, err := os.ReadFile("/proc/sys/net/ipv4/conf/" + ifc.Name + "/forwarding"); err == nil && strings.TrimSpace(string(b)) == "0" {
+			f.log.Warn("xdp: IPv4 forwarding is off on the interface: the fast path forwards nothing", "iface", ifc.Name)
+		}
+	}
+	put := func(ifc *net.Interface, info upfIfinfo) error {
+		if len(ifc.HardwareAddr) != 6 {
+			return fmt.Errorf("xdp: interface %s has no Ethernet address", ifc.Name)
+		}
+		copy(info.Mac[:], ifc.HardwareAddr)
+		if err := f.objs.Ifaces.Update(uint32(ifc.Index), &info, ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("xdp: interface map: %w", err)
+		}
+		return nil
+	}
+	n3 := upfIfinfo{N3: 1}
+	for _, ifc := range f.n6 {
+		if ifc.Index == f.n3.Index {
+			n3.N6 = 1 // upf_n3 runs the downlink too
+		} else if err := put(ifc, upfIfinfo{N6: 1}); err != nil {
+			return err
+		}
+	}
+	if err := put(f.n3, n3); err != nil {
+		return err
+	}
+	for i, ifc := range f.n6 {
+		p := upfPort{Ifindex: uint32(ifc.Index)}
+		if gw := f.cfg.N6[i].Gateway; gw.IsValid() {
+			p.Gw = be32(gw)
+		}
+		if err := f.objs.Ports.Update(uint32(i), &p, ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("xdp: port map: %w", err)
+		}
+	}
+	return nil
+}
+
+// Load opens the fast path (Open) and attaches upf_n3 to the N3 interface
+// and upf_n6 to each N6 interface. An error says why (the kernel refused
+// a program, the driver has no native XDP, ...); the caller then falls
+// back to another data path.
+func Load(cfg Config) (*FastPath, error) {
+	f, err := Open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	flags := link.XDPDriverMode
+	if cfg.Mode == "generic" {
+		flags = link.XDPGenericMode
+	}
+	attach := func(p *ebpf.Program, ifc *net.Interface) error {
+		l, err := link.AttachXDP(link.XDPOptions{Program: p, Interface: ifc.Index, Flags: flags})
+		if err != nil {
+			return fmt.Errorf("xdp: attach to %s (%s mode): %w", ifc.Name, cmp.Or(cfg.Mode, "native"), err)
+		}
+		f.links = append(f.links, l)
+		return nil
+	}
+	if err := attach(f.objs.UpfN3, f.n3); err != nil {
+		f.Close()
+		return nil, err
+	}
+	// One program per interface: N6 ports may share one, and one that is
+	// also N3 has upf_n3, which runs the downlink for what is not GTP-U.
+	done := map[int]bool{f.n3.Index: true}
+	for _, ifc := range f.n6 {
+		if done[ifc.Index] {
+			continue
+		}
+		done[ifc.Index] = true
+		if err := attach(f.objs.UpfN6, ifc); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	f.log.Info("xdp fast path attached", "n3", f.n3.Name, "n6", len(f.n6), "mode", cmp.Or(cfg.Mode, "native"))
+	return f, nil
+}
+
+// Programs are the loaded programs, for BPF_PROG_TEST_RUN.
+type Programs struct {
+	N3, N6 *ebpf.Program
+	// PassAll returns XDP_PASS: attach it to the peer of a veth that
+	// frames are redirected into (see the package tests).
+	PassAll *ebpf.Program
+}
+
+// Programs returns the loaded programs; they stay owned by f.
+func (f *FastPath) Programs() Programs {
+	return Programs{N3: f.objs.UpfN3, N6: f.objs.UpfN6, PassAll: f.objs.PassAll}
+}
+
+// Close detaches the programs and releases the maps. The usage counted
+// since the last Sync is folded first.
+func (f *FastPath) Close() error {
+	f.Sync()
+	var errs []error
+	for _, l := range f.links {
+		errs = append(errs, l.Close())
+	}
+	f.links = nil
+	errs = append(errs, f.objs.Close())
+	return errors.Join(errs...)
+}
+
+// be32 is an IPv4 address as the programs read a __be32 on this host.
+func be32(a netip.Addr) uint32 {
+	b := a.As4()
+	return binary.NativeEndian.Uint32(b[:])
+}
+
+// be16 is a port as the programs read a __be16.
+func be16(v uint16) uint16 {
+	var b [2]byte
+	binary.BigEndian.PutUint16(b[:], v)
+	return binary.NativeEndian.Uint16(b[:])
+}
+
+// mask4 is an IPv4 /bits netmask as a __be32.
+func mask4(bits int) uint32 {
+	if bits <= 0 {
+		return 0
+	}
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], ^uint32(0)<<(32-bits))
+	return binary.NativeEndian.Uint32(b[:])
+}
+
+// slotTable hands out map slots for shared state objects (token buckets,
+// counters), one per object, reference-counted by the sessions that use
+// it, so that state carried over from one snapshot of a session to the
+// next (rules' doc) keeps its slot.
+type slotTable[K comparable] struct {
+	refs map[K]*slotRef
+	free []uint32
+	next uint32
+	cap  uint32
+}
+
+type slotRef struct {
+	slot uint32
+	n    int
+}
+
+func newSlotTable[K comparable](capacity uint32) slotTable[K] {
+	return slotTable[K]{refs: make(map[K]*slotRef), cap: capacity}
+}
+
+// acquire returns k's slot, taking a new one (fresh) if k had none.
+func (t *slotTable[K]) acquire(k K) (slot uint32, fresh, ok bool) {
+	if r := t.refs[k]; r != nil {
+		r.n++
+		return r.slot, false, true
+	}
+	switch {
+	case len(t.free) > 0:
+		slot = t.free[len(t.free)-1]
+		t.free = t.free[:len(t.free)-1]
+	case t.next < t.cap:
+		slot = t.next
+		t.next++
+	default:
+		return 0, false, false
+	}
+	t.refs[k] = &slotRef{slot: slot, n: 1}
+	return slot, true, true
+}
+
+// lookup returns k's slot without a new reference.
+func (t *slotTable[K]) lookup(k K) uint32 { return t.refs[k].slot }
+
+// release drops a reference; freed reports that k's slot is free now.
+func (t *slotTable[K]) release(k K) (slot uint32, freed bool) {
+	r := t.refs[k]
+	if r == nil {
+		return 0, false
+	}
+	if r.n--; r.n > 0 {
+		return r.slot, false
+	}
+	delete(t.refs, k)
+	t.free = append(t.free, r.slot)
+	return r.slot, true
+}
+
+// errUnsupported: a rule the programs cannot evaluate exactly.
+var errUnsupported = errors.New("not offloadable")
+
+// compiled is a session in the programs' form.
+type compiled struct {
+	ul      map[uint32]*upfSess // by TEID
+	dl      *upfSess            // for the UE address; nil: none
+	buckets []*rules.TokenBucket
+	urrs    []*rules.Counters
+	urrPDR  map[*rules.Counters]struct {
+		urr *rules.URR
+		pdr uint16
+	}
+}
+
+// compile turns s into the programs' entries; an error says why s cannot
+// be offloaded. It takes no slots.
+func (f *FastPath) compile(s *rules.Session) (*compiled, error) {
+	c := &compiled{ul: make(map[uint32]*upfSess), urrPDR: make(map[*rules.Counters]struct {
+		urr *rules.URR
+		pdr uint16
+	})}
+	for _, p := range s.PDRs {
+		if p == nil || p.FAR == nil {
+			return nil, fmt.Errorf("%w: PDR without FAR", errUnsupported)
+		}
+	}
+	for _, teid := range s.TEIDs {
+		e, err := f.compileKey(c, s, s.UplinkRules, rules.Uplink, teid, netip.Addr{})
+		if err != nil {
+			return nil, err
+		}
+		c.ul[teid] = e
+	}
+	if s.UEIPv4.Is4() {
+		e, err := f.compileKey(c, s, s.DownlinkRules, rules.Downlink, 0, s.UEIPv4)
+		if err != nil {
+			return nil, err
+		}
+		c.dl = e
+	}
+	return c, nil
+}
+
+// compileKey builds the entry of one TEID (uplink) or of the UE address
+// (downlink): the rules that can match there, in precedence order, and
+// the PDRs they lead to.
+func (f *FastPath) compileKey(c *compiled, s *rules.Session, rs []classify.Rule, d rules.Direction, teid uint32, ue netip.Addr) (*upfSess, error) {
+	sorted := slices.Clone(rs)
+	// The classifiers' order: precedence, then ID (classify.Rule.rank).
+	slices.SortStableFunc(sorted, func(a, b classify.Rule) int {
+		return cmp.Or(cmp.Compare(a.Precedence, b.Precedence), cmp.Compare(a.ID, b.ID))
+	})
+	e := &upfSess{}
+	pdrSlot := map[uint32]uint8{}
+	for i := range sorted {
+		r := &sorted[i]
+		br, can, err := compileRule(r, d, teid, ue)
+		if err != nil {
+			return nil, err
+		}
+		if !can {
+			continue // never matches here
+		}
+		if int(r.ID) >= len(s.PDRs) {
+			return nil, fmt.Errorf("%w: rule for PDR index %d of %d", errUnsupported, r.ID, len(s.PDRs))
+		}
+		slot, ok := pdrSlot[r.ID]
+		if !ok {
+			if len(pdrSlot) == maxPDRs {
+				return nil, fmt.Errorf("%w: more than %d PDRs per key", errUnsupported, maxPDRs)
+			}
+			slot = uint8(len(pdrSlot))
+			pdrSlot[r.ID] = slot
+			a, err := f.compilePDR(c, s.PDRs[r.ID], d)
+			if err != nil {
+				return nil, err
+			}
+			e.Pdrs[slot] = a
+		}
+		if int(e.Nrules) == maxRules {
+			return nil, fmt.Errorf("%w: more than %d rules per key", errUnsupported, maxRules)
+		}
+		br.Pdr = slot
+		if br.SrcMask|br.DstMask|br.UeMask != 0 || br.Flags&rfProto != 0 || br.TosMask != 0 ||
+			br.SportLo != 0 || br.SportHi != 0xffff || br.DportLo != 0 || br.DportHi != 0xffff {
+			e.Sdf = 1
+		}
+		e.Rules[e.Nrules] = br
+		e.Nrules++
+	}
+	return e, nil
+}
+
+// compileRule reduces a classifier rule (classify.Rule.Matches is the
+// reference) to the program's form for one key: can is false if the rule
+// never matches there (another TEID, another source interface, ...), an
+// error if it tests a field the program does not read. The header upfu
+// classifies on has SourceInterface access (uplink) or core (downlink),
+// TEID and QFI from the G-PDU (uplink) or 0 (downlink), UEIP the inner
+// source (uplink) or destination (downlink), NetworkInstance and AppID 0.
+func compileRule(r *classify.Rule, d rules.Direction, teid uint32, ue netip.Addr) (br upfRule, can bool, err error) {
+	const unknown = classify.FieldNetworkInstance | classify.FieldAppID | classify.FieldSPI | classify.FieldFlowLabel
+	if r.Has&unknown != 0 {
+		return br, false, fmt.Errorf("%w: rule %d matches fields %#x", errUnsupported, r.ID, r.Has&unknown)
+	}
+	srcIf := uint8(rules.InterfaceAccess)
+	if d == rules.Downlink {
+		srcIf = uint8(rules.InterfaceCore)
+	}
+	if r.Has&classify.FieldSourceInterface != 0 && r.SourceInterface != srcIf {
+		return br, false, nil
+	}
+	if r.Has&classify.FieldTEID != 0 && r.TEID != teid { // teid is 0 downlink
+		return br, false, nil
+	}
+	if r.Has&classify.FieldQFI != 0 {
+		if d == rules.Downlink {
+			if r.QFI != 0 {
+				return br, false, nil
+			}
+		} else {
+			br.Flags |= rfQFI
+			br.Qfi = r.QFI
+		}
+	}
+	var ok bool
+	if br.Src, br.SrcMask, ok = prefix4(r.SrcIP); !ok {
+		return br, false, nil
+	}
+	if br.Dst, br.DstMask, ok = prefix4(r.DstIP); !ok {
+		return br, false, nil
+	}
+	if d == rules.Downlink {
+		if !r.UEIP.Contains(classify.AddrFromNetip(ue)) {
+			return br, false, nil
+		}
+	} else if br.Ue, br.UeMask, ok = prefix4(r.UEIP); !ok {
+		return br, false, nil
+	}
+	br.SportLo, br.SportHi, br.DportLo, br.DportHi = 0, 0xffff, 0, 0xffff
+	if r.Has&classify.FieldSrcPort != 0 {
+		br.SportLo, br.SportHi = r.SrcPort.Lo, r.SrcPort.Hi
+	}
+	if r.Has&classify.FieldDstPort != 0 {
+		br.DportLo, br.DportHi = r.DstPort.Lo, r.DstPort.Hi
+	}
+	if r.Has&classify.FieldProto != 0 {
+		br.Flags |= rfProto
+		br.Proto = r.Proto
+	}
+	if r.Has&classify.FieldToS != 0 {
+		br.Tos, br.TosMask = r.ToS&r.ToSMask, r.ToSMask
+	}
+	return br, true, nil
+}
+
+// prefix4 is p as the program tests it on an IPv4 address: value and
+// mask (0/0 for "any"); ok is false if p contains no IPv4 address (the
+// program sees only IPv4 packets: such a rule never matches them).
+func prefix4(p classify.Prefix) (v, m uint32, ok bool) {
+	if p.Len == 0 {
+		return 0, 0, true
+	}
+	if p.Len <= 96 {
+		// Contains every IPv4-mapped address, or none.
+		return 0, 0, p.Contains(classify.AddrFrom4(0))
+	}
+	if !p.Addr.Is4() {
+		return 0, 0, false
+	}
+	bits := int(p.Len) - 96
+	a := p.Addr.Netip().As4()
+	m = mask4(bits)
+	return binary.NativeEndian.Uint32(a[:]) & m, m, true
+}
+
+// compilePDR resolves a PDR's FAR, QERs and URRs for direction d as upfu
+// executes them (uplinkOne, downlinkOne).
+func (f *FastPath) compilePDR(c *compiled, p *rules.PDR, d rules.Direction) (upfPdrAct, error) {
+	a := upfPdrAct{PdrId: p.ID, Action: actPass}
+	far := p.FAR
+	if d == rules.Uplink {
+		switch {
+		case far.Action&rules.ActionForward != 0:
+			if far.Encap != nil {
+				return a, nil // N9, indirect forwarding: host path
+			}
+			port, ok := f.ports[far.NetworkInstance]
+			if !ok && len(f.cfg.N6) == 1 && far.NetworkInstance == "" {
+				port, ok = 0, true // as upfu: one N6, an unnamed network instance means it
+			}
+			if !ok {
+				return a, nil // upfu drops and counts "no-n6"
+			}
+			a.Action, a.Port = actN6, uint8(port)
+		case far.Action&rules.ActionBuffer != 0:
+			return a, nil // upfu drops ("uplink-buffer")
+		default:
+			a.Action = actDrop
+			return a, nil
+		}
+	} else {
+		switch {
+		case far.Action&rules.ActionBuffer != 0:
+			return a, nil // TS 29.244 §5.2.4: the host path buffers
+		case far.Action&rules.ActionForward == 0:
+			a.Action = actDrop
+			return a, nil
+		case far.Encap == nil || !far.Encap.Peer.Addr().Is4():
+			return a, nil
+		}
+		enc := far.Encap
+		a.Action = actGTP
+		a.Teid = enc.TEID
+		a.Peer = be32(enc.Peer.Addr())
+		a.PeerPort = be16(enc.Peer.Port())
+		a.Qfi = qfiFor(p, enc.QFI)
+	}
+	if len(p.QERs) > maxQERs {
+		return a, fmt.Errorf("%w: PDR %d has %d QERs", errUnsupported, p.ID, len(p.QERs))
+	}
+	if len(p.URRs) > maxURRs {
+		return a, fmt.Errorf("%w: PDR %d has %d URRs", errUnsupported, p.ID, len(p.URRs))
+	}
+	for i, q := range p.QERs {
+		open, tb := q.ULOpen, q.MBRUL
+		if d == rules.Downlink {
+			open, tb = q.DLOpen, q.MBRDL
+		}
+		if open {
+			a.Qer[i].Open = 1
+		}
+		if tb != nil {
+			c.buckets = append(c.buckets, tb)
+		}
+		a.Nqer++
+	}
+	for _, u := range p.URRs {
+		c.urrs = append(c.urrs, u.Counters)
+		if _, seen := c.urrPDR[u.Counters]; !seen {
+			c.urrPDR[u.Counters] = struct {
+				urr *rules.URR
+				pdr uint16
+			}{u, p.ID}
+		}
+		a.Nurr++
+	}
+	return a, nil
+}
+
+// qfiFor is upfu's: the first QER's QFI, else def (TS 29.244 §5.2.1A).
+func qfiFor(p *rules.PDR, def uint8) uint8 {
+	for _, q := range p.QERs {
+		if q.QFI != 0 {
+			return q.QFI
+		}
+	}
+	return def
+}
+
+// resolveSlots fills the bucket and URR slots into the entries, after
+// acquire.
+func (f *FastPath) resolveSlots(e *upfSess, s *rules.Session, d rules.Direction) {
+	for i := range maxPDRs {
+		a := &e.Pdrs[i]
+		if a.Action != actN6 && a.Action != actGTP {
+			continue
+		}
+		var p *rules.PDR
+		for _, x := range s.PDRs {
+			if x.ID == a.PdrId {
+				p = x
+				break
+			}
+		}
+		for j, q := range p.QERs {
+			tb := q.MBRUL
+			if d == rules.Downlink {
+				tb = q.MBRDL
+			}
+			if tb != nil {
+				a.Qer[j].Bucket = f.buckets.lookup(tb) + 1
+			}
+		}
+		for j, u := range p.URRs {
+			a.Urr[j] = f.urrs.lookup(u.Counters)
+		}
+	}
+}
+
+// Install offloads the session snapshot s (new, or replacing the one with
+// the same SEID) and reports whether it did. false: s is left to the host
+// path (its rules are beyond the programs, or a map is full) and is no
+// longer in the maps. Call it after the host path's Install (package doc).
+func (f *FastPath) Install(s *rules.Session) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, err := f.compile(s)
+	if err != nil {
+		f.removeLocked(s.SEID)
+		f.notOffloaded++
+		f.log.Debug("xdp: session left to the host path", "seid", s.SEID, "reason", err)
+		return false
+	}
+	if err := f.installLocked(s, c); err != nil {
+		f.removeLocked(s.SEID)
+		f.mapFull++
+		f.log.Warn("xdp: session left to the host path", "seid", s.SEID, "reason", err)
+		return false
+	}
+	return true
+}
+
+func (f *FastPath) installLocked(s *rules.Session, c *compiled) error {
+	in := &installed{sess: s}
+	// Take the new snapshot's slots before the old ones go, so that
+	// shared state keeps its slot.
+	var err error
+	for _, tb := range uniq(c.buckets) {
+		slot, fresh, ok := f.buckets.acquire(tb)
+		if !ok {
+			err = errors.New("MBR slots exhausted")
+			break
+		}
+		in.buckets = append(in.buckets, tb)
+		if fresh {
+			if err = f.objs.Buckets.Update(slot, bucketFor(tb), ebpf.UpdateLock); err != nil {
+				err = fmt.Errorf("MBR slot: %w", err)
+				break
+			}
+		}
+	}
+	for _, cn := range uniq(c.urrs) {
+		if err != nil {
+			break
+		}
+		slot, fresh, ok := f.urrs.acquire(cn)
+		if !ok {
+			err = errors.New("URR slots exhausted")
+			break
+		}
+		in.urrs = append(in.urrs, cn)
+		st := f.urrState[slot]
+		if fresh {
+			st = &urrState{c: cn}
+			f.urrState[slot] = st
+			if err = f.objs.Urrs.Update(slot, make([]upfUsage, f.ncpu), ebpf.UpdateAny); err != nil {
+				err = fmt.Errorf("URR slot: %w", err)
+				break
+			}
+		}
+		info := c.urrPDR[cn]
+		st.seid, st.urr, st.pdr = s.SEID, info.urr, info.pdr
+	}
+	if err != nil {
+		f.releaseLocked(in)
+		return err
+	}
+
+	f.gen++
+	for _, teid := range slices.Sorted(mapsKeys(c.ul)) {
+		e := c.ul[teid]
+		f.resolveSlots(e, s, rules.Uplink)
+		e.Gen = f.gen
+		if err := f.objs.Teids.Update(teid, e, ebpf.UpdateAny); err != nil {
+			f.withdraw(in)
+			f.releaseLocked(in)
+			return fmt.Errorf("TEID map: %w", err)
+		}
+		in.teids = append(in.teids, teid)
+		f.teidOwn[teid] = s.SEID
+	}
+	if c.dl != nil {
+		f.resolveSlots(c.dl, s, rules.Downlink)
+		c.dl.Gen = f.gen
+		if err := f.objs.Ues.Update(be32(s.UEIPv4), c.dl, ebpf.UpdateAny); err != nil {
+			f.withdraw(in)
+			f.releaseLocked(in)
+			return fmt.Errorf("UE address map: %w", err)
+		}
+		in.ue = s.UEIPv4
+		f.ueOwn[s.UEIPv4] = s.SEID
+	}
+	// The old snapshot's keys that the new one lacks, then its slots.
+	if old := f.sessions[s.SEID]; old != nil {
+		for _, t := range old.teids {
+			if !slices.Contains(in.teids, t) && f.teidOwn[t] == s.SEID {
+				f.objs.Teids.Delete(t)
+				delete(f.teidOwn, t)
+			}
+		}
+		if old.ue.IsValid() && old.ue != in.ue && f.ueOwn[old.ue] == s.SEID {
+			f.objs.Ues.Delete(be32(old.ue))
+			delete(f.ueOwn, old.ue)
+		}
+		f.releaseLocked(old)
+	}
+	f.sessions[s.SEID] = in
+	return nil
+}
+
+func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
+	return func(yield func(K) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func uniq[T comparable](xs []T) []T {
+	seen := make(map[T]bool, len(xs))
+	out := xs[:0:0]
+	for _, x := range xs {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// bucketFor is the kernel's copy of tb's parameters, computed as
+// rules.NewTokenBucket does, with an empty history.
+func bucketFor(tb *rules.TokenBucket) *upfBucket {
+	rate, burst := max(tb.Rate(), 1), tb.Burst()
+	return &upfBucket{
+		NsPerByte: uint64(int64(min(1e9*65536/float64(rate), 1<<46))),
+		BurstNs:   uint64(int64(min(float64(burst)*1e9/float64(rate), 1<<62))),
+	}
+}
+
+// withdraw deletes the keys in has written that it still owns (a failed
+// Install); the session's previous snapshot is removed by the caller.
+func (f *FastPath) withdraw(in *installed) {
+	for _, t := range in.teids {
+		if f.teidOwn[t] == in.sess.SEID {
+			f.objs.Teids.Delete(t)
+			delete(f.teidOwn, t)
+		}
+	}
+	in.teids = nil
+}
+
+// releaseLocked drops in's slot references; a URR slot that frees is
+// folded one last time.
+func (f *FastPath) releaseLocked(in *installed) {
+	for _, tb := range in.buckets {
+		f.buckets.release(tb)
+	}
+	for _, cn := range in.urrs {
+		slot := f.urrs.lookup(cn)
+		if st := f.urrState[slot]; st != nil && f.urrs.refs[cn].n == 1 {
+			f.foldLocked(slot, st)
+			delete(f.urrState, slot)
+		}
+		f.urrs.release(cn)
+	}
+	in.buckets, in.urrs = nil, nil
+}
+
+// Prepare readies the fast path for s, the next snapshot of an installed
+// session, before the host path installs it: if s sends End Markers, or
+// a FAR that forwarded to a tunnel stops, the session leaves the fast path
+// and Prepare waits until no program still runs with its old rules. The
+// host path then sends the End Markers after the last packet on the old
+// tunnel (TS 29.281 §7.3.2), and Install, after the host path's, offloads
+// s again.
+func (f *FastPath) Prepare(s *rules.Session) {
+	f.mu.Lock()
+	old := f.sessions[s.SEID]
+	if old == nil || !sendsEndMarker(s) && !stopsForwarding(old.sess, s) {
+		f.mu.Unlock()
+		return
+	}
+	f.removeLocked(s.SEID)
+	f.mu.Unlock()
+	time.Sleep(quiesce)
+}
+
+func sendsEndMarker(s *rules.Session) bool {
+	for _, p := range s.PDRs {
+		if p != nil && p.FAR != nil && p.FAR.SendEndMarker {
+			return true
+		}
+	}
+	return false
+}
+
+// stopsForwarding reports whether a FAR of old that forwarded to a tunnel
+// no longer does in s (upfu's test of the same name).
+func stopsForwarding(old, s *rules.Session) bool {
+	for _, op := range old.PDRs {
+		of := op.FAR
+		if of == nil || of.Encap == nil || of.Action&rules.ActionForward == 0 {
+			continue
+		}
+		for _, p := range s.PDRs {
+			if nf := p.FAR; nf != nil && nf.ID == of.ID && (nf.Encap == nil || nf.Action&rules.ActionForward == 0 || *nf.Encap != *of.Encap) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Remove takes a session off the fast path; its usage since the last Sync
+// is folded (reports for thresholds crossed come with the next Sync).
+func (f *FastPath) Remove(seid uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.removeLocked(seid)
+}
+
+func (f *FastPath) removeLocked(seid uint64) {
+	in := f.sessions[seid]
+	if in == nil {
+		return
+	}
+	delete(f.sessions, seid)
+	f.withdraw(in)
+	if in.ue.IsValid() && f.ueOwn[in.ue] == seid {
+		f.objs.Ues.Delete(be32(in.ue))
+		delete(f.ueOwn, in.ue)
+	}
+	f.releaseLocked(in)
+}
+
+// Sync folds the usage the programs counted since the last Sync into the
+// sessions' rules.Counters and returns the usage reports (TS 29.244
+// §5.2.2.3.1 volume threshold) that the folded volume crossed, as upfu
+// raises them: the caller passes them to UPF-C like upfu's.
+func (f *FastPath) Sync() []Report {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for slot, st := range f.urrState {
+		f.foldLocked(slot, st)
+	}
+	out := f.pending
+	f.pending = nil
+	return out
+}
+
+func (f *FastPath) foldLocked(slot uint32, st *urrState) {
+	vals := make([]upfUsage, f.ncpu)
+	if err := f.objs.Urrs.Lookup(slot, &vals); err != nil {
+		f.log.Warn("xdp: reading URR counters", "slot", slot, "err", err)
+		return
+	}
+	var sum upfUsage
+	for _, v := range vals {
+		sum.UlPkts += v.UlPkts
+		sum.UlBytes += v.UlBytes
+		sum.DlPkts += v.DlPkts
+		sum.DlBytes += v.DlBytes
+	}
+	crossed := f.fold(st, rules.Uplink, sum.UlPkts-st.last.UlPkts, sum.UlBytes-st.last.UlBytes)
+	crossed = f.fold(st, rules.Downlink, sum.DlPkts-st.last.DlPkts, sum.DlBytes-st.last.DlBytes) || crossed
+	st.last = sum
+	if crossed {
+		u := st.c.Load()
+		f.pending = append(f.pending, Report{SEID: st.seid, Report: rules.Report{
+			Kind: rules.ReportUsage, PDRID: st.pdr, URRID: st.urr.ID,
+			Volume: u.Volume, ULPackets: u.ULPackets, DLPackets: u.DLPackets,
+		}})
+	}
+}
+
+// fold adds pkts packets of bytes bytes in all to the counters and
+// reports whether a threshold was crossed. rules.Counters counts one
+// packet per Add: the first carries the bytes, the others none.
+func (f *FastPath) fold(st *urrState, d rules.Direction, pkts, bytes uint64) bool {
+	if pkts == 0 {
+		return false
+	}
+	dirBytes, total := st.c.Add(d, int(bytes))
+	for range pkts - 1 {
+		st.c.Add(d, 0)
+	}
+	th := &st.urr.Threshold
+	dirTh := th.UL
+	if d == rules.Downlink {
+		dirTh = th.DL
+	}
+	return rules.Crossed(th.Total, total, int(bytes)) || rules.Crossed(dirTh, dirBytes, int(bytes))
+}
+
+// Stats are the fast path's counters.
+type Stats struct {
+	// Packets forwarded by the programs.
+	ForwardedUL, ForwardedDL uint64
+	// Passed to the host path, and dropped, by reason.
+	Passed, Dropped map[string]uint64
+	// Flow cache lookups.
+	FlowCacheHits, FlowCacheMisses uint64
+	// Sessions offloaded now; Installs that left a session to the host
+	// path because of its rules, and because a map was full.
+	Sessions            int
+	NotOffloaded        uint64
+	NotOffloadedMapFull uint64
+}
+
+// statNames are the programs' stat reasons (enum stat in bpf/upf.c).
+var statNames = [...]string{
+	"fwd-ul", "fwd-dl",
+	"not-ip", "mac", "ip-header", "fragment", "not-gtpu", "gtpu-message",
+	"gtpu-extension", "unknown-teid", "no-session", "inner", "no-pdr", "far",
+	"fib", "mtu", "ttl", "other",
+	"malformed", "far-drop", "gate-closed", "mbr",
+	"flow-hit", "flow-miss",
+}
+
+// Indices of enum stat.
+const (
+	stFwdUL    = 0
+	stFwdDL    = 1
+	stPassLast = 17 // ST_PASS_OTHER
+	stFlowHit  = 22
+	stFlowMiss = 23
+	stMax      = 24
+)
+
+// statNames must name every reason.
+var _ [stMax - len(statNames)]struct{}
+var _ [len(statNames) - stMax]struct{}
+
+// Stats sums the programs' per-CPU counters.
+func (f *FastPath) Stats() Stats {
+	st := Stats{Passed: map[string]uint64{}, Dropped: map[string]uint64{}}
+	vals := make([]uint64, f.ncpu)
+	for i := range uint32(stMax) {
+		if err := f.objs.Stats.Lookup(i, &vals); err != nil {
+			continue
+		}
+		var n uint64
+		for _, v := range vals {
+			n += v
+		}
+		switch {
+		case i == stFwdUL:
+			st.ForwardedUL = n
+		case i == stFwdDL:
+			st.ForwardedDL = n
+		case i == stFlowHit:
+			st.FlowCacheHits = n
+		case i == stFlowMiss:
+			st.FlowCacheMisses = n
+		case n == 0:
+		case i <= stPassLast:
+			st.Passed[statNames[i]] = n
+		default:
+			st.Dropped[statNames[i]] = n
+		}
+	}
+	f.mu.Lock()
+	st.Sessions = len(f.sessions)
+	st.NotOffloaded, st.NotOffloadedMapFull = f.notOffloaded, f.mapFull
+	f.mu.Unlock()
+	return st
+}

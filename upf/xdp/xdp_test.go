@@ -1,0 +1,586 @@
+package xdp
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/tern5g/tern/classify"
+	"github.com/tern5g/tern/gtpu"
+	"github.com/tern5g/tern/internal/ipv4pkt"
+	"github.com/tern5g/tern/upf/rules"
+	"github.com/tern5g/tern/upf/upfu"
+)
+
+// TestUplinkDecap: a G-PDU for an offloaded session leaves on N6 as its
+// inner packet, TTL decreased, behind an Ethernet header to the gateway.
+func TestUplinkDecap(t *testing.T) {
+	e := setup(t, nil)
+	e.install(session(sessOpts{}))
+	inner := udp4(ueIP, dnIP, 1234, 80, 200)
+	for _, pad := range []int{0, 7} { // trailing link padding is trimmed
+		frame := append(ulFrame(ulTEID, qfi, inner), make([]byte, pad)...)
+		act, out := e.ul(frame)
+		e.want(act, xdpRedirect)
+		want := ether(gwMAC, n6MAC, decTTL(inner))
+		if !bytes.Equal(out, want) {
+			t.Fatalf("pad %d: decapsulated frame differs:%s", pad, hexdiff(out, want))
+		}
+	}
+	if st := e.f.Stats(); st.ForwardedUL != 2 {
+		t.Fatalf("ForwardedUL %d, want 2", st.ForwardedUL)
+	}
+}
+
+// TestUplinkNoGateway: without a gateway the inner destination is routed.
+func TestUplinkNoGateway(t *testing.T) {
+	e := setup(t, func(c *Config) { c.N6[0].Gateway = netip.Addr{} })
+	e.install(session(sessOpts{}))
+	inner := udp4(ueIP, gwAddr, 1234, 80, 100) // on link: its own neighbour entry
+	act, out := e.ul(ulFrame(ulTEID, qfi, inner))
+	e.want(act, xdpRedirect)
+	if want := ether(gwMAC, n6MAC, decTTL(inner)); !bytes.Equal(out, want) {
+		t.Fatalf("frame differs:%s", hexdiff(out, want))
+	}
+	// No neighbour for an on-link address: the kernel resolves it.
+	act, _ = e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, netip.MustParseAddr("10.6.0.99"), 1234, 80, 100)))
+	e.want(act, xdpPass)
+	if e.stat("fib") != 1 {
+		t.Fatalf("stats %+v", e.f.Stats())
+	}
+}
+
+// TestDownlinkEncapMatchesUpfu: the GTP-U part of what upf_n6 sends is
+// byte for byte what upfu's downlink emits for the packet the kernel hands
+// it (TTL already decreased by the forwarding to the TUN device); the outer
+// headers are what the host path's UDP socket would send.
+func TestDownlinkEncapMatchesUpfu(t *testing.T) {
+	e := setup(t, nil)
+	s := session(sessOpts{qers: []*rules.QER{{ID: 1, QFI: 5, ULOpen: true, DLOpen: true}}})
+	e.install(s)
+
+	p, err := upfu.New(upfu.Config{N3Addr: n3Addr, NetworkInstances: []string{"internet"}, EchoInterval: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Install(session(sessOpts{qers: []*rules.QER{{ID: 1, QFI: 5, ULOpen: true, DLOpen: true}}}))
+	w := p.NewWorker()
+
+	for _, size := range []int{28, 100, 1400} {
+		inner := udp4(dnIP, ueIP, 80, 1234, size)
+		act, out := e.dl(dlFrame(inner))
+		e.want(act, xdpRedirect)
+
+		host := decTTL(inner)
+		buf := make([]byte, upfu.Headroom+len(host))
+		copy(buf[upfu.Headroom:], host)
+		res := w.Downlink([]upfu.Packet{{Buf: buf, Off: upfu.Headroom, Len: len(host)}}, nil)
+		if len(res) != 1 || res[0].Peer != gnb {
+			t.Fatalf("upfu: %+v", res)
+		}
+		if got, want := out[14+28:], res[0].Data(); !bytes.Equal(got, want) {
+			t.Fatalf("size %d: GTP-U differs from upfu's:%s", size, hexdiff(got, want))
+		}
+		if !bytes.Equal(out[:12], append(append([]byte(nil), gnbMAC...), n3MAC...)) {
+			t.Fatalf("Ethernet %x", out[:14])
+		}
+		o := out[14:]
+		if !ipv4pkt.ValidChecksum(o) {
+			t.Fatal("outer IPv4 checksum")
+		}
+		ip, err := ipv4pkt.ParseIPv4(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sport, dport := binary.BigEndian.Uint16(o[20:]), binary.BigEndian.Uint16(o[22:])
+		ulen, ucsum := binary.BigEndian.Uint16(o[24:]), binary.BigEndian.Uint16(o[26:])
+		if ip.Src != n3Addr || ip.Dst != gnbAddr || ip.Protocol != 17 || sport != gtpu.Port || dport != gtpu.Port ||
+			int(ulen) != len(o)-20 || ucsum != 0 ||
+			int(binary.BigEndian.Uint16(o[2:])) != len(o) || o[8] != 64 || o[6] != 0x40 {
+			t.Fatalf("outer headers %x (%+v)", o[:28], ip)
+		}
+		var h gtpu.Header
+		if err := gtpu.Parse(o[28:], &h); err != nil || h.QFI != 5 || h.TEID != dlTEID || h.PDUType != gtpu.PDUTypeDL {
+			t.Fatalf("GTP-U %+v %v", h, err)
+		}
+	}
+	if st := e.f.Stats(); st.ForwardedDL != 3 {
+		t.Fatalf("ForwardedDL %d", st.ForwardedDL)
+	}
+}
+
+// TestPass: what the programs leave to the host path.
+func TestPass(t *testing.T) {
+	e := setup(t, nil)
+	e.install(session(sessOpts{}))
+	inner := udp4(ueIP, dnIP, 1234, 80, 100)
+	good := ulFrame(ulTEID, qfi, inner)
+
+	withOptions := func() []byte {
+		// Outer IPv4 with a 4-byte option (NOP x4).
+		f := append([]byte(nil), good[:14]...)
+		ip := append([]byte(nil), good[14:34]...)
+		ip[0] = 0x46
+		binary.BigEndian.PutUint16(ip[2:], binary.BigEndian.Uint16(ip[2:])+4)
+		ip = append(ip, 1, 1, 1, 1)
+		binary.BigEndian.PutUint16(ip[10:], 0)
+		binary.BigEndian.PutUint16(ip[10:], ipv4pkt.Checksum(ip, 0))
+		return append(append(f, ip...), good[34:]...)
+	}
+	fragment := func() []byte {
+		f := append([]byte(nil), good...)
+		f[14+6] |= 0x20 // MF
+		binary.BigEndian.PutUint16(f[14+10:], 0)
+		binary.BigEndian.PutUint16(f[14+10:], ipv4pkt.Checksum(f[14:34], 0))
+		return f
+	}
+	innerTTL1 := func() []byte {
+		in := append([]byte(nil), inner...)
+		in[8] = 1
+		binary.BigEndian.PutUint16(in[10:], 0)
+		binary.BigEndian.PutUint16(in[10:], ipv4pkt.Checksum(in[:20], 0))
+		return ulFrame(ulTEID, qfi, in)
+	}
+	otherMAC := func() []byte {
+		f := append([]byte(nil), good...)
+		f[5] = 0x99
+		return f
+	}
+	badInnerCsum := func() []byte {
+		in := append([]byte(nil), inner...)
+		in[10] ^= 0xff
+		return ulFrame(ulTEID, qfi, in)
+	}
+	comprehensionRequired := func() []byte {
+		// An unknown extension header that must be understood (0xc1).
+		g := []byte{0x34, 255, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0xc1, 1, 0, 0, 0}
+		binary.BigEndian.PutUint32(g[4:], ulTEID)
+		g = append(g, inner...)
+		binary.BigEndian.PutUint16(g[2:], uint16(len(g)-8))
+		return gtpFrame(g)
+	}
+	dlContainer := gtpFrame(gtpu.AppendGPDU(nil, ulTEID, qfi, true, inner))
+	ipv6 := append([]byte{0x60, 0, 0, 0, 0, 0, 17, 64}, make([]byte, 32)...)
+
+	for _, c := range []struct {
+		name, stat string
+		frame      []byte
+	}{
+		{"unknown TEID", "unknown-teid", ulFrame(0x999, qfi, inner)},
+		{"TEID 0", "unknown-teid", ulFrame(0, qfi, inner)},
+		{"echo request", "gtpu-message", gtpFrame(gtpu.AppendEchoRequest(nil, 1))},
+		{"end marker", "gtpu-message", gtpFrame(gtpu.AppendEndMarker(nil, ulTEID))},
+		{"error indication", "gtpu-message", gtpFrame(gtpu.AppendErrorIndication(nil, &gtpu.ErrorIndication{TEID: 5, PeerAddr: []byte{1, 2, 3, 4}}))},
+		{"outer IP options", "ip-header", withOptions()},
+		{"outer fragment", "fragment", fragment()},
+		{"inner TTL 1", "ttl", innerTTL1()},
+		{"inner IPv6", "inner", ulFrame(ulTEID, qfi, ipv6)},
+		{"inner bad checksum", "inner", badInnerCsum()},
+		{"other MAC", "mac", otherMAC()},
+		{"other UDP port", "not-gtpu", ether(n3MAC, gnbMAC, udp4(gnbAddr, n3Addr, 2152, 2153, 100))},
+		{"other address", "not-gtpu", ether(n3MAC, gnbMAC, ipv4pkt.AppendUDP(nil, gnbAddr, n6Addr, 2152, 2152, gtpu.AppendGPDU(nil, ulTEID, qfi, false, inner)))},
+		{"comprehension-required extension", "gtpu-extension", comprehensionRequired()},
+		{"DL container on N3", "gtpu-extension", dlContainer},
+		{"ARP", "not-ip", append(append(append([]byte(nil), n3MAC...), gnbMAC...), 0x08, 0x06, 0, 1)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := e.stat(c.stat)
+			act, _ := e.ul(c.frame)
+			e.want(act, xdpPass)
+			if e.stat(c.stat) != before+1 {
+				t.Fatalf("%q not counted: %+v", c.stat, e.f.Stats())
+			}
+		})
+	}
+}
+
+// TestMalformed: G-PDUs that upfu would drop as malformed are dropped
+// and counted.
+func TestMalformed(t *testing.T) {
+	e := setup(t, nil)
+	e.install(session(sessOpts{}))
+	inner := udp4(ueIP, dnIP, 1234, 80, 100)
+	g := gtpu.AppendGPDU(nil, ulTEID, qfi, false, inner)
+
+	long := append([]byte(nil), g...)
+	binary.BigEndian.PutUint16(long[2:], uint16(len(g))) // 8 more than there are
+	zeroExt := append([]byte(nil), g...)
+	zeroExt[12] = 0 // extension length 0
+	overExt := append([]byte(nil), g...)
+	overExt[12] = 0xff                                 // runs past the message
+	short := []byte{0x34, 255, 0, 2, 0, 0, 1, 0, 0, 0} // optional fields cut
+
+	for i, m := range [][]byte{long, zeroExt, overExt, short} {
+		act, _ := e.ul(gtpFrame(m))
+		if act != xdpDrop {
+			t.Fatalf("case %d: %s", i, action(act))
+		}
+	}
+	if n := e.stat("malformed"); n != 4 {
+		t.Fatalf("malformed %d", n)
+	}
+	// Truncated below the GTP-U header: the UDP length says 8.
+	act, _ := e.ul(gtpFrame(nil))
+	e.want(act, xdpDrop)
+}
+
+// TestQFIMatch: a PDR for one QoS flow matches only its QFI.
+func TestQFIMatch(t *testing.T) {
+	e := setup(t, nil)
+	e.install(session(sessOpts{ulRules: []classify.Rule{{ID: 0, Precedence: 100,
+		Has: classify.FieldSourceInterface | classify.FieldTEID | classify.FieldQFI, TEID: ulTEID, QFI: 5}}}))
+	inner := udp4(ueIP, dnIP, 1234, 80, 100)
+	act, _ := e.ul(ulFrame(ulTEID, qfi, inner))
+	e.want(act, xdpPass)
+	if e.stat("no-pdr") != 1 {
+		t.Fatalf("stats %+v", e.f.Stats())
+	}
+	act, _ = e.ul(ulFrame(ulTEID, 5, inner))
+	e.want(act, xdpRedirect)
+	// Without a PDU Session Container the QFI is 0.
+	act, _ = e.ul(gtpFrame(append([]byte{0x30, 255, 0, byte(len(inner)), 0, 0, 1, 0}, inner...)))
+	e.want(act, xdpPass)
+}
+
+// TestFARDrop: a FAR that drops drops, counted, both ways.
+func TestFARDrop(t *testing.T) {
+	e := setup(t, nil)
+	e.install(session(sessOpts{ulFAR: rules.ActionDrop, dlFAR: rules.ActionDrop}))
+	act, _ := e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
+	e.want(act, xdpDrop)
+	act, _ = e.dl(dlFrame(udp4(dnIP, ueIP, 2, 1, 100)))
+	e.want(act, xdpDrop)
+	if n := e.stat("far-drop"); n != 2 {
+		t.Fatalf("far-drop %d", n)
+	}
+}
+
+// TestBufferingFARPasses: a buffering FAR (paging, handover) leaves the
+// packets to the host path, which buffers them.
+func TestBufferingFARPasses(t *testing.T) {
+	e := setup(t, nil)
+	e.install(session(sessOpts{dlFAR: rules.ActionBuffer | rules.ActionNotifyCP}))
+	act, _ := e.dl(dlFrame(udp4(dnIP, ueIP, 2, 1, 100)))
+	e.want(act, xdpPass)
+	if e.stat("far") != 1 {
+		t.Fatalf("stats %+v", e.f.Stats())
+	}
+	// Other addresses on N6 are none of the fast path's business.
+	act, _ = e.dl(dlFrame(udp4(dnIP, netip.MustParseAddr("10.60.0.2"), 2, 1, 100)))
+	e.want(act, xdpPass)
+}
+
+// TestGateClosed: a closed gate drops, counted, in its direction only.
+func TestGateClosed(t *testing.T) {
+	e := setup(t, nil)
+	e.install(session(sessOpts{qers: []*rules.QER{{ID: 1, ULOpen: false, DLOpen: true}}}))
+	act, _ := e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
+	e.want(act, xdpDrop)
+	act, _ = e.dl(dlFrame(udp4(dnIP, ueIP, 2, 1, 100)))
+	e.want(act, xdpRedirect)
+	if n := e.stat("gate-closed"); n != 1 {
+		t.Fatalf("gate-closed %d", n)
+	}
+}
+
+// TestMBR: the kernel's token bucket lets the burst through, then drops.
+func TestMBR(t *testing.T) {
+	e := setup(t, nil)
+	// 1000 bytes/s with a burst of 3000: three 1000-byte packets pass.
+	tb := rules.NewTokenBucket(1000, 3000)
+	e.install(session(sessOpts{qers: []*rules.QER{{ID: 1, ULOpen: true, DLOpen: true, MBRUL: tb}}}))
+	frame := ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1, 2, 1000))
+	for i := range 3 {
+		act, _ := e.ul(frame)
+		if act != xdpRedirect {
+			t.Fatalf("packet %d: %s", i, action(act))
+		}
+	}
+	act, _ := e.ul(frame)
+	e.want(act, xdpDrop)
+	if n := e.stat("mbr"); n != 1 {
+		t.Fatalf("mbr %d", n)
+	}
+	// Downlink has no MBR.
+	for range 5 {
+		act, _ := e.dl(dlFrame(udp4(dnIP, ueIP, 2, 1, 1000)))
+		e.want(act, xdpRedirect)
+	}
+	// The bucket keeps its slot and state across snapshots.
+	e.install(session(sessOpts{qers: []*rules.QER{{ID: 1, ULOpen: true, DLOpen: true, MBRUL: tb}}}))
+	act, _ = e.ul(frame)
+	e.want(act, xdpDrop)
+}
+
+// TestURRSync: usage counted in the kernel reaches the session's
+// counters with Sync, with a report when a threshold is crossed.
+func TestURRSync(t *testing.T) {
+	e := setup(t, nil)
+	u := &rules.URR{ID: 7, Counters: &rules.Counters{}, Threshold: rules.Volume{Total: 500}}
+	e.install(session(sessOpts{urrs: []*rules.URR{u}}))
+	for range 3 {
+		act, _ := e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
+		e.want(act, xdpRedirect)
+	}
+	if r := e.f.Sync(); len(r) != 0 {
+		t.Fatalf("reports %+v before the threshold", r)
+	}
+	got := u.Counters.Load()
+	if got.ULPackets != 3 || got.Volume.UL != 300 || got.Volume.Total != 300 {
+		t.Fatalf("usage %+v", got)
+	}
+	for range 2 {
+		act, _ := e.dl(dlFrame(udp4(dnIP, ueIP, 2, 1, 150)))
+		e.want(act, xdpRedirect)
+	}
+	r := e.f.Sync()
+	if len(r) != 1 || r[0].SEID != seid || r[0].Kind != rules.ReportUsage || r[0].URRID != 7 ||
+		r[0].Volume != (rules.Volume{Total: 600, UL: 300, DL: 300}) || r[0].ULPackets != 3 || r[0].DLPackets != 2 {
+		t.Fatalf("reports %+v", r)
+	}
+	if r := e.f.Sync(); len(r) != 0 {
+		t.Fatalf("reports %+v after", r)
+	}
+	// Remove folds what was counted since.
+	e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
+	e.f.Remove(seid)
+	if got := u.Counters.Load(); got.ULPackets != 4 || got.Volume.Total != 700 {
+		t.Fatalf("usage after Remove %+v", got)
+	}
+}
+
+// TestRemove: a removed session's packets go to the host path.
+func TestRemove(t *testing.T) {
+	e := setup(t, nil)
+	e.install(session(sessOpts{}))
+	e.f.Remove(seid)
+	act, _ := e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
+	e.want(act, xdpPass)
+	act, _ = e.dl(dlFrame(udp4(dnIP, ueIP, 2, 1, 100)))
+	e.want(act, xdpPass)
+	if st := e.f.Stats(); st.Sessions != 0 || st.Passed["unknown-teid"] != 1 || st.Passed["no-session"] != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestMapFull: a session that does not fit stays on the host path.
+func TestMapFull(t *testing.T) {
+	e := setup(t, func(c *Config) { c.MaxSessions = 2 })
+	for i := range 2 {
+		e.install(session(sessOpts{seid: uint64(i + 1), ulTEID: uint32(i + 1), ue: netip.AddrFrom4([4]byte{10, 60, 0, byte(i + 1)})}))
+	}
+	if e.f.Install(session(sessOpts{seid: 3, ulTEID: 3, ue: netip.AddrFrom4([4]byte{10, 60, 0, 3})})) {
+		t.Fatal("third session offloaded into maps of two")
+	}
+	if st := e.f.Stats(); st.Sessions != 2 || st.NotOffloadedMapFull != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	act, _ := e.ul(ulFrame(3, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
+	e.want(act, xdpPass)
+	// Replacing an installed session still works.
+	e.install(session(sessOpts{seid: 2, ulTEID: 2, ue: netip.AddrFrom4([4]byte{10, 60, 0, 2})}))
+}
+
+// TestNotOffloadable: rules beyond the programs keep the whole session on
+// the host path, and take an installed one off.
+func TestNotOffloadable(t *testing.T) {
+	e := setup(t, nil)
+	e.install(session(sessOpts{}))
+	s := session(sessOpts{ulRules: []classify.Rule{{ID: 0, Precedence: 100,
+		Has: classify.FieldTEID | classify.FieldAppID, TEID: ulTEID, AppID: 3}}})
+	if e.f.Install(s) {
+		t.Fatal("application ID rule offloaded")
+	}
+	act, _ := e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
+	e.want(act, xdpPass)
+	if st := e.f.Stats(); st.Sessions != 0 || st.NotOffloaded != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestSDFAndFlowCache: SDF filters in precedence order, the flow cache
+// remembers the match, and an Install invalidates it.
+func TestSDFAndFlowCache(t *testing.T) {
+	e := setup(t, nil)
+	web := classify.PrefixFromNetip(netip.MustParsePrefix("8.8.8.0/24"))
+	s := session(sessOpts{ulRules: []classify.Rule{
+		// PDR 0 (forward) for UDP to 8.8.8.0/24 ports 50-90; the rest
+		// matches nothing (no catch-all): host path.
+		{ID: 0, Precedence: 10, Has: classify.FieldTEID | classify.FieldProto | classify.FieldDstPort,
+			TEID: ulTEID, Proto: 17, DstIP: web, DstPort: classify.PortRange{Lo: 50, Hi: 90}},
+	}})
+	e.install(s)
+	for i := range 3 {
+		act, _ := e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1234, 80, 100)))
+		if act != xdpRedirect {
+			t.Fatalf("packet %d: %s", i, action(act))
+		}
+	}
+	act, _ := e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1234, 91, 100)))
+	e.want(act, xdpPass)
+	act, _ = e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, netip.MustParseAddr("9.9.9.9"), 1234, 80, 100)))
+	e.want(act, xdpPass)
+	st := e.f.Stats()
+	if st.FlowCacheMisses != 3 || st.FlowCacheHits != 2 {
+		t.Fatalf("flow cache hits %d misses %d", st.FlowCacheHits, st.FlowCacheMisses)
+	}
+	// The same flow after a rule change: PDR 1 drops port 80.
+	s2 := session(sessOpts{ulRules: []classify.Rule{
+		{ID: 0, Precedence: 10, Has: classify.FieldTEID | classify.FieldProto | classify.FieldDstPort,
+			TEID: ulTEID, Proto: 17, DstIP: web, DstPort: classify.PortRange{Lo: 50, Hi: 90}},
+	}, ulFAR: rules.ActionDrop})
+	e.install(s2)
+	act, _ = e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1234, 80, 100)))
+	e.want(act, xdpDrop)
+	if st := e.f.Stats(); st.FlowCacheMisses != 4 {
+		t.Fatalf("flow cache misses %d after Install", st.FlowCacheMisses)
+	}
+}
+
+// TestPrecedence: the first rule in precedence order wins; the UE IP
+// address IE checks the inner source uplink.
+func TestPrecedence(t *testing.T) {
+	e := setup(t, nil)
+	s := session(sessOpts{})
+	drop := &rules.PDR{ID: 3, Precedence: 50, Source: rules.InterfaceAccess, FAR: &rules.FAR{ID: 3, Action: rules.ActionDrop}}
+	s.PDRs = append(s.PDRs, drop)
+	s.UplinkRules = []classify.Rule{
+		{ID: 0, Precedence: 100, Has: classify.FieldTEID, TEID: ulTEID, UEIP: classify.PrefixFromNetip(netip.PrefixFrom(ueIP, 32))},
+		{ID: 2, Precedence: 50, Has: classify.FieldTEID | classify.FieldProto, TEID: ulTEID, Proto: 6},
+	}
+	e.install(s)
+	act, _ := e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
+	e.want(act, xdpRedirect)
+	tcp := udp4(ueIP, dnIP, 1, 2, 100)
+	tcp[9] = 6
+	binary.BigEndian.PutUint16(tcp[10:], 0)
+	binary.BigEndian.PutUint16(tcp[10:], ipv4pkt.Checksum(tcp[:20], 0))
+	act, _ = e.ul(ulFrame(ulTEID, qfi, tcp))
+	e.want(act, xdpDrop)
+	// Another inner source than the UE's: no PDR.
+	act, _ = e.ul(ulFrame(ulTEID, qfi, udp4(netip.MustParseAddr("10.60.0.9"), dnIP, 1, 2, 100)))
+	e.want(act, xdpPass)
+}
+
+// TestDownlinkNoNeighbour: a gNB whose MAC is unknown gets its packets
+// through the kernel, which resolves it.
+func TestDownlinkNoNeighbour(t *testing.T) {
+	e := setup(t, nil)
+	e.install(session(sessOpts{peer: netip.MustParseAddrPort("10.3.0.3:2152")}))
+	act, _ := e.dl(dlFrame(udp4(dnIP, ueIP, 2, 1, 100)))
+	e.want(act, xdpPass)
+	if e.stat("fib") != 1 {
+		t.Fatalf("stats %+v", e.f.Stats())
+	}
+	// Too big for N3 once encapsulated.
+	e.install(session(sessOpts{}))
+	act, _ = e.dl(dlFrame(udp4(dnIP, ueIP, 2, 1, 1480)))
+	e.want(act, xdpPass)
+	if e.stat("mtu") != 1 {
+		t.Fatalf("stats %+v", e.f.Stats())
+	}
+}
+
+// TestPrepare: a snapshot that moves the tunnel with End Markers takes the
+// session off the fast path until Install.
+func TestPrepare(t *testing.T) {
+	e := setup(t, nil)
+	e.install(session(sessOpts{}))
+	next := session(sessOpts{peer: netip.MustParseAddrPort("10.3.0.2:2153")})
+	next.PDRs[1].FAR.SendEndMarker = true
+	e.f.Prepare(next)
+	act, _ := e.dl(dlFrame(udp4(dnIP, ueIP, 2, 1, 100)))
+	e.want(act, xdpPass)
+	e.install(next)
+	act, out := e.dl(dlFrame(udp4(dnIP, ueIP, 2, 1, 100)))
+	e.want(act, xdpRedirect)
+	if binary.BigEndian.Uint16(out[14+22:]) != 2153 {
+		t.Fatalf("UDP destination port %d", binary.BigEndian.Uint16(out[14+22:]))
+	}
+}
+
+// TestSharedInterface: one interface that is N3 and N6 at once gets
+// upf_n3, which runs the downlink for what is not GTP-U to the N3 address.
+func TestSharedInterface(t *testing.T) {
+	e := setup(t, func(c *Config) { c.N6 = []Port{{NetworkInstance: "internet", Iface: "n3", Gateway: gnbAddr}} })
+	sh(t, "ip -n "+e.ns+" route replace default via 10.3.0.2 dev n3")
+	e.install(session(sessOpts{}))
+	inner := udp4(ueIP, dnIP, 1234, 80, 100)
+	act, out := e.ul(ulFrame(ulTEID, qfi, inner))
+	e.want(act, xdpRedirect)
+	if want := ether(gnbMAC, n3MAC, decTTL(inner)); !bytes.Equal(out, want) {
+		t.Fatalf("uplink differs:%s", hexdiff(out, want))
+	}
+	act, out = e.ul(ether(n3MAC, gnbMAC, udp4(dnIP, ueIP, 80, 1234, 100)))
+	e.want(act, xdpRedirect)
+	var h gtpu.Header
+	if err := gtpu.Parse(out[14+28:], &h); err != nil || h.TEID != dlTEID {
+		t.Fatalf("downlink %+v %v", h, err)
+	}
+	// Neither: counted once.
+	act, _ = e.ul(ether(n3MAC, gnbMAC, udp4(dnIP, n3Addr, 80, 1234, 100)))
+	e.want(act, xdpPass)
+	if st := e.f.Stats(); st.Passed["no-session"] != 1 || st.Passed["not-gtpu"] != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestUplinkRoutedElsewhere: an inner destination that the kernel does
+// not route out of the FAR's N6 port (a local address, another UE pool
+// behind a TUN device) is the host path's, with or without a gateway.
+func TestUplinkRoutedElsewhere(t *testing.T) {
+	for _, gw := range []netip.Addr{gwAddr, {}} {
+		e := setup(t, func(c *Config) { c.N6[0].Gateway = gw })
+		sh(t, "ip -n "+e.ns+" link add pool type veth peer name poolp", "ip -n "+e.ns+" link set pool up", "ip -n "+e.ns+" link set poolp up",
+			"ip -n "+e.ns+" route add 10.61.0.0/16 dev pool")
+		e.install(session(sessOpts{}))
+		for _, dst := range []string{"10.6.0.1", "10.3.0.1", "10.61.0.5", "127.0.0.1"} {
+			act, _ := e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, netip.MustParseAddr(dst), 1, 2, 100)))
+			if act != xdpPass {
+				t.Fatalf("gateway %v, inner destination %s: %s", gw, dst, action(act))
+			}
+		}
+		act, _ := e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
+		e.want(act, xdpRedirect)
+	}
+}
+
+// TestObjectFresh: the committed BPF object was generated from the
+// committed C (make bpf regenerates both the object and the digest).
+func TestObjectFresh(t *testing.T) {
+	src, err := os.ReadFile("bpf/upf.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("bpf/upf.c.sha256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprintf("%x", sha256.Sum256(src)); got != strings.TrimSpace(string(want)) {
+		t.Fatalf("bpf/upf.c changed since upf_bpfel.o was generated: run make bpf")
+	}
+}
+
+// TestPrepareStopsForwarding: a snapshot whose FAR turns from forwarding
+// to buffering (handover, paging) takes the session off the fast path
+// before the host path installs it.
+func TestPrepareStopsForwarding(t *testing.T) {
+	e := setup(t, nil)
+	e.install(session(sessOpts{}))
+	next := session(sessOpts{dlFAR: rules.ActionBuffer})
+	e.f.Prepare(next)
+	if st := e.f.Stats(); st.Sessions != 0 {
+		t.Fatalf("still offloaded: %+v", st)
+	}
+	// A snapshot that changes nothing on the way leaves it alone.
+	e.install(session(sessOpts{}))
+	e.f.Prepare(session(sessOpts{}))
+	if st := e.f.Stats(); st.Sessions != 1 {
+		t.Fatalf("taken off: %+v", st)
+	}
+}
