@@ -32,7 +32,7 @@ import (
 // pass-through program there, as a physical NIC would need nothing.
 
 // conformanceDrivers are the drivers the suite runs on.
-var conformanceDrivers = []string{upf.DriverPortable, upf.DriverAFXDP}
+var conformanceDrivers = []string{upf.DriverPortable, upf.DriverAFXDP, upf.DriverXDP}
 
 // Addresses of the bed (lab's, see lab.go).
 var (
@@ -326,6 +326,11 @@ func (b *bed) driverCarried(before, after upf.Stats, n uint64) error {
 			if rx, tx := y.Rx-x.Rx, y.Tx-x.Tx; rx != n || tx != n {
 				return fmt.Errorf("AF_XDP on %s received %d and sent %d of the %d packets each way (fallback %d)", name, rx, tx, n, y.Fallback-x.Fallback)
 			}
+		}
+	case upf.DriverXDP:
+		x, y := before.XDP, after.XDP
+		if ul, dl := y.ForwardedUL-x.ForwardedUL, y.ForwardedDL-x.ForwardedDL; ul != n || dl != n {
+			return fmt.Errorf("the XDP programs forwarded %d up and %d down of %d each way; passed %v", ul, dl, n, y.Passed)
 		}
 	case upf.DriverPortable:
 		if ul, dl := after.Pipeline.ULPackets-before.Pipeline.ULPackets, after.Pipeline.DLPackets-before.Pipeline.DLPackets; ul != n || dl != n {

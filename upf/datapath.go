@@ -6,11 +6,10 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/tern5g/tern/upf/rules"
 	"github.com/tern5g/tern/upf/upfc"
 	"github.com/tern5g/tern/upf/upfu"
+	"github.com/tern5g/tern/upf/xdp"
 )
 
 // The data path UPF-C programs. Every driver executes the same compiled
@@ -32,19 +31,28 @@ import (
 
 // offload is a fast path in front of the pipeline (upf/xdp.FastPath).
 type offload interface {
+	// Prepare readies the offload for s replacing the session's current
+	// snapshot: where the pipeline must send End Markers after the last
+	// packet on an old tunnel, or promises that nothing more goes to a
+	// tunnel the session stops forwarding to, the offload withdraws the
+	// session and waits out its packets in flight.
+	Prepare(s *rules.Session)
 	// Install executes s in the fast path if it can and reports whether
 	// it does; a session it cannot execute is withdrawn from it.
 	Install(s *rules.Session) bool
+	// Remove withdraws a session, adding its last counts in.
 	Remove(seid uint64)
 	// Sync adds the usage counted since the last Sync to the sessions'
-	// rules.Counters and raises the reports the additions call for.
-	Sync()
+	// rules.Counters and returns the usage reports that calls for.
+	Sync() []xdp.Report
 }
 
 type dataPath struct {
 	pipe    *upfu.Pipeline
 	shaping bool // Config.ShapingDelay: MBRs are shaped in the pipeline
 	log     *slog.Logger
+
+	report func(seid uint64, r rules.Report) // UPF-C's Report
 
 	mu        sync.Mutex
 	fast      offload                   // nil: none attached
@@ -66,28 +74,21 @@ func newDataPath(pipe *upfu.Pipeline, shaping bool, log *slog.Logger) *dataPath 
 func (d *dataPath) Install(s *rules.Session) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	old := d.sessions[s.SEID]
 	d.sessions[s.SEID] = s
 	if d.fast == nil {
 		d.pipe.Install(s)
 		return
 	}
-	can := d.offloadable(s)
-	if d.offloaded[s.SEID] && (!can || holds(old, s)) {
-		// The pipeline's Install promises that when it returns no packet
-		// is still on its way to a tunnel the session stopped forwarding
-		// to, and that an End Marker follows the last packet on the old
-		// tunnel (upfu.Pipeline.Install). For the packets the offload
-		// forwards, that takes withdrawing the session from it and
-		// waiting out the program runs that still read the old rules.
-		d.fast.Remove(s.SEID)
-		d.offloaded[s.SEID] = false
-		synchronizeRCU()
-	}
+	// The pipeline's Install promises that when it returns no packet is
+	// still on its way to a tunnel the session stopped forwarding to,
+	// and that an End Marker follows the last packet on an old tunnel
+	// (upfu.Pipeline.Install); Prepare keeps those promises for the
+	// offload's packets.
+	d.fast.Prepare(s)
 	d.pipe.Install(s)
-	if can {
-		d.offloaded[s.SEID] = d.fast.Install(s)
-	}
+	// After the pipeline's Install: a buffer it drains goes out before
+	// the offload forwards anything newer.
+	d.offloaded[s.SEID] = d.offloadable(s) && d.fast.Install(s)
 }
 
 // Remove implements upfc.DataPath.
@@ -97,8 +98,8 @@ func (d *dataPath) Remove(seid uint64) {
 	delete(d.sessions, seid)
 	if d.fast != nil && d.offloaded[seid] {
 		d.fast.Remove(seid) // adds the session's last counts in
-		delete(d.offloaded, seid)
 	}
+	delete(d.offloaded, seid)
 	d.pipe.Remove(seid)
 }
 
@@ -107,7 +108,9 @@ func (d *dataPath) FlushUsage(uint64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.fast != nil {
-		d.fast.Sync()
+		for _, r := range d.fast.Sync() {
+			d.report(r.SEID, r.Report)
+		}
 	}
 }
 
@@ -131,32 +134,6 @@ func (d *dataPath) offloadable(s *rules.Session) bool {
 		}
 	}
 	return true
-}
-
-// holds reports whether replacing old with s must wait for packets in
-// flight: a FAR sends an End Marker, or stops forwarding to a tunnel.
-func holds(old, s *rules.Session) bool {
-	for _, p := range s.PDRs {
-		if p.FAR != nil && p.FAR.SendEndMarker {
-			return true
-		}
-	}
-	if old == nil {
-		return false
-	}
-	for _, op := range old.PDRs {
-		of := op.FAR
-		if of == nil || of.Encap == nil || of.Action&rules.ActionForward == 0 {
-			continue
-		}
-		for _, p := range s.PDRs {
-			if f := p.FAR; f != nil && f.ID == of.ID &&
-				(f.Encap == nil || f.Action&rules.ActionForward == 0 || *f.Encap != *of.Encap) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // attach puts the offload in front of the pipeline and gives it the
@@ -214,18 +191,5 @@ func (d *dataPath) syncEvery(ctx context.Context, interval time.Duration) {
 		case <-t.C:
 			d.FlushUsage(0)
 		}
-	}
-}
-
-// synchronizeRCU returns once every XDP program run that started before
-// it has ended, its redirected frames flushed: XDP runs inside an RCU
-// read-side section (the NAPI poll, with its xdp_do_flush), and
-// membarrier(MEMBARRIER_CMD_GLOBAL) is synchronize_rcu() for user space.
-// Where the kernel refuses it (nohz_full CPUs) a pause far longer than a
-// NAPI poll stands in.
-func synchronizeRCU() {
-	const membarrierCmdGlobal = 1
-	if _, _, errno := unix.Syscall(unix.SYS_MEMBARRIER, membarrierCmdGlobal, 0, 0); errno != 0 {
-		time.Sleep(2 * time.Millisecond)
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/tern5g/tern/upf/afxdp"
 	"github.com/tern5g/tern/upf/portable"
 	"github.com/tern5g/tern/upf/upfu"
+	"github.com/tern5g/tern/upf/xdp"
 )
 
 // ioDriver moves packets between the interfaces and the pipeline, and is
@@ -149,8 +151,59 @@ func (u *UPF) n3Iface() (string, error) {
 	return "", fmt.Errorf("no interface holds the N3 address %v (set n3Iface)", a)
 }
 
-// openXDP opens the xdp driver: the portable driver as the host path and
-// the XDP offload in front of the pipeline (see datapath.go).
+// openXDP opens the xdp driver: the XDP offload on the N3 interface and
+// every N6 that has one, in front of the pipeline, and the portable
+// driver as the host path that the programs pass everything else to.
 func (u *UPF) openXDP(context.Context) (ioDriver, error) {
-	return nil, errors.New("the XDP offload is not built into this UPF")
+	n3if, err := u.n3Iface()
+	if err != nil {
+		return nil, err
+	}
+	var ports []xdp.Port
+	for i, c := range u.cfg.N6 {
+		if c.Iface == "" {
+			continue // the DNN's traffic stays on the host path
+		}
+		gw, err := u.gateway(i)
+		if err != nil {
+			return nil, err
+		}
+		ports = append(ports, xdp.Port{NetworkInstance: c.DNN, Iface: c.Iface, Gateway: gw})
+	}
+	if len(ports) == 0 {
+		return nil, errors.New("no n6 entry has an iface: the fast path would forward nothing")
+	}
+	fp, err := xdp.Load(xdp.Config{N3Iface: n3if, N3Addr: u.n3.Addr(), N6: ports, Logger: u.log.With("part", "xdp")})
+	if err != nil {
+		return nil, err
+	}
+	host, err := u.openPortable()
+	if err != nil {
+		fp.Close()
+		return nil, fmt.Errorf("host path: %w", err)
+	}
+	return &xdpDriver{Driver: host, fast: fp, dp: u.dp}, nil
+}
+
+// xdpDriver is the xdp driver: the portable driver's I/O for the host
+// path, with the offload attached to the data path while it runs.
+type xdpDriver struct {
+	*portable.Driver
+	fast *xdp.FastPath
+	dp   *dataPath
+}
+
+// syncInterval is how often the offload's usage counts are added in: a
+// volume threshold is noticed within about that.
+const syncInterval = 100 * time.Millisecond
+
+func (x *xdpDriver) Start(ctx context.Context) {
+	x.Driver.Start(ctx)
+	x.dp.attach(x.fast)
+	go x.dp.syncEvery(ctx, syncInterval)
+}
+
+func (x *xdpDriver) Close() error {
+	x.dp.detach()
+	return errors.Join(x.fast.Close(), x.Driver.Close())
 }

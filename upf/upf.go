@@ -19,6 +19,7 @@ import (
 	"github.com/tern5g/tern/upf/portable"
 	"github.com/tern5g/tern/upf/upfc"
 	"github.com/tern5g/tern/upf/upfu"
+	"github.com/tern5g/tern/upf/xdp"
 )
 
 // Config configures a UPF.
@@ -357,6 +358,7 @@ func New(cfg Config, logger *slog.Logger) (*UPF, error) {
 	u.dp = newDataPath(u.pipe, cfg.ShapingDelay > 0, logger.With("part", "data-path"))
 	u.upfc = upfc.New(upfc.Config{NodeID: nodeID, N3Addr: n3.Addr(), NetworkInstances: names, NoSessionTables: global,
 		RecoveryTime: recovery}, u.dp, logger.With("part", "upf-c"))
+	u.dp.report = u.upfc.Report
 	u.pipe.SetReporter(u.upfc)
 	u.pipe.SetPathReporter(u.upfc)
 	return u, nil
@@ -469,6 +471,10 @@ type Stats struct {
 	Driver DriverStats
 	// AFXDP: the afxdp driver's own counters (rings, queues, fallbacks).
 	AFXDP *afxdp.Stats `json:",omitempty"`
+	// XDP: the xdp driver's offload (forwarded, passed to the host path
+	// and dropped by reason, flow cache, sessions offloaded); Driver and
+	// Pipeline count its host path.
+	XDP *xdp.Stats `json:",omitempty"`
 	// Control: what UPF-C holds (sessions, rules, reports).
 	Control upfc.Stats
 }
@@ -479,10 +485,17 @@ func (u *UPF) Stats() Stats {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	st.DriverName = u.driver
+	portableCounts := func(d *portable.Driver) DriverStats {
+		ps := d.Stats()
+		return DriverStats{N3Rx: ps.N3Rx, N3Tx: ps.N3Tx, N6Rx: ps.N6Rx, N6Tx: ps.N6Tx, RxErrors: ps.RxErrors, TxErrors: ps.TxErrors}
+	}
 	switch d := u.drv.(type) {
 	case *portable.Driver:
-		ps := d.Stats()
-		st.Driver = DriverStats{N3Rx: ps.N3Rx, N3Tx: ps.N3Tx, N6Rx: ps.N6Rx, N6Tx: ps.N6Tx, RxErrors: ps.RxErrors, TxErrors: ps.TxErrors}
+		st.Driver = portableCounts(d)
+	case *xdpDriver:
+		st.Driver = portableCounts(d.Driver)
+		xs := d.fast.Stats()
+		st.XDP = &xs
 	case *afxdp.Driver:
 		as := d.Stats()
 		st.AFXDP = &as

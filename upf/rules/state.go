@@ -81,6 +81,20 @@ func (c *Counters) Add(d Direction, n int) (dirBytes, totalBytes uint64) {
 	return dirBytes, c.totalBytes.Add(uint64(n))
 }
 
+// AddN counts pkts packets of bytes bytes in all in direction d, counted
+// elsewhere (an offload's per-CPU counters) and added in at once, and
+// returns the byte counts like Add.
+func (c *Counters) AddN(d Direction, pkts, bytes uint64) (dirBytes, totalBytes uint64) {
+	if d == Uplink {
+		c.ulPackets.Add(pkts)
+		dirBytes = c.ulBytes.Add(bytes)
+	} else {
+		c.dlPackets.Add(pkts)
+		dirBytes = c.dlBytes.Add(bytes)
+	}
+	return dirBytes, c.totalBytes.Add(bytes)
+}
+
 // Usage is a snapshot of Counters.
 type Usage struct {
 	Volume               Volume

@@ -104,6 +104,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 
 	"github.com/tern5g/tern/classify"
 	"github.com/tern5g/tern/upf/rules"
@@ -135,14 +136,21 @@ const (
 // maps: 100,000 sessions and headroom.
 const DefaultMaxSessions = 131072
 
-// quiesce is how long Prepare waits for programs that may still run with
-// a session's old rules. XDP programs run in NAPI polls under RCU: a map
-// update is seen by every program that starts after it, and a program
-// that started before ends within its poll, whose redirected frames are
-// flushed when the poll ends; a poll is bounded by net.core.
-// netdev_budget_usecs (2 ms by default). There is no system call that
-// waits for that, so Prepare sleeps past it.
-const quiesce = 5 * time.Millisecond
+// waitPrograms returns once every program run that started before it has
+// ended. XDP programs run in NAPI polls, inside an RCU read-side section
+// that also covers the flush of their redirected frames at the end of the
+// poll: a map update is seen by every run that starts after it, and
+// synchronize_rcu() waits for the runs that started before.
+// membarrier(MEMBARRIER_CMD_GLOBAL) is synchronize_rcu() for user space.
+// Where the kernel refuses it (nohz_full CPUs), a pause longer than a
+// poll's time budget (net.core.netdev_budget_usecs, 2 ms by default)
+// stands in.
+func waitPrograms() {
+	const membarrierCmdGlobal = 1
+	if _, _, errno := unix.Syscall(unix.SYS_MEMBARRIER, membarrierCmdGlobal, 0, 0); errno != 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
 
 // Port is an N6 interface.
 type Port struct {
@@ -978,7 +986,7 @@ func (f *FastPath) Prepare(s *rules.Session) {
 	}
 	f.removeLocked(s.SEID)
 	f.mu.Unlock()
-	time.Sleep(quiesce)
+	waitPrograms()
 }
 
 func sendsEndMarker(s *rules.Session) bool {
@@ -1057,35 +1065,26 @@ func (f *FastPath) foldLocked(slot uint32, st *urrState) {
 		sum.DlPkts += v.DlPkts
 		sum.DlBytes += v.DlBytes
 	}
-	crossed := f.fold(st, rules.Uplink, sum.UlPkts-st.last.UlPkts, sum.UlBytes-st.last.UlBytes)
-	crossed = f.fold(st, rules.Downlink, sum.DlPkts-st.last.DlPkts, sum.DlBytes-st.last.DlBytes) || crossed
+	why := f.fold(st, rules.Uplink, sum.UlPkts-st.last.UlPkts, sum.UlBytes-st.last.UlBytes) |
+		f.fold(st, rules.Downlink, sum.DlPkts-st.last.DlPkts, sum.DlBytes-st.last.DlBytes)
 	st.last = sum
-	if crossed {
+	if why != 0 {
 		u := st.c.Load()
 		f.pending = append(f.pending, Report{SEID: st.seid, Report: rules.Report{
-			Kind: rules.ReportUsage, PDRID: st.pdr, URRID: st.urr.ID,
+			Kind: rules.ReportUsage, Usage: why, PDRID: st.pdr, URRID: st.urr.ID,
 			Volume: u.Volume, ULPackets: u.ULPackets, DLPackets: u.DLPackets,
 		}})
 	}
 }
 
-// fold adds pkts packets of bytes bytes in all to the counters and
-// reports whether a threshold was crossed. rules.Counters counts one
-// packet per Add: the first carries the bytes, the others none.
-func (f *FastPath) fold(st *urrState, d rules.Direction, pkts, bytes uint64) bool {
+// fold adds pkts packets of bytes bytes in all to the counters and says
+// which thresholds the addition crossed.
+func (f *FastPath) fold(st *urrState, d rules.Direction, pkts, bytes uint64) rules.UsageTrigger {
 	if pkts == 0 {
-		return false
+		return 0
 	}
-	dirBytes, total := st.c.Add(d, int(bytes))
-	for range pkts - 1 {
-		st.c.Add(d, 0)
-	}
-	th := &st.urr.Threshold
-	dirTh := th.UL
-	if d == rules.Downlink {
-		dirTh = th.DL
-	}
-	return rules.Crossed(th.Total, total, int(bytes)) || rules.Crossed(dirTh, dirBytes, int(bytes))
+	dirBytes, total := st.c.AddN(d, pkts, bytes)
+	return st.urr.Crossings(d, dirBytes, total, int(bytes))
 }
 
 // Stats are the fast path's counters.
