@@ -324,6 +324,11 @@ func New(cfg Config, logger *slog.Logger) (*UPF, error) {
 				return nil, fmt.Errorf("%s.pool: %q: want an IPv4 prefix", field, c.Pool)
 			}
 		}
+		if c.Gateway != "" {
+			if gw, err := netip.ParseAddr(c.Gateway); err != nil || !gw.Is4() {
+				return nil, fmt.Errorf("%s.gateway: %q: want an IPv4 address", field, c.Gateway)
+			}
+		}
 		if c.MTU == 0 {
 			c.MTU = 1400
 		}

@@ -114,6 +114,9 @@ func TestConfigValidation(t *testing.T) {
 		{EchoN3Requests: -1},
 		{BufferBytes: 4 << 20, BufferGlobalBytes: 1 << 20}, // one session's buffer above the cap
 		{BufferGlobalBytes: 1 << 20},                       // below the default per-session 2 MiB
+		{Driver: "dpdk"},
+		{N6: []upf.N6Config{{DNN: "a", Iface: "eth1", Gateway: "gw.example"}}},
+		{ShapingDelay: -time.Millisecond},
 	} {
 		if _, err := upf.New(cfg, nil); err == nil {
 			t.Errorf("%+v accepted", cfg)
@@ -125,12 +128,13 @@ func TestConfigValidation(t *testing.T) {
 	// The buffering keys as a YAML document spells them.
 	var cfg upf.Config
 	doc := "bufferPackets: 64\nbufferBytes: 65536\nbufferGlobalBytes: 1048576\nbufferHoldTime: 5s\n" +
-		"echoInterval: 90s\nechoT3Response: 3s\nechoN3Requests: 5\n"
+		"echoInterval: 90s\nechoT3Response: 3s\nechoN3Requests: 5\ndriver: xdp\nn3Iface: eth0\nshapingDelay: 20ms\n"
 	if err := yaml.Unmarshal([]byte(doc), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	want := upf.Config{BufferPackets: 64, BufferBytes: 64 << 10, BufferGlobalBytes: 1 << 20, BufferHoldTime: 5 * time.Second,
-		EchoInterval: 90 * time.Second, EchoT3Response: 3 * time.Second, EchoN3Requests: 5}
+		EchoInterval: 90 * time.Second, EchoT3Response: 3 * time.Second, EchoN3Requests: 5,
+		Driver: upf.DriverXDP, N3Iface: "eth0", ShapingDelay: 20 * time.Millisecond}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("YAML %+v, want %+v", cfg, want)
 	}
