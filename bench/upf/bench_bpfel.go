@@ -30,6 +30,16 @@ type benchGenConfig struct {
 	AddrBase uint32
 	StampOff uint32
 	HdrWords uint32
+	Interval uint64
+	Stop     uint64
+}
+
+type benchGenState struct {
+	_     structs.HostLayout
+	Seq   uint64
+	Next  uint64
+	First uint64
+	Last  uint64
 }
 
 type benchHdr struct {
@@ -56,7 +66,7 @@ const (
 	benchMapFwdPorts  = "fwd_ports"
 	benchMapGenCfg    = "gen_cfg"
 	benchMapGenHdr    = "gen_hdr"
-	benchMapGenSeq    = "gen_seq"
+	benchMapGenState  = "gen_state"
 	benchMapSeen      = "seen"
 	benchMapSinkStats = "sink_stats"
 	benchProgXdpFwd   = "xdp_fwd"
@@ -120,7 +130,7 @@ type benchMapSpecs struct {
 	FwdPorts  *ebpf.MapSpec `ebpf:"fwd_ports"`
 	GenCfg    *ebpf.MapSpec `ebpf:"gen_cfg"`
 	GenHdr    *ebpf.MapSpec `ebpf:"gen_hdr"`
-	GenSeq    *ebpf.MapSpec `ebpf:"gen_seq"`
+	GenState  *ebpf.MapSpec `ebpf:"gen_state"`
 	Seen      *ebpf.MapSpec `ebpf:"seen"`
 	SinkStats *ebpf.MapSpec `ebpf:"sink_stats"`
 }
@@ -154,7 +164,7 @@ type benchMaps struct {
 	FwdPorts  *ebpf.Map `ebpf:"fwd_ports"`
 	GenCfg    *ebpf.Map `ebpf:"gen_cfg"`
 	GenHdr    *ebpf.Map `ebpf:"gen_hdr"`
-	GenSeq    *ebpf.Map `ebpf:"gen_seq"`
+	GenState  *ebpf.Map `ebpf:"gen_state"`
 	Seen      *ebpf.Map `ebpf:"seen"`
 	SinkStats *ebpf.Map `ebpf:"sink_stats"`
 }
@@ -164,7 +174,7 @@ func (m *benchMaps) Close() error {
 		m.FwdPorts,
 		m.GenCfg,
 		m.GenHdr,
-		m.GenSeq,
+		m.GenState,
 		m.Seen,
 		m.SinkStats,
 	)

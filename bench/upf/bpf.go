@@ -22,6 +22,11 @@ import (
 type progs struct {
 	objs benchObjects
 	ncpu int
+	// nsPerRun is the generator's cost per run, flat out (false) and
+	// paced (true), and callCost the fixed cost of a BPF_PROG_RUN, as
+	// last measured.
+	nsPerRun map[bool]float64
+	callCost time.Duration
 }
 
 func loadProgs() (*progs, error) {
@@ -29,7 +34,7 @@ func loadProgs() (*progs, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("bench upf: memlock: %w", err)
 	}
-	p := &progs{}
+	p := &progs{nsPerRun: map[bool]float64{false: 200, true: 50}}
 	if err := loadBenchObjects(&p.objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -102,11 +107,11 @@ type genConfig = benchGenConfig
 
 // genSeq is the number of frames the generator has made so far.
 func (p *progs) genSeq() (uint64, error) {
-	var v uint64
-	if err := p.objs.GenSeq.Lookup(uint32(0), &v); err != nil {
+	var v benchGenState
+	if err := p.objs.GenState.Lookup(uint32(0), &v); err != nil {
 		return 0, fmt.Errorf("bench upf: read generator counter: %w", err)
 	}
-	return v, nil
+	return v.Seq, nil
 }
 
 // xdpMD is struct xdp_md, the context of an XDP program run.
@@ -131,13 +136,9 @@ type generator struct {
 // once (its default).
 const liveBatch = 64
 
-// burst is what one BPF_PROG_RUN sends when not paced: large enough that
-// the syscall and page-pool setup vanish, small enough to check the clock
-// often.
-const burst = 1 << 14
-
-// run sends frames for d, at rate frames/s (0 = as fast as it can). It
-// returns how many frames the generator made and the time it took. The
+// run sends frames for d, at rate frames/s, evenly spaced (0 = as fast as
+// it can). It returns how many frames the generator made and the time
+// from the first to the last (the kernel's clock). The
 // calling goroutine's thread is moved into g.ns for the duration.
 func (g *generator) run(d time.Duration, rate float64) (sent uint64, elapsed time.Duration, err error) {
 	var h benchHdr
@@ -150,8 +151,9 @@ func (g *generator) run(d time.Duration, rate float64) (sent uint64, elapsed tim
 	if err := g.p.objs.GenHdr.Update(uint32(0), &h, ebpf.UpdateAny); err != nil {
 		return 0, 0, fmt.Errorf("bench upf: generator headers: %w", err)
 	}
-	if err := g.p.objs.GenCfg.Update(uint32(0), &g.cfg, ebpf.UpdateAny); err != nil {
-		return 0, 0, fmt.Errorf("bench upf: generator config: %w", err)
+	g.cfg.Interval = 0
+	if rate > 0 {
+		g.cfg.Interval = uint64(1e9 / rate)
 	}
 	err = inNS(g.ns, func() error {
 		ifi, err := net.InterfaceByName(g.ifname)
@@ -159,41 +161,50 @@ func (g *generator) run(d time.Duration, rate float64) (sent uint64, elapsed tim
 			return fmt.Errorf("bench upf: generator interface %s/%s: %w", g.ns, g.ifname, err)
 		}
 		g.ifindex = uint32(ifi.Index)
+		if g.p.callCost == 0 {
+			t0 := time.Now()
+			if err := g.once(1); err != nil {
+				return err
+			}
+			g.p.callCost = time.Since(t0)
+		}
+		// The pacing clock and the run's first and last frame start
+		// afresh.
 		seq0, err := g.p.genSeq()
 		if err != nil {
 			return err
 		}
-		start := time.Now()
-		end := start.Add(d)
-		batch := uint32(burst)
-		if rate > 0 {
-			// A batch every ~100 µs: about the shortest sleep the runtime
-			// keeps to, so the offered rate holds down to a few kpps and a
-			// burst is at most 100 µs of traffic.
-			batch = uint32(min(max(rate*100e-6, 1), 4096))
+		if err := g.p.objs.GenState.Update(uint32(0), &benchGenState{Seq: seq0}, ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("bench upf: generator state: %w", err)
+		}
+		stop := ktime() + d
+		g.cfg.Stop = uint64(stop)
+		if err := g.p.objs.GenCfg.Update(uint32(0), &g.cfg, ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("bench upf: generator config: %w", err)
 		}
 		for {
-			now := time.Now()
-			if !now.Before(end) {
+			left := stop - ktime()
+			if left <= 0 {
 				break
 			}
-			if rate > 0 {
-				cur, err := g.p.genSeq()
-				if err != nil {
-					return err
-				}
-				// The next batch is due once the frames made so far
-				// have had their time at rate.
-				if due := start.Add(time.Duration(float64(cur-seq0) / rate * 1e9)); now.Before(due) {
-					time.Sleep(due.Sub(now))
-					continue
-				}
-			}
-			if err := g.once(batch); err != nil {
+			// One call for the time left, from the cost per run seen
+			// so far (with a margin: runs past the stop are cheap); a
+			// call that ends early is followed by another.
+			k := g.p.nsPerRun[rate > 0]
+			n := uint32(min(max(1.3*float64(left)/k, 1024), 1<<31))
+			t0 := time.Now()
+			if err := g.once(n); err != nil {
 				return err
 			}
+			if dt := time.Since(t0) - g.p.callCost; dt > 10*time.Millisecond {
+				g.p.nsPerRun[rate > 0] = max(float64(dt)/float64(n), 5)
+			}
 		}
-		elapsed = time.Since(start)
+		var gs benchGenState
+		if err := g.p.objs.GenState.Lookup(uint32(0), &gs); err != nil {
+			return fmt.Errorf("bench upf: read generator state: %w", err)
+		}
+		elapsed = time.Duration(gs.Last - gs.First)
 		seq1, err := g.p.genSeq()
 		if err != nil {
 			return err
@@ -301,4 +312,11 @@ func (p *progs) setForward(in, out int, srcMAC, dstMAC net.HardwareAddr) error {
 		return fmt.Errorf("bench upf: forwarder port %d: %w", in, err)
 	}
 	return nil
+}
+
+// ktime is bpf_ktime_get_ns's clock, CLOCK_MONOTONIC.
+func ktime() time.Duration {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return time.Duration(ts.Nano())
 }

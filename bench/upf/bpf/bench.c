@@ -56,6 +56,8 @@ struct gen_config {
 	__u32 addr_base;  // address of session 0, host order
 	__u32 stamp_off;  // offset of struct stamp
 	__u32 hdr_words;  // 8-byte words of gen_hdr copied to the frame's start
+	__u64 interval;   // ns between frames; 0 = as fast as it can
+	__u64 stop;       // bpf_ktime_get_ns after which nothing is sent; 0 = never
 };
 
 // The frame's headers, written into every frame before the per-frame
@@ -81,14 +83,26 @@ struct {
 	__type(value, struct gen_config);
 } gen_cfg SEC(".maps");
 
-// gen_seq counts generated frames: the offered load is read from it, not
+// gen_state counts the frames sent: the offered load is read from it, not
 // from the repeat count, because an interrupted BPF_PROG_RUN is restarted.
+// next is when the next frame is due when paced.
+struct gen_state {
+	__u64 seq;
+	__u64 next;
+	__u64 first; // when the first and last frames of this run were sent
+	__u64 last;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u64);
-} gen_seq SEC(".maps");
+	__type(value, struct gen_state);
+} gen_state SEC(".maps");
+
+// A paced generator that fell behind catches up with at most this many
+// frames back to back.
+#define PACE_BURST 32
 
 static __always_inline __u16 csum_fold(__u32 sum)
 {
@@ -115,17 +129,37 @@ int xdp_gen(struct xdp_md *ctx)
 	void *end = (void *)(long)ctx->data_end;
 	__u32 k = 0;
 	struct gen_config *c = bpf_map_lookup_elem(&gen_cfg, &k);
-	__u64 *seqp = bpf_map_lookup_elem(&gen_seq, &k);
+	struct gen_state *gs = bpf_map_lookup_elem(&gen_state, &k);
 	struct hdr *h = bpf_map_lookup_elem(&gen_hdr, &k);
-	if (!c || !seqp || !h)
+	if (!c || !gs || !h)
 		return XDP_ABORTED;
+	// A run ends at a time, not after a count: a BPF_PROG_RUN call costs
+	// a fixed setup and teardown, so the caller makes one long call and
+	// the frames past the stop are dropped unsent (a live frame's
+	// XDP_DROP only recycles it).
+	__u64 now = bpf_ktime_get_ns();
+	if (c->stop && now >= c->stop)
+		return XDP_DROP;
+	if (c->interval) {
+		// Paced: frames not yet due are dropped unsent too, so the
+		// program spins on the clock and spaces the frames evenly.
+		if (now < gs->next)
+			return XDP_DROP;
+		__u64 next = gs->next + c->interval;
+		if (next + PACE_BURST * c->interval < now)
+			next = now;
+		gs->next = next;
+	}
 	__u64 *w = data;
 	for (int i = 0; i < HDR_WORDS; i++) {
 		if (i >= c->hdr_words || (void *)(w + i + 1) > end)
 			break;
 		w[i] = h->w[i];
 	}
-	__u64 seq = __sync_fetch_and_add(seqp, 1);
+	__u64 seq = __sync_fetch_and_add(&gs->seq, 1);
+	if (!gs->first)
+		gs->first = now;
+	gs->last = now;
 	__u32 n = c->sessions ? c->sessions : 1;
 	__u32 idx = seq % n;
 
