@@ -1,0 +1,142 @@
+package upf
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/tern5g/tern/report"
+)
+
+func TestBucketBounds(t *testing.T) {
+	for _, d := range []time.Duration{0, 999 * time.Nanosecond, time.Microsecond, 2047 * time.Microsecond,
+		2048 * time.Microsecond, 3 * time.Millisecond, 1234567 * time.Microsecond, time.Hour} {
+		b := Bucket(d)
+		if b < 0 || b >= NBuckets {
+			t.Fatalf("%v: bucket %d of %d", d, b, NBuckets)
+		}
+		lo, hi := bucketBounds(b)
+		us := float64(d / time.Microsecond)
+		if b < NBuckets-1 && (us < lo || us >= hi) {
+			t.Fatalf("%v (%.0f µs) in bucket %d [%v, %v)", d, us, b, lo, hi)
+		}
+		if b >= linearUS && (hi-lo)/lo > 1.0/histSub+1e-9 {
+			t.Fatalf("bucket %d [%v, %v) wider than 1/%d", b, lo, hi, histSub)
+		}
+	}
+	// Buckets are ordered: a later latency never lands in an earlier bucket.
+	prev := 0
+	for us := 0; us < 1<<22; us += 37 {
+		b := Bucket(time.Duration(us) * time.Microsecond)
+		if b < prev {
+			t.Fatalf("%d µs: bucket %d after %d", us, b, prev)
+		}
+		prev = b
+	}
+}
+
+func TestHistogramQuantiles(t *testing.T) {
+	h := make(Histogram, NBuckets)
+	if h.Quantile(0.5) != 0 || h.Max() != 0 {
+		t.Fatal("empty histogram")
+	}
+	// 1..1000 µs once each, plus 10 samples at 5 ms.
+	for us := 1; us <= 1000; us++ {
+		h.Add(time.Duration(us)*time.Microsecond + 300*time.Nanosecond)
+	}
+	for range 10 {
+		h.Add(5 * time.Millisecond)
+	}
+	if n := h.Count(); n != 1010 {
+		t.Fatalf("count %d", n)
+	}
+	near := func(name string, got, want, tol float64) {
+		t.Helper()
+		if math.Abs(got-want) > tol {
+			t.Errorf("%s = %.2f, want %.2f ± %.2f", name, got, want, tol)
+		}
+	}
+	near("p50", h.Quantile(0.5), 505, 1)
+	near("p90", h.Quantile(0.9), 909, 1)
+	near("p99", h.Quantile(0.99), 1000, 1)
+	near("p99.9", h.Quantile(0.999), 5000, 5000.0/histSub)
+	if m := h.Max(); m < 5000 || m > 5000*(1+1.0/histSub) {
+		t.Errorf("max %.1f", m)
+	}
+}
+
+func TestRowsAndRatios(t *testing.T) {
+	cfg := Config{Drivers: []string{BareXDP, Kernel, "portable", "xdp"}, Repeat: 3, Workers: 1}
+	r := newReport(cfg)
+	samples := func(pps ...float64) []Sample {
+		var ss []Sample
+		for _, p := range pps {
+			ss = append(ss, Sample{Sent: uint64(2 * p), Delivered: uint64(p), Elapsed: time.Second})
+		}
+		return ss
+	}
+	k := Key{Dir: Uplink, Size: 64, Sessions: 1, Workers: 1}
+	for v, pps := range map[string][]float64{
+		Generator: {4e6, 4e6, 4e6}, BareXDP: {2e6, 1.9e6, 2.1e6}, Kernel: {1e6, 1.2e6, 1.4e6}, "portable": {5e5, 4e5, 6e5},
+	} {
+		k.Variant = v
+		r.Throughput[k] = samples(pps...)
+	}
+	k.Variant = "portable"
+	r.Install[k] = []InstallSample{{Sessions: 1000, Installed: 100 * time.Millisecond, Forwarding: 200 * time.Millisecond}}
+	r.Latency = append(r.Latency, LatencyPoint{Key: k, Target: 1e5, Offered: 1e5, Delivered: 1e5, P50: 20, P99: 40, P999: 60})
+	r.Skipped["xdp"] = "upf: driver \"xdp\": not available yet"
+
+	b, err := json.Marshal(r.Results())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []report.Result
+	if err := json.Unmarshal(b, &rows); err != nil {
+		t.Fatal(err)
+	}
+	find := func(name, variant string) report.Result {
+		t.Helper()
+		for _, x := range rows {
+			if x.Name == name && x.Variant == variant {
+				return x
+			}
+		}
+		t.Fatalf("no row %s/%s in %s", name, variant, b)
+		return report.Result{}
+	}
+	p := find("upf", "portable")
+	if p.Median != 5e5 || p.Unit != "pps" || p.Count != 3 {
+		t.Fatalf("portable row %+v", p)
+	}
+	if got := p.Extra["ratio_bare_xdp"].(float64); math.Abs(got-0.25) > 1e-9 {
+		t.Errorf("ratio to bare-xdp %v, want 0.25", got)
+	}
+	if got := p.Extra["ratio_kernel"].(float64); math.Abs(got-5e5/1.2e6) > 1e-9 {
+		t.Errorf("ratio to kernel %v", got)
+	}
+	if got := p.Extra["loss"].(float64); got != 0.5 {
+		t.Errorf("loss %v", got)
+	}
+	for _, f := range []string{"size", "direction", "sessions", "offered_pps"} {
+		if _, ok := p.Extra[f]; !ok {
+			t.Errorf("portable row lacks %s", f)
+		}
+	}
+	if _, ok := find("upf", BareXDP).Extra["ratio_bare_xdp"]; ok {
+		t.Error("bare-xdp quoted against itself")
+	}
+	if k := find("upf", Kernel); k.Extra["ratio_bare_xdp"].(float64) != 0.6 {
+		t.Errorf("kernel/bare-xdp %v", k.Extra["ratio_bare_xdp"])
+	}
+	if find("upf", "xdp").Extra["skipped"] == nil {
+		t.Error("skipped driver has no reason")
+	}
+	if l := find("upf-latency", "portable"); l.Median != 20 || l.P99 != 40 || l.Extra["p999_us"].(float64) != 60 {
+		t.Errorf("latency row %+v", l)
+	}
+	if in := find("upf-install", "portable"); in.Median != 200 || in.Extra["establishments_per_s"].(float64) != 10000 {
+		t.Errorf("install row %+v", in)
+	}
+}

@@ -1,0 +1,74 @@
+package upf
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/tern5g/tern/lab"
+	"github.com/tern5g/tern/report"
+)
+
+// TestSmoke runs a very short benchmark: generator, bare-xdp, kernel and
+// portable, 1 session, 64 B uplink.
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds namespaces; skipped with -short")
+	}
+	if err := Check(); err != nil {
+		t.Skip(err)
+	}
+	if err := lab.Check(); err != nil {
+		t.Skip(err)
+	}
+	out := io.Discard
+	if testing.Verbose() {
+		out = os.Stdout
+	}
+	rep, err := Run(context.Background(), Config{
+		Duration: 200 * time.Millisecond, Sizes: []int{64}, Sessions: []int{1}, Directions: []string{Uplink},
+		Drivers: []string{BareXDP, Kernel, "portable"}, Repeat: 1, Sweep: 5, SweepDuration: 50 * time.Millisecond,
+		Drain: 50 * time.Millisecond, Out: out,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.WriteTable(out)
+	b, err := json.Marshal(rep.Results())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []report.Result
+	if err := json.Unmarshal(b, &rows); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]report.Result{}
+	for _, r := range rows {
+		if _, ok := got[r.Name+"/"+r.Variant]; !ok {
+			got[r.Name+"/"+r.Variant] = r
+		}
+	}
+	gen, ok := got["upf/"+Generator]
+	if !ok || gen.Extra["offered_pps"].(float64) <= 0 {
+		t.Fatalf("generator offered nothing: %+v", gen)
+	}
+	if bare := got["upf/"+BareXDP]; bare.Median <= 0 {
+		t.Fatalf("bare-xdp delivered nothing: %+v", bare)
+	}
+	// The first sweep step is a fifth of bare-xdp's own throughput.
+	low := got["upf-latency/"+BareXDP]
+	if low.Extra == nil || low.Extra["delivered_pps"].(float64) <= 0 || low.Extra["loss"].(float64) >= 0.01 {
+		t.Fatalf("bare-xdp at a low paced rate: %+v", low)
+	}
+	for _, v := range []string{Kernel, "portable"} {
+		if _, ok := got["upf/"+v]; !ok {
+			t.Errorf("no row for %s", v)
+		}
+	}
+	if _, ok := got["upf-install/portable"]; !ok && rep.Skipped["portable"] == "" {
+		t.Error("no install row for portable")
+	}
+}
