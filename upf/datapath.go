@@ -103,12 +103,14 @@ func (d *dataPath) Remove(seid uint64) {
 	d.pipe.Remove(seid)
 }
 
-// FlushUsage implements upfc.UsageFlusher.
+// FlushUsage implements upfc.UsageFlusher. It does not hold d.mu while
+// the offload reads its counters, so installs go on meanwhile.
 func (d *dataPath) FlushUsage(uint64) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.fast != nil {
-		for _, r := range d.fast.Sync() {
+	fast := d.fast
+	d.mu.Unlock()
+	if fast != nil {
+		for _, r := range fast.Sync() {
 			d.report(r.SEID, r.Report)
 		}
 	}

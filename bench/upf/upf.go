@@ -370,7 +370,8 @@ func (b *bench) install(ctx context.Context, st *stage, topo Topology) error {
 		return err
 	}
 	installed := time.Since(start)
-	limit := 5*time.Second + time.Duration(n)*50*time.Microsecond
+	// Time to see every session's traffic once they are all installed.
+	limit := installed + 5*time.Second + time.Duration(n)*50*time.Microsecond
 	for {
 		if _, _, err := g.run(20*time.Millisecond, 0); err != nil {
 			return err
