@@ -543,7 +543,9 @@ func TestRebalance(t *testing.T) {
 		}
 	}
 	st := e.f.Stats()
-	if st.SteerMoves != 3 || !slices.Equal(st.SteerCPULoads, []uint64{0, 4000}) || len(st.SteerBucketLoads) != steerBuckets {
+	// (A Repeat run that a signal interrupts is run again: a few more
+	// packets may be counted.)
+	if st.SteerMoves != 3 || len(st.SteerCPULoads) != 2 || st.SteerCPULoads[0] != 0 || st.SteerCPULoads[1] < 4000 || len(st.SteerBucketLoads) != steerBuckets {
 		t.Fatalf("stats %+v", st)
 	}
 	// 4000 vs 0: three buckets move, 2500 vs 1500 is within the margin.
