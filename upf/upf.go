@@ -35,7 +35,10 @@ type Config struct {
 	// PFCPAddr is the PFCP UDP endpoint, "10.100.4.2:8805"; empty = no UDP
 	// endpoint (direct binding only).
 	PFCPAddr string `yaml:"pfcpAddr"`
-	// Workers is the number of N3 reader goroutines (default 1).
+	// Workers is the data path's parallelism (default 1), per driver:
+	// portable, the N3 reader goroutines; afxdp, the AF_XDP queues; xdp,
+	// the CPUs the XDP programs steer sessions over (1 = no steering:
+	// each packet is processed on the CPU that received it).
 	Workers int `yaml:"workers"`
 	// BufferPackets bounds each session's downlink buffer (TS 29.244
 	// §5.2.4) unless its FAR names a BAR with a Suggested Buffering Packets

@@ -13,6 +13,15 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type upfBpfCpumapVal struct {
+	_       structs.HostLayout
+	Qsize   uint32
+	BpfProg struct {
+		_  structs.HostLayout
+		Fd int32
+	}
+}
+
 type upfBucket struct {
 	_    structs.HostLayout
 	Lock struct {
@@ -131,18 +140,24 @@ type upfUsage struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	upfMapBuckets  = "buckets"
-	upfMapCfg      = "cfg"
-	upfMapFlows    = "flows"
-	upfMapIfaces   = "ifaces"
-	upfMapPorts    = "ports"
-	upfMapStats    = "stats"
-	upfMapTeids    = "teids"
-	upfMapUes      = "ues"
-	upfMapUrrs     = "urrs"
-	upfProgPassAll = "pass_all"
-	upfProgUpfN3   = "upf_n3"
-	upfProgUpfN6   = "upf_n6"
+	upfMapBuckets     = "buckets"
+	upfMapCfg         = "cfg"
+	upfMapCpus        = "cpus"
+	upfMapFlows       = "flows"
+	upfMapIfaces      = "ifaces"
+	upfMapPorts       = "ports"
+	upfMapStats       = "stats"
+	upfMapSteerLoad   = "steer_load"
+	upfMapSteerTable  = "steer_table"
+	upfMapTeids       = "teids"
+	upfMapUes         = "ues"
+	upfMapUrrs        = "urrs"
+	upfProgPassAll    = "pass_all"
+	upfProgUpfCpu     = "upf_cpu"
+	upfProgUpfN3      = "upf_n3"
+	upfProgUpfN3Steer = "upf_n3_steer"
+	upfProgUpfN6      = "upf_n6"
+	upfProgUpfN6Steer = "upf_n6_steer"
 )
 
 // loadUpf returns the embedded CollectionSpec for upf.
@@ -187,24 +202,30 @@ type upfSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type upfProgramSpecs struct {
-	PassAll *ebpf.ProgramSpec `ebpf:"pass_all"`
-	UpfN3   *ebpf.ProgramSpec `ebpf:"upf_n3"`
-	UpfN6   *ebpf.ProgramSpec `ebpf:"upf_n6"`
+	PassAll    *ebpf.ProgramSpec `ebpf:"pass_all"`
+	UpfCpu     *ebpf.ProgramSpec `ebpf:"upf_cpu"`
+	UpfN3      *ebpf.ProgramSpec `ebpf:"upf_n3"`
+	UpfN3Steer *ebpf.ProgramSpec `ebpf:"upf_n3_steer"`
+	UpfN6      *ebpf.ProgramSpec `ebpf:"upf_n6"`
+	UpfN6Steer *ebpf.ProgramSpec `ebpf:"upf_n6_steer"`
 }
 
 // upfMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type upfMapSpecs struct {
-	Buckets *ebpf.MapSpec `ebpf:"buckets"`
-	Cfg     *ebpf.MapSpec `ebpf:"cfg"`
-	Flows   *ebpf.MapSpec `ebpf:"flows"`
-	Ifaces  *ebpf.MapSpec `ebpf:"ifaces"`
-	Ports   *ebpf.MapSpec `ebpf:"ports"`
-	Stats   *ebpf.MapSpec `ebpf:"stats"`
-	Teids   *ebpf.MapSpec `ebpf:"teids"`
-	Ues     *ebpf.MapSpec `ebpf:"ues"`
-	Urrs    *ebpf.MapSpec `ebpf:"urrs"`
+	Buckets    *ebpf.MapSpec `ebpf:"buckets"`
+	Cfg        *ebpf.MapSpec `ebpf:"cfg"`
+	Cpus       *ebpf.MapSpec `ebpf:"cpus"`
+	Flows      *ebpf.MapSpec `ebpf:"flows"`
+	Ifaces     *ebpf.MapSpec `ebpf:"ifaces"`
+	Ports      *ebpf.MapSpec `ebpf:"ports"`
+	Stats      *ebpf.MapSpec `ebpf:"stats"`
+	SteerLoad  *ebpf.MapSpec `ebpf:"steer_load"`
+	SteerTable *ebpf.MapSpec `ebpf:"steer_table"`
+	Teids      *ebpf.MapSpec `ebpf:"teids"`
+	Ues        *ebpf.MapSpec `ebpf:"ues"`
+	Urrs       *ebpf.MapSpec `ebpf:"urrs"`
 }
 
 // upfVariableSpecs contains global variables before they are loaded into the kernel.
@@ -233,25 +254,31 @@ func (o *upfObjects) Close() error {
 //
 // It can be passed to loadUpfObjects or ebpf.CollectionSpec.LoadAndAssign.
 type upfMaps struct {
-	Buckets *ebpf.Map `ebpf:"buckets"`
-	Cfg     *ebpf.Map `ebpf:"cfg"`
-	Flows   *ebpf.Map `ebpf:"flows"`
-	Ifaces  *ebpf.Map `ebpf:"ifaces"`
-	Ports   *ebpf.Map `ebpf:"ports"`
-	Stats   *ebpf.Map `ebpf:"stats"`
-	Teids   *ebpf.Map `ebpf:"teids"`
-	Ues     *ebpf.Map `ebpf:"ues"`
-	Urrs    *ebpf.Map `ebpf:"urrs"`
+	Buckets    *ebpf.Map `ebpf:"buckets"`
+	Cfg        *ebpf.Map `ebpf:"cfg"`
+	Cpus       *ebpf.Map `ebpf:"cpus"`
+	Flows      *ebpf.Map `ebpf:"flows"`
+	Ifaces     *ebpf.Map `ebpf:"ifaces"`
+	Ports      *ebpf.Map `ebpf:"ports"`
+	Stats      *ebpf.Map `ebpf:"stats"`
+	SteerLoad  *ebpf.Map `ebpf:"steer_load"`
+	SteerTable *ebpf.Map `ebpf:"steer_table"`
+	Teids      *ebpf.Map `ebpf:"teids"`
+	Ues        *ebpf.Map `ebpf:"ues"`
+	Urrs       *ebpf.Map `ebpf:"urrs"`
 }
 
 func (m *upfMaps) Close() error {
 	return _UpfClose(
 		m.Buckets,
 		m.Cfg,
+		m.Cpus,
 		m.Flows,
 		m.Ifaces,
 		m.Ports,
 		m.Stats,
+		m.SteerLoad,
+		m.SteerTable,
 		m.Teids,
 		m.Ues,
 		m.Urrs,
@@ -268,16 +295,22 @@ type upfVariables struct {
 //
 // It can be passed to loadUpfObjects or ebpf.CollectionSpec.LoadAndAssign.
 type upfPrograms struct {
-	PassAll *ebpf.Program `ebpf:"pass_all"`
-	UpfN3   *ebpf.Program `ebpf:"upf_n3"`
-	UpfN6   *ebpf.Program `ebpf:"upf_n6"`
+	PassAll    *ebpf.Program `ebpf:"pass_all"`
+	UpfCpu     *ebpf.Program `ebpf:"upf_cpu"`
+	UpfN3      *ebpf.Program `ebpf:"upf_n3"`
+	UpfN3Steer *ebpf.Program `ebpf:"upf_n3_steer"`
+	UpfN6      *ebpf.Program `ebpf:"upf_n6"`
+	UpfN6Steer *ebpf.Program `ebpf:"upf_n6_steer"`
 }
 
 func (p *upfPrograms) Close() error {
 	return _UpfClose(
 		p.PassAll,
+		p.UpfCpu,
 		p.UpfN3,
+		p.UpfN3Steer,
 		p.UpfN6,
+		p.UpfN6Steer,
 	)
 }
 

@@ -86,6 +86,41 @@
 // still run with its old rules, if s sends End Markers or stops
 // forwarding to a tunnel), and Install(s) after it (by then upfu has
 // drained the buffer); and Remove before upfu's Remove.
+//
+// # Steering
+//
+// GTP-U's outer 5-tuple is the same for every UE behind one gNB (gNB
+// address, N3 address, UDP 2152 both ways), so a NIC's RSS hashes all of
+// a gNB's uplink to one receive queue and one CPU, which then runs the
+// fast path for all of it. With Config.CPUs = N > 1, the programs
+// attached to the interfaces only steer (bpf/upf.c, upf_n3_steer and
+// upf_n6_steer): they hash the session's key (the TEID of a G-PDU, the
+// UE address of a downlink packet) to one of 256 buckets, count
+// the packet for the bucket, and hand the frame through a cpumap to the
+// bucket's CPU, where upf_cpu runs the fast path as upf_n3/upf_n6 would
+// have. A session's packets in one direction therefore stay on one CPU,
+// in order. Packets that are not of an offloaded session are not steered:
+// they take upf_n3/upf_n6's path on the receiving CPU, and so does a
+// packet whose bucket is on that CPU already.
+//
+// Rebalance moves buckets from the busiest CPU to the least busy one when
+// the busiest carried more than 25 % over the average since the last
+// call; Load runs it every second. A move reorders packets only of the
+// flows in the moved bucket, and only those in flight at the moment of
+// the move: frames still queued for the old CPU may leave after the first
+// frames the new CPU processes.
+//
+// A cpumap queue that overflows drops frames (the kernel counts them in
+// the xdp:xdp_cpumap_enqueue tracepoint), as a NIC's receive ring would:
+// the queues (2048 frames each) absorb bursts, not sustained overload of
+// a CPU. A frame that upf_cpu passes to the host path reaches the stack
+// as an skb built from the frame, without the receive offloads' state (a
+// checksum the NIC verified is verified again, for one): this is the case
+// only for packets of offloaded sessions that the fast path declines.
+//
+// Frames queued for a CPU see the maps as they are when upf_cpu runs, not
+// as they were when steered, like frames waiting in a receive ring: the
+// ordering with the host path (above) holds as without steering.
 package xdp
 
 import (
@@ -178,6 +213,11 @@ type Config struct {
 	// FlowCacheSize is the number of entries of the flow cache (default
 	// 65536).
 	FlowCacheSize int
+	// CPUs is the number of CPUs the programs steer sessions over (see
+	// Steering): the first CPUs online, at most as many as are online. 0
+	// or 1: no steering, every packet is processed on the CPU that
+	// received it.
+	CPUs int
 }
 
 // FastPath is the loaded XDP fast path.
@@ -208,6 +248,8 @@ type FastPath struct {
 	pending  []Report // threshold crossings found outside Sync
 
 	notOffloaded, mapFull uint64
+
+	steer *steering // nil: no steering
 }
 
 type installed struct {
@@ -301,7 +343,7 @@ func Open(cfg Config) (*FastPath, error) {
 	spec.Maps["flows"].MaxEntries = uint32(cfg.FlowCacheSize)
 	f.buckets = newSlotTable[*rules.TokenBucket](slots)
 	f.urrs = newSlotTable[*rules.Counters](slots)
-	if err := spec.LoadAndAssign(&f.objs, nil); err != nil {
+	if err := f.loadObjects(spec); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			return nil, fmt.Errorf("xdp: the kernel refused the programs: %+v", ve)
@@ -311,6 +353,12 @@ func Open(cfg Config) (*FastPath, error) {
 	if err := f.configure(); err != nil {
 		f.objs.Close()
 		return nil, err
+	}
+	if f.steer != nil {
+		if err := f.configureSteering(); err != nil {
+			f.objs.Close()
+			return nil, err
+		}
 	}
 	return f, nil
 }
@@ -386,7 +434,11 @@ func Load(cfg Config) (*FastPath, error) {
 		f.links = append(f.links, l)
 		return nil
 	}
-	if err := attach(f.objs.UpfN3, f.n3); err != nil {
+	n3, n6 := f.objs.UpfN3, f.objs.UpfN6
+	if f.steer != nil {
+		n3, n6 = f.objs.UpfN3Steer, f.objs.UpfN6Steer
+	}
+	if err := attach(n3, f.n3); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -398,18 +450,24 @@ func Load(cfg Config) (*FastPath, error) {
 			continue
 		}
 		done[ifc.Index] = true
-		if err := attach(f.objs.UpfN6, ifc); err != nil {
+		if err := attach(n6, ifc); err != nil {
 			f.Close()
 			return nil, err
 		}
 	}
-	f.log.Info("xdp fast path attached", "n3", f.n3.Name, "n6", len(f.n6), "mode", cmp.Or(cfg.Mode, "native"))
+	if f.steer != nil {
+		f.startRebalancing(rebalanceInterval)
+	}
+	f.log.Info("xdp fast path attached", "n3", f.n3.Name, "n6", len(f.n6), "mode", cmp.Or(cfg.Mode, "native"), "steer_cpus", f.SteerCPUs())
 	return f, nil
 }
 
 // Programs are the loaded programs, for BPF_PROG_TEST_RUN.
 type Programs struct {
 	N3, N6 *ebpf.Program
+	// The steering programs and the cpumap program; nil without
+	// steering.
+	N3Steer, N6Steer, CPU *ebpf.Program
 	// PassAll returns XDP_PASS: attach it to the peer of a veth that
 	// frames are redirected into (see the package tests).
 	PassAll *ebpf.Program
@@ -417,12 +475,14 @@ type Programs struct {
 
 // Programs returns the loaded programs; they stay owned by f.
 func (f *FastPath) Programs() Programs {
-	return Programs{N3: f.objs.UpfN3, N6: f.objs.UpfN6, PassAll: f.objs.PassAll}
+	return Programs{N3: f.objs.UpfN3, N6: f.objs.UpfN6, PassAll: f.objs.PassAll,
+		N3Steer: f.objs.UpfN3Steer, N6Steer: f.objs.UpfN6Steer, CPU: f.objs.UpfCpu}
 }
 
 // Close detaches the programs and releases the maps. The usage counted
 // since the last Sync is folded first.
 func (f *FastPath) Close() error {
+	f.stopRebalancing()
 	f.Sync()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -1154,6 +1214,17 @@ type Stats struct {
 	Sessions            int
 	NotOffloaded        uint64
 	NotOffloadedMapFull uint64
+	// PerCPUForwarded is the packets forwarded (both directions) by the
+	// programs on each CPU, indexed by CPU number.
+	PerCPUForwarded []uint64
+	// Steering (nil slices without it): the CPUs steered over, the
+	// buckets moved between them by Rebalance, and the load (packets) of
+	// each of those CPUs and of each bucket in the last Rebalance's
+	// window.
+	SteerCPUs        []int
+	SteerMoves       uint64
+	SteerCPULoads    []uint64
+	SteerBucketLoads []uint64
 }
 
 // statNames are the programs' stat reasons (enum stat in bpf/upf.c).
@@ -1184,13 +1255,17 @@ var _ [len(statNames) - stMax]struct{}
 func (f *FastPath) Stats() Stats {
 	st := Stats{Passed: map[string]uint64{}, Dropped: map[string]uint64{}}
 	vals := make([]uint64, f.ncpu)
+	st.PerCPUForwarded = make([]uint64, f.ncpu)
 	for i := range uint32(stMax) {
 		if err := f.objs.Stats.Lookup(i, &vals); err != nil {
 			continue
 		}
 		var n uint64
-		for _, v := range vals {
+		for cpu, v := range vals {
 			n += v
+			if i == stFwdUL || i == stFwdDL {
+				st.PerCPUForwarded[cpu] += v
+			}
 		}
 		switch {
 		case i == stFwdUL:
@@ -1212,5 +1287,6 @@ func (f *FastPath) Stats() Stats {
 	st.Sessions = len(f.sessions)
 	st.NotOffloaded, st.NotOffloadedMapFull = f.notOffloaded, f.mapFull
 	f.mu.Unlock()
+	f.steerStats(&st)
 	return st
 }

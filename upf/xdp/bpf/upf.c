@@ -492,8 +492,6 @@ static __always_inline int fib(struct xdp_md *ctx, struct bpf_fib_lookup *f, __b
 // ---------------------------------------------------------------- uplink
 
 // n3: Ethernet / IPv4 / UDP 2152 / GTP-U G-PDU (TS 29.281 §5) from the
-// gNB, decapsulated to N6.
-// n3: Ethernet / IPv4 / UDP 2152 / GTP-U G-PDU (TS 29.281 §5) from the
 // gNB, decapsulated to N6. A frame that is not GTP-U for the N3 address
 // returns minus the pass reason, not counted yet: on an interface that is
 // N3 and N6 at once it is downlink.
@@ -792,23 +790,172 @@ static __always_inline int n6(struct xdp_md *ctx)
 	return bpf_redirect(f.ifindex, 0);
 }
 
+// upf is the whole of the fast path for a frame received on an interface
+// of the UPF: upf_n3 and upf_n6 inline, and the cpumap program on the CPU
+// a steering program chose. On N3, a frame that is not GTP-U for the N3
+// address is downlink if the interface is an N6 port too.
+static __always_inline int upf(struct xdp_md *ctx, int on_n3)
+{
+	if (on_n3) {
+		int r = n3(ctx);
+		if (r >= 0)
+			return r;
+		__u32 ifindex = ctx->ingress_ifindex;
+		struct ifinfo *ifi = bpf_map_lookup_elem(&ifaces, &ifindex);
+		if (!ifi || !ifi->n6)
+			return pass(-r);
+	}
+	return n6(ctx);
+}
+
 SEC("xdp")
 int upf_n3(struct xdp_md *ctx)
 {
-	int r = n3(ctx);
-	if (r >= 0)
-		return r;
-	__u32 ifindex = ctx->ingress_ifindex;
-	struct ifinfo *ifi = bpf_map_lookup_elem(&ifaces, &ifindex);
-	if (ifi && ifi->n6)
-		return n6(ctx);
-	return pass(-r);
+	return upf(ctx, 1);
 }
 
 SEC("xdp")
 int upf_n6(struct xdp_md *ctx)
 {
-	return n6(ctx);
+	return upf(ctx, 0);
+}
+
+// ---------------------------------------------------------------- steering
+//
+// With steering on (Config.CPUs > 1), the programs attached to the
+// interfaces are upf_n3_steer and upf_n6_steer. GTP-U's outer 5-tuple is
+// the same for every UE behind a gNB, so the NIC's RSS puts all of a gNB's
+// uplink on one queue and CPU; the steering programs spread the sessions
+// over CPUs instead: they read just the key of the session (the TEID of a
+// G-PDU, the destination = UE address of a downlink packet), hash it to
+// one of STEER_BUCKETS buckets, count the packet for the bucket, and
+// redirect the frame to the bucket's CPU through the cpumap, where
+// upf_cpu runs the whole fast path (upf) as upf_n3/upf_n6 would have on
+// the receiving CPU. The loader's Rebalance moves buckets between CPUs.
+//
+// Only packets of offloaded sessions are steered: everything else (and a
+// packet whose bucket is on this very CPU) takes the inline path, which
+// is upf_n3/upf_n6's, so the host path sees what it saw without steering.
+
+#define STEER_BUCKETS 256 // xdp.go: steerBuckets
+
+// cpus: the CPUs steered over, each entry with its queue and upf_cpu (the
+// loader fills it; max_entries = possible CPUs, the key is the CPU).
+struct {
+	__uint(type, BPF_MAP_TYPE_CPUMAP);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bpf_cpumap_val);
+} cpus SEC(".maps");
+
+// steer_table: bucket -> CPU (the indirection table).
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, STEER_BUCKETS);
+	__type(key, __u32);
+	__type(value, __u32);
+} steer_table SEC(".maps");
+
+// steer_load: packets steered per bucket, the load Rebalance reads.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, STEER_BUCKETS);
+	__type(key, __u32);
+	__type(value, __u64);
+} steer_load SEC(".maps");
+
+// steer_to sends the frame with session key k to its bucket's CPU:
+// XDP_REDIRECT, or -1 when the frame is to be processed here (its CPU is
+// this one, or the redirect failed).
+static __always_inline int steer_to(__u32 k)
+{
+	__u32 b = (k * 2654435761u) >> 24; // Fibonacci hashing: 8 bits of 32
+	__u64 *n = bpf_map_lookup_elem(&steer_load, &b);
+	if (n)
+		(*n)++;
+	__u32 *cpu = bpf_map_lookup_elem(&steer_table, &b);
+	if (!cpu || *cpu == bpf_get_smp_processor_id())
+		return -1;
+	// Flags 0: a CPU missing from the map answers XDP_ABORTED, and the
+	// frame is processed here instead.
+	if (bpf_redirect_map(&cpus, *cpu, 0) == XDP_REDIRECT)
+		return XDP_REDIRECT;
+	return -1;
+}
+
+// steer_ue steers a downlink IPv4 packet (ip within the frame) for an
+// offloaded UE address.
+static __always_inline int steer_ue(struct iphdr *ip)
+{
+	if (!bpf_map_lookup_elem(&ues, &ip->daddr))
+		return -1;
+	return steer_to(bpf_ntohl(ip->daddr));
+}
+
+SEC("xdp")
+int upf_n3_steer(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u32 zero = 0;
+	int r = -1;
+
+	struct ethhdr *eth = data;
+	struct iphdr *ip = (void *)(eth + 1);
+	struct udphdr *udp = (void *)(ip + 1);
+	__u8 *g = (void *)(udp + 1);
+	struct config *c = bpf_map_lookup_elem(&cfg, &zero);
+	if (!c || (void *)(g + 8) > end || eth->h_proto != bpf_htons(ETH_P_IP) || ip->version != 4)
+		goto inline_path;
+	if (ip->ihl == 5 && ip->protocol == IPPROTO_UDP && ip->daddr == c->n3_addr &&
+	    !(ip->frag_off & bpf_htons(0x3fff)) && udp->dest == bpf_htons(GTPU_PORT)) {
+		// A G-PDU (TS 29.281 §5.1) of an offloaded session.
+		if ((g[0] & 0xf0) != 0x30 || g[1] != 255)
+			goto inline_path;
+		__u32 teid = ((__u32)g[4] << 24) | ((__u32)g[5] << 16) | ((__u32)g[6] << 8) | g[7];
+		if (teid && bpf_map_lookup_elem(&teids, &teid))
+			r = steer_to(teid);
+	} else if (ip->daddr != c->n3_addr) {
+		// Downlink, if N3 is an N6 port too.
+		__u32 ifindex = ctx->ingress_ifindex;
+		struct ifinfo *ifi = bpf_map_lookup_elem(&ifaces, &ifindex);
+		if (ifi && ifi->n6)
+			r = steer_ue(ip);
+	}
+	if (r >= 0)
+		return r;
+inline_path:
+	return upf(ctx, 1);
+}
+
+SEC("xdp")
+int upf_n6_steer(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+
+	struct ethhdr *eth = data;
+	struct iphdr *ip = (void *)(eth + 1);
+	if ((void *)(ip + 1) <= end && eth->h_proto == bpf_htons(ETH_P_IP) && ip->version == 4) {
+		int r = steer_ue(ip);
+		if (r >= 0)
+			return r;
+	}
+	return upf(ctx, 0);
+}
+
+// upf_cpu runs on the CPU a steering program chose (the cpumap's kthread
+// there), on the frame as it was received: ctx->ingress_ifindex is still
+// the receiving interface (cpumap keeps the frame's rx device), which the
+// interface checks and the FIB lookups need. XDP_REDIRECT to the egress
+// port and XDP_PASS (the cpumap builds the skb and hands it to the stack
+// on this CPU) both work there.
+SEC("xdp/cpumap")
+int upf_cpu(struct xdp_md *ctx)
+{
+	__u32 ifindex = ctx->ingress_ifindex;
+	struct ifinfo *ifi = bpf_map_lookup_elem(&ifaces, &ifindex);
+	return upf(ctx, ifi && ifi->n3);
 }
 
 // pass_all is the XDP_PASS program a veth peer needs so that frames other
