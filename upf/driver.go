@@ -173,7 +173,14 @@ func (u *UPF) openXDP(context.Context) (ioDriver, error) {
 	if len(ports) == 0 {
 		return nil, errors.New("no n6 entry has an iface: the fast path would forward nothing")
 	}
-	fp, err := xdp.Load(xdp.Config{N3Iface: n3if, N3Addr: u.n3.Addr(), N6: ports, CPUs: u.cfg.Workers, Logger: u.log.With("part", "xdp")})
+	var pools []netip.Prefix
+	for _, n := range u.n6 {
+		if n.Pool.IsValid() {
+			pools = append(pools, n.Pool)
+		}
+	}
+	fp, err := xdp.Load(xdp.Config{N3Iface: n3if, N3Addr: u.n3.Addr(), N6: ports, Pools: pools, CPUs: u.cfg.Workers,
+		Logger: u.log.With("part", "xdp")})
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	xsk "github.com/tern5g/tern/internal/afxdp"
+	"github.com/tern5g/tern/upf/nexthop"
 	"github.com/tern5g/tern/upf/upfu"
 )
 
@@ -83,7 +84,7 @@ type Driver struct {
 	nl     *netlink.Handle
 	ifaces []*iface // [0] N3, [1+i] N6[i]
 	wks    []*worker
-	neigh  *neighCache
+	neigh  *nexthop.Cache
 	fb     fallback
 	stopFD int           // eventfd: Close wakes the workers' poll
 	stop   chan struct{} // closed by Close: stops the resolver
@@ -165,10 +166,10 @@ func Open(cfg Config, p *upfu.Pipeline, logger *slog.Logger) (_ *Driver, err err
 	if d.fb, err = openFallback(cfg.N3Addr); err != nil {
 		return nil, err
 	}
-	d.neigh = newNeighCache(d.nl, logger)
+	d.neigh = nexthop.New(d.nl, logger, nil)
 	for _, n6 := range cfg.N6 {
 		if n6.Gateway.IsValid() {
-			d.neigh.want(n6.Gateway)
+			d.neigh.Want(n6.Gateway)
 		}
 	}
 	for q := range cfg.Queues {
@@ -238,7 +239,7 @@ func (d *Driver) Start(ctx context.Context) {
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		d.neigh.run(d.stop)
+		d.neigh.Run(d.stop)
 	}()
 	d.wg.Add(1)
 	go func() {

@@ -269,8 +269,8 @@ func (wk *worker) emit(pk *upfu.Packet) {
 		gw = d.cfg.N6[pk.Port].Gateway
 	}
 	ifc := d.ifaces[i]
-	hop, ok := d.neigh.lookup(gw)
-	if !ok || hop.ifindex != ifc.index {
+	hop, ok := d.neigh.Lookup(gw)
+	if !ok || hop.Ifindex != ifc.index {
 		if d.fb.send(pk) {
 			wk.fbn[i]++
 		} else {
@@ -301,7 +301,7 @@ func (wk *worker) emit(pk *upfu.Packet) {
 		start = copyOff - hdr
 	}
 	b := frame[start : start+hdr+pk.Len]
-	copy(b[0:6], hop.mac[:])
+	copy(b[0:6], hop.MAC[:])
 	copy(b[6:12], ifc.mac[:])
 	switch {
 	case pk.Port == upfu.PortN3:

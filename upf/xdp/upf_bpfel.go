@@ -39,7 +39,8 @@ type upfConfig struct {
 	N3Addr    uint32
 	N3Ifindex uint32
 	MaxInner  uint32
-	Pad       uint32
+	Nkdst     uint32
+	Kdst      [16]upfKdst
 }
 
 type upfFlowKey struct {
@@ -66,6 +67,20 @@ type upfIfinfo struct {
 	Mac [6]uint8
 	N3  uint8
 	N6  uint8
+}
+
+type upfKdst struct {
+	_    structs.HostLayout
+	Addr uint32
+	Mask uint32
+}
+
+type upfNexthop struct {
+	_       structs.HostLayout
+	Ifindex uint32
+	Mtu     uint32
+	Dmac    [6]uint8
+	Smac    [6]uint8
 }
 
 type upfPdrAct struct {
@@ -145,6 +160,7 @@ const (
 	upfMapCpus        = "cpus"
 	upfMapFlows       = "flows"
 	upfMapIfaces      = "ifaces"
+	upfMapNexthops    = "nexthops"
 	upfMapPorts       = "ports"
 	upfMapStats       = "stats"
 	upfMapSteerLoad   = "steer_load"
@@ -219,6 +235,7 @@ type upfMapSpecs struct {
 	Cpus       *ebpf.MapSpec `ebpf:"cpus"`
 	Flows      *ebpf.MapSpec `ebpf:"flows"`
 	Ifaces     *ebpf.MapSpec `ebpf:"ifaces"`
+	Nexthops   *ebpf.MapSpec `ebpf:"nexthops"`
 	Ports      *ebpf.MapSpec `ebpf:"ports"`
 	Stats      *ebpf.MapSpec `ebpf:"stats"`
 	SteerLoad  *ebpf.MapSpec `ebpf:"steer_load"`
@@ -259,6 +276,7 @@ type upfMaps struct {
 	Cpus       *ebpf.Map `ebpf:"cpus"`
 	Flows      *ebpf.Map `ebpf:"flows"`
 	Ifaces     *ebpf.Map `ebpf:"ifaces"`
+	Nexthops   *ebpf.Map `ebpf:"nexthops"`
 	Ports      *ebpf.Map `ebpf:"ports"`
 	Stats      *ebpf.Map `ebpf:"stats"`
 	SteerLoad  *ebpf.Map `ebpf:"steer_load"`
@@ -275,6 +293,7 @@ func (m *upfMaps) Close() error {
 		m.Cpus,
 		m.Flows,
 		m.Ifaces,
+		m.Nexthops,
 		m.Ports,
 		m.Stats,
 		m.SteerLoad,

@@ -139,9 +139,11 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/tern5g/tern/classify"
+	"github.com/tern5g/tern/upf/nexthop"
 	"github.com/tern5g/tern/upf/rules"
 )
 
@@ -218,6 +220,12 @@ type Config struct {
 	// or 1: no steering, every packet is processed on the CPU that
 	// received it.
 	CPUs int
+	// Pools are the UE address pools. An uplink packet to one of them
+	// (UE to UE), to a subnet of the UPF's interfaces, or to one the kernel
+	// never forwards (loopback, multicast...) goes where the kernel routes
+	// it, never to a port's gateway. Any other destination of a port with
+	// a gateway goes to the gateway: its data network is behind it.
+	Pools []netip.Prefix
 }
 
 // FastPath is the loaded XDP fast path.
@@ -250,6 +258,13 @@ type FastPath struct {
 	notOffloaded, mapFull uint64
 
 	steer *steering // nil: no steering
+
+	// The next-hop cache (package nexthop) and its resolver, which
+	// copies what it resolves into the nexthops map (syncHops).
+	hops     *nexthop.Cache
+	hopsStop chan struct{}
+	hopsDone chan struct{}
+	hopsSet  map[netip.Addr]bool // what the nexthops map holds (resolver)
 }
 
 type installed struct {
@@ -360,7 +375,102 @@ func Open(cfg Config) (*FastPath, error) {
 			return nil, err
 		}
 	}
+	if err := f.startHops(); err != nil {
+		f.objs.Close()
+		return nil, err
+	}
 	return f, nil
+}
+
+// startHops starts the next-hop resolver in the calling thread's network
+// namespace and asks it for the ports' gateways; Install asks for the
+// gNBs.
+func (f *FastPath) startHops() error {
+	nl, err := netlink.NewHandle()
+	if err != nil {
+		return fmt.Errorf("xdp: netlink: %w", err)
+	}
+	f.hopsSet = map[netip.Addr]bool{}
+	f.hops = nexthop.New(nl, f.log, f.syncHops)
+	f.hopsStop, f.hopsDone = make(chan struct{}), make(chan struct{})
+	for _, p := range f.cfg.N6 {
+		if p.Gateway.IsValid() {
+			f.hops.Want(p.Gateway)
+		}
+	}
+	go func() {
+		defer close(f.hopsDone)
+		defer nl.Close()
+		f.hops.Run(f.hopsStop)
+	}()
+	return nil
+}
+
+// syncHops makes the nexthops map hold m (the resolver's goroutine).
+func (f *FastPath) syncHops(m map[netip.Addr]nexthop.Hop) {
+	for a, h := range m {
+		v := upfNexthop{Ifindex: uint32(h.Ifindex), Mtu: uint32(h.MTU), Dmac: h.MAC, Smac: h.SrcMAC}
+		if err := f.objs.Nexthops.Update(be32(a), &v, ebpf.UpdateAny); err != nil {
+			f.log.Warn("xdp: next-hop map", "addr", a, "err", err)
+			continue
+		}
+		f.hopsSet[a] = true
+	}
+	for a := range f.hopsSet {
+		if _, ok := m[a]; !ok {
+			f.objs.Nexthops.Delete(be32(a))
+			delete(f.hopsSet, a)
+		}
+	}
+}
+
+// maxKdsts is MAX_KDSTS of bpf/upf.c.
+const maxKdsts = 16
+
+// kernelDsts are the uplink destinations a port's gateway must not be
+// used for (struct config in bpf/upf.c): the UE pools, the subnets of the
+// UPF's interfaces, and what the kernel never forwards.
+func (f *FastPath) kernelDsts() ([]netip.Prefix, error) {
+	out := slices.Clone(f.cfg.Pools)
+	// Addresses the kernel never forwards to a gateway: "this network",
+	// loopback, multicast and the reserved block with the broadcast.
+	for _, p := range []string{"0.0.0.0/8", "127.0.0.0/8", "224.0.0.0/3"} {
+		out = append(out, netip.MustParsePrefix(p))
+	}
+	out = append(out, netip.PrefixFrom(f.cfg.N3Addr, 32))
+	for _, ifc := range append([]*net.Interface{f.n3}, f.n6...) {
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			return nil, fmt.Errorf("xdp: addresses of %s: %w", ifc.Name, err)
+		}
+		for _, a := range addrs {
+			// The interface's connected subnet: its hosts are reached
+			// directly, not through the gateway.
+			if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is4() {
+				out = append(out, p.Masked())
+			}
+		}
+	}
+	for _, p := range out {
+		if !p.Addr().Is4() {
+			return nil, fmt.Errorf("xdp: UE pool %v is not IPv4", p)
+		}
+	}
+	slices.SortFunc(out, func(a, b netip.Prefix) int { return a.Addr().Compare(b.Addr())*64 + a.Bits() - b.Bits() })
+	out = slices.Compact(out)
+	if len(out) > maxKdsts {
+		return nil, fmt.Errorf("xdp: %d UE pools and local addresses, at most %d", len(out), maxKdsts)
+	}
+	return out, nil
+}
+
+// maskAddr is the IPv4 netmask of a prefix length.
+func maskAddr(bits int) netip.Addr {
+	m := ^uint32(0) << (32 - bits)
+	if bits == 0 {
+		m = 0
+	}
+	return netip.AddrFrom4([4]byte{byte(m >> 24), byte(m >> 16), byte(m >> 8), byte(m)})
 }
 
 // configure fills the config, port and interface maps.
@@ -370,6 +480,14 @@ func (f *FastPath) configure() error {
 		mtu = 1500
 	}
 	c := upfConfig{N3Addr: be32(f.cfg.N3Addr), N3Ifindex: uint32(f.n3.Index), MaxInner: uint32(max(mtu-encapLen, 0))}
+	kdsts, err := f.kernelDsts()
+	if err != nil {
+		return err
+	}
+	for _, p := range kdsts {
+		c.Kdst[c.Nkdst] = upfKdst{Addr: be32(p.Masked().Addr()), Mask: be32(maskAddr(p.Bits()))}
+		c.Nkdst++
+	}
 	if err := f.objs.Cfg.Update(uint32(0), &c, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("xdp: config map: %w", err)
 	}
@@ -493,6 +611,10 @@ func (f *FastPath) Close() error {
 	// instead of using file descriptors that may belong to something else
 	// by then.
 	f.closed = true
+	if f.hopsStop != nil {
+		close(f.hopsStop)
+		<-f.hopsDone // it writes to the maps closed below
+	}
 	var errs []error
 	for _, l := range f.links {
 		errs = append(errs, l.Close())
@@ -895,6 +1017,12 @@ func (f *FastPath) Install(s *rules.Session) bool {
 		f.mapFull++
 		f.log.Warn("xdp: session left to the host path", "seid", s.SEID, "reason", err)
 		return false
+	}
+	// The gNBs it sends to go into the next-hop cache.
+	for _, p := range s.PDRs {
+		if p != nil && p.FAR != nil && p.FAR.Encap != nil && f.hops != nil {
+			f.hops.Want(p.FAR.Encap.Peer.Addr())
+		}
 	}
 	return true
 }

@@ -5,10 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tern5g/tern/classify"
 	"github.com/tern5g/tern/gtpu"
@@ -532,10 +534,14 @@ func TestSharedInterface(t *testing.T) {
 
 // TestUplinkRoutedElsewhere: an inner destination that the kernel does
 // not route out of the FAR's N6 port (a local address, another UE pool
-// behind a TUN device) is the host path's, with or without a gateway.
+// behind a TUN device, loopback) is the host path's, with or without a
+// gateway (with one, the UE pools are named in Config.Pools).
 func TestUplinkRoutedElsewhere(t *testing.T) {
 	for _, gw := range []netip.Addr{gwAddr, {}} {
-		e := setup(t, func(c *Config) { c.N6[0].Gateway = gw })
+		e := setup(t, func(c *Config) {
+			c.N6[0].Gateway = gw
+			c.Pools = []netip.Prefix{netip.MustParsePrefix("10.61.0.0/16")}
+		})
 		sh(t, "ip -n "+e.ns+" link add pool type veth peer name poolp", "ip -n "+e.ns+" link set pool up", "ip -n "+e.ns+" link set poolp up",
 			"ip -n "+e.ns+" route add 10.61.0.0/16 dev pool")
 		e.install(session(sessOpts{}))
@@ -582,5 +588,47 @@ func TestPrepareStopsForwarding(t *testing.T) {
 	e.f.Prepare(session(sessOpts{}))
 	if st := e.f.Stats(); st.Sessions != 1 {
 		t.Fatalf("taken off: %+v", st)
+	}
+}
+
+// TestNextHopCache: the programs take the next hop of a gateway and of a
+// gNB from the cache that package nexthop keeps from the kernel's tables,
+// and follow a changed neighbour within the refresh.
+func TestNextHopCache(t *testing.T) {
+	e := setup(t, nil)
+	e.install(session(sessOpts{}))
+	dmac := func(frame []byte) net.HardwareAddr { return net.HardwareAddr(frame[0:6]) }
+	waitHop := func(a netip.Addr, mac string) {
+		t.Helper()
+		deadline := time.Now().Add(3 * time.Second)
+		for {
+			var v upfNexthop
+			if err := e.f.objs.Nexthops.Lookup(be32(a), &v); err == nil && net.HardwareAddr(v.Dmac[:]).String() == mac {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("next hop %v never became %s", a, mac)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitHop(gwAddr, "02:00:00:00:06:02")
+	waitHop(gnbAddr, "02:00:00:00:03:02")
+	act, out := e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
+	e.want(act, xdpRedirect)
+	if got := dmac(out).String(); got != "02:00:00:00:06:02" {
+		t.Fatalf("uplink to %s", got)
+	}
+	sh(t, "ip -n "+e.ns+" neigh replace 10.6.0.2 lladdr 02:00:00:00:06:99 dev n6 nud permanent")
+	waitHop(gwAddr, "02:00:00:00:06:99")
+	act, out = e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
+	e.want(act, xdpRedirect)
+	if got := dmac(out).String(); got != "02:00:00:00:06:99" {
+		t.Fatalf("uplink after the neighbour changed went to %s", got)
+	}
+	act, out = e.dl(dlFrame(udp4(dnIP, ueIP, 80, 1234, 100)))
+	e.want(act, xdpRedirect)
+	if got := dmac(out).String(); got != "02:00:00:00:03:02" {
+		t.Fatalf("downlink to %s", got)
 	}
 }

@@ -32,6 +32,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define MAX_PORTS 16 // N6 ports (network instances)
 #define MAX_EXT 4    // GTP-U extension headers walked
 #define MAX_GTP_OFF 128 // longest GTP-U header handled (bytes)
+#define MAX_KDSTS 16 // destinations the next-hop cache is not used for
 
 #define NO_MATCH 0xff
 
@@ -124,11 +125,33 @@ struct sess {
 	struct pdr_act pdrs[MAX_PDRS];
 };
 
+// kdst is a prefix of destinations the kernel routes itself (see config).
+struct kdst {
+	__be32 addr, mask;
+};
+
 struct config {
 	__be32 n3_addr;
 	__u32 n3_ifindex;
 	__u32 max_inner; // downlink: the longest inner packet that fits N3
-	__u32 pad;
+	__u32 nkdst;
+	// Uplink destinations for which a port's gateway is not the next hop
+	// whatever the configuration says: the UE pools (a UE-to-UE packet
+	// goes back down through the host path) and the UPF's own addresses.
+	// They take the FIB lookup, which finds the kernel's own route.
+	struct kdst kdst[MAX_KDSTS];
+};
+
+// nexthop is where packets to an address (an N6 gateway, a gNB) leave, as
+// the kernel's route and neighbour tables said when user space last looked
+// (package nexthop refreshes it every second). It saves the FIB lookups,
+// the largest cost of a packet. An address not in the map takes the FIB
+// lookup, which passes the packet up when its neighbour is unresolved.
+struct nexthop {
+	__u32 ifindex;
+	__u32 mtu;
+	__u8 dmac[6];
+	__u8 smac[6];
 };
 
 struct port {
@@ -224,6 +247,13 @@ struct {
 	__type(key, __u32);
 	__type(value, struct port);
 } ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __be32);
+	__type(value, struct nexthop);
+} nexthops SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -489,6 +519,34 @@ static __always_inline int fib(struct xdp_md *ctx, struct bpf_fib_lookup *f, __b
 	return 0;
 }
 
+// kernel_dst reports whether dst is one of the destinations the cached
+// next hop of a port must not be used for (struct config).
+static __always_inline int kernel_dst(struct config *c, __be32 dst)
+{
+#pragma unroll
+	for (int i = 0; i < MAX_KDSTS; i++) {
+		if (i >= c->nkdst)
+			break;
+		if ((dst & c->kdst[i].mask) == c->kdst[i].addr)
+			return 1;
+	}
+	return 0;
+}
+
+// cached_hop fills f from the next-hop cache for dst if it leaves through
+// ifindex; 0 when it has no usable entry.
+static __always_inline int cached_hop(struct bpf_fib_lookup *f, __be32 dst, __u32 ifindex)
+{
+	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &dst);
+	if (!nh || nh->ifindex != ifindex)
+		return 0;
+	f->ifindex = nh->ifindex;
+	f->mtu_result = nh->mtu;
+	__builtin_memcpy(f->dmac, nh->dmac, ETH_ALEN);
+	__builtin_memcpy(f->smac, nh->smac, ETH_ALEN);
+	return 1;
+}
+
 // ---------------------------------------------------------------- uplink
 
 // n3: Ethernet / IPv4 / UDP 2152 / GTP-U G-PDU (TS 29.281 §5) from the
@@ -626,11 +684,18 @@ static __always_inline int n3(struct xdp_md *ctx)
 	// The route of the inner destination decides, as on the host path;
 	// with a gateway configured for the port, it is the next hop.
 	struct bpf_fib_lookup f;
-	__u32 r = fib(ctx, &f, p.src, p.dst, pt->ifindex, n, pt->gw ? BPF_FIB_LOOKUP_SKIP_NEIGH : 0);
-	if (!r && pt->gw)
-		r = fib(ctx, &f, p.src, pt->gw, pt->ifindex, n, 0);
-	if (r)
-		return pass(r);
+	__u32 r = 0;
+	if (pt->gw && !kernel_dst(c, p.dst) && cached_hop(&f, pt->gw, pt->ifindex)) {
+		// The operator's gateway is the next hop of the data network.
+		if (n > f.mtu_result)
+			return pass(ST_PASS_MTU);
+	} else {
+		r = fib(ctx, &f, p.src, p.dst, pt->ifindex, n, pt->gw ? BPF_FIB_LOOKUP_SKIP_NEIGH : 0);
+		if (!r && pt->gw)
+			r = fib(ctx, &f, p.src, pt->gw, pt->ifindex, n, 0);
+		if (r)
+			return pass(r);
+	}
 	// Make room first: nothing is counted or changed (but link padding)
 	// for a packet that then passes.
 	__u32 hdr = (__u32)((void *)in - data) - sizeof(struct ethhdr);
@@ -712,9 +777,15 @@ static __always_inline int n6(struct xdp_md *ctx)
 		return pass(ST_PASS_FAR); // buffering (paging, handover) and the rest: host path
 
 	struct bpf_fib_lookup f;
-	__u32 r = fib(ctx, &f, c->n3_addr, a->peer, c->n3_ifindex, n + ENCAP_LEN, 0);
-	if (r)
-		return pass(r);
+	__u32 r = 0;
+	if (cached_hop(&f, a->peer, c->n3_ifindex)) {
+		if (n + ENCAP_LEN > f.mtu_result)
+			return pass(ST_PASS_MTU);
+	} else {
+		r = fib(ctx, &f, c->n3_addr, a->peer, c->n3_ifindex, n + ENCAP_LEN, 0);
+		if (r)
+			return pass(r);
+	}
 	__u32 teid = a->teid;
 	__be32 peer = a->peer;
 	__be16 pport = a->peer_port;
