@@ -179,8 +179,12 @@ func (u *UPF) openXDP(context.Context) (ioDriver, error) {
 			pools = append(pools, n.Pool)
 		}
 	}
+	var cpus []int
+	if u.cfg.XDPCPUs != "" {
+		cpus, _ = xdp.ParseCPUList(u.cfg.XDPCPUs) // checked by New
+	}
 	fp, err := xdp.Load(xdp.Config{N3Iface: n3if, N3Addr: u.n3.Addr(), N6: ports, Pools: pools, CPUs: u.cfg.Workers,
-		Logger: u.log.With("part", "xdp")})
+		SteerCPUs: cpus, Logger: u.log.With("part", "xdp")})
 	if err != nil {
 		return nil, err
 	}

@@ -87,6 +87,12 @@ type Config struct {
 	// first; the log says what it got and why). xdp and afxdp need
 	// N3Iface (or an interface holding the N3 address) and each N6's Iface.
 	Driver string `yaml:"driver,omitempty"`
+	// XDPCPUs are the CPUs the xdp driver processes offloaded sessions
+	// on, a list like "2-5,8": the CPUs that receive packets only steer
+	// them there by TEID or UE address (default: the first Workers CPUs,
+	// with Workers > 1; otherwise every packet is processed on the CPU
+	// that receives it).
+	XDPCPUs string `yaml:"xdpCPUs,omitempty"`
 	// N3Iface is the network interface of N3 for the xdp and afxdp
 	// drivers (default: the interface that holds the N3 address).
 	N3Iface string `yaml:"n3Iface,omitempty"`
@@ -301,6 +307,11 @@ func New(cfg Config, logger *slog.Logger) (*UPF, error) {
 	case DriverAuto, DriverPortable, DriverXDP, DriverAFXDP:
 	default:
 		return nil, fmt.Errorf("upf: driver %q: want %s, %s, %s or %s", cfg.Driver, DriverAuto, DriverXDP, DriverAFXDP, DriverPortable)
+	}
+	if cfg.XDPCPUs != "" {
+		if _, err := xdp.ParseCPUList(cfg.XDPCPUs); err != nil {
+			return nil, fmt.Errorf("upf: xdpCPUs: %w", err)
+		}
 	}
 	global := cfg.PDRTable == PDRTableGlobal
 	u := &UPF{cfg: cfg, log: logger, nodeID: nodeID, n3: n3}

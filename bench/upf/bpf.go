@@ -156,6 +156,15 @@ func (g *generator) run(d time.Duration, rate float64) (sent uint64, elapsed tim
 		g.cfg.Interval = uint64(1e9 / rate)
 	}
 	err = inNS(g.ns, func() error {
+		// The generator runs on CPU 0, so that a driver given CPUs of
+		// its own (upf.xdpCPUs) does not share them with it.
+		var old, cpu0 unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &old); err == nil {
+			cpu0.Set(0)
+			if unix.SchedSetaffinity(0, &cpu0) == nil {
+				defer unix.SchedSetaffinity(0, &old)
+			}
+		}
 		ifi, err := net.InterfaceByName(g.ifname)
 		if err != nil {
 			return fmt.Errorf("bench upf: generator interface %s/%s: %w", g.ns, g.ifname, err)

@@ -97,6 +97,7 @@ type Config struct {
 	Sweep         int
 	SweepDuration time.Duration // sending time of each sweep step (default min(Duration, 500 ms))
 	Workers       int           // upf.Config.Workers
+	XDPCPUs       string        // upf.Config.XDPCPUs: the CPUs the xdp driver processes on
 	Scaling       bool          // also measure tern's drivers with 1..NumCPU workers
 	SDFEvery      int           // every SDFEvery-th session has SDF filters (0 = none; 10 = 10 %)
 	Drain         time.Duration // wait after sending before counting
@@ -327,6 +328,7 @@ func (b *bench) up(ctx context.Context, v string, ss []Session, workers int) (st
 		N6: []upf.N6Config{{DNN: dnn, Pool: poolStr, MTU: n6MTU,
 			Iface: t.coreN6.name, Gateway: t.n6DN.String()}},
 		Workers: workers,
+		XDPCPUs: b.cfg.XDPCPUs,
 	}, nil)
 	if err != nil {
 		return st, err

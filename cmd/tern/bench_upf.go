@@ -29,6 +29,7 @@ func benchUPF(args []string) error {
 	sweep := fs.Int("sweep", 10, "offered rates of the latency sweep per variant, up to 1.2x its throughput (0: no sweep)")
 	sweepDur := fs.Duration("sweep-duration", 500*time.Millisecond, "sending time of each sweep step")
 	workers := fs.Int("workers", 1, "UPF workers (upf.workers: N3 readers; the xdp/afxdp drivers' queues)")
+	xdpCPUs := fs.String("xdp-cpus", "", "CPUs the xdp driver processes sessions on (upf.xdpCPUs, e.g. 1: a core of its own; default: where packets arrive)")
 	scaling := fs.Bool("scaling", false, "also measure tern's drivers with 1..NumCPU workers (upf-scaling rows)")
 	sdf := fs.Int("sdf-every", 0, "every n-th session carries SDF filters (10: 10 %; 0: none)")
 	drain := fs.Duration("drain", 200*time.Millisecond, "wait after sending before counting what arrived")
@@ -74,7 +75,7 @@ func benchUPF(args []string) error {
 		return err
 	}
 	cfg := upfbench.Config{Duration: *dur, Sizes: sizes, Sessions: sessions, Directions: dirs, Drivers: vs,
-		Repeat: *repeat, Sweep: *sweep, SweepDuration: *sweepDur, Workers: *workers, Scaling: *scaling,
+		Repeat: *repeat, Sweep: *sweep, SweepDuration: *sweepDur, Workers: *workers, XDPCPUs: *xdpCPUs, Scaling: *scaling,
 		SDFEvery: *sdf, Drain: *drain, Out: os.Stdout}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -91,7 +92,7 @@ func benchUPF(args []string) error {
 	fmt.Println("(/bare, /kernel: tern's median over the reference's median, same run, same links; loss: made by the generator, not counted by the sink)")
 	doc := report.NewDoc("upf", map[string]any{
 		"duration_s": dur.Seconds(), "sizes": sizes, "directions": dirs, "sessions": sessions, "drivers": vs,
-		"repeat": *repeat, "sweep": *sweep, "sweep_duration_s": sweepDur.Seconds(), "workers": *workers,
+		"repeat": *repeat, "sweep": *sweep, "sweep_duration_s": sweepDur.Seconds(), "workers": *workers, "xdp_cpus": *xdpCPUs,
 		"sdf_every": *sdf, "drain_s": drain.Seconds(),
 		"generator": "XDP program run with BPF_PROG_RUN, live frames, XDP_TX on the sending veth (ran uplink, dn downlink)",
 		"sink":      "XDP program on the receiving veth: counts, one-way latency from the stamp (bpf_ktime_get_ns), drops",

@@ -59,7 +59,19 @@ type cpumapVal struct {
 // programs and upf_cpu only with steering, so that without it nothing
 // changes.
 func (f *FastPath) loadObjects(spec *ebpf.CollectionSpec) error {
-	if f.cfg.CPUs > 1 {
+	switch {
+	case len(f.cfg.SteerCPUs) > 0:
+		online, err := onlineCPUs()
+		if err != nil {
+			return err
+		}
+		for _, c := range f.cfg.SteerCPUs {
+			if !slices.Contains(online, c) {
+				return fmt.Errorf("xdp: CPU %d to steer to is not online (online: %v)", c, online)
+			}
+		}
+		f.steer = &steering{cpus: slices.Compact(slices.Sorted(slices.Values(f.cfg.SteerCPUs)))}
+	case f.cfg.CPUs > 1:
 		online, err := onlineCPUs()
 		if err != nil {
 			return err
@@ -274,14 +286,15 @@ func onlineCPUs() ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("xdp: CPUs online: %w", err)
 	}
-	cpus, err := parseCPUList(strings.TrimSpace(string(b)))
+	cpus, err := ParseCPUList(strings.TrimSpace(string(b)))
 	if err != nil {
 		return nil, fmt.Errorf("xdp: CPUs online: %w", err)
 	}
 	return cpus, nil
 }
 
-func parseCPUList(s string) ([]int, error) {
+// ParseCPUList reads a CPU list as the kernel writes one: "0-3,8,10-11".
+func ParseCPUList(s string) ([]int, error) {
 	var out []int
 	for r := range strings.SplitSeq(s, ",") {
 		if r == "" {

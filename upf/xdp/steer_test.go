@@ -35,9 +35,9 @@ func TestParseCPUList(t *testing.T) {
 		{"3-1", nil, true},
 		{"x", nil, true},
 	} {
-		got, err := parseCPUList(c.in)
+		got, err := ParseCPUList(c.in)
 		if (err != nil) != c.err || !slices.Equal(got, c.want) {
-			t.Errorf("parseCPUList(%q) = %v, %v; want %v (error %v)", c.in, got, err, c.want, c.err)
+			t.Errorf("ParseCPUList(%q) = %v, %v; want %v (error %v)", c.in, got, err, c.want, c.err)
 		}
 	}
 }

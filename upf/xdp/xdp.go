@@ -220,6 +220,10 @@ type Config struct {
 	// or 1: no steering, every packet is processed on the CPU that
 	// received it.
 	CPUs int
+	// SteerCPUs, if set, are the CPUs to steer sessions over instead of
+	// the first CPUs; one CPU is enough: the CPUs that receive then only
+	// steer, and the UPF's processing has CPUs of its own.
+	SteerCPUs []int
 	// Pools are the UE address pools. An uplink packet to one of them
 	// (UE to UE), to a subnet of the UPF's interfaces, or to one the kernel
 	// never forwards (loopback, multicast...) goes where the kernel routes
