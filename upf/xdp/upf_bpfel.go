@@ -23,12 +23,7 @@ type upfBpfCpumapVal struct {
 }
 
 type upfBucket struct {
-	_    structs.HostLayout
-	Lock struct {
-		_   structs.HostLayout
-		Val uint32
-	}
-	Pad       uint32
+	_         structs.HostLayout
 	Tat       uint64
 	NsPerByte uint64
 	BurstNs   uint64

@@ -1044,7 +1044,7 @@ func (f *FastPath) installLocked(s *rules.Session, c *compiled) error {
 		}
 		in.buckets = append(in.buckets, tb)
 		if fresh {
-			if err = f.objs.Buckets.Update(slot, bucketFor(tb), ebpf.UpdateLock); err != nil {
+			if err = f.objs.Buckets.Update(slot, bucketFor(tb), ebpf.UpdateAny); err != nil {
 				err = fmt.Errorf("MBR slot: %w", err)
 				break
 			}

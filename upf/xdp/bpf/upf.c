@@ -166,8 +166,6 @@ struct ifinfo {
 
 // GCRA state of one MBR (rules.TokenBucket, the same algorithm).
 struct bucket {
-	struct bpf_spin_lock lock;
-	__u32 pad;
 	__u64 tat;         // theoretical arrival time, ns (bpf_ktime_get_ns)
 	__u64 ns_per_byte; // 1e9/rate in 1/65536 ns
 	__u64 burst_ns;
@@ -390,22 +388,26 @@ static __always_inline __u32 classify(struct sess *s, struct pkt *p, __u8 dir, _
 	return idx;
 }
 
-// mbr_allow is rules.TokenBucket.Allow: the generic cell rate algorithm,
-// under the bucket's spin lock instead of a CAS loop.
+// mbr_allow is rules.TokenBucket.Allow: the generic cell rate algorithm
+// with a compare-and-swap on the theoretical arrival time, lock-free as in
+// Go. Under contention from other CPUs a packet tries a few times and then
+// counts as over the rate: the conservative answer.
 static __always_inline int mbr_allow(__u32 slot, __u32 n, __u64 now)
 {
 	struct bucket *b = bpf_map_lookup_elem(&buckets, &slot);
 	if (!b)
 		return 0;
 	__u64 inc = ((__u64)n * b->ns_per_byte) >> 16;
-	int ok;
-	bpf_spin_lock(&b->lock);
-	__u64 next = (b->tat > now ? b->tat : now) + inc;
-	ok = next - now <= b->burst_ns;
-	if (ok)
-		b->tat = next;
-	bpf_spin_unlock(&b->lock);
-	return ok;
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		__u64 old = *(volatile __u64 *)&b->tat;
+		__u64 next = (old > now ? old : now) + inc;
+		if (next - now > b->burst_ns)
+			return 0;
+		if (__sync_val_compare_and_swap(&b->tat, old, next) == old)
+			return 1;
+	}
+	return 0;
 }
 
 // qos applies the PDR's QERs in order, gate then MBR each, as upfu's qos
