@@ -31,8 +31,19 @@ import (
 // its receiving end has an XDP program (or GRO), so the bed attaches a
 // pass-through program there, as a physical NIC would need nothing.
 
-// conformanceDrivers are the drivers the suite runs on.
-var conformanceDrivers = []string{upf.DriverPortable, upf.DriverAFXDP, upf.DriverXDP}
+// conformanceDrivers are the drivers the suite runs on, with their
+// settings: xdp also with its processing steered over both CPUs of a
+// 2-CPU machine (upf.Config.Workers).
+var conformanceDrivers = []struct {
+	name    string
+	driver  string
+	workers int
+}{
+	{"portable", upf.DriverPortable, 1},
+	{"afxdp", upf.DriverAFXDP, 1},
+	{"xdp", upf.DriverXDP, 1},
+	{"xdp-steered", upf.DriverXDP, 2},
+}
 
 // Addresses of the bed (lab's, see lab.go).
 var (
@@ -61,9 +72,9 @@ func TestDriverConformance(t *testing.T) {
 	if err := lab.Check(); err != nil {
 		t.Skipf("no lab here: %v", err)
 	}
-	for _, driver := range conformanceDrivers {
-		t.Run(driver, func(t *testing.T) {
-			b := newBed(t, driver)
+	for _, d := range conformanceDrivers {
+		t.Run(d.name, func(t *testing.T) {
+			b := newBed(t, d.driver, d.workers)
 			t.Run("uplink and downlink", b.uplinkDownlink)
 			t.Run("FAR drop and closed gate", b.dropAndGate)
 			t.Run("paging buffer drains in order", b.pagingBuffer)
@@ -76,7 +87,7 @@ func TestDriverConformance(t *testing.T) {
 	}
 }
 
-func newBed(t *testing.T, driver string) *bed {
+func newBed(t *testing.T, driver string, workers int) *bed {
 	l, err := lab.New(lab.Config{Prefix: fmt.Sprintf("tcf%d", os.Getpid()%100000), DNNs: []string{"internet"}})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +103,7 @@ func newBed(t *testing.T, driver string) *bed {
 	}
 
 	b.u, err = upf.New(upf.Config{
-		Driver: driver, N3Addr: bedN3.String(), N3Iface: "n3",
+		Driver: driver, Workers: workers, N3Addr: bedN3.String(), N3Iface: "n3",
 		N6: []upf.N6Config{{DNN: "internet", TUN: lab.TUN("internet"), Pool: bedUEPool,
 			Iface: lab.N6Link("internet"), Gateway: lab.DNN6(0).String()}},
 		EchoInterval: -1,

@@ -1023,12 +1023,39 @@ int upf_n6_steer(struct xdp_md *ctx)
 // interface checks and the FIB lookups need. XDP_REDIRECT to the egress
 // port and XDP_PASS (the cpumap builds the skb and hands it to the stack
 // on this CPU) both work there.
+// no_udp_csum clears the UDP checksum of a GTP-U frame that upf_cpu
+// passes to the host. The frame reaches the stack as a new skb that lost
+// the receive state of the original: where the sender left the checksum
+// to the device (a socket on a veth peer, whose checksum field holds only
+// the pseudo-header sum), the stack would verify it and drop the packet.
+// A zero UDP checksum over IPv4 means none (RFC 768), which GTP-U senders
+// commonly use anyway; the GTP-U socket behind takes it as it is.
+static __always_inline void no_udp_csum(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
+		return;
+	struct iphdr *ip = (void *)(eth + 1);
+	if ((void *)(ip + 1) > end || ip->ihl != 5 || ip->protocol != IPPROTO_UDP)
+		return;
+	struct udphdr *udp = (void *)(ip + 1);
+	if ((void *)(udp + 1) > end || udp->dest != bpf_htons(GTPU_PORT))
+		return;
+	udp->check = 0;
+}
+
 SEC("xdp/cpumap")
 int upf_cpu(struct xdp_md *ctx)
 {
 	__u32 ifindex = ctx->ingress_ifindex;
 	struct ifinfo *ifi = bpf_map_lookup_elem(&ifaces, &ifindex);
-	return upf(ctx, ifi && ifi->n3);
+	int on_n3 = ifi && ifi->n3;
+	int act = upf(ctx, on_n3);
+	if (act == XDP_PASS && on_n3)
+		no_udp_csum(ctx);
+	return act;
 }
 
 // pass_all is the XDP_PASS program a veth peer needs so that frames other
