@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/tern5g/tern/gtpu"
 	"github.com/tern5g/tern/lab"
@@ -102,6 +105,13 @@ func newBed(t *testing.T, driver string, workers int) *bed {
 		acceptRedirects(t, ns, dev)
 	}
 
+	if driver == upf.DriverAFXDP {
+		fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW, 0)
+		if err != nil {
+			t.Skipf("no AF_XDP sockets here: %v", err)
+		}
+		unix.Close(fd)
+	}
 	b.u, err = upf.New(upf.Config{
 		Driver: driver, Workers: workers, N3Addr: bedN3.String(), N3Iface: "n3",
 		N6: []upf.N6Config{{DNN: "internet", TUN: lab.TUN("internet"), Pool: bedUEPool,
@@ -514,4 +524,44 @@ func (b *bed) cycle(t *testing.T) {
 		t.Fatalf("after the cycle: %d sessions in the pipeline, %d in UPF-C", st.Pipeline.Sessions, st.Control.Sessions)
 	}
 	b.uplinkDownlink(t)
+}
+
+// auto takes the first driver that opens: xdp where the interfaces are
+// named and XDP works; portable where N3 is on loopback, saying why the
+// others declined.
+func TestAutoDriver(t *testing.T) {
+	var logs bytes.Buffer
+	u, err := upf.New(upf.Config{N3Addr: "127.0.0.1:0", NoN6: true, EchoInterval: -1},
+		slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	if got := u.Stats().DriverName; got != upf.DriverPortable {
+		t.Fatalf("auto on loopback chose %q", got)
+	}
+	for _, want := range []string{"driver auto chose portable", "xdp: N3 address 127.0.0.1 is not on a network interface", "afxdp: noN6 is set"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs.String())
+		}
+	}
+
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for the lab: network namespaces, veth links, XDP")
+	}
+	if err := lab.Check(); err != nil {
+		t.Skipf("no lab here: %v", err)
+	}
+	b := newBed(t, upf.DriverAuto, 1)
+	if got := b.u.Stats().DriverName; got != upf.DriverXDP {
+		t.Fatalf("auto in the lab chose %q, want xdp", got)
+	}
+	s := b.establish(t)
+	b.uplink(t, s, []byte("auto"))
+	if got, ok := b.atServer(t, s, 5*time.Second); !ok || string(got) != "auto" {
+		t.Fatalf("uplink through auto's choice: %q %v", got, ok)
+	}
 }

@@ -98,38 +98,7 @@ func TestEndToEnd(t *testing.T) {
 	if !f.Install(s) {
 		t.Fatal("Install = false")
 	}
-	// The receiving veth ends need an XDP program of their own.
-	for _, x := range []struct{ ns, ifc string }{{ran, "gnb"}, {dn, "dn"}} {
-		inNS(t, x.ns, func() {
-			ifc, err := net.InterfaceByName(x.ifc)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			l, err := link.AttachXDP(link.XDPOptions{Program: f.Programs().PassAll, Interface: ifc.Index})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			t.Cleanup(func() { l.Close() })
-		})
-	}
-
-	var gnbConn, server *net.UDPConn
-	inNS(t, ran, func() {
-		gnbConn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IP{10, 3, 0, 2}, Port: gtpu.Port})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gnbConn.Close()
-	inNS(t, dn, func() {
-		server, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IP{10, 6, 0, 2}, Port: 9999})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Close()
+	gnbConn, server := e2ePeers(t, f, ran, dn)
 
 	// Uplink: UE 10.60.0.1:4000 -> 10.6.0.2:9999 in a G-PDU. Retried: the
 	// first packets may meet ARP on the receiving side.
@@ -192,4 +161,42 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("usage %+v", use)
 	}
 	t.Logf("stats %+v", st)
+}
+
+// e2ePeers attaches PassAll to the veth ends in ran and dn (they receive
+// frames the programs redirect, which a veth drops towards a peer without
+// an XDP program) and opens the gNB's GTP-U socket there and the server.
+func e2ePeers(t *testing.T, f *FastPath, ran, dn string) (gnb, server *net.UDPConn) {
+	t.Helper()
+	for _, x := range []struct{ ns, ifc string }{{ran, "gnb"}, {dn, "dn"}} {
+		inNS(t, x.ns, func() {
+			ifc, err := net.InterfaceByName(x.ifc)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			l, err := link.AttachXDP(link.XDPOptions{Program: f.Programs().PassAll, Interface: ifc.Index})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			t.Cleanup(func() { l.Close() })
+		})
+	}
+	var err error
+	inNS(t, ran, func() {
+		gnb, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IP{10, 3, 0, 2}, Port: gtpu.Port})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gnb.Close() })
+	inNS(t, dn, func() {
+		server, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IP{10, 6, 0, 2}, Port: 9999})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	return gnb, server
 }

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
@@ -330,36 +329,7 @@ func TestSteeredEndToEnd(t *testing.T) {
 		e := &env{t: t, f: f}
 		e.install(session(sessOpts{seid: uint64(100 + i), ue: ue(i), ulTEID: ulTEID + uint32(i)}))
 	}
-	for _, x := range []struct{ ns, ifc string }{{ran, "gnb"}, {dn, "dn"}} {
-		inNS(t, x.ns, func() {
-			ifc, err := net.InterfaceByName(x.ifc)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			l, err := link.AttachXDP(link.XDPOptions{Program: f.Programs().PassAll, Interface: ifc.Index})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			t.Cleanup(func() { l.Close() })
-		})
-	}
-	var gnbConn, server *net.UDPConn
-	inNS(t, ran, func() {
-		gnbConn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IP{10, 3, 0, 2}, Port: gtpu.Port})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gnbConn.Close()
-	inNS(t, dn, func() {
-		server, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IP{10, 6, 0, 2}, Port: 9999})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Close()
+	gnbConn, server := e2ePeers(t, f, ran, dn)
 
 	// Room for every datagram: a frame redirected into a veth becomes an
 	// skb of a page or so, and the default buffer holds only some 50.

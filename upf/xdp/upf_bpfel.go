@@ -33,6 +33,8 @@ type upfConfig struct {
 	_         structs.HostLayout
 	N3Addr    uint32
 	N3Ifindex uint32
+	N3Mac     [6]uint8
+	Pad       [2]uint8
 	MaxInner  uint32
 	Nkdst     uint32
 	Kdst      [16]upfKdst

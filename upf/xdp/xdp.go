@@ -135,12 +135,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 
 	"github.com/tern5g/tern/classify"
 	"github.com/tern5g/tern/upf/nexthop"
@@ -172,22 +170,6 @@ const (
 // DefaultMaxSessions is the default capacity of the TEID and UE address
 // maps: 100,000 sessions and headroom.
 const DefaultMaxSessions = 131072
-
-// waitPrograms returns once every program run that started before it has
-// ended. XDP programs run in NAPI polls, inside an RCU read-side section
-// that also covers the flush of their redirected frames at the end of the
-// poll: a map update is seen by every run that starts after it, and
-// synchronize_rcu() waits for the runs that started before.
-// membarrier(MEMBARRIER_CMD_GLOBAL) is synchronize_rcu() for user space.
-// Where the kernel refuses it (nohz_full CPUs), a pause longer than a
-// poll's time budget (net.core.netdev_budget_usecs, 2 ms by default)
-// stands in.
-func waitPrograms() {
-	const membarrierCmdGlobal = 1
-	if _, _, errno := unix.Syscall(unix.SYS_MEMBARRIER, membarrierCmdGlobal, 0, 0); errno != 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 // Port is an N6 interface.
 type Port struct {
@@ -484,6 +466,7 @@ func (f *FastPath) configure() error {
 		mtu = 1500
 	}
 	c := upfConfig{N3Addr: be32(f.cfg.N3Addr), N3Ifindex: uint32(f.n3.Index), MaxInner: uint32(max(mtu-encapLen, 0))}
+	copy(c.N3Mac[:], f.n3.HardwareAddr)
 	kdsts, err := f.kernelDsts()
 	if err != nil {
 		return err

@@ -133,6 +133,8 @@ struct kdst {
 struct config {
 	__be32 n3_addr;
 	__u32 n3_ifindex;
+	__u8 n3_mac[6]; // the N3 interface's: no ifaces lookup per uplink packet
+	__u8 pad[2];
 	__u32 max_inner; // downlink: the longest inner packet that fits N3
 	__u32 nkdst;
 	// Uplink destinations for which a port's gateway is not the next hop
@@ -587,9 +589,14 @@ static __always_inline int n3(struct xdp_md *ctx)
 	    ulen < sizeof(*udp) || ulen > iptot - sizeof(*ip) || !ip_csum_ok(ip))
 		return pass(ST_PASS_IP_OPTS); // the kernel judges a bad outer header
 	__u32 ifindex = ctx->ingress_ifindex;
-	struct ifinfo *ifi = bpf_map_lookup_elem(&ifaces, &ifindex);
-	if (!ifi || !mac_eq(eth->h_dest, ifi->mac))
-		return pass(ST_PASS_MAC);
+	if (ifindex == c->n3_ifindex) {
+		if (!mac_eq(eth->h_dest, c->n3_mac))
+			return pass(ST_PASS_MAC);
+	} else {
+		struct ifinfo *ifi = bpf_map_lookup_elem(&ifaces, &ifindex);
+		if (!ifi || !mac_eq(eth->h_dest, ifi->mac))
+			return pass(ST_PASS_MAC);
+	}
 
 	// TS 29.281 §5.1: version 1, PT 1; flags E, S, PN; type; length of
 	// what follows the mandatory 8 octets; TEID.
