@@ -414,9 +414,19 @@ static __always_inline int mbr_allow(__u32 slot, __u32 n, __u64 now)
 
 // qos applies the PDR's QERs in order, gate then MBR each, as upfu's qos
 // does (TS 29.244 §5.2.1, §5.4.2). Returns 0 or the drop reason.
+//
+// The clock: bpf_ktime_get_ns costs as much as the rest of the QoS here, so
+// a packet is first judged with the coarse clock (the same monotonic time,
+// up to a tick old), and only one the coarse clock would drop with the
+// precise one. A coarse "allowed" is always right while the bucket has
+// packets waiting (the coarse time is earlier, so the test is stricter);
+// when the bucket was idle it may start up to one tick (4 ms at HZ=250)
+// earlier than the precise clock would, which grants at most a tick's
+// worth of bytes more than the burst UPF-C configures (a tenth of a
+// second's worth, upfc).
 static __always_inline __u32 qos(struct pdr_act *a, __u32 n)
 {
-	__u64 now = 0;
+	__u64 coarse = 0;
 #pragma unroll
 	for (int i = 0; i < MAX_QERS; i++) {
 		if (i >= a->nqer)
@@ -424,9 +434,10 @@ static __always_inline __u32 qos(struct pdr_act *a, __u32 n)
 		if (!a->qer[i].open)
 			return ST_DROP_GATE;
 		if (a->qer[i].bucket) {
-			if (!now)
-				now = bpf_ktime_get_ns();
-			if (!mbr_allow(a->qer[i].bucket - 1, n, now))
+			if (!coarse)
+				coarse = bpf_ktime_get_coarse_ns();
+			__u32 slot = a->qer[i].bucket - 1;
+			if (!mbr_allow(slot, n, coarse) && !mbr_allow(slot, n, bpf_ktime_get_ns()))
 				return ST_DROP_MBR;
 		}
 	}
