@@ -1067,9 +1067,9 @@ static __always_inline void no_udp_csum(struct xdp_md *ctx)
 SEC("xdp/cpumap")
 int upf_cpu(struct xdp_md *ctx)
 {
-	__u32 ifindex = ctx->ingress_ifindex;
-	struct ifinfo *ifi = bpf_map_lookup_elem(&ifaces, &ifindex);
-	int on_n3 = ifi && ifi->n3;
+	__u32 zero = 0;
+	struct config *c = bpf_map_lookup_elem(&cfg, &zero);
+	int on_n3 = c && ctx->ingress_ifindex == c->n3_ifindex;
 	int act = upf(ctx, on_n3);
 	if (act == XDP_PASS && on_n3)
 		no_udp_csum(ctx);
