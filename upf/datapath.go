@@ -182,16 +182,19 @@ func (d *dataPath) offloadedCount() int {
 }
 
 // syncEvery adds the offload's counts in every interval until ctx ends,
-// so that volume thresholds are noticed within about an interval.
+// so that volume thresholds are noticed within about an interval; or
+// every ten times as long as adding them in took, so that it costs at
+// most a tenth of a CPU (some 400 ms at 100,000 sessions).
 func (d *dataPath) syncEvery(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
+	wait := interval
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-			d.FlushUsage(0)
+		case <-time.After(wait):
 		}
+		start := time.Now()
+		d.FlushUsage(0)
+		wait = max(interval, 10*time.Since(start))
 	}
 }

@@ -106,7 +106,11 @@ const (
 	DefaultBufferHold        = 30 * time.Second
 )
 
-const shards = 64
+// shards is the number of copy-on-write shards of each lookup table: an
+// Install copies the shards its keys fall in, so with 100,000 sessions it
+// copies about a hundred entries per table instead of thousands (the cost
+// grew with the number of sessions, and so did the garbage).
+const shards = 1024
 
 type entry struct {
 	sess     *rules.Session
