@@ -269,7 +269,7 @@ func (r *Report) WriteTable(w io.Writer) {
 		}
 	}
 	if len(r.Scaling) > 0 {
-		fmt.Fprintf(w, "\nscaling: packets/s against UPF workers\n")
+		fmt.Fprintf(w, "\nscaling: packets/s against UPF workers (xdp: CPUs of its own, the last ones, beside the generator's CPU 0)\n")
 		for _, k := range sortedKeys(r.Scaling, r.order()) {
 			fmt.Fprintf(w, "  %-9s %-8s %5d B  %d worker(s)  %10.0f pps\n", k.Variant, k.Dir, k.Size, k.Workers, median(pps(r.Scaling[k])))
 		}

@@ -288,8 +288,28 @@ func (s *stage) close() error {
 	return errors.Join(errs...)
 }
 
+// scalingCPUs is the xdp driver's upf.Config.XDPCPUs for w workers in
+// the scaling table: the last w CPUs, so that with w < NumCPU the UPF's
+// processing has CPUs of its own beside the generator's CPU 0; other
+// drivers take Workers.
+func scalingCPUs(v string, w int) string {
+	if v != upf.DriverXDP {
+		return ""
+	}
+	n := runtime.NumCPU()
+	if w == 1 {
+		return strconv.Itoa(n - 1)
+	}
+	return fmt.Sprintf("%d-%d", n-w, n-1)
+}
+
 // up prepares the core for variant v with sessions ss.
-func (b *bench) up(ctx context.Context, v string, ss []Session, workers int) (st *stage, err error) {
+func (b *bench) up(ctx context.Context, v string, ss []Session, workers int) (*stage, error) {
+	return b.upWith(ctx, v, ss, workers, b.cfg.XDPCPUs)
+}
+
+// upWith is up with the xdp driver's CPUs given (upf.Config.XDPCPUs).
+func (b *bench) upWith(ctx context.Context, v string, ss []Session, workers int, xdpCPUs string) (st *stage, err error) {
 	st = &stage{variant: v, workers: workers, ss: ss}
 	defer func() {
 		if err != nil {
@@ -328,7 +348,7 @@ func (b *bench) up(ctx context.Context, v string, ss []Session, workers int) (st
 		N6: []upf.N6Config{{DNN: dnn, Pool: poolStr, MTU: n6MTU,
 			Iface: t.coreN6.name, Gateway: t.n6DN.String()}},
 		Workers: workers,
-		XDPCPUs: b.cfg.XDPCPUs,
+		XDPCPUs: xdpCPUs,
 	}, nil)
 	if err != nil {
 		return st, err
@@ -551,7 +571,7 @@ func (b *bench) scaling(ctx context.Context, ss []Session) error {
 			continue
 		}
 		for w := 1; w <= runtime.NumCPU(); w++ {
-			st, err := b.up(ctx, v, ss, w)
+			st, err := b.upWith(ctx, v, ss, w, scalingCPUs(v, w))
 			if err != nil {
 				b.skip(v, err)
 				break
