@@ -573,7 +573,10 @@ func (b *bench) scaling(ctx context.Context, ss []Session) error {
 		for w := 1; w <= runtime.NumCPU(); w++ {
 			st, err := b.upWith(ctx, v, ss, w, scalingCPUs(v, w))
 			if err != nil {
-				b.skip(v, err)
+				// The scaling of this driver ends here (an interface
+				// with fewer queues than workers, say); its other rows
+				// stand.
+				fmt.Fprintf(b.cfg.Out, "  %-9s scaling stops at %d worker(s): %v\n", v, w, err)
 				break
 			}
 			for range b.cfg.Repeat {
