@@ -466,9 +466,14 @@ func TestPeriodicRegistration(t *testing.T) {
 	}
 	periodic, prec := newIdleUE("0000000001", true)
 	lazy, lrec := newIdleUE("0000000002", false)
-	waitUntil(t, "the implicit deregistration", func() bool { return c.AMF.Stats().ImplicitDeregistrations == 1 })
+	// The AMF counts an implicit deregistration before it removes the UE:
+	// wait for both.
+	waitUntil(t, "the implicit deregistration", func() bool {
+		st := c.AMF.Stats()
+		return st.ImplicitDeregistrations >= 1 && st.RegisteredUEs <= 1
+	})
 	st := c.AMF.Stats()
-	if st.RegisteredUEs != 1 || len(prec.Samples(ue.ProcPeriodicRegistration)) == 0 || periodic.Stats().PeriodicRegistrations == 0 {
+	if st.ImplicitDeregistrations != 1 || st.RegisteredUEs != 1 || len(prec.Samples(ue.ProcPeriodicRegistration)) == 0 || periodic.Stats().PeriodicRegistrations == 0 {
 		t.Fatalf("AMF %d registered UEs; periodic UE: %d updates, stats %+v", st.RegisteredUEs,
 			len(prec.Samples(ue.ProcPeriodicRegistration)), periodic.Stats())
 	}
