@@ -168,19 +168,6 @@ func (d *dataPath) detach() {
 	d.fast = nil
 }
 
-// Offloaded is how many sessions the offload executes now.
-func (d *dataPath) offloadedCount() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	n := 0
-	for _, on := range d.offloaded {
-		if on {
-			n++
-		}
-	}
-	return n
-}
-
 // syncEvery adds the offload's counts in every interval until ctx ends,
 // so that volume thresholds are noticed within about an interval; or
 // every ten times as long as adding them in took, so that it costs at

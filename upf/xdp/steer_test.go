@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"sync"
@@ -14,7 +12,6 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/tern5g/tern/gtpu"
@@ -288,36 +285,8 @@ func TestSteeredEndToEnd(t *testing.T) {
 		t.Skip("needs 2 CPUs")
 	}
 	const sessions = 64
-	base := fmt.Sprintf("tern-steer-%d-%d", os.Getpid(), nsSeq.Add(1))
-	upf, ran, dn := base+"-upf", base+"-ran", base+"-dn"
-	for _, ns := range []string{upf, ran, dn} {
-		sh(t, "ip netns add "+ns)
-		t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
-	}
-	u, r, d := "ip -n "+upf+" ", "ip -n "+ran+" ", "ip -n "+dn+" "
-	sh(t,
-		u+"link add n3 address 02:00:00:00:03:01 type veth peer name gnb address 02:00:00:00:03:02 netns "+ran,
-		u+"link add n6 address 02:00:00:00:06:01 type veth peer name dn address 02:00:00:00:06:02 netns "+dn,
-		u+"addr add 10.3.0.1/24 dev n3", u+"addr add 10.6.0.1/24 dev n6",
-		u+"link set n3 up", u+"link set n6 up", u+"link set lo up",
-		u+"neigh add 10.3.0.2 lladdr 02:00:00:00:03:02 dev n3 nud permanent",
-		u+"neigh add 10.6.0.2 lladdr 02:00:00:00:06:02 dev n6 nud permanent",
-		"ip netns exec "+upf+" sysctl -qw net.ipv4.conf.all.forwarding=1",
-		r+"addr add 10.3.0.2/24 dev gnb", r+"link set gnb up", r+"link set lo up",
-		d+"addr add 10.6.0.2/24 dev dn", d+"link set dn up", d+"link set lo up",
-		d+"route add 10.60.0.0/16 via 10.6.0.1",
-		d+"neigh add 10.6.0.1 lladdr 02:00:00:00:06:01 dev dn nud permanent",
-	)
-
-	runtime.LockOSThread() // for good: the thread stays in the upf namespace
-	h, err := netns.GetFromName(upf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	if err := netns.Set(h); err != nil {
-		t.Fatal(err)
-	}
+	upf, ran, dn := threeNamespaces(t, "tern-steer")
+	_ = upf
 	f, err := Load(Config{N3Iface: "n3", N3Addr: n3Addr, CPUs: 2,
 		N6: []Port{{NetworkInstance: "internet", Iface: "n6", Gateway: gwAddr}}})
 	if err != nil {
