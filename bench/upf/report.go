@@ -30,6 +30,19 @@ type Sample struct {
 	Delivered uint64        // stamped frames the sink counted
 	Elapsed   time.Duration // the sending time
 	Sink      sinkStats
+	// FlowHits and FlowMisses: the xdp driver's flow cache lookups during
+	// the run (only sessions with SDF filters consult it).
+	FlowHits, FlowMisses uint64
+}
+
+// FlowHitRate is the flow cache's hit rate in the run; ok is false when
+// nothing looked it up.
+func (s Sample) FlowHitRate() (rate float64, ok bool) {
+	n := s.FlowHits + s.FlowMisses
+	if n == 0 {
+		return 0, false
+	}
+	return float64(s.FlowHits) / float64(n), true
 }
 
 // PPS is delivered packets per second of sending time.
@@ -168,6 +181,15 @@ func (r *Report) ppsResult(name string, k Key, ss []Sample) report.Result {
 	}
 	if isTern(k.Variant) {
 		extra["ratio_kernel"] = ratio(m, ref(Kernel))
+	}
+	var hits []float64
+	for _, s := range ss {
+		if h, ok := s.FlowHitRate(); ok {
+			hits = append(hits, h)
+		}
+	}
+	if len(hits) > 0 {
+		extra["flow_cache_hit_rate"] = median(hits)
 	}
 	return report.Result{Name: name, Variant: k.Variant, Unit: "pps", Count: len(ss), Failures: failures,
 		Median: m, P90: quantile(ps, 0.9), P99: quantile(ps, 0.99), Max: quantile(ps, 1), Samples: ps, Extra: extra}

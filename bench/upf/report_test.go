@@ -67,7 +67,7 @@ func TestHistogramQuantiles(t *testing.T) {
 }
 
 func TestRowsAndRatios(t *testing.T) {
-	cfg := Config{Drivers: []string{BareXDP, Kernel, "portable", "xdp"}, Repeat: 3, Workers: 1}
+	cfg := Config{Drivers: []string{BareXDP, Kernel, "portable", "xdp", "afxdp"}, Repeat: 3, Workers: 1}
 	r := newReport(cfg)
 	samples := func(pps ...float64) []Sample {
 		var ss []Sample
@@ -83,10 +83,12 @@ func TestRowsAndRatios(t *testing.T) {
 		k.Variant = v
 		r.Throughput[k] = samples(pps...)
 	}
+	k.Variant = "xdp"
+	r.Throughput[k] = []Sample{{Sent: 1e6, Delivered: 9e5, Elapsed: time.Second, FlowHits: 3, FlowMisses: 1}}
 	k.Variant = "portable"
 	r.Install[k] = []InstallSample{{Sessions: 1000, Installed: 100 * time.Millisecond, Forwarding: 200 * time.Millisecond}}
 	r.Latency = append(r.Latency, LatencyPoint{Key: k, Target: 1e5, Offered: 1e5, Delivered: 1e5, P50: 20, P99: 40, P999: 60})
-	r.Skipped["xdp"] = "upf: driver \"xdp\": not available yet"
+	r.Skipped["afxdp"] = "upf: driver afxdp: no AF_XDP here"
 
 	b, err := json.Marshal(r.Results())
 	if err != nil {
@@ -124,13 +126,19 @@ func TestRowsAndRatios(t *testing.T) {
 			t.Errorf("portable row lacks %s", f)
 		}
 	}
+	if got := find("upf", "xdp").Extra["flow_cache_hit_rate"]; got != 0.75 {
+		t.Errorf("flow cache hit rate %v, want 0.75", got)
+	}
+	if _, ok := p.Extra["flow_cache_hit_rate"]; ok {
+		t.Error("a hit rate for a driver without a flow cache")
+	}
 	if _, ok := find("upf", BareXDP).Extra["ratio_bare_xdp"]; ok {
 		t.Error("bare-xdp quoted against itself")
 	}
 	if k := find("upf", Kernel); k.Extra["ratio_bare_xdp"].(float64) != 0.6 {
 		t.Errorf("kernel/bare-xdp %v", k.Extra["ratio_bare_xdp"])
 	}
-	if find("upf", "xdp").Extra["skipped"] == nil {
+	if find("upf", "afxdp").Extra["skipped"] == nil {
 		t.Error("skipped driver has no reason")
 	}
 	if l := find("upf-latency", "portable"); l.Median != 20 || l.P99 != 40 || l.Extra["p999_us"].(float64) != 60 {

@@ -472,8 +472,12 @@ func (b *bench) throughput(ctx context.Context, st *stage, round int, into map[K
 			}
 			k := Key{Variant: st.variant, Dir: dir, Size: size, Sessions: len(st.ss), Workers: st.workers}
 			into[k] = append(into[k], s)
-			fmt.Fprintf(b.cfg.Out, "  round %d %-9s %-8s %5d B  offered %9.0f pps  delivered %9.0f pps  loss %5.1f%%\n",
-				round+1, st.variant, dir, size, s.OfferedPPS(), s.PPS(), 100*s.Loss())
+			hit := ""
+			if h, ok := s.FlowHitRate(); ok {
+				hit = fmt.Sprintf("  flow cache hits %.1f%%", 100*h)
+			}
+			fmt.Fprintf(b.cfg.Out, "  round %d %-9s %-8s %5d B  offered %9.0f pps  delivered %9.0f pps  loss %5.1f%%%s\n",
+				round+1, st.variant, dir, size, s.OfferedPPS(), s.PPS(), 100*s.Loss(), hit)
 		}
 	}
 	return nil
@@ -501,7 +505,22 @@ func (b *bench) flatOut(ctx context.Context, st *stage, dir string, size int) (S
 		return Sample{}, fmt.Errorf("bench upf: %s %s %d B: nothing of %d packets at 20 kpps arrived (%d unstamped frames at the sink)%s",
 			st.variant, dir, size, w.Sent, w.Sink.Other, b.upfState(st))
 	}
-	return b.measure(ctx, g, b.cfg.Duration, 0)
+	hits0, misses0 := flowCache(st)
+	s, err := b.measure(ctx, g, b.cfg.Duration, 0)
+	hits, misses := flowCache(st)
+	s.FlowHits, s.FlowMisses = hits-hits0, misses-misses0
+	return s, err
+}
+
+// flowCache reads the xdp driver's flow cache counters (0 for the others).
+func flowCache(st *stage) (hits, misses uint64) {
+	if st.u == nil {
+		return 0, 0
+	}
+	if x := st.u.Stats().XDP; x != nil {
+		return x.FlowCacheHits, x.FlowCacheMisses
+	}
+	return 0, 0
 }
 
 func (b *bench) upfState(st *stage) string {
