@@ -19,10 +19,12 @@
 //     whose matching PDR's FAR forwards to an N6 port without outer
 //     header creation: the outer headers go, the inner packet's TTL drops
 //     by one as the kernel's forwarding on the host path would, and it
-//     leaves on the N6 port towards the next hop bpf_fib_lookup finds
-//     (the port's gateway if configured), provided the kernel routes the
-//     inner destination out of that port: a local address or another UE
-//     pool behind a TUN device stays with the host path.
+//     leaves on the N6 port: to the port's gateway if one is configured
+//     (but for the UE pools, the interfaces' subnets, loopback and
+//     multicast, which go where the kernel routes them), otherwise to the
+//     next hop bpf_fib_lookup finds, provided the kernel routes the inner
+//     destination out of that port: a local address or another UE pool
+//     behind a TUN device stays with the host path.
 //   - upf_n6, on each N6 interface: Ethernet / IPv4 for the UE address of
 //     an offloaded session, whose matching PDR's FAR forwards with outer
 //     header creation: it gets the outer IPv4 / UDP / GTP-U header with a
@@ -40,10 +42,15 @@
 // whose next hop is not resolved yet (the kernel resolves ARP, and later
 // packets take the fast path).
 //
-// Next hops come from the kernel's routing and neighbour tables
-// (bpf_fib_lookup, as the host path's packets would be routed): the
-// interfaces need IPv4 forwarding on, and a next hop whose MAC the kernel
-// has not resolved yet takes the host path until it has.
+// Next hops come from the kernel's routing and neighbour tables: for the
+// ports' gateways and the gNBs, from the nexthops map, which package
+// nexthop keeps in step with the tables (every second, and a few
+// milliseconds after a miss), because a bpf_fib_lookup per packet cost
+// more than the rest of the program together; for other destinations,
+// and while a gateway or gNB is not in the map, from bpf_fib_lookup, as
+// the host path's packets would be routed. The interfaces need IPv4
+// forwarding on, and a next hop whose MAC the kernel has not resolved yet
+// takes the host path until it has.
 //
 // The fast path bypasses netfilter: a UPF whose host path NATs or filters
 // UE traffic with iptables/nftables between the TUN devices and N6 must
