@@ -43,8 +43,10 @@ type offload interface {
 	// Remove withdraws a session, adding its last counts in.
 	Remove(seid uint64)
 	// Sync adds the usage counted since the last Sync to the sessions'
-	// rules.Counters and returns the usage reports that calls for.
+	// rules.Counters and returns the usage reports that calls for;
+	// SyncSession does it for one session.
 	Sync() []xdp.Report
+	SyncSession(seid uint64) []xdp.Report
 }
 
 type dataPath struct {
@@ -103,16 +105,32 @@ func (d *dataPath) Remove(seid uint64) {
 	d.pipe.Remove(seid)
 }
 
-// FlushUsage implements upfc.UsageFlusher. It does not hold d.mu while
-// the offload reads its counters, so installs go on meanwhile.
-func (d *dataPath) FlushUsage(uint64) {
+// FlushUsage implements upfc.UsageFlusher: UPF-C is about to report on
+// seid, so only its counters are read. It does not hold d.mu while the
+// offload reads them, so installs go on meanwhile.
+func (d *dataPath) FlushUsage(seid uint64) {
+	if fast := d.offload(); fast != nil {
+		d.raise(fast.SyncSession(seid))
+	}
+}
+
+// flushAll adds in every session's usage (syncEvery).
+func (d *dataPath) flushAll() {
+	if fast := d.offload(); fast != nil {
+		d.raise(fast.Sync())
+	}
+}
+
+func (d *dataPath) offload() offload {
 	d.mu.Lock()
-	fast := d.fast
-	d.mu.Unlock()
-	if fast != nil {
-		for _, r := range fast.Sync() {
-			d.report(r.SEID, r.Report)
-		}
+	defer d.mu.Unlock()
+	return d.fast
+}
+
+// raise passes the offload's usage reports to UPF-C.
+func (d *dataPath) raise(rs []xdp.Report) {
+	for _, r := range rs {
+		d.report(r.SEID, r.Report)
 	}
 }
 
@@ -181,7 +199,7 @@ func (d *dataPath) syncEvery(ctx context.Context, interval time.Duration) {
 		case <-time.After(wait):
 		}
 		start := time.Now()
-		d.FlushUsage(0)
+		d.flushAll()
 		wait = max(interval, 10*time.Since(start))
 	}
 }

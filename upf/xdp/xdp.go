@@ -1237,6 +1237,24 @@ func (f *FastPath) removeLocked(seid uint64) {
 	f.releaseLocked(in)
 }
 
+// SyncSession is Sync for one session's URRs: a report about one session
+// (Query URR, a periodic report) reads only its slots, not all of them.
+func (f *FastPath) SyncSession(seid uint64) []Report {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if in := f.sessions[seid]; in != nil && !f.closed {
+		for _, c := range in.urrs {
+			slot := f.urrs.lookup(c)
+			if st := f.urrState[slot]; st != nil {
+				f.foldSlotLocked(slot, st)
+			}
+		}
+	}
+	out := f.pending
+	f.pending = nil
+	return out
+}
+
 // Sync folds the usage the programs counted since the last Sync into the
 // sessions' rules.Counters and returns the usage reports (TS 29.244
 // §5.2.2.3.1 volume threshold) that the folded volume crossed, as upfu

@@ -348,10 +348,21 @@ func TestURRSync(t *testing.T) {
 	if r := e.f.Sync(); len(r) != 0 {
 		t.Fatalf("reports %+v after", r)
 	}
+	// SyncSession folds one session's counters; another SEID's fold
+	// leaves them.
+	e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
+	e.f.SyncSession(seid + 1)
+	if got := u.Counters.Load(); got.ULPackets != 3 {
+		t.Fatalf("usage after another session's fold %+v", got)
+	}
+	e.f.SyncSession(seid)
+	if got := u.Counters.Load(); got.ULPackets != 4 || got.Volume.Total != 700 {
+		t.Fatalf("usage after SyncSession %+v", got)
+	}
 	// Remove folds what was counted since.
 	e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
 	e.f.Remove(seid)
-	if got := u.Counters.Load(); got.ULPackets != 4 || got.Volume.Total != 700 {
+	if got := u.Counters.Load(); got.ULPackets != 5 || got.Volume.Total != 800 {
 		t.Fatalf("usage after Remove %+v", got)
 	}
 }
