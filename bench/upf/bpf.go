@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"math/bits"
 	"net"
-	"runtime"
 	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/tern5g/tern/lab"
 )
 
 // progs is the loaded BPF object: the generator, sink, forwarder and
@@ -53,41 +53,12 @@ func loadProgs() (*progs, error) {
 
 func (p *progs) Close() error { return p.objs.Close() }
 
-// inNS runs fn on a thread moved into namespace ns. BPF_PROG_RUN resolves
-// the ingress ifindex, and netlink the link names, in the calling thread's
-// namespace, so both happen in there.
-func inNS(ns string, fn func() error) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		return fmt.Errorf("bench upf: current netns: %w", err)
-	}
-	defer orig.Close()
-	target, err := netns.GetFromName(ns)
-	if err != nil {
-		return fmt.Errorf("bench upf: netns %s: %w", ns, err)
-	}
-	defer target.Close()
-	if err := netns.Set(target); err != nil {
-		return fmt.Errorf("bench upf: enter netns %s: %w", ns, err)
-	}
-	ferr := fn()
-	if err := netns.Set(orig); err != nil {
-		// The thread is stuck in ns: leave it locked so that it dies with
-		// this goroutine rather than serve others.
-		runtime.LockOSThread()
-		return errors.Join(ferr, fmt.Errorf("bench upf: back from netns %s: %w", ns, err))
-	}
-	return ferr
-}
-
 // attach attaches prog to the interface named ifname in namespace ns, in
 // native (driver) mode: veth has it, and generic mode would not receive
 // XDP_TX/redirected frames from the peer.
 func attach(ns, ifname string, prog *ebpf.Program) (link.Link, error) {
 	var l link.Link
-	err := inNS(ns, func() error {
+	err := lab.Do(ns, func() error {
 		ifi, err := net.InterfaceByName(ifname)
 		if err != nil {
 			return err
@@ -155,7 +126,7 @@ func (g *generator) run(d time.Duration, rate float64) (sent uint64, elapsed tim
 	if rate > 0 {
 		g.cfg.Interval = uint64(1e9 / rate)
 	}
-	err = inNS(g.ns, func() error {
+	err = lab.Do(g.ns, func() error {
 		// The generator runs on CPU 0, so that a driver given CPUs of
 		// its own (upf.xdpCPUs) does not share them with it.
 		var old, cpu0 unix.CPUSet

@@ -57,7 +57,7 @@ func newTopo(ctx context.Context, prefix string) (*topo, error) {
 		{ns: t.coreNS, name: lab.N6Link(dnn)}, {ns: t.dnNS, name: "n6"},
 	}
 	for _, p := range ports {
-		err := inNS(p.ns, func() error {
+		err := lab.Do(p.ns, func() error {
 			ifi, err := net.InterfaceByName(p.name)
 			if err != nil {
 				return err

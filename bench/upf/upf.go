@@ -62,6 +62,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
+	"github.com/tern5g/tern/lab"
 	"github.com/tern5g/tern/pfcp"
 	"github.com/tern5g/tern/upf"
 )
@@ -357,7 +358,7 @@ func (b *bench) upWith(ctx context.Context, v string, ss []Session, workers int,
 	var uctx context.Context
 	uctx, st.cancel = context.WithCancel(ctx)
 	// Start opens N3 and N6 on this thread: in the core namespace.
-	if err := inNS(t.coreNS, func() error { return u.Start(uctx) }); err != nil {
+	if err := lab.Do(t.coreNS, func() error { return u.Start(uctx) }); err != nil {
 		return st, err
 	}
 	n4 := pfcp.Direct(u.Handler(), nil)
