@@ -92,6 +92,41 @@ type PDR struct {
 	URRs              []*URR
 }
 
+// MarkQFI is the QFI to mark the PDR's packets with: the first QER's QFI
+// (TS 29.244 §5.2.1A, "QFI" of the QER), else def.
+func (p *PDR) MarkQFI(def uint8) uint8 {
+	for _, q := range p.QERs {
+		if q.QFI != 0 {
+			return q.QFI
+		}
+	}
+	return def
+}
+
+// StopsForwarding reports whether a FAR of old that forwarded to a tunnel
+// no longer does in s: the FAR with the same ID drops, buffers or has no
+// tunnel; with retargeted, also when it forwards to another tunnel. A data
+// path that promises nothing more reaches the old tunnel once the change
+// is made waits for its packets in flight then.
+func StopsForwarding(old, s *Session, retargeted bool) bool {
+	for _, op := range old.PDRs {
+		of := op.FAR
+		if of == nil || of.Encap == nil || of.Action&ActionForward == 0 {
+			continue
+		}
+		for _, p := range s.PDRs {
+			f := p.FAR
+			if f == nil || f.ID != of.ID {
+				continue
+			}
+			if f.Encap == nil || f.Action&ActionForward == 0 || retargeted && *f.Encap != *of.Encap {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // FAR is a Forwarding Action Rule (TS 29.244 §5.2.3).
 type FAR struct {
 	ID     uint32

@@ -320,7 +320,7 @@ func (p *Pipeline) lookupUE(ip uint32) *entry {
 // End Marker on its old tunnel (TS 29.281 §7.3.2) after the last packet
 // sent there and before any on the new one; Install then waits for the
 // workers' batches in flight (see quiesceLocked), which is short. It waits
-// so too when a FAR stops forwarding to a tunnel (stopsForwarding).
+// so too when a FAR stops forwarding to a tunnel (rules.StopsForwarding).
 func (p *Pipeline) Install(s *rules.Session) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -419,7 +419,7 @@ func (p *Pipeline) Install(s *rules.Session) {
 		// Uplink-side re-encapsulation (indirect forwarding) is not held.
 		p.quiesceLocked()
 		p.sendEndMarkersLocked(ems)
-	} else if stopsForwarding(old, s) {
+	} else if old != nil && rules.StopsForwarding(old.sess, s, false) {
 		// A FAR that forwarded to a tunnel now buffers or drops (the
 		// hold of smart buffering, TS 23.502 §4.9.1.3.2 step 12 as
 		// L25GC §3.3 changes it; an AN release): when Install returns,
@@ -439,7 +439,7 @@ func (p *Pipeline) Install(s *rules.Session) {
 		if pdr.FAR.Encap != nil {
 			def = pdr.FAR.Encap.QFI
 		}
-		p.report(s.SEID, rules.Report{Kind: rules.ReportDownlinkData, PDRID: pdr.ID, QFI: qfiFor(pdr, def)})
+		p.report(s.SEID, rules.Report{Kind: rules.ReportDownlinkData, PDRID: pdr.ID, QFI: pdr.MarkQFI(def)})
 	}
 }
 
@@ -482,26 +482,6 @@ func endMarkers(old *entry, s *rules.Session) []rules.Encap {
 		}
 	}
 	return out
-}
-
-// stopsForwarding reports whether a FAR of old that forwarded to a tunnel
-// no longer does in s (same FAR ID, no FORW or no tunnel).
-func stopsForwarding(old *entry, s *rules.Session) bool {
-	if old == nil {
-		return false
-	}
-	for _, op := range old.sess.PDRs {
-		of := op.FAR
-		if of == nil || of.Encap == nil || of.Action&rules.ActionForward == 0 {
-			continue
-		}
-		for _, pdr := range s.PDRs {
-			if f := pdr.FAR; f != nil && f.ID == of.ID && (f.Encap == nil || f.Action&rules.ActionForward == 0) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // quiesceTimeout bounds the wait for in-flight batches (a driver that never

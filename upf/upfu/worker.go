@@ -288,7 +288,7 @@ func (w *Worker) uplinkOne(pk *Packet, out []Packet) []Packet {
 			return out
 		}
 		start := innerOff - gtpu.GPDUHeaderLen
-		gtpu.PutGPDUHeader(pk.Buf[start:], far.Encap.TEID, qfiFor(pdr, h.QFI), d == rules.Downlink, n)
+		gtpu.PutGPDUHeader(pk.Buf[start:], far.Encap.TEID, pdr.MarkQFI(h.QFI), d == rules.Downlink, n)
 		return w.emit(out, Packet{Buf: pk.Buf, Off: start, Len: gtpu.GPDUHeaderLen + n, Peer: far.Encap.Peer, Port: PortN3}, delay)
 	}
 	port := e.n6[idx]
@@ -448,7 +448,7 @@ func (w *Worker) downlinkOne(pk *Packet, e *entry, out []Packet, fromBuffer bool
 			if far.Encap != nil {
 				def = far.Encap.QFI
 			}
-			w.p.report(s.SEID, rules.Report{Kind: rules.ReportDownlinkData, PDRID: pdr.ID, QFI: qfiFor(pdr, def)})
+			w.p.report(s.SEID, rules.Report{Kind: rules.ReportDownlinkData, PDRID: pdr.ID, QFI: pdr.MarkQFI(def)})
 		}
 		if e.replaced.Load() {
 			w.p.kick(s.SEID) // the snapshot changed under us: let Run drain
@@ -494,7 +494,7 @@ func (w *Worker) downlinkOne(pk *Packet, e *entry, out []Packet, fromBuffer bool
 	w.local.dlPackets++
 	w.local.dlBytes += uint64(n)
 	start := pk.Off - gtpu.GPDUHeaderLen
-	gtpu.PutGPDUHeader(pk.Buf[start:], far.Encap.TEID, qfiFor(pdr, far.Encap.QFI), true, n)
+	gtpu.PutGPDUHeader(pk.Buf[start:], far.Encap.TEID, pdr.MarkQFI(far.Encap.QFI), true, n)
 	return w.emit(out, Packet{Buf: pk.Buf, Off: start, Len: gtpu.GPDUHeaderLen + n, Peer: far.Encap.Peer, Port: PortN3}, delay)
 }
 
@@ -508,17 +508,6 @@ func (w *Worker) dropBuffered(r rules.PushResult) {
 	default:
 		w.drop(DropBufferFull)
 	}
-}
-
-// qfiFor is the QFI to mark: the first QER's QFI (TS 29.244 §5.2.1A
-// "QFI" of the QER), else def.
-func qfiFor(pdr *rules.PDR, def uint8) uint8 {
-	for _, q := range pdr.QERs {
-		if q.QFI != 0 {
-			return q.QFI
-		}
-	}
-	return def
 }
 
 // qos applies the PDR's QERs: gate, then MBR (TS 29.244 §5.2.1, §5.4.2),

@@ -915,7 +915,7 @@ func (f *FastPath) compilePDR(c *compiled, p *rules.PDR, d rules.Direction) (upf
 		a.Teid = enc.TEID
 		a.Peer = be32(enc.Peer.Addr())
 		a.PeerPort = be16(enc.Peer.Port())
-		a.Qfi = qfiFor(p, enc.QFI)
+		a.Qfi = p.MarkQFI(enc.QFI)
 	}
 	if len(p.QERs) > maxQERs {
 		return a, fmt.Errorf("%w: PDR %d has %d QERs", errUnsupported, p.ID, len(p.QERs))
@@ -947,16 +947,6 @@ func (f *FastPath) compilePDR(c *compiled, p *rules.PDR, d rules.Direction) (upf
 		a.Nurr++
 	}
 	return a, nil
-}
-
-// qfiFor is upfu's: the first QER's QFI, else def (TS 29.244 §5.2.1A).
-func qfiFor(p *rules.PDR, def uint8) uint8 {
-	for _, q := range p.QERs {
-		if q.QFI != 0 {
-			return q.QFI
-		}
-	}
-	return def
 }
 
 // resolveSlots fills the bucket and URR slots into the entries, after
@@ -1180,7 +1170,7 @@ func (f *FastPath) releaseLocked(in *installed) {
 func (f *FastPath) Prepare(s *rules.Session) {
 	f.mu.Lock()
 	old := f.sessions[s.SEID]
-	if old == nil || !sendsEndMarker(s) && !stopsForwarding(old.sess, s) {
+	if old == nil || !sendsEndMarker(s) && !rules.StopsForwarding(old.sess, s, true) {
 		f.mu.Unlock()
 		return
 	}
@@ -1193,23 +1183,6 @@ func sendsEndMarker(s *rules.Session) bool {
 	for _, p := range s.PDRs {
 		if p != nil && p.FAR != nil && p.FAR.SendEndMarker {
 			return true
-		}
-	}
-	return false
-}
-
-// stopsForwarding reports whether a FAR of old that forwarded to a tunnel
-// no longer does in s (upfu's test of the same name).
-func stopsForwarding(old, s *rules.Session) bool {
-	for _, op := range old.PDRs {
-		of := op.FAR
-		if of == nil || of.Encap == nil || of.Action&rules.ActionForward == 0 {
-			continue
-		}
-		for _, p := range s.PDRs {
-			if nf := p.FAR; nf != nil && nf.ID == of.ID && (nf.Encap == nil || nf.Action&rules.ActionForward == 0 || *nf.Encap != *of.Encap) {
-				return true
-			}
 		}
 	}
 	return false
