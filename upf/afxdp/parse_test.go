@@ -18,6 +18,11 @@ func FuzzParseFrames(f *testing.F) {
 	udp := ipv4pkt.AppendUDP(nil, netip.MustParseAddr("10.100.3.1"), netip.MustParseAddr("10.100.3.2"), 2152, 2152, gpdu)
 	frame := append(make([]byte, 12), 0x08, 0x00)
 	frame = append(frame, udp...)
+	// The seed is accepted as N3, and its payload is the GTP-U message.
+	var pk upfu.Packet
+	if !parseN3(frame, 0, len(frame), &pk) || string(pk.Data()) != string(gpdu) || pk.Peer != netip.MustParseAddrPort("10.100.3.1:2152") {
+		f.Fatalf("G-PDU frame parsed as %+v", pk)
+	}
 	f.Add(frame, 0)
 	f.Add(frame[:30], 2)
 	f.Add([]byte{}, 0)
@@ -36,9 +41,4 @@ func FuzzParseFrames(f *testing.F) {
 			}
 		}
 	})
-	// The seed is accepted as N3, and its payload is the GTP-U message.
-	var pk upfu.Packet
-	if !parseN3(frame, 0, len(frame), &pk) || string(pk.Data()) != string(gpdu) || pk.Peer != netip.MustParseAddrPort("10.100.3.1:2152") {
-		f.Fatalf("G-PDU frame parsed as %+v", pk)
-	}
 }
