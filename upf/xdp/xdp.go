@@ -782,7 +782,11 @@ func (f *FastPath) compileKey(c *compiled, s *rules.Session, rs []classify.Rule,
 			return nil, fmt.Errorf("%w: more than %d rules per key", errUnsupported, maxRules)
 		}
 		br.Pdr = slot
-		if br.SrcMask|br.DstMask|br.UeMask != 0 || br.Flags&rfProto != 0 || br.TosMask != 0 ||
+		// The flow cache is for rules that look into the inner 5-tuple. A
+		// UE address test (the uplink PDI's) is one masked compare, like the
+		// QFI's: behind a cache lookup it would only add a miss per packet
+		// once the sessions outnumber the cache's entries.
+		if br.SrcMask|br.DstMask != 0 || br.Flags&rfProto != 0 || br.TosMask != 0 ||
 			br.SportLo != 0 || br.SportHi != 0xffff || br.DportLo != 0 || br.DportHi != 0xffff {
 			e.Sdf = 1
 		}

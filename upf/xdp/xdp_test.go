@@ -455,6 +455,24 @@ func TestSDFAndFlowCache(t *testing.T) {
 	}
 }
 
+// TestUEAddressRuleNoFlowCache: the UE IP address of an uplink PDI (the
+// SMF sends it with every session) is checked in the rule itself, without
+// the flow cache, which only pays for rules on the inner 5-tuple; a
+// packet from another source still misses the rule.
+func TestUEAddressRuleNoFlowCache(t *testing.T) {
+	e := setup(t, nil)
+	e.install(session(sessOpts{ulRules: []classify.Rule{{ID: 0, Precedence: 100,
+		Has:  classify.FieldSourceInterface | classify.FieldTEID | classify.FieldQFI,
+		TEID: ulTEID, QFI: qfi, UEIP: classify.PrefixFromNetip(netip.PrefixFrom(ueIP, 32))}}}))
+	act, _ := e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1234, 80, 100)))
+	e.want(act, xdpRedirect)
+	act, _ = e.ul(ulFrame(ulTEID, qfi, udp4(netip.MustParseAddr("10.60.9.9"), dnIP, 1234, 80, 100)))
+	e.want(act, xdpPass)
+	if st := e.f.Stats(); st.FlowCacheHits != 0 || st.FlowCacheMisses != 0 || st.ForwardedUL != 1 {
+		t.Fatalf("flow cache hits %d misses %d, forwarded %d", st.FlowCacheHits, st.FlowCacheMisses, st.ForwardedUL)
+	}
+}
+
 // TestPrecedence: the first rule in precedence order wins; the UE IP
 // address IE checks the inner source uplink.
 func TestPrecedence(t *testing.T) {
