@@ -136,8 +136,8 @@ type upfSess struct {
 	Nrules uint8
 	Sdf    uint8
 	Pad    [2]uint8
-	Rules  [8]upfRule
 	Pdrs   [4]upfPdrAct
+	Rules  [8]upfRule
 }
 
 type upfUsage struct {

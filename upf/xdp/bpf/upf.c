@@ -116,13 +116,18 @@ struct pdr_act {
 };
 
 // The rules of one session for one key (a TEID or the UE address).
+//
+// The PDRs come before the rules: with the header they open the entry, so
+// the line the header is read from also holds the first PDR, the one most
+// sessions' only rule leads to, and the rule scan's result does not wait
+// for another cache miss. At 100,000 sessions most entries are in no cache.
 struct sess {
 	__u32 gen;     // changes with every Install: flow cache entries expire
 	__u8 nrules;
 	__u8 sdf;      // rules look beyond TEID/QFI: consult the flow cache
 	__u8 pad[2];
-	struct rule rules[MAX_RULES];
 	struct pdr_act pdrs[MAX_PDRS];
+	struct rule rules[MAX_RULES];
 };
 
 // kdst is a prefix of destinations the kernel routes itself (see config).
