@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -36,16 +38,18 @@ import (
 
 // conformanceDrivers are the drivers the suite runs on, with their
 // settings: xdp also with its processing steered over both CPUs of a
-// 2-CPU machine (upf.Config.Workers).
+// 2-CPU machine (upf.Config.Workers), and on CPU 1 alone (XDPCPUs).
 var conformanceDrivers = []struct {
 	name    string
 	driver  string
 	workers int
+	cpus    string
 }{
-	{"portable", upf.DriverPortable, 1},
-	{"afxdp", upf.DriverAFXDP, 1},
-	{"xdp", upf.DriverXDP, 1},
-	{"xdp-steered", upf.DriverXDP, 2},
+	{"portable", upf.DriverPortable, 1, ""},
+	{"afxdp", upf.DriverAFXDP, 1, ""},
+	{"xdp", upf.DriverXDP, 1, ""},
+	{"xdp-steered", upf.DriverXDP, 2, ""},
+	{"xdp-cpu1", upf.DriverXDP, 1, "1"},
 }
 
 // Addresses of the bed (lab's, see lab.go).
@@ -77,7 +81,13 @@ func TestDriverConformance(t *testing.T) {
 	}
 	for _, d := range conformanceDrivers {
 		t.Run(d.name, func(t *testing.T) {
-			b := newBed(t, d.driver, d.workers)
+			if d.cpus != "" && runtime.NumCPU() < 2 {
+				t.Skip("needs 2 CPUs")
+			}
+			b := newBed(t, d.driver, d.workers, d.cpus)
+			if d.cpus != "" {
+				t.Run("threads leave the fast path's CPUs", b.threadsOffCPU1)
+			}
 			t.Run("uplink and downlink", b.uplinkDownlink)
 			t.Run("FAR drop and closed gate", b.dropAndGate)
 			t.Run("paging buffer drains in order", b.pagingBuffer)
@@ -90,7 +100,7 @@ func TestDriverConformance(t *testing.T) {
 	}
 }
 
-func newBed(t *testing.T, driver string, workers int) *bed {
+func newBed(t *testing.T, driver string, workers int, xdpCPUs string) *bed {
 	l, err := lab.New(lab.Config{Prefix: fmt.Sprintf("tcf%d", os.Getpid()%100000), DNNs: []string{"internet"}})
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +123,7 @@ func newBed(t *testing.T, driver string, workers int) *bed {
 		unix.Close(fd)
 	}
 	b.u, err = upf.New(upf.Config{
-		Driver: driver, Workers: workers, N3Addr: bedN3.String(), N3Iface: "n3",
+		Driver: driver, Workers: workers, XDPCPUs: xdpCPUs, N3Addr: bedN3.String(), N3Iface: "n3",
 		N6: []upf.N6Config{{DNN: "internet", TUN: lab.TUN("internet"), Pool: bedUEPool,
 			Iface: lab.N6Link("internet"), Gateway: lab.DNN6(0).String()}},
 		EchoInterval: -1,
@@ -555,7 +565,7 @@ func TestAutoDriver(t *testing.T) {
 	if err := lab.Check(); err != nil {
 		t.Skipf("no lab here: %v", err)
 	}
-	b := newBed(t, upf.DriverAuto, 1)
+	b := newBed(t, upf.DriverAuto, 1, "")
 	if got := b.u.Stats().DriverName; got != upf.DriverXDP {
 		t.Fatalf("auto in the lab chose %q, want xdp", got)
 	}
@@ -563,5 +573,24 @@ func TestAutoDriver(t *testing.T) {
 	b.uplink(t, s, []byte("auto"))
 	if got, ok := b.atServer(t, s, 5*time.Second); !ok || string(got) != "auto" {
 		t.Fatalf("uplink through auto's choice: %q %v", got, ok)
+	}
+}
+
+// threadsOffCPU1: with upf.xdpCPUs 1 no thread of the process may run on
+// CPU 1 but those pinned there alone.
+func (b *bed) threadsOffCPU1(t *testing.T) {
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ents {
+		tid, _ := strconv.Atoi(d.Name())
+		var m unix.CPUSet
+		if unix.SchedGetaffinity(tid, &m) != nil {
+			continue // exited
+		}
+		if m.IsSet(1) && m.Count() > 1 {
+			t.Errorf("thread %d may run on CPU 1 (%d CPUs)", tid, m.Count())
+		}
 	}
 }

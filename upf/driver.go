@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"strings"
 	"time"
 
+	"github.com/tern5g/tern/internal/affinity"
 	"github.com/tern5g/tern/upf/afxdp"
 	"github.com/tern5g/tern/upf/portable"
 	"github.com/tern5g/tern/upf/upfu"
@@ -193,7 +195,7 @@ func (u *UPF) openXDP(context.Context) (ioDriver, error) {
 		fp.Close()
 		return nil, fmt.Errorf("host path: %w", err)
 	}
-	return &xdpDriver{Driver: host, fast: fp, dp: u.dp}, nil
+	return &xdpDriver{Driver: host, fast: fp, dp: u.dp, cpus: cpus, log: u.log}, nil
 }
 
 // xdpDriver is the xdp driver: the portable driver's I/O for the host
@@ -202,6 +204,11 @@ type xdpDriver struct {
 	*portable.Driver
 	fast *xdp.FastPath
 	dp   *dataPath
+	log  *slog.Logger
+	// cpus are upf.xdpCPUs: the fast path's own CPUs, which the process's
+	// threads leave while the driver runs (excluded).
+	cpus     []int
+	excluded *affinity.Exclusion
 }
 
 // syncInterval is how often the offload's usage counts are added in: a
@@ -209,6 +216,19 @@ type xdpDriver struct {
 const syncInterval = 100 * time.Millisecond
 
 func (x *xdpDriver) Start(ctx context.Context) {
+	if len(x.cpus) > 0 {
+		// The cpumap threads that run the fast path there have normal
+		// priority: a Go thread the kernel puts on their CPU takes it from
+		// them for a scheduler slice, long enough to overflow their queues
+		// (package affinity).
+		ex, err := affinity.Exclude(x.cpus)
+		if err != nil {
+			x.log.Warn("xdp: the process's threads may still run on the fast path's CPUs", "cpus", x.cpus, "err", err)
+		} else {
+			x.excluded = ex
+			x.log.Info("xdp: the process's threads leave the fast path's CPUs", "cpus", x.cpus)
+		}
+	}
 	x.Driver.Start(ctx)
 	x.dp.attach(x.fast)
 	go x.dp.syncEvery(ctx, syncInterval)
@@ -216,5 +236,10 @@ func (x *xdpDriver) Start(ctx context.Context) {
 
 func (x *xdpDriver) Close() error {
 	x.dp.detach()
-	return errors.Join(x.fast.Close(), x.Driver.Close())
+	err := errors.Join(x.fast.Close(), x.Driver.Close())
+	if x.excluded != nil {
+		x.excluded.Restore()
+		x.excluded = nil
+	}
+	return err
 }

@@ -91,7 +91,8 @@ type Config struct {
 	// on, a list like "2-5,8": the CPUs that receive packets only steer
 	// them there by TEID or UE address (default: the first Workers CPUs,
 	// with Workers > 1; otherwise every packet is processed on the CPU
-	// that receives it).
+	// that receives it). The process's own threads leave these CPUs while
+	// the driver runs, unless that would leave them none.
 	XDPCPUs string `yaml:"xdpCPUs,omitempty"`
 	// N3Iface is the network interface of N3 for the xdp and afxdp
 	// drivers (default: the interface that holds the N3 address).
