@@ -124,7 +124,7 @@ struct pdr_act {
 struct sess {
 	__u32 gen;     // changes with every Install: flow cache entries expire
 	__u8 nrules;
-	__u8 sdf;      // rules look beyond TEID/QFI: consult the flow cache
+	__u8 sdf;      // rules look into the inner 5-tuple: consult the flow cache
 	__u8 pad[2];
 	struct pdr_act pdrs[MAX_PDRS];
 	struct rule rules[MAX_RULES];
