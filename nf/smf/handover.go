@@ -64,11 +64,21 @@ func (s *SMF) handover(c *smContext, typ models.Smf_PDUSess_N2SmInfoType, b []by
 		if err != nil {
 			return nil, n2Error("path switch request transfer: %v", err)
 		}
-		if !c.canMove() || !t.DLTunnel.Addr.Is4() {
+		settingUp := c.settingUp()
+		if !c.canMove() && !settingUp || !t.DLTunnel.Addr.Is4() {
 			return nil, n2Error("path switch for a session in state %s (tunnel %v)", c.state, t.DLTunnel.Addr)
 		}
 		if err := s.switchDownlink(c, t.DLTunnel); err != nil {
 			return nil, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseUPFNotResponding, "%v", err)
+		}
+		if settingUp {
+			// The UE moved before the source's PDU Session Resource Setup
+			// Response reached the SMF: the two gNBs' associations are read
+			// apart, so the Path Switch Request can overtake it (TS 23.502
+			// §4.9.1.2.2 does not order them). The target has the session's
+			// resources now; the late response is dropped with the source's
+			// connection.
+			s.userPlaneUp(c)
 		}
 		ul := c.ulTunnel
 		ack, err := ngap.EncodePathSwitchRequestAcknowledgeTransfer(&ngap.PathSwitchRequestAcknowledgeTransfer{ULTunnel: &ul})
@@ -159,6 +169,13 @@ func (c *smContext) canMove() bool {
 	return (c.state == stActive || c.state == stModifying) && c.upCnx == models.Smf_PDUSess_UpCnxState_ACTIVATED && c.upSEID != 0
 }
 
+// settingUp: the session's user plane was requested from the AN (an
+// establishment or a reactivation) and its setup response has not come.
+func (c *smContext) settingUp() bool {
+	return (c.state == stWaitN2Setup || c.state == stActive || c.state == stModifying) &&
+		c.upCnx == models.Smf_PDUSess_UpCnxState_ACTIVATING && c.upSEID != 0
+}
+
 // handoverDone handles hoState COMPLETED (TS 23.502 §4.9.1.3.3 step 7) and
 // CANCELLED (§4.9.1.4). Runs on c's executor.
 func (s *SMF) handoverDone(c *smContext, st models.Smf_PDUSess_HoState) (*sbi.SMContextUpdated, error) {
@@ -201,9 +218,10 @@ func (s *SMF) handoverDone(c *smContext, st models.Smf_PDUSess_HoState) (*sbi.SM
 
 // switchDownlink points the downlink FAR at tunnel dl with SNDEM: the UPF
 // sends End Marker on the old tunnel after its last packet (TS 29.244
-// §8.2.31, TS 29.281 §7.3.2). Runs on c's executor.
+// §8.2.31, TS 29.281 §7.3.2). A session without a downlink tunnel yet (its
+// setup response overtaken) has no old path to end. Runs on c's executor.
 func (s *SMF) switchDownlink(c *smContext, dl ngap.GTPTunnel) error {
-	if err := s.pointDownlink(c, dl, true); err != nil {
+	if err := s.pointDownlink(c, dl, c.dlTunnel.Addr.IsValid()); err != nil {
 		return err
 	}
 	c.dlTunnel = dl

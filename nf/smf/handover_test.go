@@ -7,6 +7,7 @@ import (
 
 	"github.com/free5gc/openapi/models"
 
+	"github.com/tern5g/tern/nas"
 	"github.com/tern5g/tern/nf/pcf"
 	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/pfcp"
@@ -70,6 +71,49 @@ func TestPathSwitch(t *testing.T) {
 	}
 	if s := h.smf.Stats(); s.PathSwitches != 1 {
 		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestPathSwitchOvertakesSetupResponse: the UE moved right after its
+// session was set up, and the target's Path Switch Request reached the SMF
+// before the source's PDU Session Resource Setup Response (two
+// associations, read apart). The switch completes the establishment at the
+// target, with no End Marker (there was no downlink path), and the late
+// response changes nothing.
+func TestPathSwitchOvertakesSetupResponse(t *testing.T) {
+	h := newHarness(t, testConfig(), pcf.Config{})
+	ctx := context.Background()
+	created, err := h.smf.CreateSMContext(ctx, createReq(testSUPI, 1, "internet", sliceA, estRequest(t, 1, nas.PDUSessionTypeIPv4, 0, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.amf.setRef(testSUPI, 1, created.Ref)
+	h.amf.next(t) // the Accept, with the setup request for the source
+	up, err := h.smf.UpdateSMContext(ctx, created.Ref, n2Update(t, models.Smf_PDUSess_N2SmInfoType_PATH_SWITCH_REQ, "",
+		mustEncode(t, ngap.EncodePathSwitchRequestTransfer, &ngap.PathSwitchRequestTransfer{DLTunnel: targetN3, QoSFlows: []uint8{defaultQFI}})))
+	if err != nil || up.Data.N2SmInfoType != models.Smf_PDUSess_N2SmInfoType_PATH_SWITCH_REQ_ACK ||
+		up.Data.UpCnxState != models.Smf_PDUSess_UpCnxState_ACTIVATED {
+		t.Fatalf("path switch before the setup response: %+v %v", up, err)
+	}
+	far := h.upf.lastMod(t).UpdateFARs[0]
+	if far.Forwarding == nil || far.Forwarding.SendEndMarker || far.Forwarding.OuterHeaderCreation == nil ||
+		far.Forwarding.OuterHeaderCreation.TEID != targetN3.TEID || far.Forwarding.OuterHeaderCreation.IPv4 != targetN3.Addr {
+		t.Errorf("DL FAR update %+v, want the target's tunnel without SNDEM", far.Forwarding)
+	}
+	if s := h.smf.Stats(); s.Established != 1 || s.PathSwitches != 1 {
+		t.Errorf("stats %+v", s)
+	}
+	if _, err := h.smf.UpdateSMContext(ctx, created.Ref, setupResponse(t, 1)); err == nil {
+		t.Error("the source's late setup response was taken")
+	}
+	if far := h.upf.lastMod(t).UpdateFARs[0]; far.Forwarding == nil || far.Forwarding.OuterHeaderCreation.TEID != targetN3.TEID {
+		t.Errorf("after the late response the DL FAR is %+v", far.Forwarding)
+	}
+	// The session is an ordinary one at the target: it moves again.
+	up, err = h.smf.UpdateSMContext(ctx, created.Ref, n2Update(t, models.Smf_PDUSess_N2SmInfoType_PATH_SWITCH_REQ, "",
+		mustEncode(t, ngap.EncodePathSwitchRequestTransfer, &ngap.PathSwitchRequestTransfer{DLTunnel: targetFwd, QoSFlows: []uint8{defaultQFI}})))
+	if err != nil || !h.upf.lastMod(t).UpdateFARs[0].Forwarding.SendEndMarker {
+		t.Fatalf("second path switch: %+v %v", up, err)
 	}
 }
 

@@ -56,6 +56,23 @@ func (s *SMF) updateContext(ctx context.Context, c *smContext, req *sbi.SMContex
 	return updated(nil, nil, "", c.upCnx), nil
 }
 
+// userPlaneUp records that the AN holds the session's user plane, the
+// downlink already pointing at c.dlTunnel: the end of an establishment
+// (TS 23.502 §4.3.2.2.1 step 16) or of a reactivation (§4.2.3.2 step 12).
+func (s *SMF) userPlaneUp(c *smContext) {
+	if c.upCnx == models.Smf_PDUSess_UpCnxState_ACTIVATING && c.state != stWaitN2Setup {
+		s.stats.activations.Add(1)
+	}
+	c.upCnx = models.Smf_PDUSess_UpCnxState_ACTIVATED
+	c.dl = dlBuffering
+	if c.state == stWaitN2Setup {
+		c.state = stActive
+		s.stats.established.Add(1)
+		s.establishmentEnded(c, procedures.Success)
+		s.runPending(c)
+	}
+}
+
 func n2Error(format string, args ...any) error {
 	return sbi.NewProblem(http.StatusBadRequest, sbi.CauseN2SMError, format, args...)
 }
@@ -83,17 +100,7 @@ func (s *SMF) handleN2(ctx context.Context, c *smContext, typ models.Smf_PDUSess
 			return nil, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseUPFNotResponding, "%v", err)
 		}
 		c.dlTunnel = t.DLTunnel
-		if c.upCnx == models.Smf_PDUSess_UpCnxState_ACTIVATING && c.state != stWaitN2Setup {
-			s.stats.activations.Add(1)
-		}
-		c.upCnx = models.Smf_PDUSess_UpCnxState_ACTIVATED
-		c.dl = dlBuffering
-		if c.state == stWaitN2Setup {
-			c.state = stActive
-			s.stats.established.Add(1)
-			s.establishmentEnded(c, procedures.Success)
-			s.runPending(c)
-		}
+		s.userPlaneUp(c)
 		return updated(nil, nil, "", c.upCnx), nil
 
 	case models.Smf_PDUSess_N2SmInfoType_PDU_RES_SETUP_FAIL:
