@@ -13,6 +13,15 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type benchBpfCpumapVal struct {
+	_       structs.HostLayout
+	Qsize   uint32
+	BpfProg struct {
+		_  structs.HostLayout
+		Fd int32
+	}
+}
+
 type benchFwdPort struct {
 	_          structs.HostLayout
 	OutIfindex uint32
@@ -63,16 +72,20 @@ type benchSinkStats struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	benchMapFwdPorts  = "fwd_ports"
-	benchMapGenCfg    = "gen_cfg"
-	benchMapGenHdr    = "gen_hdr"
-	benchMapGenState  = "gen_state"
-	benchMapSeen      = "seen"
-	benchMapSinkStats = "sink_stats"
-	benchProgXdpFwd   = "xdp_fwd"
-	benchProgXdpGen   = "xdp_gen"
-	benchProgXdpPass  = "xdp_pass"
-	benchProgXdpSink  = "xdp_sink"
+	benchMapFwdCpu       = "fwd_cpu"
+	benchMapFwdCpus      = "fwd_cpus"
+	benchMapFwdPorts     = "fwd_ports"
+	benchMapGenCfg       = "gen_cfg"
+	benchMapGenHdr       = "gen_hdr"
+	benchMapGenState     = "gen_state"
+	benchMapSeen         = "seen"
+	benchMapSinkStats    = "sink_stats"
+	benchProgXdpFwd      = "xdp_fwd"
+	benchProgXdpFwdCpu   = "xdp_fwd_cpu"
+	benchProgXdpFwdSteer = "xdp_fwd_steer"
+	benchProgXdpGen      = "xdp_gen"
+	benchProgXdpPass     = "xdp_pass"
+	benchProgXdpSink     = "xdp_sink"
 )
 
 // loadBench returns the embedded CollectionSpec for bench.
@@ -117,16 +130,20 @@ type benchSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type benchProgramSpecs struct {
-	XdpFwd  *ebpf.ProgramSpec `ebpf:"xdp_fwd"`
-	XdpGen  *ebpf.ProgramSpec `ebpf:"xdp_gen"`
-	XdpPass *ebpf.ProgramSpec `ebpf:"xdp_pass"`
-	XdpSink *ebpf.ProgramSpec `ebpf:"xdp_sink"`
+	XdpFwd      *ebpf.ProgramSpec `ebpf:"xdp_fwd"`
+	XdpFwdCpu   *ebpf.ProgramSpec `ebpf:"xdp_fwd_cpu"`
+	XdpFwdSteer *ebpf.ProgramSpec `ebpf:"xdp_fwd_steer"`
+	XdpGen      *ebpf.ProgramSpec `ebpf:"xdp_gen"`
+	XdpPass     *ebpf.ProgramSpec `ebpf:"xdp_pass"`
+	XdpSink     *ebpf.ProgramSpec `ebpf:"xdp_sink"`
 }
 
 // benchMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type benchMapSpecs struct {
+	FwdCpu    *ebpf.MapSpec `ebpf:"fwd_cpu"`
+	FwdCpus   *ebpf.MapSpec `ebpf:"fwd_cpus"`
 	FwdPorts  *ebpf.MapSpec `ebpf:"fwd_ports"`
 	GenCfg    *ebpf.MapSpec `ebpf:"gen_cfg"`
 	GenHdr    *ebpf.MapSpec `ebpf:"gen_hdr"`
@@ -161,6 +178,8 @@ func (o *benchObjects) Close() error {
 //
 // It can be passed to loadBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type benchMaps struct {
+	FwdCpu    *ebpf.Map `ebpf:"fwd_cpu"`
+	FwdCpus   *ebpf.Map `ebpf:"fwd_cpus"`
 	FwdPorts  *ebpf.Map `ebpf:"fwd_ports"`
 	GenCfg    *ebpf.Map `ebpf:"gen_cfg"`
 	GenHdr    *ebpf.Map `ebpf:"gen_hdr"`
@@ -171,6 +190,8 @@ type benchMaps struct {
 
 func (m *benchMaps) Close() error {
 	return _BenchClose(
+		m.FwdCpu,
+		m.FwdCpus,
 		m.FwdPorts,
 		m.GenCfg,
 		m.GenHdr,
@@ -190,15 +211,19 @@ type benchVariables struct {
 //
 // It can be passed to loadBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type benchPrograms struct {
-	XdpFwd  *ebpf.Program `ebpf:"xdp_fwd"`
-	XdpGen  *ebpf.Program `ebpf:"xdp_gen"`
-	XdpPass *ebpf.Program `ebpf:"xdp_pass"`
-	XdpSink *ebpf.Program `ebpf:"xdp_sink"`
+	XdpFwd      *ebpf.Program `ebpf:"xdp_fwd"`
+	XdpFwdCpu   *ebpf.Program `ebpf:"xdp_fwd_cpu"`
+	XdpFwdSteer *ebpf.Program `ebpf:"xdp_fwd_steer"`
+	XdpGen      *ebpf.Program `ebpf:"xdp_gen"`
+	XdpPass     *ebpf.Program `ebpf:"xdp_pass"`
+	XdpSink     *ebpf.Program `ebpf:"xdp_sink"`
 }
 
 func (p *benchPrograms) Close() error {
 	return _BenchClose(
 		p.XdpFwd,
+		p.XdpFwdCpu,
+		p.XdpFwdSteer,
 		p.XdpGen,
 		p.XdpPass,
 		p.XdpSink,

@@ -35,19 +35,23 @@ func loadProgs() (*progs, error) {
 		return nil, fmt.Errorf("bench upf: memlock: %w", err)
 	}
 	p := &progs{nsPerRun: map[bool]float64{false: 200, true: 50}}
-	if err := loadBenchObjects(&p.objs, nil); err != nil {
+	n, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, fmt.Errorf("bench upf: %w", err)
+	}
+	p.ncpu = n
+	spec, err := loadBench()
+	if err != nil {
+		return nil, fmt.Errorf("bench upf: %w", err)
+	}
+	spec.Maps["fwd_cpus"].MaxEntries = uint32(n)
+	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			return nil, fmt.Errorf("bench upf: load BPF programs: %+v", ve)
 		}
 		return nil, fmt.Errorf("bench upf: load BPF programs: %w", err)
 	}
-	n, err := ebpf.PossibleCPU()
-	if err != nil {
-		p.objs.Close()
-		return nil, fmt.Errorf("bench upf: %w", err)
-	}
-	p.ncpu = n
 	return p, nil
 }
 
@@ -292,6 +296,28 @@ func (p *progs) setForward(in, out int, srcMAC, dstMAC net.HardwareAddr) error {
 		return fmt.Errorf("bench upf: forwarder port %d: %w", in, err)
 	}
 	return nil
+}
+
+// cpumapQueue is the frames bare-xdp-cpu's cpumap queue holds, as many as
+// the xdp driver's (upf/xdp).
+const cpumapQueue = 2048
+
+// forwardOn makes xdp_fwd_steer hand frames to cpu, where the cpumap
+// thread forwards them (bare-xdp-cpu). undo removes the cpumap entry, which
+// stops that thread.
+func (p *progs) forwardOn(cpu int) (undo func(), err error) {
+	v := struct {
+		Qsize  uint32
+		ProgFD int32
+	}{cpumapQueue, int32(p.objs.XdpFwdCpu.FD())} // struct bpf_cpumap_val
+	if err := p.objs.FwdCpus.Update(uint32(cpu), &v, ebpf.UpdateAny); err != nil {
+		return nil, fmt.Errorf("bench upf: cpumap entry for CPU %d: %w", cpu, err)
+	}
+	if err := p.objs.FwdCpu.Update(uint32(0), uint32(cpu), ebpf.UpdateAny); err != nil {
+		p.objs.FwdCpus.Delete(uint32(cpu))
+		return nil, fmt.Errorf("bench upf: forwarding CPU: %w", err)
+	}
+	return func() { p.objs.FwdCpus.Delete(uint32(cpu)) }, nil
 }
 
 // ktime is bpf_ktime_get_ns's clock, CLOCK_MONOTONIC.

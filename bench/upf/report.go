@@ -181,6 +181,9 @@ func (r *Report) ppsResult(name string, k Key, ss []Sample) report.Result {
 	}
 	if isTern(k.Variant) {
 		extra["ratio_kernel"] = ratio(m, ref(Kernel))
+		if r := ref(BareXDPCPU); r > 0 {
+			extra["ratio_bare_xdp_cpu"] = ratio(m, r)
+		}
 	}
 	var hits []float64
 	for _, s := range ss {
@@ -266,18 +269,21 @@ func (r *Report) Results() []report.Result {
 func (r *Report) WriteTable(w io.Writer) {
 	ks := sortedKeys(r.Throughput, r.order())
 	fmt.Fprintf(w, "\nmedian of %d round(s), packets/s delivered (size = IPv4 total length of the user's packet)\n", r.cfg.Repeat)
-	fmt.Fprintf(w, "  %-8s %-8s %6s %-9s %12s %12s %7s %8s %8s\n", "sessions", "dir", "size", "variant", "offered", "delivered", "loss", "/bare", "/kernel")
+	fmt.Fprintf(w, "  %-8s %-8s %6s %-12s %12s %12s %7s %8s %8s %9s\n", "sessions", "dir", "size", "variant", "offered", "delivered", "loss", "/bare", "/kernel", "/bare-cpu")
 	for _, k := range ks {
 		res := r.ppsResult("upf", k, r.Throughput[k])
-		rb, rk := "", ""
+		rb, rk, rc := "", "", ""
 		if v, ok := res.Extra["ratio_bare_xdp"].(float64); ok {
 			rb = fmt.Sprintf("%.2f", v)
 		}
 		if v, ok := res.Extra["ratio_kernel"].(float64); ok {
 			rk = fmt.Sprintf("%.2f", v)
 		}
-		fmt.Fprintf(w, "  %-8d %-8s %6d %-9s %12.0f %12.0f %6.1f%% %8s %8s\n", k.Sessions, k.Dir, k.Size, k.Variant,
-			res.Extra["offered_pps"], res.Median, 100*res.Extra["loss"].(float64), rb, rk)
+		if v, ok := res.Extra["ratio_bare_xdp_cpu"].(float64); ok {
+			rc = fmt.Sprintf("%.2f", v)
+		}
+		fmt.Fprintf(w, "  %-8d %-8s %6d %-12s %12.0f %12.0f %6.1f%% %8s %8s %9s\n", k.Sessions, k.Dir, k.Size, k.Variant,
+			res.Extra["offered_pps"], res.Median, 100*res.Extra["loss"].(float64), rb, rk, rc)
 	}
 	if len(r.Install) > 0 {
 		fmt.Fprintf(w, "\nsession installation (direct N4; QER + URR per session; every %d-th with SDF filters; 0 = none)\n", r.cfg.SDFEvery)

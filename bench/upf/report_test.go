@@ -3,6 +3,7 @@ package upf
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -67,7 +68,7 @@ func TestHistogramQuantiles(t *testing.T) {
 }
 
 func TestRowsAndRatios(t *testing.T) {
-	cfg := Config{Drivers: []string{BareXDP, Kernel, "portable", "xdp", "afxdp"}, Repeat: 3, Workers: 1}
+	cfg := Config{Drivers: []string{BareXDP, BareXDPCPU, Kernel, "portable", "xdp", "afxdp"}, Repeat: 3, Workers: 1}
 	r := newReport(cfg)
 	samples := func(pps ...float64) []Sample {
 		var ss []Sample
@@ -78,7 +79,8 @@ func TestRowsAndRatios(t *testing.T) {
 	}
 	k := Key{Dir: Uplink, Size: 64, Sessions: 1, Workers: 1}
 	for v, pps := range map[string][]float64{
-		Generator: {4e6, 4e6, 4e6}, BareXDP: {2e6, 1.9e6, 2.1e6}, Kernel: {1e6, 1.2e6, 1.4e6}, "portable": {5e5, 4e5, 6e5},
+		Generator: {4e6, 4e6, 4e6}, BareXDP: {2e6, 1.9e6, 2.1e6}, BareXDPCPU: {1e6, 1e6, 1e6},
+		Kernel: {1e6, 1.2e6, 1.4e6}, "portable": {5e5, 4e5, 6e5},
 	} {
 		k.Variant = v
 		r.Throughput[k] = samples(pps...)
@@ -118,6 +120,12 @@ func TestRowsAndRatios(t *testing.T) {
 	if got := p.Extra["ratio_kernel"].(float64); math.Abs(got-5e5/1.2e6) > 1e-9 {
 		t.Errorf("ratio to kernel %v", got)
 	}
+	if got := p.Extra["ratio_bare_xdp_cpu"].(float64); got != 0.5 {
+		t.Errorf("ratio to bare-xdp-cpu %v, want 0.5", got)
+	}
+	if _, ok := find("upf", BareXDPCPU).Extra["ratio_bare_xdp_cpu"]; ok {
+		t.Error("bare-xdp-cpu quoted against itself")
+	}
 	if got := p.Extra["loss"].(float64); got != 0.5 {
 		t.Errorf("loss %v", got)
 	}
@@ -146,5 +154,35 @@ func TestRowsAndRatios(t *testing.T) {
 	}
 	if in := find("upf-install", "portable"); in.Median != 200 || in.Extra["establishments_per_s"].(float64) != 10000 {
 		t.Errorf("install row %+v", in)
+	}
+}
+
+// TestBareXDPCPUReference: xdp with XDPCPUs brings its reference, placed
+// after bare-xdp; the reference alone needs the CPUs.
+func TestBareXDPCPUReference(t *testing.T) {
+	base := func(drivers ...string) Config {
+		return Config{Duration: time.Second, Repeat: 1, Sizes: []int{64}, Sessions: []int{1},
+			Directions: []string{Uplink}, Drivers: drivers}
+	}
+	c := base(BareXDP, Kernel, "xdp")
+	c.XDPCPUs = "1"
+	if err := c.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{BareXDP, BareXDPCPU, Kernel, "xdp"}; !slices.Equal(c.Drivers, want) {
+		t.Errorf("drivers %v, want %v", c.Drivers, want)
+	}
+	c = base("xdp")
+	if err := c.defaults(); err != nil || slices.Contains(c.Drivers, BareXDPCPU) {
+		t.Errorf("without XDPCPUs: drivers %v, %v", c.Drivers, err)
+	}
+	c = base(BareXDPCPU)
+	if err := c.defaults(); err == nil {
+		t.Error("bare-xdp-cpu accepted without XDPCPUs")
+	}
+	c = base("xdp")
+	c.XDPCPUs = "x"
+	if err := c.defaults(); err == nil {
+		t.Error("a bad CPU list accepted")
 	}
 }

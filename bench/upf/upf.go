@@ -26,6 +26,10 @@
 //   - bare-xdp: an XDP program on the core's two veths that rewrites the
 //     MACs and bpf_redirect()s each frame to the other: the practical limit
 //     of the path. It forwards the very frames tern gets (G-PDUs uplink).
+//   - bare-xdp-cpu (with XDPCPUs): the same forwarder behind a cpumap, run
+//     by the cpumap thread of the first of XDPCPUs: what the path through
+//     a CPU of its own costs and loses without the UPF's work, the
+//     reference for xdp with XDPCPUs.
 //   - kernel: the core namespace's IP forwarding. The kernel cannot decap
 //     GTP-U, so uplink sends plain IPv4 of the same size on both sides.
 //   - xdp, afxdp, portable: tern's UPF (upf.Config.Driver) in the core
@@ -38,7 +42,8 @@
 // core's veths get a pass-through program (XDP_PASS).
 //
 // Rows: "upf" (pps delivered, per size, direction, session count and
-// variant; tern's drivers as ratios to bare-xdp and kernel), "upf-latency"
+// variant; tern's drivers as ratios to bare-xdp, kernel and bare-xdp-cpu),
+// "upf-latency"
 // (latency and loss against offered load, Kundel et al.: the generator
 // paced in batches against the clock up to past the loss knee),
 // "upf-install" (sessions installed until the fast path forwards them) and
@@ -62,16 +67,23 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
+	"github.com/tern5g/tern/internal/affinity"
 	"github.com/tern5g/tern/lab"
 	"github.com/tern5g/tern/pfcp"
 	"github.com/tern5g/tern/upf"
+	"github.com/tern5g/tern/upf/xdp"
 )
 
 // Variants that are not tern.
 const (
 	Generator = "generator"
 	BareXDP   = "bare-xdp"
-	Kernel    = "kernel"
+	// BareXDPCPU is bare-xdp behind a cpumap, forwarding on the CPU that
+	// XDPCPUs names first: the reference for xdp with XDPCPUs (the same
+	// receiving CPU, cpumap queue and kthread, without the UPF's work).
+	// It runs whenever xdp does with XDPCPUs.
+	BareXDPCPU = "bare-xdp-cpu"
+	Kernel     = "kernel"
 )
 
 // Drivers is the default list of variants: the references and tern's
@@ -121,9 +133,20 @@ func (c *Config) defaults() error {
 		}
 	}
 	for _, v := range c.Drivers {
-		if !slices.Contains([]string{BareXDP, Kernel, upf.DriverXDP, upf.DriverAFXDP, upf.DriverPortable, upf.DriverAuto}, v) {
-			return fmt.Errorf("bench upf: driver %q: want bare-xdp, kernel, xdp, afxdp, portable or auto", v)
+		if !slices.Contains([]string{BareXDP, BareXDPCPU, Kernel, upf.DriverXDP, upf.DriverAFXDP, upf.DriverPortable, upf.DriverAuto}, v) {
+			return fmt.Errorf("bench upf: driver %q: want bare-xdp, bare-xdp-cpu, kernel, xdp, afxdp, portable or auto", v)
 		}
+	}
+	if c.XDPCPUs != "" {
+		if _, err := xdp.ParseCPUList(c.XDPCPUs); err != nil {
+			return fmt.Errorf("bench upf: %w", err)
+		}
+		if slices.Contains(c.Drivers, upf.DriverXDP) && !slices.Contains(c.Drivers, BareXDPCPU) {
+			i := slices.Index(c.Drivers, BareXDP) + 1 // after bare-xdp, or first
+			c.Drivers = slices.Insert(slices.Clone(c.Drivers), i, BareXDPCPU)
+		}
+	} else if slices.Contains(c.Drivers, BareXDPCPU) {
+		return errors.New("bench upf: bare-xdp-cpu needs the CPUs (XDPCPUs, -xdp-cpus)")
 	}
 	if c.SweepDuration <= 0 {
 		c.SweepDuration = min(c.Duration, 500*time.Millisecond)
@@ -204,7 +227,7 @@ func (b *bench) variants() []string {
 	return append([]string{Generator}, b.cfg.Drivers...)
 }
 
-func isTern(v string) bool { return v != Generator && v != BareXDP && v != Kernel }
+func isTern(v string) bool { return v != Generator && v != BareXDP && v != BareXDPCPU && v != Kernel }
 
 func (b *bench) run(ctx context.Context) error {
 	pool := netip.MustParsePrefix(poolStr)
@@ -270,10 +293,16 @@ type stage struct {
 	n4      pfcp.UserPlane
 	ss      []Session
 	cancel  context.CancelFunc
+	undo    []func() // bare-xdp-cpu's cpumap entry and thread affinity
 }
 
 func (s *stage) close() error {
 	var errs []error
+	defer func() {
+		for _, f := range s.undo {
+			f()
+		}
+	}()
 	if s.n4 != nil {
 		errs = append(errs, Remove(context.Background(), s.n4, s.ss))
 	}
@@ -319,14 +348,27 @@ func (b *bench) upWith(ctx context.Context, v string, ss []Session, workers int,
 	}()
 	t := b.t
 	prog := map[string]*ebpf.Program{
-		Generator: b.p.objs.XdpSink, BareXDP: b.p.objs.XdpFwd, Kernel: b.p.objs.XdpPass, upf.DriverPortable: b.p.objs.XdpPass,
+		Generator: b.p.objs.XdpSink, BareXDP: b.p.objs.XdpFwd, BareXDPCPU: b.p.objs.XdpFwdSteer,
+		Kernel: b.p.objs.XdpPass, upf.DriverPortable: b.p.objs.XdpPass,
 	}[v]
-	if v == BareXDP {
+	if v == BareXDP || v == BareXDPCPU {
 		if err := b.p.setForward(t.coreN3.index, t.coreN6.index, t.coreN6.mac, t.dnN6.mac); err != nil {
 			return st, err
 		}
 		if err := b.p.setForward(t.coreN6.index, t.coreN3.index, t.coreN3.mac, t.ranN3.mac); err != nil {
 			return st, err
+		}
+	}
+	if v == BareXDPCPU {
+		cpus, _ := xdp.ParseCPUList(xdpCPUs) // checked by defaults
+		undo, err := b.p.forwardOn(cpus[0])
+		if err != nil {
+			return st, err
+		}
+		st.undo = append(st.undo, undo)
+		// As the xdp driver does with its CPUs (upf/driver.go).
+		if ex, err := affinity.Exclude(cpus); err == nil {
+			st.undo = append(st.undo, ex.Restore)
 		}
 	}
 	if prog != nil {
@@ -477,7 +519,7 @@ func (b *bench) throughput(ctx context.Context, st *stage, round int, into map[K
 			if h, ok := s.FlowHitRate(); ok {
 				hit = fmt.Sprintf("  flow cache hits %.1f%%", 100*h)
 			}
-			fmt.Fprintf(b.cfg.Out, "  round %d %-9s %-8s %5d B  offered %9.0f pps  delivered %9.0f pps  loss %5.1f%%%s\n",
+			fmt.Fprintf(b.cfg.Out, "  round %d %-12s %-8s %5d B  offered %9.0f pps  delivered %9.0f pps  loss %5.1f%%%s\n",
 				round+1, st.variant, dir, size, s.OfferedPPS(), s.PPS(), 100*s.Loss(), hit)
 		}
 	}
@@ -582,7 +624,7 @@ func (b *bench) sweepStage(ctx context.Context, st *stage) error {
 				}
 				p := latencyPoint(k, rate, s)
 				b.rep.Latency = append(b.rep.Latency, p)
-				fmt.Fprintf(b.cfg.Out, "  %-9s %-8s %5d B  offered %9.0f pps  delivered %9.0f  loss %5.1f%%  p50 %7.1f  p99 %7.1f  p99.9 %7.1f µs  jitter %6.1f µs\n",
+				fmt.Fprintf(b.cfg.Out, "  %-12s %-8s %5d B  offered %9.0f pps  delivered %9.0f  loss %5.1f%%  p50 %7.1f  p99 %7.1f  p99.9 %7.1f µs  jitter %6.1f µs\n",
 					st.variant, dir, size, p.Offered, p.Delivered, 100*p.Loss, p.P50, p.P99, p.P999, p.Jitter)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -28,11 +29,15 @@ func TestSmoke(t *testing.T) {
 	if testing.Verbose() {
 		out = os.Stdout
 	}
-	rep, err := Run(context.Background(), Config{
+	cfg := Config{
 		Duration: 200 * time.Millisecond, Sizes: []int{64}, Sessions: []int{1}, Directions: []string{Uplink},
 		Drivers: []string{BareXDP, Kernel, "portable"}, Repeat: 1, Sweep: 5, SweepDuration: 50 * time.Millisecond,
 		Drain: 50 * time.Millisecond, Out: out,
-	})
+	}
+	if runtime.NumCPU() > 1 {
+		cfg.Drivers, cfg.XDPCPUs = append(cfg.Drivers, BareXDPCPU), "1"
+	}
+	rep, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,6 +71,11 @@ func TestSmoke(t *testing.T) {
 	for _, v := range []string{Kernel, "portable"} {
 		if _, ok := got["upf/"+v]; !ok {
 			t.Errorf("no row for %s", v)
+		}
+	}
+	if runtime.NumCPU() > 1 {
+		if r := got["upf/"+BareXDPCPU]; r.Median <= 0 {
+			t.Errorf("bare-xdp-cpu delivered nothing: %+v", r)
 		}
 	}
 	if _, ok := got["upf-install/portable"]; !ok && rep.Skipped["portable"] == "" {

@@ -24,12 +24,12 @@ func benchUPF(args []string) error {
 	sizesFlag := fs.String("sizes", "64,1400", "packet sizes, bytes: IPv4 total length of the user's packet (the inner packet on N3)")
 	sessFlag := fs.String("sessions", "1,1000,100000", "PDU sessions installed (each with a QER and a URR); traffic cycles over all of them")
 	dirsFlag := fs.String("directions", "uplink,downlink", "directions to measure, comma-separated")
-	drivers := fs.String("drivers", strings.Join(upfbench.Drivers, ","), "variants, comma-separated: the references bare-xdp and kernel, and tern's UPF drivers xdp, afxdp, portable (auto)")
+	drivers := fs.String("drivers", strings.Join(upfbench.Drivers, ","), "variants, comma-separated: the references bare-xdp and kernel, and tern's UPF drivers xdp, afxdp, portable (auto); with -xdp-cpus, xdp brings the reference bare-xdp-cpu")
 	repeat := fs.Int("repeat", 3, "rounds; each variant runs once per round, in rotated order; the median is reported")
 	sweep := fs.Int("sweep", 10, "offered rates of the latency sweep per variant, up to 1.2x its throughput (0: no sweep)")
 	sweepDur := fs.Duration("sweep-duration", 500*time.Millisecond, "sending time of each sweep step")
 	workers := fs.Int("workers", 1, "UPF workers (upf.workers: N3 readers; the xdp/afxdp drivers' queues)")
-	xdpCPUs := fs.String("xdp-cpus", "", "CPUs the xdp driver processes sessions on (upf.xdpCPUs, e.g. 1: a core of its own; default: where packets arrive)")
+	xdpCPUs := fs.String("xdp-cpus", "", "CPUs the xdp driver processes sessions on (upf.xdpCPUs, e.g. 1: a core of its own; default: where packets arrive); bare-xdp-cpu forwards on the first")
 	scaling := fs.Bool("scaling", false, "also measure tern's drivers with 1..NumCPU workers (upf-scaling rows)")
 	sdf := fs.Int("sdf-every", 0, "every n-th session carries SDF filters (10: 10 %; 0: none)")
 	drain := fs.Duration("drain", 200*time.Millisecond, "wait after sending before counting what arrived")
@@ -89,7 +89,7 @@ func benchUPF(args []string) error {
 		return err
 	}
 	rep.WriteTable(os.Stdout)
-	fmt.Println("(/bare, /kernel: tern's median over the reference's median, same run, same links; loss: made by the generator, not counted by the sink)")
+	fmt.Println("(/bare, /kernel, /bare-cpu: tern's median over the reference's median, same run, same links; loss: made by the generator, not counted by the sink)")
 	doc := report.NewDoc("upf", map[string]any{
 		"duration_s": dur.Seconds(), "sizes": sizes, "directions": dirs, "sessions": sessions, "drivers": vs,
 		"repeat": *repeat, "sweep": *sweep, "sweep_duration_s": sweepDur.Seconds(), "workers": *workers, "xdp_cpus": *xdpCPUs,

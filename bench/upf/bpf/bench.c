@@ -10,6 +10,9 @@
 //             one-way latency in a histogram, then drops the frame.
 //   xdp_fwd   the bare-xdp reference on the core's veths: rewrites the MACs
 //             and bpf_redirect()s to the other veth, nothing else.
+//   xdp_fwd_steer, xdp_fwd_cpu
+//             bare-xdp-cpu: the same forwarder behind a cpumap, on the CPU
+//             tern's xdp driver is given (-xdp-cpus).
 //   xdp_pass  XDP_PASS: a veth receives frames that its peer sends with
 //             XDP_TX/XDP_REDIRECT only when it has an XDP program (its NAPI
 //             is off otherwise), so kernel-stack receivers get this one.
@@ -358,6 +361,44 @@ int xdp_fwd(struct xdp_md *ctx)
 	__builtin_memcpy(eth->h_source, f->src, ETH_ALEN);
 	__builtin_memcpy(eth->h_dest, f->dst, ETH_ALEN);
 	return bpf_redirect(f->out_ifindex, 0);
+}
+
+// ---- bare-xdp-cpu: the bare-xdp forwarder on another CPU ----
+//
+// The reference for tern's xdp driver with upf.xdpCPUs: xdp_fwd_steer on
+// the core's veths hands every frame through a cpumap to the CPU in
+// fwd_cpu, whose cpumap thread runs xdp_fwd_cpu, the bare forwarder. The
+// same path as the steered UPF (receiving CPU, cpumap queue, kthread on a
+// CPU of its own), without the UPF's work.
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CPUMAP);
+	__uint(max_entries, 1); // possible CPUs, set by the loader
+	__type(key, __u32);
+	__type(value, struct bpf_cpumap_val);
+} fwd_cpus SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} fwd_cpu SEC(".maps");
+
+SEC("xdp")
+int xdp_fwd_steer(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	__u32 *cpu = bpf_map_lookup_elem(&fwd_cpu, &zero);
+	if (!cpu)
+		return XDP_PASS;
+	return bpf_redirect_map(&fwd_cpus, *cpu, 0);
+}
+
+SEC("xdp/cpumap")
+int xdp_fwd_cpu(struct xdp_md *ctx)
+{
+	return xdp_fwd(ctx);
 }
 
 SEC("xdp")
