@@ -109,12 +109,13 @@ type Report struct {
 	Scaling    map[Key][]Sample
 	Install    map[Key][]InstallSample
 	Latency    []LatencyPoint
-	Skipped    map[string]string // variant -> why it did not run
+	Profile    map[Key]map[string]ProgCost // program name -> cost (Config.Profile)
+	Skipped    map[string]string           // variant -> why it did not run
 }
 
 func newReport(cfg Config) *Report {
 	return &Report{cfg: cfg, Throughput: map[Key][]Sample{}, Scaling: map[Key][]Sample{},
-		Install: map[Key][]InstallSample{}, Skipped: map[string]string{}}
+		Install: map[Key][]InstallSample{}, Profile: map[Key]map[string]ProgCost{}, Skipped: map[string]string{}}
 }
 
 func pps(ss []Sample) []float64 {
@@ -255,6 +256,19 @@ func (r *Report) Results() []report.Result {
 	}
 	for _, k := range sortedKeys(r.Scaling, r.order()) {
 		out = append(out, r.ppsResult("upf-scaling", k, r.Scaling[k]))
+	}
+	for _, k := range sortedKeys(r.Profile, r.order()) {
+		for _, name := range profiled {
+			c, ok := r.Profile[k][name]
+			if !ok {
+				continue
+			}
+			ns := c.NsPerRun()
+			out = append(out, report.Result{Name: "upf-profile", Variant: k.Variant, Unit: "ns", Count: 1,
+				Median: ns, P90: ns, P99: ns, Max: ns,
+				Extra: map[string]any{"program": name, "runs": c.Runs, "size": k.Size, "direction": k.Dir,
+					"sessions": k.Sessions, "workers": k.Workers}})
+		}
 	}
 	for _, v := range r.order() {
 		if why, ok := r.Skipped[v]; ok {

@@ -91,6 +91,8 @@ func TestRowsAndRatios(t *testing.T) {
 	r.Install[k] = []InstallSample{{Sessions: 1000, Installed: 100 * time.Millisecond, Forwarding: 200 * time.Millisecond}}
 	r.Latency = append(r.Latency, LatencyPoint{Key: k, Target: 1e5, Offered: 1e5, Delivered: 1e5, P50: 20, P99: 40, P999: 60})
 	r.Skipped["afxdp"] = "upf: driver afxdp: no AF_XDP here"
+	k.Variant = BareXDP
+	r.Profile[k] = map[string]ProgCost{"xdp_fwd": {Runs: 4, Runtime: 300 * time.Nanosecond}}
 
 	b, err := json.Marshal(r.Results())
 	if err != nil {
@@ -151,6 +153,9 @@ func TestRowsAndRatios(t *testing.T) {
 	}
 	if l := find("upf-latency", "portable"); l.Median != 20 || l.P99 != 40 || l.Extra["p999_us"].(float64) != 60 {
 		t.Errorf("latency row %+v", l)
+	}
+	if pr := find("upf-profile", BareXDP); pr.Median != 75 || pr.Unit != "ns" || pr.Extra["program"] != "xdp_fwd" {
+		t.Errorf("profile row %+v", pr)
 	}
 	if in := find("upf-install", "portable"); in.Median != 200 || in.Extra["establishments_per_s"].(float64) != 10000 {
 		t.Errorf("install row %+v", in)

@@ -46,8 +46,9 @@
 // "upf-latency"
 // (latency and loss against offered load, Kundel et al.: the generator
 // paced in batches against the clock up to past the loss knee),
-// "upf-install" (sessions installed until the fast path forwards them) and
-// "upf-scaling" (pps against UPF workers).
+// "upf-install" (sessions installed until the fast path forwards them),
+// "upf-scaling" (pps against UPF workers) and, with Profile, "upf-profile"
+// (ns per run of each XDP program; profile.go).
 package upf
 
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go -target bpfel -cc clang -cflags "-O2 -g -Wall -I/usr/include/x86_64-linux-gnu" bench bpf/bench.c
@@ -113,6 +114,7 @@ type Config struct {
 	XDPCPUs       string        // upf.Config.XDPCPUs: the CPUs the xdp driver processes on
 	Scaling       bool          // also measure tern's drivers with 1..NumCPU workers
 	SDFEvery      int           // every SDFEvery-th session has SDF filters (0 = none; 10 = 10 %)
+	Profile       bool          // after each variant's last round, a run with BPF statistics: ns per program run
 	Drain         time.Duration // wait after sending before counting
 	Prefix        string        // lab namespace prefix (default tbu<pid>)
 	Out           io.Writer     // progress (default io.Discard)
@@ -258,6 +260,9 @@ func (b *bench) run(ctx context.Context) error {
 					return err
 				}
 				err = b.throughput(ctx, st, rep, b.rep.Throughput)
+				if err == nil && b.cfg.Profile && rep == b.cfg.Repeat-1 {
+					err = b.profile(ctx, st)
+				}
 				st.close()
 				if err != nil {
 					return err

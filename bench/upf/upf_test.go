@@ -14,7 +14,8 @@ import (
 )
 
 // TestSmoke runs a very short benchmark: generator, bare-xdp, kernel and
-// portable, 1 session, 64 B uplink.
+// portable (and bare-xdp-cpu with 2 CPUs), 1 session, 64 B uplink, with
+// the per-program profile.
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds namespaces; skipped with -short")
@@ -32,7 +33,7 @@ func TestSmoke(t *testing.T) {
 	cfg := Config{
 		Duration: 200 * time.Millisecond, Sizes: []int{64}, Sessions: []int{1}, Directions: []string{Uplink},
 		Drivers: []string{BareXDP, Kernel, "portable"}, Repeat: 1, Sweep: 5, SweepDuration: 50 * time.Millisecond,
-		Drain: 50 * time.Millisecond, Out: out,
+		Drain: 50 * time.Millisecond, Profile: true, Out: out,
 	}
 	if runtime.NumCPU() > 1 {
 		cfg.Drivers, cfg.XDPCPUs = append(cfg.Drivers, BareXDPCPU), "1"
@@ -72,6 +73,9 @@ func TestSmoke(t *testing.T) {
 		if _, ok := got["upf/"+v]; !ok {
 			t.Errorf("no row for %s", v)
 		}
+	}
+	if pr := got["upf-profile/"+BareXDP]; pr.Median <= 0 || pr.Extra["program"] != "xdp_fwd" {
+		t.Errorf("no cost of xdp_fwd: %+v", pr)
 	}
 	if runtime.NumCPU() > 1 {
 		if r := got["upf/"+BareXDPCPU]; r.Median <= 0 {

@@ -32,6 +32,7 @@ func benchUPF(args []string) error {
 	xdpCPUs := fs.String("xdp-cpus", "", "CPUs the xdp driver processes sessions on (upf.xdpCPUs, e.g. 1: a core of its own; default: where packets arrive); bare-xdp-cpu forwards on the first")
 	scaling := fs.Bool("scaling", false, "also measure tern's drivers with 1..NumCPU workers (upf-scaling rows)")
 	sdf := fs.Int("sdf-every", 0, "every n-th session carries SDF filters (10: 10 %; 0: none)")
+	profile := fs.Bool("profile", false, "after each variant's last round, one more run with the kernel's BPF statistics on: ns per run of each XDP program (upf-profile rows)")
 	drain := fs.Duration("drain", 200*time.Millisecond, "wait after sending before counting what arrived")
 	jsonPath := fs.String("json", "", "write results (benchmarks.md format) here")
 	pngPath := fs.String("png", "", "draw latency and loss against offered rate here (needs -sweep)")
@@ -76,7 +77,7 @@ func benchUPF(args []string) error {
 	}
 	cfg := upfbench.Config{Duration: *dur, Sizes: sizes, Sessions: sessions, Directions: dirs, Drivers: vs,
 		Repeat: *repeat, Sweep: *sweep, SweepDuration: *sweepDur, Workers: *workers, XDPCPUs: *xdpCPUs, Scaling: *scaling,
-		SDFEvery: *sdf, Drain: *drain, Out: os.Stdout}
+		SDFEvery: *sdf, Profile: *profile, Drain: *drain, Out: os.Stdout}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
