@@ -38,6 +38,8 @@ type upfConfig struct {
 	MaxInner  uint32
 	Nkdst     uint32
 	Kdst      [16]upfKdst
+	Nn6if     uint32
+	N6if      [16]upfIfmac
 }
 
 type upfFlowKey struct {
@@ -64,6 +66,13 @@ type upfIfinfo struct {
 	Mac [6]uint8
 	N3  uint8
 	N6  uint8
+}
+
+type upfIfmac struct {
+	_       structs.HostLayout
+	Ifindex uint32
+	Mac     [6]uint8
+	Pad     [2]uint8
 }
 
 type upfKdst struct {

@@ -482,6 +482,18 @@ func (f *FastPath) configure() error {
 		c.Kdst[c.Nkdst] = upfKdst{Addr: be32(p.Masked().Addr()), Mask: be32(maskAddr(p.Bits()))}
 		c.Nkdst++
 	}
+	for _, ifc := range f.n6 {
+		if slices.ContainsFunc(c.N6if[:c.Nn6if], func(m upfIfmac) bool { return m.Ifindex == uint32(ifc.Index) }) {
+			continue // ports sharing an interface
+		}
+		if len(ifc.HardwareAddr) != 6 {
+			return fmt.Errorf("xdp: interface %s has no Ethernet address", ifc.Name)
+		}
+		m := upfIfmac{Ifindex: uint32(ifc.Index)}
+		copy(m.Mac[:], ifc.HardwareAddr)
+		c.N6if[c.Nn6if] = m
+		c.Nn6if++
+	}
 	if err := f.objs.Cfg.Update(uint32(0), &c, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("xdp: config map: %w", err)
 	}

@@ -517,6 +517,27 @@ func TestDownlinkNoNeighbour(t *testing.T) {
 	}
 }
 
+// TestDownlinkOtherMAC: a downlink frame not addressed to the N6
+// interface it arrived on (nor received on an interface that is no N6
+// port) is the host's.
+func TestDownlinkOtherMAC(t *testing.T) {
+	e := setup(t, nil)
+	e.install(session(sessOpts{}))
+	other := ether(n6MAC, gwMAC, udp4(dnIP, ueIP, 2, 1, 100))
+	other[5] ^= 0x99
+	act, _ := e.dl(other)
+	e.want(act, xdpPass)
+	// The N6 program run as if the frame came in on N3, which is no N6
+	// port here.
+	act, _ = e.run(e.f.objs.UpfN6, e.n3, dlFrame(udp4(dnIP, ueIP, 2, 1, 100)))
+	e.want(act, xdpPass)
+	if e.stat("mac") != 2 || e.f.Stats().ForwardedDL != 0 {
+		t.Fatalf("stats %+v", e.f.Stats())
+	}
+	act, _ = e.dl(dlFrame(udp4(dnIP, ueIP, 2, 1, 100)))
+	e.want(act, xdpRedirect)
+}
+
 // TestPrepare: a snapshot that moves the tunnel with End Markers takes the
 // session off the fast path until Install.
 func TestPrepare(t *testing.T) {
