@@ -109,6 +109,7 @@ type upfPort struct {
 	_       structs.HostLayout
 	Ifindex uint32
 	Gw      uint32
+	Hop     uint32
 }
 
 type upfQerRef struct {
@@ -167,6 +168,7 @@ const (
 	upfMapFlows       = "flows"
 	upfMapIfaces      = "ifaces"
 	upfMapNexthops    = "nexthops"
+	upfMapPortHops    = "port_hops"
 	upfMapPorts       = "ports"
 	upfMapStats       = "stats"
 	upfMapSteerLoad   = "steer_load"
@@ -242,6 +244,7 @@ type upfMapSpecs struct {
 	Flows      *ebpf.MapSpec `ebpf:"flows"`
 	Ifaces     *ebpf.MapSpec `ebpf:"ifaces"`
 	Nexthops   *ebpf.MapSpec `ebpf:"nexthops"`
+	PortHops   *ebpf.MapSpec `ebpf:"port_hops"`
 	Ports      *ebpf.MapSpec `ebpf:"ports"`
 	Stats      *ebpf.MapSpec `ebpf:"stats"`
 	SteerLoad  *ebpf.MapSpec `ebpf:"steer_load"`
@@ -283,6 +286,7 @@ type upfMaps struct {
 	Flows      *ebpf.Map `ebpf:"flows"`
 	Ifaces     *ebpf.Map `ebpf:"ifaces"`
 	Nexthops   *ebpf.Map `ebpf:"nexthops"`
+	PortHops   *ebpf.Map `ebpf:"port_hops"`
 	Ports      *ebpf.Map `ebpf:"ports"`
 	Stats      *ebpf.Map `ebpf:"stats"`
 	SteerLoad  *ebpf.Map `ebpf:"steer_load"`
@@ -300,6 +304,7 @@ func (m *upfMaps) Close() error {
 		m.Flows,
 		m.Ifaces,
 		m.Nexthops,
+		m.PortHops,
 		m.Ports,
 		m.Stats,
 		m.SteerLoad,

@@ -258,6 +258,17 @@ type FastPath struct {
 	hopsStop chan struct{}
 	hopsDone chan struct{}
 	hopsSet  map[netip.Addr]bool // what the nexthops map holds (resolver)
+	// portVals are the ports map's entries, and portHops what their
+	// port_hops slots hold (resolver), by port index.
+	portVals []upfPort
+	portHops []portHop
+}
+
+// portHop is the next hop a port's gateway has in port_hops.
+type portHop struct {
+	set  bool
+	slot int // 0 or 1 of the port's two
+	hop  nexthop.Hop
 }
 
 type installed struct {
@@ -415,6 +426,43 @@ func (f *FastPath) syncHops(m map[netip.Addr]nexthop.Hop) {
 			delete(f.hopsSet, a)
 		}
 	}
+	for i, p := range f.cfg.N6 {
+		if p.Gateway.IsValid() {
+			h, ok := m[p.Gateway]
+			f.syncPortHop(i, h, ok)
+		}
+	}
+}
+
+// syncPortHop gives port i's gateway next hop h (none: !ok) in port_hops,
+// as bpf/upf.c says: the free slot is written, the port pointed at it,
+// and the programs waited for before the old slot may be written again.
+func (f *FastPath) syncPortHop(i int, h nexthop.Hop, ok bool) {
+	st := &f.portHops[i]
+	if ok == st.set && (!ok || h == st.hop) {
+		return
+	}
+	pv := f.portVals[i]
+	next := st.slot
+	if ok {
+		if st.set {
+			next = 1 - st.slot
+		}
+		slot := uint32(2*i + next)
+		v := upfNexthop{Ifindex: uint32(h.Ifindex), Mtu: uint32(h.MTU), Dmac: h.MAC, Smac: h.SrcMAC}
+		if err := f.objs.PortHops.Update(slot, &v, ebpf.UpdateAny); err != nil {
+			f.log.Warn("xdp: port next-hop map", "port", i, "err", err)
+			return
+		}
+		pv.Hop = slot + 1
+	}
+	if err := f.objs.Ports.Update(uint32(i), &pv, ebpf.UpdateAny); err != nil {
+		f.log.Warn("xdp: port map", "port", i, "err", err)
+		return
+	}
+	f.portVals[i] = pv
+	*st = portHop{set: ok, slot: next, hop: h}
+	waitPrograms()
 }
 
 // maxKdsts is MAX_KDSTS of bpf/upf.c.
@@ -525,6 +573,7 @@ func (f *FastPath) configure() error {
 	if err := put(f.n3, n3); err != nil {
 		return err
 	}
+	f.portVals, f.portHops = make([]upfPort, len(f.n6)), make([]portHop, len(f.n6))
 	for i, ifc := range f.n6 {
 		p := upfPort{Ifindex: uint32(ifc.Index)}
 		if gw := f.cfg.N6[i].Gateway; gw.IsValid() {
@@ -533,6 +582,7 @@ func (f *FastPath) configure() error {
 		if err := f.objs.Ports.Update(uint32(i), &p, ebpf.UpdateAny); err != nil {
 			return fmt.Errorf("xdp: port map: %w", err)
 		}
+		f.portVals[i] = p
 	}
 	return nil
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/tern5g/tern/classify"
 	"github.com/tern5g/tern/gtpu"
 	"github.com/tern5g/tern/internal/ipv4pkt"
@@ -662,15 +664,57 @@ func TestNextHopCache(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+	// The port's own slot (port_hops) for its gateway: which slot, and the
+	// MAC it holds.
+	portHop := func(mac string) uint32 {
+		t.Helper()
+		deadline := time.Now().Add(3 * time.Second)
+		for {
+			var p upfPort
+			var v upfNexthop
+			if err := e.f.objs.Ports.Lookup(uint32(0), &p); err == nil && p.Hop != 0 &&
+				e.f.objs.PortHops.Lookup(p.Hop-1, &v) == nil && net.HardwareAddr(v.Dmac[:]).String() == mac {
+				return p.Hop
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the port's next hop never became %s", mac)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 	waitHop(gwAddr, "02:00:00:00:06:02")
 	waitHop(gnbAddr, "02:00:00:00:03:02")
+	slot := portHop("02:00:00:00:06:02")
+	// The uplink reads the port's slot, not the nexthops hash map: a MAC
+	// planted in the slot (the resolver rewrites slots only when the hop
+	// changes) is where it goes.
+	var held upfNexthop
+	if err := e.f.objs.PortHops.Lookup(slot-1, &held); err != nil {
+		t.Fatal(err)
+	}
+	planted := held
+	planted.Dmac = [6]byte{2, 0, 0, 0, 6, 0x77}
+	if err := e.f.objs.PortHops.Update(slot-1, &planted, ebpf.UpdateAny); err != nil {
+		t.Fatal(err)
+	}
 	act, out := e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
+	e.want(act, xdpRedirect)
+	if got := dmac(out).String(); got != "02:00:00:00:06:77" {
+		t.Fatalf("uplink to %s, not to the port's slot", got)
+	}
+	if err := e.f.objs.PortHops.Update(slot-1, &held, ebpf.UpdateAny); err != nil {
+		t.Fatal(err)
+	}
+	act, out = e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
 	e.want(act, xdpRedirect)
 	if got := dmac(out).String(); got != "02:00:00:00:06:02" {
 		t.Fatalf("uplink to %s", got)
 	}
 	sh(t, "ip -n "+e.ns+" neigh replace 10.6.0.2 lladdr 02:00:00:00:06:99 dev n6 nud permanent")
 	waitHop(gwAddr, "02:00:00:00:06:99")
+	if next := portHop("02:00:00:00:06:99"); next == slot {
+		t.Fatalf("the new next hop was written into the slot in use (%d)", slot)
+	}
 	act, out = e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
 	e.want(act, xdpRedirect)
 	if got := dmac(out).String(); got != "02:00:00:00:06:99" {
