@@ -100,7 +100,8 @@ type upfPdrAct struct {
 	Qfi      uint8
 	Nqer     uint8
 	Nurr     uint8
-	Pad      [3]uint8
+	Pad      uint8
+	Hop      uint16
 	Qer      [2]upfQerRef
 	Urr      [2]uint32
 }
@@ -168,6 +169,8 @@ const (
 	upfMapFlows       = "flows"
 	upfMapIfaces      = "ifaces"
 	upfMapNexthops    = "nexthops"
+	upfMapPeerHops    = "peer_hops"
+	upfMapPeerSlot    = "peer_slot"
 	upfMapPortHops    = "port_hops"
 	upfMapPorts       = "ports"
 	upfMapStats       = "stats"
@@ -244,6 +247,8 @@ type upfMapSpecs struct {
 	Flows      *ebpf.MapSpec `ebpf:"flows"`
 	Ifaces     *ebpf.MapSpec `ebpf:"ifaces"`
 	Nexthops   *ebpf.MapSpec `ebpf:"nexthops"`
+	PeerHops   *ebpf.MapSpec `ebpf:"peer_hops"`
+	PeerSlot   *ebpf.MapSpec `ebpf:"peer_slot"`
 	PortHops   *ebpf.MapSpec `ebpf:"port_hops"`
 	Ports      *ebpf.MapSpec `ebpf:"ports"`
 	Stats      *ebpf.MapSpec `ebpf:"stats"`
@@ -286,6 +291,8 @@ type upfMaps struct {
 	Flows      *ebpf.Map `ebpf:"flows"`
 	Ifaces     *ebpf.Map `ebpf:"ifaces"`
 	Nexthops   *ebpf.Map `ebpf:"nexthops"`
+	PeerHops   *ebpf.Map `ebpf:"peer_hops"`
+	PeerSlot   *ebpf.Map `ebpf:"peer_slot"`
 	PortHops   *ebpf.Map `ebpf:"port_hops"`
 	Ports      *ebpf.Map `ebpf:"ports"`
 	Stats      *ebpf.Map `ebpf:"stats"`
@@ -304,6 +311,8 @@ func (m *upfMaps) Close() error {
 		m.Flows,
 		m.Ifaces,
 		m.Nexthops,
+		m.PeerHops,
+		m.PeerSlot,
 		m.PortHops,
 		m.Ports,
 		m.Stats,

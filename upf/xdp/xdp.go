@@ -258,17 +258,63 @@ type FastPath struct {
 	hopsStop chan struct{}
 	hopsDone chan struct{}
 	hopsSet  map[netip.Addr]bool // what the nexthops map holds (resolver)
-	// portVals are the ports map's entries, and portHops what their
-	// port_hops slots hold (resolver), by port index.
-	portVals []upfPort
-	portHops []portHop
+	// portVals are the ports map's entries (written by configure, then by
+	// the resolver); portHops and peerHops publish the ports' gateways and
+	// the gNBs through their slots (resolver).
+	portVals           []upfPort
+	portHops, peerHops *hopSlots
+	// peerIDs are the gNBs' peer_slot indexes (pdr_act.hop), given once
+	// per address and kept; under peersMu, which the resolver takes too.
+	peersMu sync.Mutex
+	peerIDs map[netip.Addr]uint16
 }
 
-// portHop is the next hop a port's gateway has in port_hops.
-type portHop struct {
-	set  bool
-	slot int // 0 or 1 of the port's two
+// maxPeers is MAX_PEERS of bpf/upf.c: the gNBs with slots of their own.
+const maxPeers = 4096
+
+// hopSlots publishes next hops through pairs of array slots (port_hops,
+// peer_hops in bpf/upf.c) for owners 0..n-1 (a port, a gNB): owner i's
+// are slots 2i and 2i+1. A new hop goes into the slot not in use, the
+// owner is pointed at it, and the caller waits for the programs
+// (waitPrograms) before the old slot may be written again: no program
+// reads a slot while it is written, which an update in place of a hash or
+// array value would not promise. Used by the resolver's goroutine only.
+type hopSlots struct {
+	slots *ebpf.Map
+	state map[uint32]slotState
+}
+
+type slotState struct {
+	slot int // 0 or 1: the owner's slot in use
 	hop  nexthop.Hop
+}
+
+func newHopSlots(m *ebpf.Map) *hopSlots {
+	return &hopSlots{slots: m, state: map[uint32]slotState{}}
+}
+
+// set writes hop h for owner i (ok false: none) if it changed, and
+// returns what the owner is to point at (slot + 1; 0: none).
+func (hs *hopSlots) set(i uint32, h nexthop.Hop, ok bool) (pub uint32, changed bool, err error) {
+	st, had := hs.state[i]
+	if ok == had && (!ok || h == st.hop) {
+		return 0, false, nil
+	}
+	if !ok {
+		delete(hs.state, i)
+		return 0, true, nil
+	}
+	next := 0
+	if had {
+		next = 1 - st.slot
+	}
+	slot := 2*i + uint32(next)
+	v := upfNexthop{Ifindex: uint32(h.Ifindex), Mtu: uint32(h.MTU), Dmac: h.MAC, Smac: h.SrcMAC}
+	if err := hs.slots.Update(slot, &v, ebpf.UpdateAny); err != nil {
+		return 0, false, err
+	}
+	hs.state[i] = slotState{slot: next, hop: h}
+	return slot + 1, true, nil
 }
 
 type installed struct {
@@ -426,43 +472,56 @@ func (f *FastPath) syncHops(m map[netip.Addr]nexthop.Hop) {
 			delete(f.hopsSet, a)
 		}
 	}
+	changed := false
 	for i, p := range f.cfg.N6 {
-		if p.Gateway.IsValid() {
-			h, ok := m[p.Gateway]
-			f.syncPortHop(i, h, ok)
+		if !p.Gateway.IsValid() {
+			continue
 		}
+		h, ok := m[p.Gateway]
+		pub, ch, err := f.portHops.set(uint32(i), h, ok)
+		if err == nil && ch {
+			pv := f.portVals[i]
+			pv.Hop = pub
+			err = f.objs.Ports.Update(uint32(i), &pv, ebpf.UpdateAny)
+			f.portVals[i] = pv
+		}
+		if err != nil {
+			f.log.Warn("xdp: port next hop", "port", i, "err", err)
+		}
+		changed = changed || ch
+	}
+	f.peersMu.Lock()
+	for a, id := range f.peerIDs {
+		h, ok := m[a]
+		pub, ch, err := f.peerHops.set(uint32(id), h, ok)
+		if err == nil && ch {
+			err = f.objs.PeerSlot.Update(uint32(id), pub, ebpf.UpdateAny)
+		}
+		if err != nil {
+			f.log.Warn("xdp: gNB next hop", "addr", a, "err", err)
+		}
+		changed = changed || ch
+	}
+	f.peersMu.Unlock()
+	if changed {
+		waitPrograms() // before any old slot is written again
 	}
 }
 
-// syncPortHop gives port i's gateway next hop h (none: !ok) in port_hops,
-// as bpf/upf.c says: the free slot is written, the port pointed at it,
-// and the programs waited for before the old slot may be written again.
-func (f *FastPath) syncPortHop(i int, h nexthop.Hop, ok bool) {
-	st := &f.portHops[i]
-	if ok == st.set && (!ok || h == st.hop) {
-		return
+// peerID is the peer_slot index of gNB a (1..maxPeers-1), given on first
+// use; 0 when they are all given (the PDR then takes the nexthops map).
+func (f *FastPath) peerID(a netip.Addr) uint16 {
+	f.peersMu.Lock()
+	defer f.peersMu.Unlock()
+	if id, ok := f.peerIDs[a]; ok {
+		return id
 	}
-	pv := f.portVals[i]
-	next := st.slot
-	if ok {
-		if st.set {
-			next = 1 - st.slot
-		}
-		slot := uint32(2*i + next)
-		v := upfNexthop{Ifindex: uint32(h.Ifindex), Mtu: uint32(h.MTU), Dmac: h.MAC, Smac: h.SrcMAC}
-		if err := f.objs.PortHops.Update(slot, &v, ebpf.UpdateAny); err != nil {
-			f.log.Warn("xdp: port next-hop map", "port", i, "err", err)
-			return
-		}
-		pv.Hop = slot + 1
+	if len(f.peerIDs) >= maxPeers-1 {
+		return 0
 	}
-	if err := f.objs.Ports.Update(uint32(i), &pv, ebpf.UpdateAny); err != nil {
-		f.log.Warn("xdp: port map", "port", i, "err", err)
-		return
-	}
-	f.portVals[i] = pv
-	*st = portHop{set: ok, slot: next, hop: h}
-	waitPrograms()
+	id := uint16(len(f.peerIDs) + 1)
+	f.peerIDs[a] = id
+	return id
 }
 
 // maxKdsts is MAX_KDSTS of bpf/upf.c.
@@ -573,7 +632,9 @@ func (f *FastPath) configure() error {
 	if err := put(f.n3, n3); err != nil {
 		return err
 	}
-	f.portVals, f.portHops = make([]upfPort, len(f.n6)), make([]portHop, len(f.n6))
+	f.portVals = make([]upfPort, len(f.n6))
+	f.portHops, f.peerHops = newHopSlots(f.objs.PortHops), newHopSlots(f.objs.PeerHops)
+	f.peerIDs = map[netip.Addr]uint16{}
 	for i, ifc := range f.n6 {
 		p := upfPort{Ifindex: uint32(ifc.Index)}
 		if gw := f.cfg.N6[i].Gateway; gw.IsValid() {
@@ -981,6 +1042,7 @@ func (f *FastPath) compilePDR(c *compiled, p *rules.PDR, d rules.Direction) (upf
 		a.Teid = enc.TEID
 		a.Peer = be32(enc.Peer.Addr())
 		a.PeerPort = be16(enc.Peer.Port())
+		a.Hop = f.peerID(enc.Peer.Addr())
 		a.Qfi = p.MarkQFI(enc.QFI)
 	}
 	if len(p.QERs) > maxQERs {

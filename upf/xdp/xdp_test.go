@@ -725,4 +725,32 @@ func TestNextHopCache(t *testing.T) {
 	if got := dmac(out).String(); got != "02:00:00:00:03:02" {
 		t.Fatalf("downlink to %s", got)
 	}
+
+	// The downlink reads its gNB's slot (peer_slot, peer_hops) too.
+	id := uint32(e.f.peerID(gnbAddr))
+	var gslot uint32
+	deadline := time.Now().Add(3 * time.Second)
+	for e.f.objs.PeerSlot.Lookup(id, &gslot) != nil || gslot == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("gNB %v (index %d) has no slot", gnbAddr, id)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var gheld upfNexthop
+	if err := e.f.objs.PeerHops.Lookup(gslot-1, &gheld); err != nil {
+		t.Fatal(err)
+	}
+	gplanted := gheld
+	gplanted.Dmac = [6]byte{2, 0, 0, 0, 3, 0x77}
+	if err := e.f.objs.PeerHops.Update(gslot-1, &gplanted, ebpf.UpdateAny); err != nil {
+		t.Fatal(err)
+	}
+	act, out = e.dl(dlFrame(udp4(dnIP, ueIP, 80, 1234, 100)))
+	e.want(act, xdpRedirect)
+	if got := dmac(out).String(); got != "02:00:00:00:03:77" {
+		t.Fatalf("downlink to %s, not to the gNB's slot", got)
+	}
+	if err := e.f.objs.PeerHops.Update(gslot-1, &gheld, ebpf.UpdateAny); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -110,7 +110,8 @@ struct pdr_act {
 	__u8 qfi;       // ACT_GTP: QFI for the DL PDU Session Container
 	__u8 nqer;
 	__u8 nurr;
-	__u8 pad[3];
+	__u8 pad;
+	__u16 hop;      // ACT_GTP: the gNB's peer_slot index; 0: none
 	struct qer_ref qer[MAX_QERS];
 	__u32 urr[MAX_URRS]; // URR slots
 };
@@ -278,13 +279,33 @@ struct {
 // rather than a nexthops hash lookup (a sixth of the uplink program's
 // time). The loader writes the slot not in use, points the port at it,
 // then waits until no program still reads the old slot before it may
-// write that one: a program never reads a slot being written.
+// write that one: a program never reads a slot being written
+// (xdp.go: hopSlots). The nexthops map stays for what has no slot.
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 2 * MAX_PORTS);
 	__type(key, __u32);
 	__type(value, struct nexthop);
 } port_hops SEC(".maps");
+
+// The same for the gNBs of the downlink: a PDR names its gNB by an index
+// (pdr_act.hop, given once per address and kept), whose peer_slot entry
+// is the peer_hops slot + 1 in use (slots 2i and 2i+1 for index i).
+#define MAX_PEERS 4096 // xdp.go: maxPeers
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_PEERS);
+	__type(key, __u32);
+	__type(value, __u32);
+} peer_slot SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2 * MAX_PEERS);
+	__type(key, __u32);
+	__type(value, struct nexthop);
+} peer_hops SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -593,21 +614,38 @@ static __always_inline int cached_hop(struct bpf_fib_lookup *f, __be32 dst, __u3
 	return 1;
 }
 
-// port_hop fills f from the port's own next-hop slot; 0 when it has none.
-static __always_inline int port_hop(struct bpf_fib_lookup *f, struct port *pt)
+// slot_hop fills f from next-hop slot slot+1 of slots if it leaves
+// through ifindex; 0 when there is none.
+static __always_inline int slot_hop(struct bpf_fib_lookup *f, void *slots, __u32 slot, __u32 ifindex)
 {
-	__u32 slot = *(volatile __u32 *)&pt->hop;
 	if (!slot)
 		return 0;
 	slot--;
-	struct nexthop *nh = bpf_map_lookup_elem(&port_hops, &slot);
-	if (!nh || nh->ifindex != pt->ifindex)
+	struct nexthop *nh = bpf_map_lookup_elem(slots, &slot);
+	if (!nh || nh->ifindex != ifindex)
 		return 0;
 	f->ifindex = nh->ifindex;
 	f->mtu_result = nh->mtu;
 	__builtin_memcpy(f->dmac, nh->dmac, ETH_ALEN);
 	__builtin_memcpy(f->smac, nh->smac, ETH_ALEN);
 	return 1;
+}
+
+// port_hop: the port's gateway from its own slot.
+static __always_inline int port_hop(struct bpf_fib_lookup *f, struct port *pt)
+{
+	return slot_hop(f, &port_hops, *(volatile __u32 *)&pt->hop, pt->ifindex);
+}
+
+// peer_hop: the gNB of a downlink PDR from its slot.
+static __always_inline int peer_hop(struct bpf_fib_lookup *f, __u32 id, __u32 ifindex)
+{
+	if (!id)
+		return 0;
+	__u32 *slot = bpf_map_lookup_elem(&peer_slot, &id);
+	if (!slot)
+		return 0;
+	return slot_hop(f, &peer_hops, *(volatile __u32 *)slot, ifindex);
 }
 
 // ---------------------------------------------------------------- uplink
@@ -858,7 +896,7 @@ static __always_inline int n6(struct xdp_md *ctx)
 
 	struct bpf_fib_lookup f;
 	__u32 r = 0;
-	if (cached_hop(&f, a->peer, c->n3_ifindex)) {
+	if (peer_hop(&f, a->hop, c->n3_ifindex) || cached_hop(&f, a->peer, c->n3_ifindex)) {
 		if (n + ENCAP_LEN > f.mtu_result)
 			return pass(ST_PASS_MTU);
 	} else {
