@@ -43,12 +43,14 @@
 // packets take the fast path).
 //
 // Next hops come from the kernel's routing and neighbour tables: for the
-// ports' gateways and the gNBs, from the nexthops map, which package
-// nexthop keeps in step with the tables (every second, and a few
-// milliseconds after a miss), because a bpf_fib_lookup per packet cost
-// more than the rest of the program together; for other destinations,
-// and while a gateway or gNB is not in the map, from bpf_fib_lookup, as
-// the host path's packets would be routed. The interfaces need IPv4
+// ports' gateways and the gNBs, from package nexthop's cache, which keeps
+// in step with the tables (every second, and a few milliseconds after a
+// miss), because a bpf_fib_lookup per packet cost more than the rest of
+// the program together. The cache is published twice: into slots that a
+// port or a PDR reaches by index (hopSlots; a hash lookup per packet cost
+// a sixth of the program), and into the nexthops map for what has no
+// slot. Other destinations, and a gateway or gNB not resolved yet, take
+// bpf_fib_lookup, as the host path's packets would be routed. The interfaces need IPv4
 // forwarding on, and a next hop whose MAC the kernel has not resolved yet
 // takes the host path until it has.
 //
@@ -253,7 +255,8 @@ type FastPath struct {
 	steer *steering // nil: no steering
 
 	// The next-hop cache (package nexthop) and its resolver, which
-	// copies what it resolves into the nexthops map (syncHops).
+	// copies what it resolves into the nexthops map and the slots
+	// (syncHops).
 	hops     *nexthop.Cache
 	hopsStop chan struct{}
 	hopsDone chan struct{}
@@ -456,7 +459,8 @@ func (f *FastPath) startHops() error {
 	return nil
 }
 
-// syncHops makes the nexthops map hold m (the resolver's goroutine).
+// syncHops makes the nexthops map and the ports' and gNBs' slots hold m
+// (the resolver's goroutine).
 func (f *FastPath) syncHops(m map[netip.Addr]nexthop.Hop) {
 	for a, h := range m {
 		v := upfNexthop{Ifindex: uint32(h.Ifindex), Mtu: uint32(h.MTU), Dmac: h.MAC, Smac: h.SrcMAC}
