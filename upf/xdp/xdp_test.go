@@ -685,27 +685,31 @@ func TestNextHopCache(t *testing.T) {
 	waitHop(gwAddr, "02:00:00:00:06:02")
 	waitHop(gnbAddr, "02:00:00:00:03:02")
 	slot := portHop("02:00:00:00:06:02")
-	// The uplink reads the port's slot, not the nexthops hash map: a MAC
-	// planted in the slot (the resolver rewrites slots only when the hop
-	// changes) is where it goes.
-	var held upfNexthop
-	if err := e.f.objs.PortHops.Lookup(slot-1, &held); err != nil {
-		t.Fatal(err)
+	// plantedGoesTo: with a MAC planted in slot pub-1 of m (the resolver
+	// rewrites slots only when a hop changes), the frame run goes there:
+	// the program reads the slot, not the nexthops hash map.
+	plantedGoesTo := func(what string, m *ebpf.Map, pub uint32, run func() (uint32, []byte)) {
+		t.Helper()
+		var held upfNexthop
+		if err := m.Lookup(pub-1, &held); err != nil {
+			t.Fatal(err)
+		}
+		planted := held
+		planted.Dmac = [6]byte{2, 0, 0, 0, 9, 0x77}
+		if err := m.Update(pub-1, &planted, ebpf.UpdateAny); err != nil {
+			t.Fatal(err)
+		}
+		defer m.Update(pub-1, &held, ebpf.UpdateAny)
+		act, out := run()
+		e.want(act, xdpRedirect)
+		if got := dmac(out).String(); got != "02:00:00:00:09:77" {
+			t.Fatalf("%s to %s, not to its slot", what, got)
+		}
 	}
-	planted := held
-	planted.Dmac = [6]byte{2, 0, 0, 0, 6, 0x77}
-	if err := e.f.objs.PortHops.Update(slot-1, &planted, ebpf.UpdateAny); err != nil {
-		t.Fatal(err)
-	}
-	act, out := e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
-	e.want(act, xdpRedirect)
-	if got := dmac(out).String(); got != "02:00:00:00:06:77" {
-		t.Fatalf("uplink to %s, not to the port's slot", got)
-	}
-	if err := e.f.objs.PortHops.Update(slot-1, &held, ebpf.UpdateAny); err != nil {
-		t.Fatal(err)
-	}
-	act, out = e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
+	ul := func() (uint32, []byte) { return e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1, 2, 100))) }
+	dl := func() (uint32, []byte) { return e.dl(dlFrame(udp4(dnIP, ueIP, 80, 1234, 100))) }
+	plantedGoesTo("uplink", e.f.objs.PortHops, slot, ul)
+	act, out := ul()
 	e.want(act, xdpRedirect)
 	if got := dmac(out).String(); got != "02:00:00:00:06:02" {
 		t.Fatalf("uplink to %s", got)
@@ -715,12 +719,12 @@ func TestNextHopCache(t *testing.T) {
 	if next := portHop("02:00:00:00:06:99"); next == slot {
 		t.Fatalf("the new next hop was written into the slot in use (%d)", slot)
 	}
-	act, out = e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
+	act, out = ul()
 	e.want(act, xdpRedirect)
 	if got := dmac(out).String(); got != "02:00:00:00:06:99" {
 		t.Fatalf("uplink after the neighbour changed went to %s", got)
 	}
-	act, out = e.dl(dlFrame(udp4(dnIP, ueIP, 80, 1234, 100)))
+	act, out = dl()
 	e.want(act, xdpRedirect)
 	if got := dmac(out).String(); got != "02:00:00:00:03:02" {
 		t.Fatalf("downlink to %s", got)
@@ -736,21 +740,5 @@ func TestNextHopCache(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	var gheld upfNexthop
-	if err := e.f.objs.PeerHops.Lookup(gslot-1, &gheld); err != nil {
-		t.Fatal(err)
-	}
-	gplanted := gheld
-	gplanted.Dmac = [6]byte{2, 0, 0, 0, 3, 0x77}
-	if err := e.f.objs.PeerHops.Update(gslot-1, &gplanted, ebpf.UpdateAny); err != nil {
-		t.Fatal(err)
-	}
-	act, out = e.dl(dlFrame(udp4(dnIP, ueIP, 80, 1234, 100)))
-	e.want(act, xdpRedirect)
-	if got := dmac(out).String(); got != "02:00:00:00:03:77" {
-		t.Fatalf("downlink to %s, not to the gNB's slot", got)
-	}
-	if err := e.f.objs.PeerHops.Update(gslot-1, &gheld, ebpf.UpdateAny); err != nil {
-		t.Fatal(err)
-	}
+	plantedGoesTo("downlink", e.f.objs.PeerHops, gslot, dl)
 }
