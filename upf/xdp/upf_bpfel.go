@@ -147,8 +147,9 @@ type upfSess struct {
 	Nrules uint8
 	Sdf    uint8
 	Pad    [2]uint8
-	Pdrs   [4]upfPdrAct
+	Pdr0   upfPdrAct
 	Rules  [8]upfRule
+	Pdrs   [3]upfPdrAct
 }
 
 type upfUsage struct {

@@ -869,6 +869,14 @@ func (f *FastPath) compile(s *rules.Session) (*compiled, error) {
 	return c, nil
 }
 
+// pdr is PDR i of an entry (bpf/upf.c: pdr_at).
+func (e *upfSess) pdr(i int) *upfPdrAct {
+	if i == 0 {
+		return &e.Pdr0
+	}
+	return &e.Pdrs[i-1]
+}
+
 // compileKey builds the entry of one TEID (uplink) or of the UE address
 // (downlink): the rules that can match there, in precedence order, and
 // the PDRs they lead to.
@@ -903,7 +911,7 @@ func (f *FastPath) compileKey(c *compiled, s *rules.Session, rs []classify.Rule,
 			if err != nil {
 				return nil, err
 			}
-			e.Pdrs[slot] = a
+			*e.pdr(int(slot)) = a
 		}
 		if int(e.Nrules) == maxRules {
 			return nil, fmt.Errorf("%w: more than %d rules per key", errUnsupported, maxRules)
@@ -1085,7 +1093,7 @@ func (f *FastPath) compilePDR(c *compiled, p *rules.PDR, d rules.Direction) (upf
 // acquire.
 func (f *FastPath) resolveSlots(e *upfSess, s *rules.Session, d rules.Direction) {
 	for i := range maxPDRs {
-		a := &e.Pdrs[i]
+		a := e.pdr(i)
 		if a.Action != actN6 && a.Action != actGTP {
 			continue
 		}
