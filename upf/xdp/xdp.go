@@ -50,9 +50,9 @@
 // port or a PDR reaches by index (hopSlots; a hash lookup per packet cost
 // a sixth of the program), and into the nexthops map for what has no
 // slot. Other destinations, and a gateway or gNB not resolved yet, take
-// bpf_fib_lookup, as the host path's packets would be routed. The interfaces need IPv4
-// forwarding on, and a next hop whose MAC the kernel has not resolved yet
-// takes the host path until it has.
+// bpf_fib_lookup, as the host path's packets would be routed. The
+// interfaces need IPv4 forwarding on, and a next hop whose MAC the kernel
+// has not resolved yet takes the host path until it has.
 //
 // The fast path bypasses netfilter: a UPF whose host path NATs or filters
 // UE traffic with iptables/nftables between the TUN devices and N6 must
@@ -486,8 +486,9 @@ func (f *FastPath) syncHops(m map[netip.Addr]nexthop.Hop) {
 		if err == nil && ch {
 			pv := f.portVals[i]
 			pv.Hop = pub
-			err = f.objs.Ports.Update(uint32(i), &pv, ebpf.UpdateAny)
-			f.portVals[i] = pv
+			if err = f.objs.Ports.Update(uint32(i), &pv, ebpf.UpdateAny); err == nil {
+				f.portVals[i] = pv
+			}
 		}
 		if err != nil {
 			f.log.Warn("xdp: port next hop", "port", i, "err", err)
