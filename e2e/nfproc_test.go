@@ -103,10 +103,11 @@ type deployment struct {
 	upf     upf.Config
 	upfAddr netip.Addr
 	ues     int
+	given   map[string]bool // SBI addresses given out (freeTCP)
 }
 
 func newDeployment(t *testing.T, subscribers, ues int, mutate func(*config.Config)) *deployment {
-	d := &deployment{t: t, ues: ues}
+	d := &deployment{t: t, ues: ues, given: map[string]bool{}}
 	cfg := config.Default()
 	cfg.Log.Level = "warn"
 	cfg.Store.Path = filepath.Join(t.TempDir(), "subscribers.db")
@@ -134,12 +135,21 @@ func newDeployment(t *testing.T, subscribers, ues int, mutate func(*config.Confi
 	return d
 }
 
+// freeTCP is a loopback TCP address free a moment ago and not given to
+// another NF of the deployment: the kernel hands a port it just freed out
+// again, so two NFs drawn one after the other could get the same one.
 func (d *deployment) freeTCP() string {
-	port, err := freeport.TCP()
-	if err != nil {
-		d.t.Fatal(err)
+	for {
+		port, err := freeport.TCP()
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		if !d.given[addr] {
+			d.given[addr] = true
+			return addr
+		}
 	}
-	return fmt.Sprintf("127.0.0.1:%d", port)
 }
 
 // write stores c as a configuration file and returns its path.

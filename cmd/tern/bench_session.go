@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -184,13 +185,10 @@ func runSession(ctx context.Context, r sessionRun, logLevel string) (*sessionOut
 	if err != nil {
 		return nil, err
 	}
-	n3Port, err := freeport.UDP()
-	if err != nil {
-		return nil, err
-	}
 	cfg.AMF.SCTP.UDPPort = sctpPort
-	// A port of our own: another core on this host may hold 2152.
-	cfg.UPF.N3Addr = fmt.Sprintf("127.0.0.1:%d", n3Port)
+	// An address of our own: another core on this host may hold 2152 on
+	// 127.0.0.1 (and a second free port drawn here could be the first).
+	cfg.UPF.N3Addr = netip.AddrPortFrom(freeport.Loopback(), 2152).String()
 
 	c, err := core.New(cfg, newLogger(cfg.Log))
 	if err != nil {
