@@ -488,7 +488,11 @@ func (r *runner) doStep(ctx context.Context, su *simUE, step Step) error {
 		if !u.Connected() && u.Registered() {
 			return nil // already in CM-IDLE (e.g. the inactivity timer)
 		}
-		return u.Release(ctx)
+		err := u.Release(ctx)
+		if errors.Is(err, ue.ErrNotConnected) && u.Registered() {
+			return nil // released by the network meanwhile
+		}
+		return err
 	case StepService:
 		st := nas.ServiceSignalling
 		if len(liveSessions(su)) > 0 {

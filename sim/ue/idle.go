@@ -35,7 +35,11 @@ func (e *ServiceRejectError) Error() string {
 
 // Errors of the idle-mode procedures.
 var (
-	ErrConnected           = errors.New("ue: service request needs a UE in CM-IDLE (it has a signalling connection)")
+	ErrConnected = errors.New("ue: service request needs a UE in CM-IDLE (it has a signalling connection)")
+	// ErrNotConnected: Release found no signalling connection, which the
+	// network may have released meanwhile (its inactivity timer). Not a
+	// failed procedure: the UE is where the caller wanted it.
+	ErrNotConnected        = errors.New("ue: no signalling connection to release")
 	ErrNetworkDeregistered = errors.New("ue: deregistered by the network")
 	ErrUplinkBufferFull    = errors.New("ue: uplink buffer full while the user plane comes back")
 )

@@ -330,6 +330,23 @@ func TestPagingTimeout(t *testing.T) {
 	}
 }
 
+// TestReleaseWhenAlreadyIdle: a release asked of a UE that the network
+// has released already (its inactivity timer, racing the caller) answers
+// ErrNotConnected and is not counted as a failed AN release.
+func TestReleaseWhenAlreadyIdle(t *testing.T) {
+	u, a := newUE(t, testK, 0)
+	o := newObs()
+	u.cfg.Observer = o
+	a.register()
+	u.HandleRelease(time.Now())
+	if err := u.Release(context.Background()); !errors.Is(err, ErrNotConnected) {
+		t.Fatalf("Release of an idle UE: %v", err)
+	}
+	if o.fail[ProcANRelease] != 0 || !u.Registered() || u.Connected() {
+		t.Fatalf("fail %v registered %v connected %v", o.fail, u.Registered(), u.Connected())
+	}
+}
+
 // TestServiceRejectIdentity: #9 deletes the 5G-GUTI and the security
 // context; after the release the UE registers again with SUCI by itself.
 func TestServiceRejectIdentity(t *testing.T) {

@@ -637,7 +637,9 @@ func (u *UE) runArgs(ctx context.Context, k procKind, a procArgs) error {
 // Observer.
 func (u *UE) record(k procKind, window time.Duration, err error) error {
 	if err != nil {
-		u.fail(k)
+		if k != procRelease || !errors.Is(err, ErrNotConnected) {
+			u.fail(k)
+		}
 		return fmt.Errorf("%s %s: %w", k.name(), u.SUPI(), err)
 	}
 	if u.cfg.Observer != nil {
@@ -765,7 +767,7 @@ func (u *UE) startLocked(k procKind, a procArgs) error {
 		u.procStart = t
 	case procRelease:
 		if !u.connected {
-			return errors.New("ue: no signalling connection to release")
+			return ErrNotConnected
 		}
 		u.beginLocked(k)
 		t, err := u.link.RequestRelease()
