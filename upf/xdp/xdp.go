@@ -260,11 +260,9 @@ type FastPath struct {
 	hops     *nexthop.Cache
 	hopsStop chan struct{}
 	hopsDone chan struct{}
-	hopsSet  map[netip.Addr]bool // what the nexthops map holds (resolver)
-	// portVals are the ports map's entries (written by configure, then by
-	// the resolver); portHops and peerHops publish the ports' gateways and
-	// the gNBs through their slots (resolver).
-	portVals           []upfPort
+	hopsSet  map[netip.Addr]nexthop.Hop // what the nexthops map holds (resolver)
+	// portHops and peerHops publish the ports' gateways and the gNBs
+	// through their slots (resolver).
 	portHops, peerHops *hopSlots
 	// peerIDs are the gNBs' peer_slot indexes (pdr_act.hop), given once
 	// per address and kept; under peersMu, which the resolver takes too.
@@ -443,7 +441,7 @@ func (f *FastPath) startHops() error {
 	if err != nil {
 		return fmt.Errorf("xdp: netlink: %w", err)
 	}
-	f.hopsSet = map[netip.Addr]bool{}
+	f.hopsSet = map[netip.Addr]nexthop.Hop{}
 	f.hops = nexthop.New(nl, f.log, f.syncHops)
 	f.hopsStop, f.hopsDone = make(chan struct{}), make(chan struct{})
 	for _, p := range f.cfg.N6 {
@@ -463,12 +461,15 @@ func (f *FastPath) startHops() error {
 // (the resolver's goroutine).
 func (f *FastPath) syncHops(m map[netip.Addr]nexthop.Hop) {
 	for a, h := range m {
+		if old, ok := f.hopsSet[a]; ok && old == h {
+			continue // unchanged: no syscall each second per address
+		}
 		v := upfNexthop{Ifindex: uint32(h.Ifindex), Mtu: uint32(h.MTU), Dmac: h.MAC, Smac: h.SrcMAC}
 		if err := f.objs.Nexthops.Update(be32(a), &v, ebpf.UpdateAny); err != nil {
 			f.log.Warn("xdp: next-hop map", "addr", a, "err", err)
 			continue
 		}
-		f.hopsSet[a] = true
+		f.hopsSet[a] = h
 	}
 	for a := range f.hopsSet {
 		if _, ok := m[a]; !ok {
@@ -484,11 +485,8 @@ func (f *FastPath) syncHops(m map[netip.Addr]nexthop.Hop) {
 		h, ok := m[p.Gateway]
 		pub, ch, err := f.portHops.set(uint32(i), h, ok)
 		if err == nil && ch {
-			pv := f.portVals[i]
-			pv.Hop = pub
-			if err = f.objs.Ports.Update(uint32(i), &pv, ebpf.UpdateAny); err == nil {
-				f.portVals[i] = pv
-			}
+			pv := f.port(i, pub)
+			err = f.objs.Ports.Update(uint32(i), &pv, ebpf.UpdateAny)
 		}
 		if err != nil {
 			f.log.Warn("xdp: port next hop", "port", i, "err", err)
@@ -637,20 +635,25 @@ func (f *FastPath) configure() error {
 	if err := put(f.n3, n3); err != nil {
 		return err
 	}
-	f.portVals = make([]upfPort, len(f.n6))
 	f.portHops, f.peerHops = newHopSlots(f.objs.PortHops), newHopSlots(f.objs.PeerHops)
 	f.peerIDs = map[netip.Addr]uint16{}
-	for i, ifc := range f.n6 {
-		p := upfPort{Ifindex: uint32(ifc.Index)}
-		if gw := f.cfg.N6[i].Gateway; gw.IsValid() {
-			p.Gw = be32(gw)
-		}
+	for i := range f.n6 {
+		p := f.port(i, 0)
 		if err := f.objs.Ports.Update(uint32(i), &p, ebpf.UpdateAny); err != nil {
 			return fmt.Errorf("xdp: port map: %w", err)
 		}
-		f.portVals[i] = p
 	}
 	return nil
+}
+
+// port is port i's entry in the ports map, its gateway's next hop in
+// slot hop-1 of port_hops (0: none yet).
+func (f *FastPath) port(i int, hop uint32) upfPort {
+	p := upfPort{Ifindex: uint32(f.n6[i].Index), Hop: hop}
+	if gw := f.cfg.N6[i].Gateway; gw.IsValid() {
+		p.Gw = be32(gw)
+	}
+	return p
 }
 
 // Load opens the fast path (Open) and attaches upf_n3 to the N3 interface

@@ -611,11 +611,10 @@ static __always_inline int kernel_dst(struct config *c, __be32 dst)
 	return 0;
 }
 
-// cached_hop fills f from the next-hop cache for dst if it leaves through
-// ifindex; 0 when it has no usable entry.
-static __always_inline int cached_hop(struct bpf_fib_lookup *f, __be32 dst, __u32 ifindex)
+// use_hop fills f from nh if it leaves through ifindex; 0 when there is
+// no such next hop.
+static __always_inline int use_hop(struct bpf_fib_lookup *f, struct nexthop *nh, __u32 ifindex)
 {
-	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &dst);
 	if (!nh || nh->ifindex != ifindex)
 		return 0;
 	f->ifindex = nh->ifindex;
@@ -625,21 +624,19 @@ static __always_inline int cached_hop(struct bpf_fib_lookup *f, __be32 dst, __u3
 	return 1;
 }
 
-// slot_hop fills f from next-hop slot slot+1 of slots if it leaves
-// through ifindex; 0 when there is none.
+// cached_hop: the next hop of dst from the nexthops map.
+static __always_inline int cached_hop(struct bpf_fib_lookup *f, __be32 dst, __u32 ifindex)
+{
+	return use_hop(f, bpf_map_lookup_elem(&nexthops, &dst), ifindex);
+}
+
+// slot_hop: the next hop in slot slot-1 of slots (0: none).
 static __always_inline int slot_hop(struct bpf_fib_lookup *f, void *slots, __u32 slot, __u32 ifindex)
 {
 	if (!slot)
 		return 0;
 	slot--;
-	struct nexthop *nh = bpf_map_lookup_elem(slots, &slot);
-	if (!nh || nh->ifindex != ifindex)
-		return 0;
-	f->ifindex = nh->ifindex;
-	f->mtu_result = nh->mtu;
-	__builtin_memcpy(f->dmac, nh->dmac, ETH_ALEN);
-	__builtin_memcpy(f->smac, nh->smac, ETH_ALEN);
-	return 1;
+	return use_hop(f, bpf_map_lookup_elem(slots, &slot), ifindex);
 }
 
 // port_hop: the port's gateway from its own slot.
