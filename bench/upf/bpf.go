@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tern5g/tern/lab"
+	"github.com/tern5g/tern/upf/xdp"
 )
 
 // progs is the loaded BPF object: the generator, sink, forwarder and
@@ -298,18 +299,12 @@ func (p *progs) setForward(in, out int, srcMAC, dstMAC net.HardwareAddr) error {
 	return nil
 }
 
-// cpumapQueue is the frames bare-xdp-cpu's cpumap queue holds, as many as
-// the xdp driver's (upf/xdp).
-const cpumapQueue = 2048
-
 // forwardOn makes xdp_fwd_steer hand frames to cpu, where the cpumap
 // thread forwards them (bare-xdp-cpu). undo removes the cpumap entry, which
 // stops that thread.
 func (p *progs) forwardOn(cpu int) (undo func(), err error) {
-	v := struct {
-		Qsize  uint32
-		ProgFD int32
-	}{cpumapQueue, int32(p.objs.XdpFwdCpu.FD())} // struct bpf_cpumap_val
+	// The xdp driver's queue size: the same path.
+	v := xdp.CPUMapVal{Qsize: xdp.CPUMapQueue, ProgFD: int32(p.objs.XdpFwdCpu.FD())}
 	if err := p.objs.FwdCpus.Update(uint32(cpu), &v, ebpf.UpdateAny); err != nil {
 		return nil, fmt.Errorf("bench upf: cpumap entry for CPU %d: %w", cpu, err)
 	}

@@ -248,16 +248,12 @@ func (b *bench) run(ctx context.Context) error {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				if _, skip := b.rep.Skipped[v]; skip {
-					continue
-				}
-				st, err := b.up(ctx, v, ss, b.cfg.Workers)
-				if err != nil {
-					if isTern(v) {
-						b.skip(v, err)
-						continue
+				st, err := b.upUnlessSkipped(ctx, v, ss)
+				if st == nil {
+					if err != nil {
+						return err
 					}
-					return err
+					continue
 				}
 				err = b.throughput(ctx, st, rep, b.rep.Throughput)
 				if err == nil && b.cfg.Profile && rep == b.cfg.Repeat-1 {
@@ -281,6 +277,24 @@ func (b *bench) run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// upUnlessSkipped is up for variant v with the configured workers, or nil
+// for a variant skipped already or now: a tern driver that does not start
+// is skipped with the reason; a reference that does not is an error.
+func (b *bench) upUnlessSkipped(ctx context.Context, v string, ss []Session) (*stage, error) {
+	if _, skip := b.rep.Skipped[v]; skip {
+		return nil, nil
+	}
+	st, err := b.up(ctx, v, ss, b.cfg.Workers)
+	if err != nil && isTern(v) {
+		b.skip(v, err)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
 func (b *bench) skip(v string, err error) {
@@ -586,16 +600,12 @@ func (b *bench) upfState(st *stage) string {
 func (b *bench) sweep(ctx context.Context, ss []Session) error {
 	fmt.Fprintf(b.cfg.Out, "\nlatency sweep, %d session(s): %d rates per variant, %v each\n", len(ss), b.cfg.Sweep, b.cfg.SweepDuration)
 	for _, v := range b.cfg.Drivers {
-		if _, skip := b.rep.Skipped[v]; skip {
-			continue
-		}
-		st, err := b.up(ctx, v, ss, b.cfg.Workers)
-		if err != nil {
-			if isTern(v) {
-				b.skip(v, err)
-				continue
+		st, err := b.upUnlessSkipped(ctx, v, ss)
+		if st == nil {
+			if err != nil {
+				return err
 			}
-			return err
+			continue
 		}
 		err = b.sweepStage(ctx, st)
 		st.close()

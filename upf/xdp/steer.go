@@ -14,8 +14,6 @@ import (
 
 const (
 	steerBuckets = 256 // bpf/upf.c: STEER_BUCKETS
-	// cpumapQueue is the frames each CPU's cpumap queue holds.
-	cpumapQueue = 2048
 	// rebalanceInterval is how often Load's goroutine rebalances.
 	rebalanceInterval = time.Second
 	// rebalanceMargin: the busiest CPU is rebalanced when its load
@@ -49,8 +47,13 @@ type steering struct {
 	stop, done chan struct{}
 }
 
-// cpumapVal is struct bpf_cpumap_val.
-type cpumapVal struct {
+// CPUMapQueue is the frames each CPU's cpumap queue holds (the bench's
+// bare-xdp-cpu reference takes the same).
+const CPUMapQueue = 2048
+
+// CPUMapVal is struct bpf_cpumap_val: a cpumap entry's queue size and the
+// program its CPU runs on each frame.
+type CPUMapVal struct {
 	Qsize  uint32
 	ProgFD int32
 }
@@ -107,7 +110,7 @@ func (f *FastPath) loadObjects(spec *ebpf.CollectionSpec) error {
 func (f *FastPath) configureSteering() error {
 	s := f.steer
 	for _, cpu := range s.cpus {
-		v := cpumapVal{Qsize: cpumapQueue, ProgFD: int32(f.objs.UpfCpu.FD())}
+		v := CPUMapVal{Qsize: CPUMapQueue, ProgFD: int32(f.objs.UpfCpu.FD())}
 		if err := f.objs.Cpus.Update(uint32(cpu), &v, ebpf.UpdateAny); err != nil {
 			return fmt.Errorf("xdp: cpumap entry for CPU %d: %w", cpu, err)
 		}
