@@ -7,40 +7,22 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/cilium/ebpf/link"
-	"github.com/vishvananda/netns"
 
 	"github.com/tern5g/tern/gtpu"
 	"github.com/tern5g/tern/internal/ipv4pkt"
+	"github.com/tern5g/tern/lab"
 	"github.com/tern5g/tern/upf/rules"
 )
 
-// inNS runs fn on a thread in the named network namespace (sockets fn
-// opens belong to it). The thread is never unlocked, so it is discarded
-// afterwards.
+// inNS runs fn in the named network namespace (sockets fn opens belong
+// to it), on the calling thread, which lab.Do takes back afterwards.
 func inNS(t *testing.T, name string, fn func()) {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		h, err := netns.GetFromName(name)
-		if err != nil {
-			done <- err
-			return
-		}
-		defer h.Close()
-		if err := netns.Set(h); err != nil {
-			done <- err
-			return
-		}
-		fn()
-		done <- nil
-	}()
-	if err := <-done; err != nil {
+	if err := lab.Do(name, func() error { fn(); return nil }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -200,14 +182,6 @@ func threeNamespaces(t *testing.T, prefix string) (upf, ran, dn string) {
 		d+"route add 10.60.0.0/16 via 10.6.0.1",
 		d+"neigh add 10.6.0.1 lladdr 02:00:00:00:06:01 dev dn nud permanent",
 	)
-	runtime.LockOSThread() // for good: the thread stays in the upf namespace
-	h, err := netns.GetFromName(upf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	if err := netns.Set(h); err != nil {
-		t.Fatal(err)
-	}
+	enterForGood(t, upf)
 	return upf, ran, dn
 }

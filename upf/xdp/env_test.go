@@ -106,6 +106,15 @@ func newNS(t testing.TB) string {
 		// forwarding is on.
 		"ip netns exec "+ns+" sysctl -qw net.ipv4.conf.all.forwarding=1",
 	)
+	enterForGood(t, ns)
+	return ns
+}
+
+// enterForGood moves the calling goroutine's thread into namespace ns and
+// locks it there: it is never unlocked, so Go discards the thread when the
+// test ends.
+func enterForGood(t testing.TB, ns string) {
+	t.Helper()
 	runtime.LockOSThread()
 	h, err := netns.GetFromName(ns)
 	if err != nil {
@@ -115,7 +124,6 @@ func newNS(t testing.TB) string {
 	if err := netns.Set(h); err != nil {
 		t.Fatal(err)
 	}
-	return ns
 }
 
 // setup opens the fast path (programs not attached) in a new namespace.
