@@ -1084,14 +1084,15 @@ static __always_inline int steer_to(__u32 k)
 	return -1;
 }
 
-// steer_ue steers a downlink IPv4 packet (ip within the frame) for an
-// offloaded UE address.
-static __always_inline int steer_ue(struct iphdr *ip)
-{
-	if (!bpf_map_lookup_elem(&ues, &ip->daddr))
-		return -1;
-	return steer_to(bpf_ntohl(ip->daddr));
-}
+// What is steered: every G-PDU with a TEID and every IPv4 packet arriving
+// for N6, by the TEID or the destination address alone. The steering
+// programs do not ask whether a session is offloaded: at 100,000 sessions
+// that one hash lookup, a cache miss or two, cost more than the rest of
+// the steering program (351 ns a run against 49 ns for a bare redirect),
+// on the CPU that receives everything. A frame of no session is judged
+// by upf_cpu on its CPU, which passes it to the host as the inline path
+// would; since the key alone chooses the CPU, a session's packets keep
+// one CPU whether the fast path or the host path serves them.
 
 SEC("xdp")
 int upf_n3_steer(struct xdp_md *ctx)
@@ -1110,18 +1111,18 @@ int upf_n3_steer(struct xdp_md *ctx)
 		goto inline_path;
 	if (ip->ihl == 5 && ip->protocol == IPPROTO_UDP && ip->daddr == c->n3_addr &&
 	    !(ip->frag_off & bpf_htons(0x3fff)) && udp->dest == bpf_htons(GTPU_PORT)) {
-		// A G-PDU (TS 29.281 §5.1) of an offloaded session.
+		// A G-PDU (TS 29.281 §5.1).
 		if ((g[0] & 0xf0) != 0x30 || g[1] != 255)
 			goto inline_path;
 		__u32 teid = ((__u32)g[4] << 24) | ((__u32)g[5] << 16) | ((__u32)g[6] << 8) | g[7];
-		if (teid && bpf_map_lookup_elem(&teids, &teid))
+		if (teid)
 			r = steer_to(teid);
 	} else if (ip->daddr != c->n3_addr) {
 		// Downlink, if N3 is an N6 port too.
 		__u32 ifindex = ctx->ingress_ifindex;
 		struct ifinfo *ifi = bpf_map_lookup_elem(&ifaces, &ifindex);
 		if (ifi && ifi->n6)
-			r = steer_ue(ip);
+			r = steer_to(bpf_ntohl(ip->daddr));
 	}
 	if (r >= 0)
 		return r;
@@ -1138,7 +1139,7 @@ int upf_n6_steer(struct xdp_md *ctx)
 	struct ethhdr *eth = data;
 	struct iphdr *ip = (void *)(eth + 1);
 	if ((void *)(ip + 1) <= end && eth->h_proto == bpf_htons(ETH_P_IP) && ip->version == 4) {
-		int r = steer_ue(ip);
+		int r = steer_to(bpf_ntohl(ip->daddr));
 		if (r >= 0)
 			return r;
 	}
