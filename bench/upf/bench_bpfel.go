@@ -72,20 +72,23 @@ type benchSinkStats struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	benchMapFwdCpu       = "fwd_cpu"
-	benchMapFwdCpus      = "fwd_cpus"
-	benchMapFwdPorts     = "fwd_ports"
-	benchMapGenCfg       = "gen_cfg"
-	benchMapGenHdr       = "gen_hdr"
-	benchMapGenState     = "gen_state"
-	benchMapSeen         = "seen"
-	benchMapSinkStats    = "sink_stats"
-	benchProgXdpFwd      = "xdp_fwd"
-	benchProgXdpFwdCpu   = "xdp_fwd_cpu"
-	benchProgXdpFwdSteer = "xdp_fwd_steer"
-	benchProgXdpGen      = "xdp_gen"
-	benchProgXdpPass     = "xdp_pass"
-	benchProgXdpSink     = "xdp_sink"
+	benchMapFwdCpu        = "fwd_cpu"
+	benchMapFwdCpus       = "fwd_cpus"
+	benchMapFwdPorts      = "fwd_ports"
+	benchMapFwdTeids      = "fwd_teids"
+	benchMapFwdUes        = "fwd_ues"
+	benchMapGenCfg        = "gen_cfg"
+	benchMapGenHdr        = "gen_hdr"
+	benchMapGenState      = "gen_state"
+	benchMapSeen          = "seen"
+	benchMapSinkStats     = "sink_stats"
+	benchProgXdpFwd       = "xdp_fwd"
+	benchProgXdpFwdCpu    = "xdp_fwd_cpu"
+	benchProgXdpFwdLookup = "xdp_fwd_lookup"
+	benchProgXdpFwdSteer  = "xdp_fwd_steer"
+	benchProgXdpGen       = "xdp_gen"
+	benchProgXdpPass      = "xdp_pass"
+	benchProgXdpSink      = "xdp_sink"
 )
 
 // loadBench returns the embedded CollectionSpec for bench.
@@ -130,12 +133,13 @@ type benchSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type benchProgramSpecs struct {
-	XdpFwd      *ebpf.ProgramSpec `ebpf:"xdp_fwd"`
-	XdpFwdCpu   *ebpf.ProgramSpec `ebpf:"xdp_fwd_cpu"`
-	XdpFwdSteer *ebpf.ProgramSpec `ebpf:"xdp_fwd_steer"`
-	XdpGen      *ebpf.ProgramSpec `ebpf:"xdp_gen"`
-	XdpPass     *ebpf.ProgramSpec `ebpf:"xdp_pass"`
-	XdpSink     *ebpf.ProgramSpec `ebpf:"xdp_sink"`
+	XdpFwd       *ebpf.ProgramSpec `ebpf:"xdp_fwd"`
+	XdpFwdCpu    *ebpf.ProgramSpec `ebpf:"xdp_fwd_cpu"`
+	XdpFwdLookup *ebpf.ProgramSpec `ebpf:"xdp_fwd_lookup"`
+	XdpFwdSteer  *ebpf.ProgramSpec `ebpf:"xdp_fwd_steer"`
+	XdpGen       *ebpf.ProgramSpec `ebpf:"xdp_gen"`
+	XdpPass      *ebpf.ProgramSpec `ebpf:"xdp_pass"`
+	XdpSink      *ebpf.ProgramSpec `ebpf:"xdp_sink"`
 }
 
 // benchMapSpecs contains maps before they are loaded into the kernel.
@@ -145,6 +149,8 @@ type benchMapSpecs struct {
 	FwdCpu    *ebpf.MapSpec `ebpf:"fwd_cpu"`
 	FwdCpus   *ebpf.MapSpec `ebpf:"fwd_cpus"`
 	FwdPorts  *ebpf.MapSpec `ebpf:"fwd_ports"`
+	FwdTeids  *ebpf.MapSpec `ebpf:"fwd_teids"`
+	FwdUes    *ebpf.MapSpec `ebpf:"fwd_ues"`
 	GenCfg    *ebpf.MapSpec `ebpf:"gen_cfg"`
 	GenHdr    *ebpf.MapSpec `ebpf:"gen_hdr"`
 	GenState  *ebpf.MapSpec `ebpf:"gen_state"`
@@ -181,6 +187,8 @@ type benchMaps struct {
 	FwdCpu    *ebpf.Map `ebpf:"fwd_cpu"`
 	FwdCpus   *ebpf.Map `ebpf:"fwd_cpus"`
 	FwdPorts  *ebpf.Map `ebpf:"fwd_ports"`
+	FwdTeids  *ebpf.Map `ebpf:"fwd_teids"`
+	FwdUes    *ebpf.Map `ebpf:"fwd_ues"`
 	GenCfg    *ebpf.Map `ebpf:"gen_cfg"`
 	GenHdr    *ebpf.Map `ebpf:"gen_hdr"`
 	GenState  *ebpf.Map `ebpf:"gen_state"`
@@ -193,6 +201,8 @@ func (m *benchMaps) Close() error {
 		m.FwdCpu,
 		m.FwdCpus,
 		m.FwdPorts,
+		m.FwdTeids,
+		m.FwdUes,
 		m.GenCfg,
 		m.GenHdr,
 		m.GenState,
@@ -211,18 +221,20 @@ type benchVariables struct {
 //
 // It can be passed to loadBenchObjects or ebpf.CollectionSpec.LoadAndAssign.
 type benchPrograms struct {
-	XdpFwd      *ebpf.Program `ebpf:"xdp_fwd"`
-	XdpFwdCpu   *ebpf.Program `ebpf:"xdp_fwd_cpu"`
-	XdpFwdSteer *ebpf.Program `ebpf:"xdp_fwd_steer"`
-	XdpGen      *ebpf.Program `ebpf:"xdp_gen"`
-	XdpPass     *ebpf.Program `ebpf:"xdp_pass"`
-	XdpSink     *ebpf.Program `ebpf:"xdp_sink"`
+	XdpFwd       *ebpf.Program `ebpf:"xdp_fwd"`
+	XdpFwdCpu    *ebpf.Program `ebpf:"xdp_fwd_cpu"`
+	XdpFwdLookup *ebpf.Program `ebpf:"xdp_fwd_lookup"`
+	XdpFwdSteer  *ebpf.Program `ebpf:"xdp_fwd_steer"`
+	XdpGen       *ebpf.Program `ebpf:"xdp_gen"`
+	XdpPass      *ebpf.Program `ebpf:"xdp_pass"`
+	XdpSink      *ebpf.Program `ebpf:"xdp_sink"`
 }
 
 func (p *benchPrograms) Close() error {
 	return _BenchClose(
 		p.XdpFwd,
 		p.XdpFwdCpu,
+		p.XdpFwdLookup,
 		p.XdpFwdSteer,
 		p.XdpGen,
 		p.XdpPass,

@@ -30,7 +30,9 @@ type progs struct {
 	callCost time.Duration
 }
 
-func loadProgs() (*progs, error) {
+// loadProgs loads bpf/bench.c, with room for maxSessions sessions in
+// bare-xdp-lookup's maps.
+func loadProgs(maxSessions int) (*progs, error) {
 	// Kernels before 5.11 charge BPF maps to RLIMIT_MEMLOCK.
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("bench upf: memlock: %w", err)
@@ -46,6 +48,8 @@ func loadProgs() (*progs, error) {
 		return nil, fmt.Errorf("bench upf: %w", err)
 	}
 	spec.Maps["fwd_cpus"].MaxEntries = uint32(n)
+	spec.Maps["fwd_teids"].MaxEntries = uint32(max(maxSessions, 1))
+	spec.Maps["fwd_ues"].MaxEntries = uint32(max(maxSessions, 1))
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -287,16 +291,50 @@ func (p *progs) sessionsSeen(n int) (int, error) {
 	return seen, nil
 }
 
-// setForward programs the bare-xdp forwarder: frames arriving on in leave
-// on out, from srcMAC (out's own) to dstMAC (the peer's).
-func (p *progs) setForward(in, out int, srcMAC, dstMAC net.HardwareAddr) error {
+// fwdPort is a forwarder's next hop: out, from srcMAC (out's own) to
+// dstMAC (the peer's).
+func fwdPort(out int, srcMAC, dstMAC net.HardwareAddr) benchFwdPort {
 	v := benchFwdPort{OutIfindex: uint32(out)}
 	copy(v.Src[:], srcMAC)
 	copy(v.Dst[:], dstMAC)
+	return v
+}
+
+// setForward programs the bare-xdp forwarder: frames arriving on in leave
+// on out, from srcMAC (out's own) to dstMAC (the peer's).
+func (p *progs) setForward(in, out int, srcMAC, dstMAC net.HardwareAddr) error {
+	v := fwdPort(out, srcMAC, dstMAC)
 	if err := p.objs.FwdPorts.Update(uint32(in), &v, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("bench upf: forwarder port %d: %w", in, err)
 	}
 	return nil
+}
+
+// setSessions gives bare-xdp-lookup the sessions ss: each uplink TEID
+// leads to ul, each UE address to dl. undo removes them.
+func (p *progs) setSessions(ss []Session, ul, dl benchFwdPort) (undo func(), err error) {
+	teids := make([]uint32, len(ss))
+	ues := make([]uint32, len(ss))
+	uls := make([]benchFwdPort, len(ss))
+	dls := make([]benchFwdPort, len(ss))
+	for i, s := range ss {
+		a := s.UE.As4()
+		teids[i], ues[i] = s.ULTEID, binary.NativeEndian.Uint32(a[:]) // the address as it lies in the frame
+		uls[i], dls[i] = ul, dl
+	}
+	undo = func() {
+		p.objs.FwdTeids.BatchDelete(teids, nil)
+		p.objs.FwdUes.BatchDelete(ues, nil)
+	}
+	if _, err := p.objs.FwdTeids.BatchUpdate(teids, uls, nil); err != nil {
+		undo()
+		return nil, fmt.Errorf("bench upf: bare-xdp-lookup TEIDs: %w", err)
+	}
+	if _, err := p.objs.FwdUes.BatchUpdate(ues, dls, nil); err != nil {
+		undo()
+		return nil, fmt.Errorf("bench upf: bare-xdp-lookup UE addresses: %w", err)
+	}
+	return undo, nil
 }
 
 // forwardOn makes xdp_fwd_steer hand frames to cpu, where the cpumap

@@ -23,7 +23,7 @@ import (
 // profiled are the programs whose cost is reported: upf/xdp's and the
 // bare-xdp references' (bpf/bench.c).
 var profiled = []string{"upf_n3", "upf_n6", "upf_n3_steer", "upf_n6_steer", "upf_cpu",
-	"xdp_fwd", "xdp_fwd_steer", "xdp_fwd_cpu"}
+	"xdp_fwd", "xdp_fwd_lookup", "xdp_fwd_steer", "xdp_fwd_cpu"}
 
 // ProgCost is what one program ran during a profiled run.
 type ProgCost struct {

@@ -177,13 +177,19 @@ func (r *Report) ppsResult(name string, k Key, ss []Sample) report.Result {
 	extra := map[string]any{"size": k.Size, "direction": k.Dir, "sessions": k.Sessions, "workers": k.Workers,
 		"loss": median(losses), "offered_pps": median(offered), "sent": sent, "delivered": got,
 		"mbps": m * float64(k.Size) * 8 / 1e6}
-	if k.Variant != BareXDP && k.Variant != Generator {
-		extra["ratio_bare_xdp"] = ratio(m, ref(BareXDP))
+	// A ratio is given only where its reference ran.
+	if r := ref(BareXDP); r > 0 && k.Variant != BareXDP && k.Variant != Generator {
+		extra["ratio_bare_xdp"] = ratio(m, r)
 	}
 	if isTern(k.Variant) {
-		extra["ratio_kernel"] = ratio(m, ref(Kernel))
+		if r := ref(Kernel); r > 0 {
+			extra["ratio_kernel"] = ratio(m, r)
+		}
 		if r := ref(BareXDPCPU); r > 0 {
 			extra["ratio_bare_xdp_cpu"] = ratio(m, r)
+		}
+		if r := ref(BareXDPLookup); r > 0 {
+			extra["ratio_bare_xdp_lookup"] = ratio(m, r)
 		}
 	}
 	var hits []float64
@@ -283,10 +289,10 @@ func (r *Report) Results() []report.Result {
 func (r *Report) WriteTable(w io.Writer) {
 	ks := sortedKeys(r.Throughput, r.order())
 	fmt.Fprintf(w, "\nmedian of %d round(s), packets/s delivered (size = IPv4 total length of the user's packet)\n", r.cfg.Repeat)
-	fmt.Fprintf(w, "  %-8s %-8s %6s %-12s %12s %12s %7s %8s %8s %9s\n", "sessions", "dir", "size", "variant", "offered", "delivered", "loss", "/bare", "/kernel", "/bare-cpu")
+	fmt.Fprintf(w, "  %-8s %-8s %6s %-15s %12s %12s %7s %8s %8s %9s %8s\n", "sessions", "dir", "size", "variant", "offered", "delivered", "loss", "/bare", "/kernel", "/bare-cpu", "/lookup")
 	for _, k := range ks {
 		res := r.ppsResult("upf", k, r.Throughput[k])
-		rb, rk, rc := "", "", ""
+		rb, rk, rc, rl := "", "", "", ""
 		if v, ok := res.Extra["ratio_bare_xdp"].(float64); ok {
 			rb = fmt.Sprintf("%.2f", v)
 		}
@@ -296,8 +302,11 @@ func (r *Report) WriteTable(w io.Writer) {
 		if v, ok := res.Extra["ratio_bare_xdp_cpu"].(float64); ok {
 			rc = fmt.Sprintf("%.2f", v)
 		}
-		fmt.Fprintf(w, "  %-8d %-8s %6d %-12s %12.0f %12.0f %6.1f%% %8s %8s %9s\n", k.Sessions, k.Dir, k.Size, k.Variant,
-			res.Extra["offered_pps"], res.Median, 100*res.Extra["loss"].(float64), rb, rk, rc)
+		if v, ok := res.Extra["ratio_bare_xdp_lookup"].(float64); ok {
+			rl = fmt.Sprintf("%.2f", v)
+		}
+		fmt.Fprintf(w, "  %-8d %-8s %6d %-15s %12.0f %12.0f %6.1f%% %8s %8s %9s %8s\n", k.Sessions, k.Dir, k.Size, k.Variant,
+			res.Extra["offered_pps"], res.Median, 100*res.Extra["loss"].(float64), rb, rk, rc, rl)
 	}
 	if len(r.Install) > 0 {
 		fmt.Fprintf(w, "\nsession installation (direct N4; QER + URR per session; every %d-th with SDF filters; 0 = none)\n", r.cfg.SDFEvery)

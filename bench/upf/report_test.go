@@ -68,7 +68,7 @@ func TestHistogramQuantiles(t *testing.T) {
 }
 
 func TestRowsAndRatios(t *testing.T) {
-	cfg := Config{Drivers: []string{BareXDP, BareXDPCPU, Kernel, "portable", "xdp", "afxdp"}, Repeat: 3, Workers: 1}
+	cfg := Config{Drivers: []string{BareXDP, BareXDPLookup, BareXDPCPU, Kernel, "portable", "xdp", "afxdp"}, Repeat: 3, Workers: 1}
 	r := newReport(cfg)
 	samples := func(pps ...float64) []Sample {
 		var ss []Sample
@@ -79,7 +79,7 @@ func TestRowsAndRatios(t *testing.T) {
 	}
 	k := Key{Dir: Uplink, Size: 64, Sessions: 1, Workers: 1}
 	for v, pps := range map[string][]float64{
-		Generator: {4e6, 4e6, 4e6}, BareXDP: {2e6, 1.9e6, 2.1e6}, BareXDPCPU: {1e6, 1e6, 1e6},
+		Generator: {4e6, 4e6, 4e6}, BareXDP: {2e6, 1.9e6, 2.1e6}, BareXDPCPU: {1e6, 1e6, 1e6}, BareXDPLookup: {8e5, 8e5, 8e5},
 		Kernel: {1e6, 1.2e6, 1.4e6}, "portable": {5e5, 4e5, 6e5},
 	} {
 		k.Variant = v
@@ -127,6 +127,16 @@ func TestRowsAndRatios(t *testing.T) {
 	}
 	if _, ok := find("upf", BareXDPCPU).Extra["ratio_bare_xdp_cpu"]; ok {
 		t.Error("bare-xdp-cpu quoted against itself")
+	}
+	if got := p.Extra["ratio_bare_xdp_lookup"].(float64); math.Abs(got-0.625) > 1e-9 {
+		t.Errorf("ratio to bare-xdp-lookup %v, want 0.625", got)
+	}
+	lk := find("upf", BareXDPLookup)
+	if _, ok := lk.Extra["ratio_bare_xdp_lookup"]; ok {
+		t.Error("bare-xdp-lookup quoted against itself")
+	}
+	if got := lk.Extra["ratio_bare_xdp"].(float64); got != 0.4 {
+		t.Errorf("bare-xdp-lookup/bare-xdp %v, want 0.4", got)
 	}
 	if got := p.Extra["loss"].(float64); got != 0.5 {
 		t.Errorf("loss %v", got)
@@ -190,4 +200,30 @@ func TestBareXDPCPUReference(t *testing.T) {
 	if err := c.defaults(); err == nil {
 		t.Error("a bad CPU list accepted")
 	}
+}
+
+// TestRatioOnlyWithReference: a ratio to a reference that did not run is
+// left out, not written as 0.
+func TestRatioOnlyWithReference(t *testing.T) {
+	r := newReport(Config{Drivers: []string{BareXDP, "xdp"}, Repeat: 1, Workers: 1})
+	k := Key{Dir: Uplink, Size: 64, Sessions: 1, Workers: 1}
+	for v, pps := range map[string]uint64{Generator: 4e6, BareXDP: 2e6, "xdp": 1.8e6} {
+		k.Variant = v
+		r.Throughput[k] = []Sample{{Sent: pps, Delivered: pps, Elapsed: time.Second}}
+	}
+	for _, x := range r.Results() {
+		if x.Name != "upf" || x.Variant != "xdp" {
+			continue
+		}
+		if got := x.Extra["ratio_bare_xdp"]; got != 0.9 {
+			t.Errorf("ratio_bare_xdp %v, want 0.9", got)
+		}
+		for _, f := range []string{"ratio_kernel", "ratio_bare_xdp_cpu", "ratio_bare_xdp_lookup"} {
+			if v, ok := x.Extra[f]; ok {
+				t.Errorf("%s = %v without its reference", f, v)
+			}
+		}
+		return
+	}
+	t.Fatal("no xdp row")
 }

@@ -30,6 +30,10 @@
 //     by the cpumap thread of the first of XDPCPUs: what the path through
 //     a CPU of its own costs and loses without the UPF's work, the
 //     reference for xdp with XDPCPUs.
+//   - bare-xdp-lookup: bare-xdp that first looks each frame's session up
+//     in a hash map of the run's sessions (by TEID uplink, UE address
+//     downlink) and takes the next hop from the entry: the floor of any
+//     UPF whose sessions live in BPF hash maps, at that session count.
 //   - kernel: the core namespace's IP forwarding. The kernel cannot decap
 //     GTP-U, so uplink sends plain IPv4 of the same size on both sides.
 //   - xdp, afxdp, portable: tern's UPF (upf.Config.Driver) in the core
@@ -84,12 +88,17 @@ const (
 	// receiving CPU, cpumap queue and kthread, without the UPF's work).
 	// It runs whenever xdp does with XDPCPUs.
 	BareXDPCPU = "bare-xdp-cpu"
-	Kernel     = "kernel"
+	// BareXDPLookup is bare-xdp that first finds each frame's session in
+	// a hash map of as many entries as the run has sessions (uplink by
+	// TEID, downlink by UE address) and takes the next hop from it: the
+	// floor of a UPF keeping per-session state in BPF maps at that count.
+	BareXDPLookup = "bare-xdp-lookup"
+	Kernel        = "kernel"
 )
 
 // Drivers is the default list of variants: the references and tern's
 // data-path drivers.
-var Drivers = []string{BareXDP, Kernel, upf.DriverXDP, upf.DriverAFXDP, upf.DriverPortable}
+var Drivers = []string{BareXDP, BareXDPLookup, Kernel, upf.DriverXDP, upf.DriverAFXDP, upf.DriverPortable}
 
 // Directions.
 const (
@@ -135,8 +144,8 @@ func (c *Config) defaults() error {
 		}
 	}
 	for _, v := range c.Drivers {
-		if !slices.Contains([]string{BareXDP, BareXDPCPU, Kernel, upf.DriverXDP, upf.DriverAFXDP, upf.DriverPortable, upf.DriverAuto}, v) {
-			return fmt.Errorf("bench upf: driver %q: want bare-xdp, bare-xdp-cpu, kernel, xdp, afxdp, portable or auto", v)
+		if !slices.Contains([]string{BareXDP, BareXDPLookup, BareXDPCPU, Kernel, upf.DriverXDP, upf.DriverAFXDP, upf.DriverPortable, upf.DriverAuto}, v) {
+			return fmt.Errorf("bench upf: driver %q: want bare-xdp, bare-xdp-lookup, bare-xdp-cpu, kernel, xdp, afxdp, portable or auto", v)
 		}
 	}
 	if c.XDPCPUs != "" {
@@ -193,7 +202,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if err := Check(); err != nil {
 		return nil, err
 	}
-	p, err := loadProgs()
+	p, err := loadProgs(slices.Max(cfg.Sessions))
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +238,9 @@ func (b *bench) variants() []string {
 	return append([]string{Generator}, b.cfg.Drivers...)
 }
 
-func isTern(v string) bool { return v != Generator && v != BareXDP && v != BareXDPCPU && v != Kernel }
+func isTern(v string) bool {
+	return v != Generator && v != BareXDP && v != BareXDPLookup && v != BareXDPCPU && v != Kernel
+}
 
 func (b *bench) run(ctx context.Context) error {
 	pool := netip.MustParsePrefix(poolStr)
@@ -312,7 +323,7 @@ type stage struct {
 	n4      pfcp.UserPlane
 	ss      []Session
 	cancel  context.CancelFunc
-	undo    []func() // bare-xdp-cpu's cpumap entry and thread affinity
+	undo    []func() // bare-xdp-cpu's cpumap entry and thread affinity, bare-xdp-lookup's sessions
 }
 
 func (s *stage) close() error {
@@ -368,7 +379,7 @@ func (b *bench) upWith(ctx context.Context, v string, ss []Session, workers int,
 	t := b.t
 	prog := map[string]*ebpf.Program{
 		Generator: b.p.objs.XdpSink, BareXDP: b.p.objs.XdpFwd, BareXDPCPU: b.p.objs.XdpFwdSteer,
-		Kernel: b.p.objs.XdpPass, upf.DriverPortable: b.p.objs.XdpPass,
+		BareXDPLookup: b.p.objs.XdpFwdLookup, Kernel: b.p.objs.XdpPass, upf.DriverPortable: b.p.objs.XdpPass,
 	}[v]
 	if v == BareXDP || v == BareXDPCPU {
 		if err := b.p.setForward(t.coreN3.index, t.coreN6.index, t.coreN6.mac, t.dnN6.mac); err != nil {
@@ -377,6 +388,13 @@ func (b *bench) upWith(ctx context.Context, v string, ss []Session, workers int,
 		if err := b.p.setForward(t.coreN6.index, t.coreN3.index, t.coreN3.mac, t.ranN3.mac); err != nil {
 			return st, err
 		}
+	}
+	if v == BareXDPLookup {
+		undo, err := b.p.setSessions(ss, fwdPort(t.coreN6.index, t.coreN6.mac, t.dnN6.mac), fwdPort(t.coreN3.index, t.coreN3.mac, t.ranN3.mac))
+		if err != nil {
+			return st, err
+		}
+		st.undo = append(st.undo, undo)
 	}
 	if v == BareXDPCPU {
 		cpus, _ := xdp.ParseCPUList(xdpCPUs) // checked by defaults

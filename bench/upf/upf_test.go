@@ -13,9 +13,9 @@ import (
 	"github.com/tern5g/tern/report"
 )
 
-// TestSmoke runs a very short benchmark: generator, bare-xdp, kernel and
-// portable (and bare-xdp-cpu with 2 CPUs), 1 session, 64 B uplink, with
-// the per-program profile.
+// TestSmoke runs a very short benchmark: generator, bare-xdp,
+// bare-xdp-lookup, kernel and portable (and bare-xdp-cpu with 2 CPUs),
+// 3 sessions, 64 B both ways, with the per-program profile.
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds namespaces; skipped with -short")
@@ -31,8 +31,8 @@ func TestSmoke(t *testing.T) {
 		out = os.Stdout
 	}
 	cfg := Config{
-		Duration: 200 * time.Millisecond, Sizes: []int{64}, Sessions: []int{1}, Directions: []string{Uplink},
-		Drivers: []string{BareXDP, Kernel, "portable"}, Repeat: 1, Sweep: 5, SweepDuration: 50 * time.Millisecond,
+		Duration: 200 * time.Millisecond, Sizes: []int{64}, Sessions: []int{3}, Directions: []string{Uplink, Downlink},
+		Drivers: []string{BareXDP, BareXDPLookup, Kernel, "portable"}, Repeat: 1, Sweep: 5, SweepDuration: 50 * time.Millisecond,
 		Drain: 50 * time.Millisecond, Profile: true, Out: out,
 	}
 	if runtime.NumCPU() > 1 {
@@ -76,6 +76,17 @@ func TestSmoke(t *testing.T) {
 	}
 	if pr := got["upf-profile/"+BareXDP]; pr.Median <= 0 || pr.Extra["program"] != "xdp_fwd" {
 		t.Errorf("no cost of xdp_fwd: %+v", pr)
+	}
+	// bare-xdp-lookup forwards only the frames whose session it finds
+	// (others go to the kernel, and no sink counts them): a rate both ways
+	// shows it found them by TEID and by UE address.
+	for _, r := range rows {
+		if r.Name == "upf" && r.Variant == BareXDPLookup && (r.Median <= 0 || r.Extra["ratio_bare_xdp"] == nil) {
+			t.Errorf("bare-xdp-lookup %s: %+v", r.Extra["direction"], r)
+		}
+	}
+	if pr := got["upf-profile/"+BareXDPLookup]; pr.Median <= 0 || pr.Extra["program"] != "xdp_fwd_lookup" {
+		t.Errorf("no cost of xdp_fwd_lookup: %+v", pr)
 	}
 	if runtime.NumCPU() > 1 {
 		if r := got["upf/"+BareXDPCPU]; r.Median <= 0 {

@@ -24,7 +24,7 @@ func benchUPF(args []string) error {
 	sizesFlag := fs.String("sizes", "64,1400", "packet sizes, bytes: IPv4 total length of the user's packet (the inner packet on N3)")
 	sessFlag := fs.String("sessions", "1,1000,100000", "PDU sessions installed (each with a QER and a URR); traffic cycles over all of them")
 	dirsFlag := fs.String("directions", "uplink,downlink", "directions to measure, comma-separated")
-	drivers := fs.String("drivers", strings.Join(upfbench.Drivers, ","), "variants, comma-separated: the references bare-xdp and kernel, and tern's UPF drivers xdp, afxdp, portable (auto); with -xdp-cpus, xdp brings the reference bare-xdp-cpu")
+	drivers := fs.String("drivers", strings.Join(upfbench.Drivers, ","), "variants, comma-separated: the references bare-xdp, bare-xdp-lookup and kernel, and tern's UPF drivers xdp, afxdp, portable (auto); with -xdp-cpus, xdp brings the reference bare-xdp-cpu")
 	repeat := fs.Int("repeat", 3, "rounds; each variant runs once per round, in rotated order; the median is reported")
 	sweep := fs.Int("sweep", 10, "offered rates of the latency sweep per variant, up to 1.2x its throughput (0: no sweep)")
 	sweepDur := fs.Duration("sweep-duration", 500*time.Millisecond, "sending time of each sweep step")
@@ -90,16 +90,17 @@ func benchUPF(args []string) error {
 		return err
 	}
 	rep.WriteTable(os.Stdout)
-	fmt.Println("(/bare, /kernel, /bare-cpu: tern's median over the reference's median, same run, same links; loss: made by the generator, not counted by the sink)")
+	fmt.Println("(/bare, /kernel, /bare-cpu, /lookup: the median over the reference's median (bare-xdp, kernel, bare-xdp-cpu, bare-xdp-lookup), same run, same links; loss: made by the generator, not counted by the sink)")
 	doc := report.NewDoc("upf", map[string]any{
 		"duration_s": dur.Seconds(), "sizes": sizes, "directions": dirs, "sessions": sessions, "drivers": vs,
 		"repeat": *repeat, "sweep": *sweep, "sweep_duration_s": sweepDur.Seconds(), "workers": *workers, "xdp_cpus": *xdpCPUs,
 		"sdf_every": *sdf, "drain_s": drain.Seconds(),
-		"generator": "XDP program run with BPF_PROG_RUN, live frames, XDP_TX on the sending veth (ran uplink, dn downlink)",
-		"sink":      "XDP program on the receiving veth: counts, one-way latency from the stamp (bpf_ktime_get_ns), drops",
-		"size":      fmt.Sprintf("IPv4 total length of the user's packet (inner on N3, which adds %d B; plain on kernel uplink)", upfbench.Overhead),
-		"bare-xdp":  "MAC rewrite + bpf_redirect between the core's veths: the path's limit",
-		"kernel":    "core namespace IP forwarding (XDP_PASS program on the core's veths so that XDP_TX frames are received)",
+		"generator":       "XDP program run with BPF_PROG_RUN, live frames, XDP_TX on the sending veth (ran uplink, dn downlink)",
+		"sink":            "XDP program on the receiving veth: counts, one-way latency from the stamp (bpf_ktime_get_ns), drops",
+		"size":            fmt.Sprintf("IPv4 total length of the user's packet (inner on N3, which adds %d B; plain on kernel uplink)", upfbench.Overhead),
+		"bare-xdp":        "MAC rewrite + bpf_redirect between the core's veths: the path's limit",
+		"bare-xdp-lookup": "bare-xdp after one hash lookup of the frame's session (TEID uplink, UE address downlink) among the run's sessions, whose entry gives the next hop: the floor of a UPF with per-session state in BPF maps",
+		"kernel":          "core namespace IP forwarding (XDP_PASS program on the core's veths so that XDP_TX frames are received)",
 	})
 	doc.Add(rep.Results()...)
 	return writeOutputs(doc, *jsonPath, *pngPath, rep.WritePNG)

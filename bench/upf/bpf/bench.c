@@ -10,6 +10,9 @@
 //             one-way latency in a histogram, then drops the frame.
 //   xdp_fwd   the bare-xdp reference on the core's veths: rewrites the MACs
 //             and bpf_redirect()s to the other veth, nothing else.
+//   xdp_fwd_lookup
+//             bare-xdp-lookup: xdp_fwd that first finds the frame's session
+//             in a hash map, by TEID or UE address.
 //   xdp_fwd_steer, xdp_fwd_cpu
 //             bare-xdp-cpu: the same forwarder behind a cpumap, on the CPU
 //             tern's xdp driver is given (-xdp-cpus).
@@ -357,6 +360,57 @@ int xdp_fwd(struct xdp_md *ctx)
 	struct fwd_port *f = bpf_map_lookup_elem(&fwd_ports, &in);
 	struct ethhdr *eth = data;
 	if (!f || (void *)(eth + 1) > end)
+		return XDP_PASS;
+	__builtin_memcpy(eth->h_source, f->src, ETH_ALEN);
+	__builtin_memcpy(eth->h_dest, f->dst, ETH_ALEN);
+	return bpf_redirect(f->out_ifindex, 0);
+}
+
+// ---- bare-xdp-lookup: the bare forwarder that finds a session first ----
+//
+// The floor of any UPF that keeps its sessions in BPF hash maps: each
+// frame's session is looked up by its key (the TEID of a G-PDU uplink, the
+// destination address downlink) among as many entries as the run has
+// sessions, and the entry gives the frame's next hop. The maps are the
+// kind upf/xdp keeps its TEIDs and UE addresses in (hash, elements
+// allocated as they are added); the entry holds the next hop alone, less
+// than a UPF's session, so the lookup's cost is the least it can be.
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1); // the run's most sessions, set by the loader
+	__type(key, __u32);     // TEID, host order
+	__type(value, struct fwd_port);
+} fwd_teids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1);
+	__type(key, __u32); // UE address, network order
+	__type(value, struct fwd_port);
+} fwd_ues SEC(".maps");
+
+SEC("xdp")
+int xdp_fwd_lookup(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct iphdr *ip = (void *)(eth + 1);
+	if ((void *)(ip + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP) || ip->ihl != 5)
+		return XDP_PASS;
+	struct fwd_port *f;
+	struct udphdr *udp = (void *)(ip + 1);
+	__u8 *g = (void *)(udp + 1);
+	if (ip->protocol == IPPROTO_UDP && (void *)(g + 8) <= end && udp->dest == bpf_htons(2152)) {
+		__u32 teid = ((__u32)g[4] << 24) | ((__u32)g[5] << 16) | ((__u32)g[6] << 8) | g[7];
+		f = bpf_map_lookup_elem(&fwd_teids, &teid);
+	} else {
+		f = bpf_map_lookup_elem(&fwd_ues, &ip->daddr);
+	}
+	if (!f)
 		return XDP_PASS;
 	__builtin_memcpy(eth->h_source, f->src, ETH_ALEN);
 	__builtin_memcpy(eth->h_dest, f->dst, ETH_ALEN);
