@@ -1084,15 +1084,21 @@ static __always_inline int steer_to(__u32 k)
 	return -1;
 }
 
-// What is steered: every G-PDU with a TEID and every IPv4 packet arriving
-// for N6, by the TEID or the destination address alone. The steering
-// programs do not ask whether a session is offloaded: at 100,000 sessions
-// that one hash lookup, a cache miss or two, cost more than the rest of
-// the steering program (351 ns a run against 49 ns for a bare redirect),
-// on the CPU that receives everything. A frame of no session is judged
-// by upf_cpu on its CPU, which passes it to the host as the inline path
-// would; since the key alone chooses the CPU, a session's packets keep
-// one CPU whether the fast path or the host path serves them.
+// steer_ue steers a downlink IPv4 packet (ip within the frame) for an
+// offloaded UE address.
+//
+// The lookups here (ues, and teids in upf_n3_steer) are kept on purpose.
+// Steering by the key alone, with no lookup, frees the receiving CPU (at
+// 100,000 sessions its run falls from ~400 to ~55 ns) but makes the
+// steered rate some 25 % lower there on this kind of machine: the lookup
+// brings the session's entry into the cache the other CPU then reads it
+// from, so the two CPUs share the misses (docs/benchmarks.md).
+static __always_inline int steer_ue(struct iphdr *ip)
+{
+	if (!bpf_map_lookup_elem(&ues, &ip->daddr))
+		return -1;
+	return steer_to(bpf_ntohl(ip->daddr));
+}
 
 SEC("xdp")
 int upf_n3_steer(struct xdp_md *ctx)
@@ -1111,18 +1117,18 @@ int upf_n3_steer(struct xdp_md *ctx)
 		goto inline_path;
 	if (ip->ihl == 5 && ip->protocol == IPPROTO_UDP && ip->daddr == c->n3_addr &&
 	    !(ip->frag_off & bpf_htons(0x3fff)) && udp->dest == bpf_htons(GTPU_PORT)) {
-		// A G-PDU (TS 29.281 §5.1).
+		// A G-PDU (TS 29.281 §5.1) of an offloaded session.
 		if ((g[0] & 0xf0) != 0x30 || g[1] != 255)
 			goto inline_path;
 		__u32 teid = ((__u32)g[4] << 24) | ((__u32)g[5] << 16) | ((__u32)g[6] << 8) | g[7];
-		if (teid)
+		if (teid && bpf_map_lookup_elem(&teids, &teid))
 			r = steer_to(teid);
 	} else if (ip->daddr != c->n3_addr) {
 		// Downlink, if N3 is an N6 port too.
 		__u32 ifindex = ctx->ingress_ifindex;
 		struct ifinfo *ifi = bpf_map_lookup_elem(&ifaces, &ifindex);
 		if (ifi && ifi->n6)
-			r = steer_to(bpf_ntohl(ip->daddr));
+			r = steer_ue(ip);
 	}
 	if (r >= 0)
 		return r;
@@ -1139,7 +1145,7 @@ int upf_n6_steer(struct xdp_md *ctx)
 	struct ethhdr *eth = data;
 	struct iphdr *ip = (void *)(eth + 1);
 	if ((void *)(ip + 1) <= end && eth->h_proto == bpf_htons(ETH_P_IP) && ip->version == 4) {
-		int r = steer_to(bpf_ntohl(ip->daddr));
+		int r = steer_ue(ip);
 		if (r >= 0)
 			return r;
 	}
