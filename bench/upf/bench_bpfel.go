@@ -41,6 +41,8 @@ type benchGenConfig struct {
 	HdrWords uint32
 	Interval uint64
 	Stop     uint64
+	Stride   uint32
+	Pad      uint32
 }
 
 type benchGenState struct {

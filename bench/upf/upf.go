@@ -123,6 +123,7 @@ type Config struct {
 	XDPCPUs       string        // upf.Config.XDPCPUs: the CPUs the xdp driver processes on
 	Scaling       bool          // also measure tern's drivers with 1..NumCPU workers
 	SDFEvery      int           // every SDFEvery-th session has SDF filters (0 = none; 10 = 10 %)
+	Scattered     bool          // the generator visits the sessions in a scattered order, not by index
 	Profile       bool          // after each variant's last round, a run with BPF statistics: ns per program run
 	Drain         time.Duration // wait after sending before counting
 	Prefix        string        // lab namespace prefix (default tbu<pid>)
@@ -518,7 +519,34 @@ func (b *bench) generator(v, dir string, size int, ss []Session) (*generator, er
 		g.ns, g.ifname = t.dnNS, t.dnN6.name
 		g.frame, g.cfg, err = downlinkFrame(t.coreN6.mac, t.dnN6.mac, ss, size)
 	}
+	if b.cfg.Scattered {
+		g.cfg.Stride = scatterStride(len(ss))
+	}
 	return g, err
+}
+
+// scatterStride is the generator's stride for a scattered order over n
+// sessions: coprime to n, so that frame k's session k*stride mod n visits
+// every session once per n frames, and near n times the golden ratio's
+// fraction, so that consecutive frames' sessions lie far apart (no
+// prefetcher follows them, as none follows real traffic's sessions).
+// 0 (index order) for n < 3, where there is nothing to scatter.
+func scatterStride(n int) uint32 {
+	if n < 3 {
+		return 0
+	}
+	s := int(float64(n) * 0.6180339887)
+	for gcd(s, n) != 1 {
+		s++
+	}
+	return uint32(s)
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // measure runs g for d at rate (0 = flat out) and counts what the sink saw.

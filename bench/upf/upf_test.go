@@ -2,12 +2,17 @@ package upf
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"io"
+	"net"
+	"net/netip"
 	"os"
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/cilium/ebpf"
 
 	"github.com/tern5g/tern/lab"
 	"github.com/tern5g/tern/report"
@@ -15,7 +20,8 @@ import (
 
 // TestSmoke runs a very short benchmark: generator, bare-xdp,
 // bare-xdp-lookup, kernel and portable (and bare-xdp-cpu with 2 CPUs),
-// 3 sessions, 64 B both ways, with the per-program profile.
+// 5 sessions in scattered order, 64 B both ways, with the per-program
+// profile.
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds namespaces; skipped with -short")
@@ -31,7 +37,7 @@ func TestSmoke(t *testing.T) {
 		out = os.Stdout
 	}
 	cfg := Config{
-		Duration: 200 * time.Millisecond, Sizes: []int{64}, Sessions: []int{3}, Directions: []string{Uplink, Downlink},
+		Duration: 200 * time.Millisecond, Sizes: []int{64}, Sessions: []int{5}, Scattered: true, Directions: []string{Uplink, Downlink},
 		Drivers: []string{BareXDP, BareXDPLookup, Kernel, "portable"}, Repeat: 1, Sweep: 5, SweepDuration: 50 * time.Millisecond,
 		Drain: 50 * time.Millisecond, Profile: true, Out: out,
 	}
@@ -95,5 +101,79 @@ func TestSmoke(t *testing.T) {
 	}
 	if _, ok := got["upf-install/portable"]; !ok && rep.Skipped["portable"] == "" {
 		t.Error("no install row for portable")
+	}
+}
+
+// TestScatterStride: the scattered order visits every session once per
+// round, each frame's session far from the last one's.
+func TestScatterStride(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 5, 8, 10, 1000, 65536, 100000} {
+		s := int(scatterStride(n))
+		if n < 3 {
+			if s != 0 {
+				t.Errorf("n=%d: stride %d, want 0 (index order)", n, s)
+			}
+			continue
+		}
+		seen := make([]bool, n)
+		prev := 0
+		for k := range n {
+			idx := k * s % n
+			if seen[idx] {
+				t.Fatalf("n=%d stride %d: session %d twice in a round", n, s, idx)
+			}
+			seen[idx] = true
+			if d := min((idx-prev+n)%n, (prev-idx+n)%n); k > 0 && n >= 8 && d < n/4 {
+				t.Fatalf("n=%d stride %d: frame %d's session %d is %d from the last", n, s, k, idx, d)
+			}
+			prev = idx
+		}
+	}
+}
+
+// TestGeneratorOrder runs the generator program on one frame, as the
+// kernel would for each frame it sends, and reads the session each run
+// wrote: index order without a stride, k*stride mod n with one.
+func TestGeneratorOrder(t *testing.T) {
+	if err := Check(); err != nil {
+		t.Skip(err)
+	}
+	p, err := loadProgs(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const n = 8
+	ss, err := Plan(n, netip.MustParsePrefix(poolStr), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mac := net.HardwareAddr{2, 0, 0, 0, 0, 1}
+	frame, cfg, err := downlinkFrame(mac, mac, ss, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stride := range []uint32{0, scatterStride(n)} {
+		cfg.Stride = stride
+		if err := p.objs.GenState.Update(uint32(0), &benchGenState{}, ebpf.UpdateAny); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.objs.GenCfg.Update(uint32(0), &cfg, ebpf.UpdateAny); err != nil {
+			t.Fatal(err)
+		}
+		var got []int
+		for range 2 * n {
+			out := make([]byte, len(frame))
+			ret, err := p.objs.XdpGen.Run(&ebpf.RunOptions{Data: frame, DataOut: out})
+			if err != nil || ret != 3 { // XDP_TX
+				t.Fatalf("stride %d: run: %d, %v", stride, ret, err)
+			}
+			got = append(got, int(binary.BigEndian.Uint32(out[ethLen+16:])-ip4(ss[0].UE)))
+		}
+		for k, idx := range got {
+			if want := k * int(max(stride, 1)) % n; idx != want {
+				t.Fatalf("stride %d: sessions %v, frame %d wants %d", stride, got, k, want)
+			}
+		}
 	}
 }

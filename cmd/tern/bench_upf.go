@@ -32,6 +32,7 @@ func benchUPF(args []string) error {
 	xdpCPUs := fs.String("xdp-cpus", "", "CPUs the xdp driver processes sessions on (upf.xdpCPUs, e.g. 1: a core of its own; default: where packets arrive); bare-xdp-cpu forwards on the first")
 	scaling := fs.Bool("scaling", false, "also measure tern's drivers with 1..NumCPU workers (upf-scaling rows)")
 	sdf := fs.Int("sdf-every", 0, "every n-th session carries SDF filters (10: 10 %; 0: none)")
+	order := fs.String("order", "index", "the order the generator visits the sessions in: index (0, 1, 2, ...) or scattered (each frame's session far from the last, as real traffic's)")
 	profile := fs.Bool("profile", false, "after each variant's last round, one more run with the kernel's BPF statistics on: ns per run of each XDP program (upf-profile rows)")
 	drain := fs.Duration("drain", 200*time.Millisecond, "wait after sending before counting what arrived")
 	jsonPath := fs.String("json", "", "write results (benchmarks.md format) here")
@@ -66,6 +67,9 @@ func benchUPF(args []string) error {
 	if err != nil {
 		return err
 	}
+	if *order != "index" && *order != "scattered" {
+		return fmt.Errorf("--order %q: want index or scattered", *order)
+	}
 	if *pngPath != "" && *sweep == 0 {
 		return fmt.Errorf("--png draws the latency sweep: give --sweep")
 	}
@@ -77,7 +81,7 @@ func benchUPF(args []string) error {
 	}
 	cfg := upfbench.Config{Duration: *dur, Sizes: sizes, Sessions: sessions, Directions: dirs, Drivers: vs,
 		Repeat: *repeat, Sweep: *sweep, SweepDuration: *sweepDur, Workers: *workers, XDPCPUs: *xdpCPUs, Scaling: *scaling,
-		SDFEvery: *sdf, Profile: *profile, Drain: *drain, Out: os.Stdout}
+		SDFEvery: *sdf, Scattered: *order == "scattered", Profile: *profile, Drain: *drain, Out: os.Stdout}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -94,7 +98,7 @@ func benchUPF(args []string) error {
 	doc := report.NewDoc("upf", map[string]any{
 		"duration_s": dur.Seconds(), "sizes": sizes, "directions": dirs, "sessions": sessions, "drivers": vs,
 		"repeat": *repeat, "sweep": *sweep, "sweep_duration_s": sweepDur.Seconds(), "workers": *workers, "xdp_cpus": *xdpCPUs,
-		"sdf_every": *sdf, "drain_s": drain.Seconds(),
+		"sdf_every": *sdf, "order": *order, "drain_s": drain.Seconds(),
 		"generator":       "XDP program run with BPF_PROG_RUN, live frames, XDP_TX on the sending veth (ran uplink, dn downlink)",
 		"sink":            "XDP program on the receiving veth: counts, one-way latency from the stamp (bpf_ktime_get_ns), drops",
 		"size":            fmt.Sprintf("IPv4 total length of the user's packet (inner on N3, which adds %d B; plain on kernel uplink)", upfbench.Overhead),

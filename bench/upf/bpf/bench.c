@@ -64,6 +64,8 @@ struct gen_config {
 	__u32 hdr_words;  // 8-byte words of gen_hdr copied to the frame's start
 	__u64 interval;   // ns between frames; 0 = as fast as it can
 	__u64 stop;       // bpf_ktime_get_ns after which nothing is sent; 0 = never
+	__u32 stride;     // 0: sessions in index order; else frame k goes to session k*stride mod sessions
+	__u32 pad;
 };
 
 // The frame's headers, written into every frame before the per-frame
@@ -167,7 +169,9 @@ int xdp_gen(struct xdp_md *ctx)
 		gs->first = now;
 	gs->last = now;
 	__u32 n = c->sessions ? c->sessions : 1;
-	__u32 idx = seq % n;
+	// With a stride coprime to n, k*stride mod n visits every session once
+	// per n frames, each far from the last.
+	__u32 idx = (c->stride ? seq * c->stride : seq) % n;
 
 	if (c->teid_off) {
 		__u32 off = c->teid_off & 0xfff;
