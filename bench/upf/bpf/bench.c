@@ -355,6 +355,14 @@ struct {
 	__type(value, struct fwd_port);
 } fwd_ports SEC(".maps");
 
+// fwd_to sends the frame (eth at its start) to f's next hop.
+static __always_inline int fwd_to(struct ethhdr *eth, struct fwd_port *f)
+{
+	__builtin_memcpy(eth->h_source, f->src, ETH_ALEN);
+	__builtin_memcpy(eth->h_dest, f->dst, ETH_ALEN);
+	return bpf_redirect(f->out_ifindex, 0);
+}
+
 SEC("xdp")
 int xdp_fwd(struct xdp_md *ctx)
 {
@@ -365,9 +373,7 @@ int xdp_fwd(struct xdp_md *ctx)
 	struct ethhdr *eth = data;
 	if (!f || (void *)(eth + 1) > end)
 		return XDP_PASS;
-	__builtin_memcpy(eth->h_source, f->src, ETH_ALEN);
-	__builtin_memcpy(eth->h_dest, f->dst, ETH_ALEN);
-	return bpf_redirect(f->out_ifindex, 0);
+	return fwd_to(eth, f);
 }
 
 // ---- bare-xdp-lookup: the bare forwarder that finds a session first ----
@@ -416,9 +422,7 @@ int xdp_fwd_lookup(struct xdp_md *ctx)
 	}
 	if (!f)
 		return XDP_PASS;
-	__builtin_memcpy(eth->h_source, f->src, ETH_ALEN);
-	__builtin_memcpy(eth->h_dest, f->dst, ETH_ALEN);
-	return bpf_redirect(f->out_ifindex, 0);
+	return fwd_to(eth, f);
 }
 
 // ---- bare-xdp-cpu: the bare-xdp forwarder on another CPU ----
