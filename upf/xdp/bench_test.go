@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tern5g/tern/classify"
+	"github.com/tern5g/tern/upf/rules"
 )
 
 // benchProg runs prog on frame b.N times in one BPF_PROG_TEST_RUN (the
@@ -136,4 +137,25 @@ func benchOnceSteer(b *testing.B, cpus, steerTo int) {
 		prog = e.f.objs.UpfN3Steer
 	}
 	benchOnce(b, e, prog, e.n3, ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1234, 80, 1400)), xdpRedirect)
+}
+
+// BenchmarkSync: one Sync over 100,000 sessions, each with a URR (the
+// counters of every slot in use read and folded).
+func BenchmarkSync(b *testing.B) {
+	e := setup(b, nil)
+	const n = 100_000
+	base := netip.MustParseAddr("10.100.0.0").As4()
+	for i := range n {
+		a := base
+		a[2], a[3] = byte(i>>8), byte(i)
+		a[1] += byte(i >> 16)
+		u := &rules.URR{ID: 1, Counters: &rules.Counters{}}
+		if !e.f.Install(session(sessOpts{seid: uint64(i + 1), ue: netip.AddrFrom4(a), ulTEID: uint32(0x100000 + i), urrs: []*rules.URR{u}})) {
+			b.Fatalf("session %d not installed", i)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		e.f.Sync()
+	}
 }

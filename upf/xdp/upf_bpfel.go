@@ -186,6 +186,7 @@ const (
 	upfProgUpfN3Steer = "upf_n3_steer"
 	upfProgUpfN6      = "upf_n6"
 	upfProgUpfN6Steer = "upf_n6_steer"
+	upfVarUrrSlots    = "urr_slots"
 )
 
 // loadUpf returns the embedded CollectionSpec for upf.
@@ -264,6 +265,7 @@ type upfMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type upfVariableSpecs struct {
+	UrrSlots *ebpf.VariableSpec `ebpf:"urr_slots"`
 }
 
 // upfObjects contains all objects after they have been loaded into the kernel.
@@ -329,6 +331,7 @@ func (m *upfMaps) Close() error {
 //
 // It can be passed to loadUpfObjects or ebpf.CollectionSpec.LoadAndAssign.
 type upfVariables struct {
+	UrrSlots *ebpf.Variable `ebpf:"urr_slots"`
 }
 
 // upfPrograms contains all programs after they have been loaded into the kernel.

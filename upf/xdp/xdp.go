@@ -77,7 +77,7 @@
 //
 // # Usage and rates
 //
-// URR volumes are counted per CPU in the kernel and folded into the
+// URR volumes are counted per CPU in the kernel (usage.go) and folded into the
 // session's rules.Counters, which the host path counts into as well, by
 // Sync (call it periodically) and on Remove; Sync returns the usage
 // reports whose thresholds the folded volume crossed. An MBR has one
@@ -244,9 +244,7 @@ type FastPath struct {
 
 	closed bool
 
-	// Sync's batch buffers.
-	syncKeys []uint32
-	syncVals []upfUsage
+	counters *urrCounters
 	gen      uint32
 	pending  []Report // threshold crossings found outside Sync
 
@@ -329,7 +327,7 @@ type installed struct {
 // urrState is what Sync needs of a URR slot.
 type urrState struct {
 	c    *rules.Counters
-	last upfUsage // the per-CPU sums already folded
+	last upfUsage // the sums over the CPUs already folded
 	seid uint64
 	urr  *rules.URR
 	pdr  uint16
@@ -405,7 +403,10 @@ func Open(cfg Config) (*FastPath, error) {
 	spec.Maps["teids"].MaxEntries = uint32(cfg.MaxSessions)
 	spec.Maps["ues"].MaxEntries = uint32(cfg.MaxSessions)
 	spec.Maps["buckets"].MaxEntries = slots
-	spec.Maps["urrs"].MaxEntries = slots
+	spec.Maps["urrs"].MaxEntries = slots * uint32(f.ncpu)
+	if err := spec.Variables["urr_slots"].Set(slots); err != nil {
+		return nil, fmt.Errorf("xdp: %w", err)
+	}
 	spec.Maps["flows"].MaxEntries = uint32(cfg.FlowCacheSize)
 	f.buckets = newSlotTable[*rules.TokenBucket](slots)
 	f.urrs = newSlotTable[*rules.Counters](slots)
@@ -416,18 +417,26 @@ func Open(cfg Config) (*FastPath, error) {
 		}
 		return nil, fmt.Errorf("xdp: load: %w", err)
 	}
-	if err := f.configure(); err != nil {
+	if f.counters, err = mapURRCounters(f.objs.Urrs, slots, f.ncpu); err != nil {
 		f.objs.Close()
+		return nil, err
+	}
+	release := func() {
+		f.counters.unmap()
+		f.objs.Close()
+	}
+	if err := f.configure(); err != nil {
+		release()
 		return nil, err
 	}
 	if f.steer != nil {
 		if err := f.configureSteering(); err != nil {
-			f.objs.Close()
+			release()
 			return nil, err
 		}
 	}
 	if err := f.startHops(); err != nil {
-		f.objs.Close()
+		release()
 		return nil, err
 	}
 	return f, nil
@@ -745,7 +754,7 @@ func (f *FastPath) Close() error {
 		errs = append(errs, l.Close())
 	}
 	f.links = nil
-	errs = append(errs, f.objs.Close())
+	errs = append(errs, f.counters.unmap(), f.objs.Close())
 	return errors.Join(errs...)
 }
 
@@ -1188,10 +1197,7 @@ func (f *FastPath) installLocked(s *rules.Session, c *compiled) error {
 		if fresh {
 			st = &urrState{c: cn}
 			f.urrState[slot] = st
-			if err = f.objs.Urrs.Update(slot, make([]upfUsage, f.ncpu), ebpf.UpdateAny); err != nil {
-				err = fmt.Errorf("URR slot: %w", err)
-				break
-			}
+			f.counters.clear(slot)
 		}
 		info := c.urrPDR[cn]
 		st.seid, st.urr, st.pdr = s.SEID, info.urr, info.pdr
@@ -1377,16 +1383,12 @@ func (f *FastPath) SyncSession(seid uint64) []Report {
 // §5.2.2.3.1 volume threshold) that the folded volume crossed, as upfu
 // raises them: the caller passes them to UPF-C like upfu's.
 func (f *FastPath) Sync() []Report {
-	// Batched reads of the slots in use (slots are handed out from the
-	// bottom), not a system call per slot, and f.mu held for one batch at
-	// a time, so that installs go on between batches: at 100,000
-	// sessions a Sync takes some 40 ms in all.
+	// The counters are read through their mapping, f.mu held for a
+	// batch of slots at a time (slots are handed out from the bottom), so
+	// that installs go on between batches.
 	const batch = 4096
-	var cursor ebpf.MapBatchCursor
-	for done := uint32(0); ; {
-		n, more := f.syncBatch(&cursor, done, batch)
-		done += uint32(n)
-		if !more {
+	for done := uint32(0); ; done += batch {
+		if !f.syncBatch(done, batch) {
 			break
 		}
 	}
@@ -1397,55 +1399,35 @@ func (f *FastPath) Sync() []Report {
 	return out
 }
 
-// syncBatch folds the next batch of URR slots; more is false when the
-// slots in use are done.
-func (f *FastPath) syncBatch(cursor *ebpf.MapBatchCursor, done uint32, batch int) (n int, more bool) {
+// syncBatch folds the URR slots from done on, batch of them; false when
+// the slots in use are done.
+func (f *FastPath) syncBatch(done, batch uint32) (more bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	used := f.urrs.next
 	if f.closed || len(f.urrState) == 0 || done >= used {
-		return 0, false
+		return false
 	}
-	if f.syncKeys == nil {
-		f.syncKeys = make([]uint32, batch)
-		f.syncVals = make([]upfUsage, batch*f.ncpu)
-	}
-	n, err := f.objs.Urrs.BatchLookup(cursor, f.syncKeys, f.syncVals, nil)
-	for i := range n {
-		slot := f.syncKeys[i]
-		if st := f.urrState[slot]; st != nil && slot < used {
-			f.foldLocked(st, f.syncVals[i*f.ncpu:(i+1)*f.ncpu])
+	for slot := done; slot < min(done+batch, used); slot++ {
+		if st := f.urrState[slot]; st != nil {
+			f.foldSlotLocked(slot, st)
 		}
 	}
-	if err != nil {
-		if !errors.Is(err, ebpf.ErrKeyNotExist) {
-			f.log.Warn("xdp: reading URR counters", "err", err)
-		}
-		return n, false
-	}
-	return n, n > 0
+	return done+batch < used
 }
 
-// foldSlotLocked folds one slot's counters (Remove's last fold).
+// foldSlotLocked folds one slot's counters (none after Close, which
+// folded them last).
 func (f *FastPath) foldSlotLocked(slot uint32, st *urrState) {
-	vals := make([]upfUsage, f.ncpu)
-	if err := f.objs.Urrs.Lookup(slot, &vals); err != nil {
-		f.log.Warn("xdp: reading URR counters", "slot", slot, "err", err)
+	if f.closed {
 		return
 	}
-	f.foldLocked(st, vals)
+	f.foldLocked(st, f.counters.sum(slot))
 }
 
-// foldLocked adds what a URR's per-CPU counters (vals) grew by since the
-// last fold to its rules.Counters.
-func (f *FastPath) foldLocked(st *urrState, vals []upfUsage) {
-	var sum upfUsage
-	for _, v := range vals {
-		sum.UlPkts += v.UlPkts
-		sum.UlBytes += v.UlBytes
-		sum.DlPkts += v.DlPkts
-		sum.DlBytes += v.DlBytes
-	}
+// foldLocked adds what a URR's counters (sum, over the CPUs) grew by
+// since the last fold to its rules.Counters.
+func (f *FastPath) foldLocked(st *urrState, sum upfUsage) {
 	why := f.fold(st, rules.Uplink, sum.UlPkts-st.last.UlPkts, sum.UlBytes-st.last.UlBytes) |
 		f.fold(st, rules.Downlink, sum.DlPkts-st.last.DlPkts, sum.DlBytes-st.last.DlBytes)
 	st.last = sum

@@ -8,11 +8,13 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/tern5g/tern/classify"
 	"github.com/tern5g/tern/gtpu"
@@ -366,6 +368,49 @@ func TestURRSync(t *testing.T) {
 	e.f.Remove(seid)
 	if got := u.Counters.Load(); got.ULPackets != 5 || got.Volume.Total != 800 {
 		t.Fatalf("usage after Remove %+v", got)
+	}
+}
+
+// TestURRCountsOfEveryCPU: each CPU counts in a region of its own;
+// Sync sums them, and a slot handed out again starts from zero on every
+// CPU.
+func TestURRCountsOfEveryCPU(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs 2 CPUs")
+	}
+	e := setup(t, nil)
+	u := &rules.URR{ID: 7, Counters: &rules.Counters{}}
+	e.install(session(sessOpts{urrs: []*rules.URR{u}}))
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.SchedSetaffinity(0, &all)
+	for cpu, n := range []int{2, 3} {
+		pinThread(t, cpu)
+		for range n {
+			act, _ := e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
+			e.want(act, xdpRedirect)
+		}
+		if got := e.f.counters.at(cpu, 0); binary.NativeEndian.Uint64(got) != uint64(n) {
+			t.Fatalf("CPU %d's region counts %d packets, want %d", cpu, binary.NativeEndian.Uint64(got), n)
+		}
+	}
+	e.f.Sync()
+	if got := u.Counters.Load(); got.ULPackets != 5 || got.Volume.UL != 500 {
+		t.Fatalf("usage %+v, want 5 packets from two CPUs", got)
+	}
+	// The slot again, for another URR: nothing of the last one's counts.
+	e.f.Remove(seid)
+	u2 := &rules.URR{ID: 8, Counters: &rules.Counters{}}
+	e.install(session(sessOpts{urrs: []*rules.URR{u2}}))
+	act, _ := e.ul(ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
+	e.want(act, xdpRedirect)
+	e.f.Sync()
+	if got := u2.Counters.Load(); got.ULPackets != 1 || got.Volume.UL != 100 {
+		t.Fatalf("usage of the slot's next URR %+v", got)
 	}
 }
 
