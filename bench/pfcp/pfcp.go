@@ -176,8 +176,11 @@ func newPFCPBinding(ctx context.Context, udp bool) (*pfcpBinding, error) {
 		b.name = "udp"
 		ports := make([]int, 2)
 		for i := range ports {
-			if ports[i], err = freeport.UDP(); err != nil {
-				return nil, err
+			// Two draws may give one port: neither is bound yet.
+			for ports[i] == 0 || (i > 0 && ports[i] == ports[0]) {
+				if ports[i], err = freeport.UDP(); err != nil {
+					return nil, err
+				}
 			}
 		}
 		upfEP, err := pfcp.Listen(pfcp.EndpointConfig{Addr: fmt.Sprintf("127.0.0.1:%d", ports[0]), NodeID: pfcp.NodeID{IP: netip.MustParseAddr("127.0.0.1")}, UP: handler})
