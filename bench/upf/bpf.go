@@ -300,10 +300,9 @@ func fwdPort(out int, srcMAC, dstMAC net.HardwareAddr) benchFwdPort {
 	return v
 }
 
-// setForward programs the bare-xdp forwarder: frames arriving on in leave
-// on out, from srcMAC (out's own) to dstMAC (the peer's).
-func (p *progs) setForward(in, out int, srcMAC, dstMAC net.HardwareAddr) error {
-	v := fwdPort(out, srcMAC, dstMAC)
+// setForward programs the bare-xdp forwarder: frames arriving on in
+// leave through next hop v.
+func (p *progs) setForward(in int, v benchFwdPort) error {
 	if err := p.objs.FwdPorts.Update(uint32(in), &v, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("bench upf: forwarder port %d: %w", in, err)
 	}

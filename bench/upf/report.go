@@ -143,11 +143,17 @@ func quantile(xs []float64, q float64) float64 {
 
 func median(xs []float64) float64 { return quantile(xs, 0.5) }
 
-func ratio(a, b float64) float64 {
-	if b <= 0 {
-		return 0
-	}
-	return a / b
+// ratioRefs are the references a row is quoted against, as its JSON
+// field and its table column: bare-xdp for every other variant, the others
+// for tern's drivers. A ratio is given only where its reference ran.
+var ratioRefs = []struct {
+	variant, field, column string
+	ternOnly               bool
+}{
+	{BareXDP, "ratio_bare_xdp", "/bare", false},
+	{Kernel, "ratio_kernel", "/kernel", true},
+	{BareXDPCPU, "ratio_bare_xdp_cpu", "/bare-cpu", true},
+	{BareXDPLookup, "ratio_bare_xdp_lookup", "/lookup", true},
 }
 
 // variantsOf lists the variants with samples in m, in the run's order.
@@ -177,19 +183,12 @@ func (r *Report) ppsResult(name string, k Key, ss []Sample) report.Result {
 	extra := map[string]any{"size": k.Size, "direction": k.Dir, "sessions": k.Sessions, "workers": k.Workers,
 		"loss": median(losses), "offered_pps": median(offered), "sent": sent, "delivered": got,
 		"mbps": m * float64(k.Size) * 8 / 1e6}
-	// A ratio is given only where its reference ran.
-	if r := ref(BareXDP); r > 0 && k.Variant != BareXDP && k.Variant != Generator {
-		extra["ratio_bare_xdp"] = ratio(m, r)
-	}
-	if isTern(k.Variant) {
-		if r := ref(Kernel); r > 0 {
-			extra["ratio_kernel"] = ratio(m, r)
+	for _, rr := range ratioRefs {
+		if k.Variant == rr.variant || k.Variant == Generator || rr.ternOnly && !isTern(k.Variant) {
+			continue
 		}
-		if r := ref(BareXDPCPU); r > 0 {
-			extra["ratio_bare_xdp_cpu"] = ratio(m, r)
-		}
-		if r := ref(BareXDPLookup); r > 0 {
-			extra["ratio_bare_xdp_lookup"] = ratio(m, r)
+		if base := ref(rr.variant); base > 0 {
+			extra[rr.field] = m / base
 		}
 	}
 	var hits []float64
@@ -289,24 +288,23 @@ func (r *Report) Results() []report.Result {
 func (r *Report) WriteTable(w io.Writer) {
 	ks := sortedKeys(r.Throughput, r.order())
 	fmt.Fprintf(w, "\nmedian of %d round(s), packets/s delivered (size = IPv4 total length of the user's packet)\n", r.cfg.Repeat)
-	fmt.Fprintf(w, "  %-8s %-8s %6s %-15s %12s %12s %7s %8s %8s %9s %8s\n", "sessions", "dir", "size", "variant", "offered", "delivered", "loss", "/bare", "/kernel", "/bare-cpu", "/lookup")
+	fmt.Fprintf(w, "  %-8s %-8s %6s %-15s %12s %12s %7s", "sessions", "dir", "size", "variant", "offered", "delivered", "loss")
+	for _, rr := range ratioRefs {
+		fmt.Fprintf(w, " %*s", max(8, len(rr.column)), rr.column)
+	}
+	fmt.Fprintln(w)
 	for _, k := range ks {
 		res := r.ppsResult("upf", k, r.Throughput[k])
-		rb, rk, rc, rl := "", "", "", ""
-		if v, ok := res.Extra["ratio_bare_xdp"].(float64); ok {
-			rb = fmt.Sprintf("%.2f", v)
+		fmt.Fprintf(w, "  %-8d %-8s %6d %-15s %12.0f %12.0f %6.1f%%", k.Sessions, k.Dir, k.Size, k.Variant,
+			res.Extra["offered_pps"], res.Median, 100*res.Extra["loss"].(float64))
+		for _, rr := range ratioRefs {
+			cell := ""
+			if v, ok := res.Extra[rr.field].(float64); ok {
+				cell = fmt.Sprintf("%.2f", v)
+			}
+			fmt.Fprintf(w, " %*s", max(8, len(rr.column)), cell)
 		}
-		if v, ok := res.Extra["ratio_kernel"].(float64); ok {
-			rk = fmt.Sprintf("%.2f", v)
-		}
-		if v, ok := res.Extra["ratio_bare_xdp_cpu"].(float64); ok {
-			rc = fmt.Sprintf("%.2f", v)
-		}
-		if v, ok := res.Extra["ratio_bare_xdp_lookup"].(float64); ok {
-			rl = fmt.Sprintf("%.2f", v)
-		}
-		fmt.Fprintf(w, "  %-8d %-8s %6d %-15s %12.0f %12.0f %6.1f%% %8s %8s %9s %8s\n", k.Sessions, k.Dir, k.Size, k.Variant,
-			res.Extra["offered_pps"], res.Median, 100*res.Extra["loss"].(float64), rb, rk, rc, rl)
+		fmt.Fprintln(w)
 	}
 	if len(r.Install) > 0 {
 		fmt.Fprintf(w, "\nsession installation (direct N4; QER + URR per session; every %d-th with SDF filters; 0 = none)\n", r.cfg.SDFEvery)

@@ -67,6 +67,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -95,6 +96,10 @@ const (
 	BareXDPLookup = "bare-xdp-lookup"
 	Kernel        = "kernel"
 )
+
+// references are the variants that are not tern's drivers: the
+// generator's own rate and the reference paths.
+var references = []string{Generator, BareXDP, BareXDPLookup, BareXDPCPU, Kernel}
 
 // Drivers is the default list of variants: the references and tern's
 // data-path drivers.
@@ -144,9 +149,10 @@ func (c *Config) defaults() error {
 			return fmt.Errorf("bench upf: direction %q: want uplink or downlink", d)
 		}
 	}
+	valid := append(slices.Clone(references[1:]), upf.DriverXDP, upf.DriverAFXDP, upf.DriverPortable, upf.DriverAuto)
 	for _, v := range c.Drivers {
-		if !slices.Contains([]string{BareXDP, BareXDPLookup, BareXDPCPU, Kernel, upf.DriverXDP, upf.DriverAFXDP, upf.DriverPortable, upf.DriverAuto}, v) {
-			return fmt.Errorf("bench upf: driver %q: want bare-xdp, bare-xdp-lookup, bare-xdp-cpu, kernel, xdp, afxdp, portable or auto", v)
+		if !slices.Contains(valid, v) {
+			return fmt.Errorf("bench upf: driver %q: want one of %s", v, strings.Join(valid, ", "))
 		}
 	}
 	if c.XDPCPUs != "" {
@@ -239,9 +245,7 @@ func (b *bench) variants() []string {
 	return append([]string{Generator}, b.cfg.Drivers...)
 }
 
-func isTern(v string) bool {
-	return v != Generator && v != BareXDP && v != BareXDPLookup && v != BareXDPCPU && v != Kernel
-}
+func isTern(v string) bool { return !slices.Contains(references, v) }
 
 func (b *bench) run(ctx context.Context) error {
 	pool := netip.MustParsePrefix(poolStr)
@@ -382,16 +386,20 @@ func (b *bench) upWith(ctx context.Context, v string, ss []Session, workers int,
 		Generator: b.p.objs.XdpSink, BareXDP: b.p.objs.XdpFwd, BareXDPCPU: b.p.objs.XdpFwdSteer,
 		BareXDPLookup: b.p.objs.XdpFwdLookup, Kernel: b.p.objs.XdpPass, upf.DriverPortable: b.p.objs.XdpPass,
 	}[v]
+	// The references' next hops: uplink out of N6 to dn, downlink out of
+	// N3 to ran.
+	ul := fwdPort(t.coreN6.index, t.coreN6.mac, t.dnN6.mac)
+	dl := fwdPort(t.coreN3.index, t.coreN3.mac, t.ranN3.mac)
 	if v == BareXDP || v == BareXDPCPU {
-		if err := b.p.setForward(t.coreN3.index, t.coreN6.index, t.coreN6.mac, t.dnN6.mac); err != nil {
+		if err := b.p.setForward(t.coreN3.index, ul); err != nil {
 			return st, err
 		}
-		if err := b.p.setForward(t.coreN6.index, t.coreN3.index, t.coreN3.mac, t.ranN3.mac); err != nil {
+		if err := b.p.setForward(t.coreN6.index, dl); err != nil {
 			return st, err
 		}
 	}
 	if v == BareXDPLookup {
-		undo, err := b.p.setSessions(ss, fwdPort(t.coreN6.index, t.coreN6.mac, t.dnN6.mac), fwdPort(t.coreN3.index, t.coreN3.mac, t.ranN3.mac))
+		undo, err := b.p.setSessions(ss, ul, dl)
 		if err != nil {
 			return st, err
 		}
