@@ -288,6 +288,12 @@ type slotState struct {
 	hop  nexthop.Hop
 }
 
+// nexthopValue is h as the programs read it (struct nexthop), in a slot
+// or in the nexthops map.
+func nexthopValue(h nexthop.Hop) *upfNexthop {
+	return &upfNexthop{Ifindex: uint32(h.Ifindex), Mtu: uint32(h.MTU), Dmac: h.MAC, Smac: h.SrcMAC}
+}
+
 func newHopSlots(m *ebpf.Map) *hopSlots {
 	return &hopSlots{slots: m, state: map[uint32]slotState{}}
 }
@@ -308,8 +314,7 @@ func (hs *hopSlots) set(i uint32, h nexthop.Hop, ok bool) (pub uint32, changed b
 		next = 1 - st.slot
 	}
 	slot := 2*i + uint32(next)
-	v := upfNexthop{Ifindex: uint32(h.Ifindex), Mtu: uint32(h.MTU), Dmac: h.MAC, Smac: h.SrcMAC}
-	if err := hs.slots.Update(slot, &v, ebpf.UpdateAny); err != nil {
+	if err := hs.slots.Update(slot, nexthopValue(h), ebpf.UpdateAny); err != nil {
 		return 0, false, err
 	}
 	hs.state[i] = slotState{slot: next, hop: h}
@@ -473,8 +478,7 @@ func (f *FastPath) syncHops(m map[netip.Addr]nexthop.Hop) {
 		if old, ok := f.hopsSet[a]; ok && old == h {
 			continue // unchanged: no syscall each second per address
 		}
-		v := upfNexthop{Ifindex: uint32(h.Ifindex), Mtu: uint32(h.MTU), Dmac: h.MAC, Smac: h.SrcMAC}
-		if err := f.objs.Nexthops.Update(be32(a), &v, ebpf.UpdateAny); err != nil {
+		if err := f.objs.Nexthops.Update(be32(a), nexthopValue(h), ebpf.UpdateAny); err != nil {
 			f.log.Warn("xdp: next-hop map", "addr", a, "err", err)
 			continue
 		}

@@ -133,6 +133,7 @@ struct sess {
 	struct pdr_act pdrs[MAX_PDRS - 1]; // PDRs 1..
 };
 
+// pdr_at is PDR idx of s, or 0 for no PDR (NO_MATCH, or out of range).
 static __always_inline struct pdr_act *pdr_at(struct sess *s, __u32 idx)
 {
 	if (idx == 0)
@@ -795,8 +796,6 @@ static __always_inline int n3(struct xdp_md *ctx)
 	if (!n)
 		return pass(why);
 	__u32 idx = classify(s, &p, 0, teid);
-	if (idx >= MAX_PDRS)
-		return pass(ST_PASS_NO_PDR);
 	struct pdr_act *a = pdr_at(s, idx);
 	if (!a)
 		return pass(ST_PASS_NO_PDR);
@@ -908,8 +907,6 @@ static __always_inline int n6(struct xdp_md *ctx)
 	if (n > c->max_inner)
 		return pass(ST_PASS_MTU);
 	__u32 idx = classify(s, &p, 1, p.dst);
-	if (idx >= MAX_PDRS)
-		return pass(ST_PASS_NO_PDR);
 	struct pdr_act *a = pdr_at(s, idx);
 	if (!a)
 		return pass(ST_PASS_NO_PDR);
