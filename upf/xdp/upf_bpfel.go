@@ -75,6 +75,15 @@ type upfIfmac struct {
 	Pad     [2]uint8
 }
 
+type upfIndexEntry struct {
+	_    structs.HostLayout
+	Key  uint32
+	Pad0 uint32
+	Pdr  upfPdrAct
+	Rule upfRule
+	Pad  [36]uint8
+}
+
 type upfKdst struct {
 	_    structs.HostLayout
 	Addr uint32
@@ -177,7 +186,9 @@ const (
 	upfMapStats       = "stats"
 	upfMapSteerLoad   = "steer_load"
 	upfMapSteerTable  = "steer_table"
+	upfMapTeidIndex   = "teid_index"
 	upfMapTeids       = "teids"
+	upfMapUeIndex     = "ue_index"
 	upfMapUes         = "ues"
 	upfMapUrrs        = "urrs"
 	upfProgPassAll    = "pass_all"
@@ -186,6 +197,7 @@ const (
 	upfProgUpfN3Steer = "upf_n3_steer"
 	upfProgUpfN6      = "upf_n6"
 	upfProgUpfN6Steer = "upf_n6_steer"
+	upfVarIndexMask   = "index_mask"
 	upfVarUrrSlots    = "urr_slots"
 )
 
@@ -256,7 +268,9 @@ type upfMapSpecs struct {
 	Stats      *ebpf.MapSpec `ebpf:"stats"`
 	SteerLoad  *ebpf.MapSpec `ebpf:"steer_load"`
 	SteerTable *ebpf.MapSpec `ebpf:"steer_table"`
+	TeidIndex  *ebpf.MapSpec `ebpf:"teid_index"`
 	Teids      *ebpf.MapSpec `ebpf:"teids"`
+	UeIndex    *ebpf.MapSpec `ebpf:"ue_index"`
 	Ues        *ebpf.MapSpec `ebpf:"ues"`
 	Urrs       *ebpf.MapSpec `ebpf:"urrs"`
 }
@@ -265,7 +279,8 @@ type upfMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type upfVariableSpecs struct {
-	UrrSlots *ebpf.VariableSpec `ebpf:"urr_slots"`
+	IndexMask *ebpf.VariableSpec `ebpf:"index_mask"`
+	UrrSlots  *ebpf.VariableSpec `ebpf:"urr_slots"`
 }
 
 // upfObjects contains all objects after they have been loaded into the kernel.
@@ -301,7 +316,9 @@ type upfMaps struct {
 	Stats      *ebpf.Map `ebpf:"stats"`
 	SteerLoad  *ebpf.Map `ebpf:"steer_load"`
 	SteerTable *ebpf.Map `ebpf:"steer_table"`
+	TeidIndex  *ebpf.Map `ebpf:"teid_index"`
 	Teids      *ebpf.Map `ebpf:"teids"`
+	UeIndex    *ebpf.Map `ebpf:"ue_index"`
 	Ues        *ebpf.Map `ebpf:"ues"`
 	Urrs       *ebpf.Map `ebpf:"urrs"`
 }
@@ -321,7 +338,9 @@ func (m *upfMaps) Close() error {
 		m.Stats,
 		m.SteerLoad,
 		m.SteerTable,
+		m.TeidIndex,
 		m.Teids,
+		m.UeIndex,
 		m.Ues,
 		m.Urrs,
 	)
@@ -331,7 +350,8 @@ func (m *upfMaps) Close() error {
 //
 // It can be passed to loadUpfObjects or ebpf.CollectionSpec.LoadAndAssign.
 type upfVariables struct {
-	UrrSlots *ebpf.Variable `ebpf:"urr_slots"`
+	IndexMask *ebpf.Variable `ebpf:"index_mask"`
+	UrrSlots  *ebpf.Variable `ebpf:"urr_slots"`
 }
 
 // upfPrograms contains all programs after they have been loaded into the kernel.

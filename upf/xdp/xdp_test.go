@@ -431,19 +431,30 @@ func TestRemove(t *testing.T) {
 // TestMapFull: a session that does not fit stays on the host path.
 func TestMapFull(t *testing.T) {
 	e := setup(t, func(c *Config) { c.MaxSessions = 2 })
-	for i := range 2 {
-		e.install(session(sessOpts{seid: uint64(i + 1), ulTEID: uint32(i + 1), ue: netip.AddrFrom4([4]byte{10, 60, 0, byte(i + 1)})}))
+	// Keys that share one place of the index: the first takes it, the
+	// others fill the hash maps (two entries each).
+	size := indexSize(2)
+	sess := func(k int) *rules.Session {
+		return session(sessOpts{seid: uint64(k + 1), ulTEID: 1 + uint32(k)*size,
+			ue: netip.AddrFrom4([4]byte{10, 60, byte(uint32(k) * size >> 8), byte(1 + uint32(k)*size)})})
 	}
-	if e.f.Install(session(sessOpts{seid: 3, ulTEID: 3, ue: netip.AddrFrom4([4]byte{10, 60, 0, 3})})) {
-		t.Fatal("third session offloaded into maps of two")
+	for k := range 3 {
+		e.install(sess(k))
 	}
-	if st := e.f.Stats(); st.Sessions != 2 || st.NotOffloadedMapFull != 1 {
+	if e.f.Install(sess(3)) {
+		t.Fatal("fourth session offloaded into an index place and maps of two")
+	}
+	if st := e.f.Stats(); st.Sessions != 3 || st.NotOffloadedMapFull != 1 || st.Indexed != 2 {
 		t.Fatalf("stats %+v", st)
 	}
-	act, _ := e.ul(ulFrame(3, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
+	for k := range 3 {
+		act, _ := e.ul(ulFrame(1+uint32(k)*size, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
+		e.want(act, xdpRedirect)
+	}
+	act, _ := e.ul(ulFrame(1+3*size, qfi, udp4(ueIP, dnIP, 1, 2, 100)))
 	e.want(act, xdpPass)
 	// Replacing an installed session still works.
-	e.install(session(sessOpts{seid: 2, ulTEID: 2, ue: netip.AddrFrom4([4]byte{10, 60, 0, 2})}))
+	e.install(sess(2))
 }
 
 // TestNotOffloadable: rules beyond the programs keep the whole session on

@@ -220,6 +220,52 @@ struct flow_val {
 	__u32 idx; // PDR index, NO_MATCH
 };
 
+// The session index: a session whose key (TEID, UE address) has one
+// rule leading to one PDR, nearly every session, has an entry at a place
+// its key names, teid_index[teid & index_mask] and ue_index[ue &
+// index_mask] (ue in host order), found with one array access and one
+// cache miss where the hash maps below cost two or three (the bucket
+// head, the element; at 100,000 sessions visited in no order every one a
+// miss). Sessions the index cannot hold (more rules or PDRs, a key whose
+// place another key holds) are in the hash maps, which the programs
+// consult when the index has no entry for the key.
+//
+// The loader writes the index through a mapping of it, never while a
+// program may read the entry: an entry is published by storing its key
+// last, and a published entry is never written again; to change or
+// remove it, the loader stores key 0 (the change going to the hash map
+// first), and writes the place again only after every program run that
+// may have read the old key has ended (xdp.go: sessionIndex). The key is
+// read before the rest, and x86 keeps loads in order.
+struct index_entry {
+	__u32 key; // the TEID, the UE address (as in the packet); 0: none
+	__u32 pad0;
+	struct pdr_act pdr;
+	struct rule rule;
+	__u8 pad[36]; // 128 bytes: two cache lines, which x86 fetches together
+};
+
+_Static_assert(sizeof(struct index_entry) == 128, "index_entry is two cache lines");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 131072);
+	__type(key, __u32);
+	__type(value, struct index_entry);
+} teid_index SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 131072);
+	__type(key, __u32);
+	__type(value, struct index_entry);
+} ue_index SEC(".maps");
+
+// index_mask is the index's size - 1, a power of two (the loader sets it).
+volatile const __u32 index_mask = 0;
+
 // Capacities are set by the loader before the maps are created.
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -336,6 +382,39 @@ struct {
 	__type(key, __u32);
 	__type(value, struct ifinfo);
 } ifaces SEC(".maps");
+
+// indexed is the index entry for key at place i, or 0.
+static __always_inline struct index_entry *indexed(void *index, __u32 key, __u32 i)
+{
+	i &= index_mask;
+	struct index_entry *e = bpf_map_lookup_elem(index, &i);
+	if (!e || *(volatile __u32 *)&e->key != key)
+		return 0;
+	// The entry's other fields are read after its key, not hoisted above
+	// it by the compiler (the CPU keeps loads in order on x86).
+	asm volatile("" ::: "memory");
+	return e;
+}
+
+// A session's rules for one key: an index entry, or else a hash map's.
+struct found {
+	struct index_entry *x;
+	struct sess *s;
+};
+
+static __always_inline int find_teid(__u32 teid, struct found *f)
+{
+	f->x = indexed(&teid_index, teid, teid);
+	f->s = f->x ? 0 : bpf_map_lookup_elem(&teids, &teid);
+	return f->x || f->s;
+}
+
+static __always_inline int find_ue(__be32 ue, struct found *f)
+{
+	f->x = indexed(&ue_index, ue, bpf_ntohl(ue));
+	f->s = f->x ? 0 : bpf_map_lookup_elem(&ues, &ue);
+	return f->x || f->s;
+}
 
 static __always_inline void count(__u32 reason)
 {
@@ -463,6 +542,17 @@ static __always_inline __u32 classify(struct sess *s, struct pkt *p, __u8 dir, _
 		bpf_map_update_elem(&flows, &k, &v, BPF_ANY);
 	}
 	return idx;
+}
+
+// match is the PDR whose rule matches p first, or 0: an index entry's one
+// rule, or classify over a hash map entry's.
+static __always_inline struct pdr_act *match(struct found *f, struct pkt *p, __u8 dir, __u32 id)
+{
+	if (f->x)
+		return rule_match(&f->x->rule, p) ? &f->x->pdr : 0;
+	if (!f->s)
+		return 0;
+	return pdr_at(f->s, classify(f->s, p, dir, id));
 }
 
 // mbr_allow is rules.TokenBucket.Allow: the generic cell rate algorithm
@@ -785,8 +875,8 @@ static __always_inline int n3(struct xdp_md *ctx)
 		return pass(ST_PASS_GTP_EXT);
 	if (teid == 0)
 		return pass(ST_PASS_UNKNOWN_TEID);
-	struct sess *s = bpf_map_lookup_elem(&teids, &teid);
-	if (!s)
+	struct found fs;
+	if (!find_teid(teid, &fs))
 		return pass(ST_PASS_UNKNOWN_TEID);
 
 	struct pkt p = {.qfi = qfi};
@@ -795,8 +885,7 @@ static __always_inline int n3(struct xdp_md *ctx)
 	__u32 n = inner_parse(in, end, glen - off, &p, &why);
 	if (!n)
 		return pass(why);
-	__u32 idx = classify(s, &p, 0, teid);
-	struct pdr_act *a = pdr_at(s, idx);
+	struct pdr_act *a = match(&fs, &p, 0, teid);
 	if (!a)
 		return pass(ST_PASS_NO_PDR);
 	if (a->action == ACT_DROP)
@@ -886,8 +975,8 @@ static __always_inline int n6(struct xdp_md *ctx)
 	struct iphdr *ip = (void *)(eth + 1);
 	if ((void *)(ip + 1) > end)
 		return pass(ST_PASS_NOT_IP);
-	struct sess *s = bpf_map_lookup_elem(&ues, &ip->daddr);
-	if (!s)
+	struct found fs;
+	if (!find_ue(ip->daddr, &fs))
 		return pass(ST_PASS_NO_SESSION);
 	if (ip->ihl != 5 || ip->version != 4)
 		return pass(ST_PASS_IP_OPTS);
@@ -906,8 +995,7 @@ static __always_inline int n6(struct xdp_md *ctx)
 		return pass(why == ST_PASS_INNER ? ST_PASS_IP_OPTS : why);
 	if (n > c->max_inner)
 		return pass(ST_PASS_MTU);
-	__u32 idx = classify(s, &p, 1, p.dst);
-	struct pdr_act *a = pdr_at(s, idx);
+	struct pdr_act *a = match(&fs, &p, 1, p.dst);
 	if (!a)
 		return pass(ST_PASS_NO_PDR);
 	if (a->action == ACT_DROP)
@@ -1096,15 +1184,16 @@ static __always_inline int steer_to(__u32 k)
 // steer_ue steers a downlink IPv4 packet (ip within the frame) for an
 // offloaded UE address.
 //
-// The lookups here (ues, and teids in upf_n3_steer) are kept on purpose.
-// Steering by the key alone, with no lookup, frees the receiving CPU (at
-// 100,000 sessions its run falls from ~400 to ~55 ns) but makes the
+// The lookups here (find_ue, and find_teid in upf_n3_steer) are kept on
+// purpose. Steering by the key alone, with no lookup, frees the receiving
+// CPU (at 100,000 sessions its run falls from ~400 to ~55 ns) but makes the
 // steered rate some 25 % lower there on this kind of machine: the lookup
 // brings the session's entry into the cache the other CPU then reads it
 // from, so the two CPUs share the misses (docs/benchmarks.md).
 static __always_inline int steer_ue(struct iphdr *ip)
 {
-	if (!bpf_map_lookup_elem(&ues, &ip->daddr))
+	struct found fs;
+	if (!find_ue(ip->daddr, &fs))
 		return -1;
 	return steer_to(bpf_ntohl(ip->daddr));
 }
@@ -1130,7 +1219,8 @@ int upf_n3_steer(struct xdp_md *ctx)
 		if ((g[0] & 0xf0) != 0x30 || g[1] != 255)
 			goto inline_path;
 		__u32 teid = ((__u32)g[4] << 24) | ((__u32)g[5] << 16) | ((__u32)g[6] << 8) | g[7];
-		if (teid && bpf_map_lookup_elem(&teids, &teid))
+		struct found fs;
+		if (teid && find_teid(teid, &fs))
 			r = steer_to(teid);
 	} else if (ip->daddr != c->n3_addr) {
 		// Downlink, if N3 is an N6 port too.
