@@ -91,12 +91,16 @@ func mapSessionIndex(name string, m, hash *ebpf.Map, size uint32) (*sessionIndex
 }
 
 // indexEntryOf is e as an index entry for key, if it fits one: one rule,
-// leading to the first PDR, and no flow cache to consult.
+// leading to the first PDR, that looks at no more than the UE address and
+// the QFI (what compileRule makes of a PDI without SDF filters).
 func indexEntryOf(key uint32, e *upfSess) (upfIndexEntry, bool) {
-	if e.Nrules != 1 || e.Sdf != 0 || e.Rules[0].Pdr != 0 {
+	r := &e.Rules[0]
+	if e.Nrules != 1 || e.Sdf != 0 || r.Pdr != 0 ||
+		r.SrcMask != 0 || r.DstMask != 0 || r.TosMask != 0 || r.Flags&^rfQFI != 0 ||
+		r.SportLo != 0 || r.SportHi != 0xffff || r.DportLo != 0 || r.DportHi != 0xffff {
 		return upfIndexEntry{}, false
 	}
-	return upfIndexEntry{Key: key, Pdr: e.Pdr0, Rule: e.Rules[0]}, true
+	return upfIndexEntry{Key: key, Ue: r.Ue, UeMask: r.UeMask, Flags: r.Flags, Qfi: r.Qfi, Pdr: e.Pdr0}, true
 }
 
 // put makes e the rules of key, whose place is at (the key in host

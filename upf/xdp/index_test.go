@@ -11,7 +11,7 @@ import (
 )
 
 func TestIndexSize(t *testing.T) {
-	for _, c := range []struct{ n, want int }{{0, 32}, {1, 32}, {32, 32}, {33, 64}, {100000, 131072}, {131072, 131072}, {131073, 262144}} {
+	for _, c := range []struct{ n, want int }{{0, 64}, {1, 64}, {64, 64}, {65, 128}, {100000, 131072}, {131072, 131072}, {131073, 262144}} {
 		if got := indexSize(c.n); got != uint32(c.want) {
 			t.Errorf("indexSize(%d) = %d, want %d", c.n, got, c.want)
 		}

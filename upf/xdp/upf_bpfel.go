@@ -76,12 +76,14 @@ type upfIfmac struct {
 }
 
 type upfIndexEntry struct {
-	_    structs.HostLayout
-	Key  uint32
-	Pad0 uint32
-	Pdr  upfPdrAct
-	Rule upfRule
-	Pad  [36]uint8
+	_      structs.HostLayout
+	Key    uint32
+	Ue     uint32
+	UeMask uint32
+	Flags  uint8
+	Qfi    uint8
+	Pad    [6]uint8
+	Pdr    upfPdrAct
 }
 
 type upfKdst struct {

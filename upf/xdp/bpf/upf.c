@@ -221,14 +221,15 @@ struct flow_val {
 };
 
 // The session index: a session whose key (TEID, UE address) has one
-// rule leading to one PDR, nearly every session, has an entry at a place
-// its key names, teid_index[teid & index_mask] and ue_index[ue &
-// index_mask] (ue in host order), found with one array access and one
-// cache miss where the hash maps below cost two or three (the bucket
-// head, the element; at 100,000 sessions visited in no order every one a
-// miss). Sessions the index cannot hold (more rules or PDRs, a key whose
-// place another key holds) are in the hash maps, which the programs
-// consult when the index has no entry for the key.
+// rule that looks at no more than the UE address and the QFI, leading to
+// one PDR, nearly every session, has an entry at a place its key names,
+// teid_index[teid & index_mask] and ue_index[ue & index_mask] (ue in host
+// order): one array access and one cache line, where the hash maps below
+// cost two or three misses (the bucket head, the element; at 100,000
+// sessions visited in no order every one a miss). Sessions the index
+// cannot hold (more rules or PDRs, SDF filters, a key whose place another
+// key holds) are in the hash maps, which the programs consult when the
+// index has no entry for the key.
 //
 // The loader writes the index through a mapping of it, never while a
 // program may read the entry: an entry is published by storing its key
@@ -238,14 +239,14 @@ struct flow_val {
 // may have read the old key has ended (xdp.go: sessionIndex). The key is
 // read before the rest, and x86 keeps loads in order.
 struct index_entry {
-	__u32 key; // the TEID, the UE address (as in the packet); 0: none
-	__u32 pad0;
+	__u32 key;          // the TEID, the UE address (as in the packet); 0: none
+	__be32 ue, ue_mask; // the rule: uplink, the UE IP address on the inner source
+	__u8 flags, qfi;    // the rule: RF_QFI, and the QFI
+	__u8 pad[6];
 	struct pdr_act pdr;
-	struct rule rule;
-	__u8 pad[36]; // 128 bytes: two cache lines, which x86 fetches together
 };
 
-_Static_assert(sizeof(struct index_entry) == 128, "index_entry is two cache lines");
+_Static_assert(sizeof(struct index_entry) == 64, "index_entry is a cache line");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -548,8 +549,12 @@ static __always_inline __u32 classify(struct sess *s, struct pkt *p, __u8 dir, _
 // rule, or classify over a hash map entry's.
 static __always_inline struct pdr_act *match(struct found *f, struct pkt *p, __u8 dir, __u32 id)
 {
-	if (f->x)
-		return rule_match(&f->x->rule, p) ? &f->x->pdr : 0;
+	if (f->x) {
+		struct index_entry *x = f->x;
+		if ((p->src & x->ue_mask) != x->ue || ((x->flags & RF_QFI) && p->qfi != x->qfi))
+			return 0;
+		return &x->pdr;
+	}
 	if (!f->s)
 		return 0;
 	return pdr_at(f->s, classify(f->s, p, dir, id));
