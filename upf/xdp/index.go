@@ -16,11 +16,10 @@ import (
 // ues): where a key's rules are, and how they change without a program
 // ever reading an entry half written.
 //
-// A key whose rules fit an index entry (one rule leading to one PDR: the
-// common session) goes to the entry at place key & mask if that place is
-// free; any other key goes to the hash map. The programs look at the
-// place first and take the hash map when the entry there is not the
-// key's. Entries are written through a mapping of the array, under
+// A key whose rules fit an index entry (indexEntryOf: the common
+// session) goes to the entry at place key & mask if that place is free;
+// any other key goes to the hash map. The programs look at the place
+// first and take the hash map when the entry there is not the key's. Entries are written through a mapping of the array, under
 // these rules, which make an entry behave as RCU would:
 //
 //   - A free place (key 0, and no program can still be reading what it
@@ -32,7 +31,7 @@ import (
 //     rules whole, runs after see the new ones in the hash map. A removal
 //     stores key 0 (and deletes any hash map entry).
 //   - A place whose key was stored 0 is retired: it is written again only
-//     after waitPrograms, in the background (FastPath.retire), which then
+//     after waitPrograms, in the background (startRetiring), which then
 //     moves a key waiting for the place in from the hash map: a changed
 //     session is back in the index a grace period after the change.
 //

@@ -83,7 +83,8 @@
 // neighbours do not collide): one array access and one cache miss, where
 // a hash map costs two or three misses a packet with 100,000 sessions,
 // which halved the rate there. An index entry holds the common case, one
-// rule leading to one PDR, in two cache lines; a session with more, or a
+// rule on no more than the UE address and the QFI leading to one PDR, in
+// one cache line; a session with more (SDF filters, several PDRs), or a
 // key whose place another key holds, is in a hash map behind the index.
 // The index is written through a mapping of the array with an RCU-like
 // discipline, so that a program never reads a half-written entry: a
