@@ -501,8 +501,8 @@ func (b *bench) install(ctx context.Context, st *stage, topo Topology) error {
 	s := InstallSample{Sessions: n, Installed: installed, Forwarding: time.Since(start)}
 	k := Key{Variant: st.variant, Sessions: n, Workers: st.workers}
 	b.rep.Install[k] = append(b.rep.Install[k], s)
-	fmt.Fprintf(b.cfg.Out, "  %-9s %d session(s) installed in %v (%.0f/s), all forwarding after %v (%.0f/s)\n",
-		st.variant, n, installed.Round(time.Microsecond), s.EstablishRate(), s.Forwarding.Round(time.Microsecond), s.ForwardRate())
+	fmt.Fprintf(b.cfg.Out, "  %-9s %d session(s) installed in %v (%.0f/s), all forwarding after %v (%.0f/s)%s\n",
+		st.variant, n, installed.Round(time.Microsecond), s.EstablishRate(), s.Forwarding.Round(time.Microsecond), s.ForwardRate(), indexed(st))
 	// Let the burst drain before the first measured run.
 	time.Sleep(b.cfg.Drain)
 	return nil
@@ -626,6 +626,18 @@ func (b *bench) flatOut(ctx context.Context, st *stage, dir string, size int) (S
 	hits, misses := flowCache(st)
 	s.FlowHits, s.FlowMisses = hits-hits0, misses-misses0
 	return s, err
+}
+
+// indexed says how many of the xdp driver's keys are in its session index
+// (nothing for the other drivers).
+func indexed(st *stage) string {
+	if st.u == nil {
+		return ""
+	}
+	if x := st.u.Stats().XDP; x != nil {
+		return fmt.Sprintf("; %d of %d TEIDs and UE addresses in the session index", x.Indexed, x.Keys)
+	}
+	return ""
 }
 
 // flowCache reads the xdp driver's flow cache counters (0 for the others).

@@ -1526,9 +1526,10 @@ type Stats struct {
 	Sessions            int
 	NotOffloaded        uint64
 	NotOffloadedMapFull uint64
-	// Indexed is the keys (TEIDs, UE addresses) in the session index;
-	// the others are in the hash maps behind it (index.go).
-	Indexed int
+	// Keys is the TEIDs and UE addresses offloaded; Indexed, those of
+	// them in the session index, the others being in the hash maps
+	// behind it (index.go).
+	Keys, Indexed int
 	// PerCPUForwarded is the packets forwarded (both directions) by the
 	// programs on each CPU, indexed by CPU number.
 	PerCPUForwarded []uint64
@@ -1600,6 +1601,7 @@ func (f *FastPath) Stats() Stats {
 	}
 	f.mu.Lock()
 	st.Sessions = len(f.sessions)
+	st.Keys = len(f.teidOwn) + len(f.ueOwn)
 	st.Indexed = f.teidIndex.live + f.ueIndex.live
 	st.NotOffloaded, st.NotOffloadedMapFull = f.notOffloaded, f.mapFull
 	f.mu.Unlock()

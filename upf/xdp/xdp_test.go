@@ -444,7 +444,7 @@ func TestMapFull(t *testing.T) {
 	if e.f.Install(sess(3)) {
 		t.Fatal("fourth session offloaded into an index place and maps of two")
 	}
-	if st := e.f.Stats(); st.Sessions != 3 || st.NotOffloadedMapFull != 1 || st.Indexed != 2 {
+	if st := e.f.Stats(); st.Sessions != 3 || st.NotOffloadedMapFull != 1 || st.Keys != 6 || st.Indexed != 2 {
 		t.Fatalf("stats %+v", st)
 	}
 	for k := range 3 {
