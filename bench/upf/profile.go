@@ -20,10 +20,12 @@ import (
 // (the UPF's against the bare forwarder's on the same CPU). The statistics
 // cost two clock reads per run, so these runs count in no throughput row.
 
-// profiled are the programs whose cost is reported: upf/xdp's and the
-// bare-xdp references' (bpf/bench.c).
+// profiled are the programs whose cost is reported: upf/xdp's, the
+// bare-xdp references' (bpf/bench.c), and the sink's, which shares the
+// CPU with them on two cores and works more on a G-PDU (tern's downlink,
+// the references' uplink) than on a plain packet.
 var profiled = []string{"upf_n3", "upf_n6", "upf_n3_steer", "upf_n6_steer", "upf_cpu",
-	"xdp_fwd", "xdp_fwd_lookup", "xdp_fwd_steer", "xdp_fwd_cpu"}
+	"xdp_fwd", "xdp_fwd_lookup", "xdp_fwd_steer", "xdp_fwd_cpu", "xdp_sink"}
 
 // ProgCost is what one program ran during a profiled run.
 type ProgCost struct {

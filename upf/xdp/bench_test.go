@@ -45,6 +45,28 @@ func BenchmarkN6Encap(b *testing.B) {
 	benchProg(b, e, e.f.objs.UpfN6, e.n6, dlFrame(udp4(dnIP, ueIP, 80, 1234, 1400)), xdpRedirect)
 }
 
+// qerURR is a session as bench upf installs them: a QER with an MBR
+// that never limits, and a volume URR.
+func qerURR() sessOpts {
+	tb := func() *rules.TokenBucket { return rules.NewTokenBucket(125e9, 125e6) } // 1 Tbit/s
+	return sessOpts{
+		qers: []*rules.QER{{ID: 1, ULOpen: true, DLOpen: true, MBRUL: tb(), MBRDL: tb()}},
+		urrs: []*rules.URR{{ID: 1, Counters: &rules.Counters{}}},
+	}
+}
+
+func BenchmarkN3DecapQERURR(b *testing.B) {
+	e := setup(b, nil)
+	e.install(session(qerURR()))
+	benchProg(b, e, e.f.objs.UpfN3, e.n3, ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1234, 80, 64)), xdpRedirect)
+}
+
+func BenchmarkN6EncapQERURR(b *testing.B) {
+	e := setup(b, nil)
+	e.install(session(qerURR()))
+	benchProg(b, e, e.f.objs.UpfN6, e.n6, dlFrame(udp4(dnIP, ueIP, 80, 1234, 64)), xdpRedirect)
+}
+
 // BenchmarkN3DecapSDF: eight SDF rules, the flow cache answering.
 func BenchmarkN3DecapSDF(b *testing.B) {
 	e := setup(b, nil)
