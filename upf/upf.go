@@ -376,8 +376,10 @@ func New(cfg Config, logger *slog.Logger) (*UPF, error) {
 		recovery = recovery.Truncate(time.Second).Add(time.Second)
 	}
 	u.dp = newDataPath(u.pipe, cfg.ShapingDelay > 0, logger.With("part", "data-path"))
+	// TEIDs spread over the XDP fast path's index places, whichever
+	// driver runs (it costs the others nothing).
 	u.upfc = upfc.New(upfc.Config{NodeID: nodeID, N3Addr: n3.Addr(), NetworkInstances: names, NoSessionTables: global,
-		RecoveryTime: recovery}, u.dp, logger.With("part", "upf-c"))
+		RecoveryTime: recovery, TEIDPlaces: xdp.IndexPlaces(xdp.DefaultMaxSessions)}, u.dp, logger.With("part", "upf-c"))
 	u.dp.report = u.upfc.Report
 	u.pipe.SetReporter(u.upfc)
 	u.pipe.SetPathReporter(u.upfc)

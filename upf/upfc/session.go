@@ -386,12 +386,12 @@ func (c *UPFC) commit(old, s *session) {
 	if old != nil {
 		for teid := range old.teidSet() {
 			if _, keep := next[teid]; !keep && c.teids[teid] == s.seid {
-				delete(c.teids, teid)
+				c.releaseTEID(teid)
 			}
 		}
 	}
 	for teid := range next {
-		c.teids[teid] = s.seid
+		c.holdTEID(teid, s.seid)
 	}
 	c.sessions[s.seid] = s
 	c.armPeriodic(old, s)

@@ -230,9 +230,21 @@ func (tx *txn) announce(pdrID uint16, teid uint32) {
 
 // allocTEID finds a TEID free UPF-wide. TEIDs count up and wrap (skipping
 // 0, which GTP-U reserves for signalling), so a freed TEID is not reused
-// soon and stale G-PDUs for it do not reach a new session.
+// soon and stale G-PDUs for it do not reach a new session. While a place
+// (Config.TEIDPlaces) is free, the TEID is one at a free place: sessions
+// that outlive a wrap of the places do not make new ones share theirs.
 func (tx *txn) allocTEID() (uint32, bool) {
 	c := tx.c
+	if n := c.cfg.TEIDPlaces; n > 1 && len(c.places)+len(tx.pending) < int(n) {
+		// n+1 TEIDs in a row cover every place, but for 0's.
+		for range n + 1 {
+			teid := c.nextTEID
+			c.nextTEID++
+			if teid != 0 && !tx.placeTaken(teid) {
+				return tx.reserve(teid), true
+			}
+		}
+	}
 	for range len(c.teids) + len(tx.pending) + 2 {
 		teid := c.nextTEID
 		c.nextTEID++
@@ -245,13 +257,32 @@ func (tx *txn) allocTEID() (uint32, bool) {
 		if _, used := tx.pending[teid]; used {
 			continue
 		}
-		if tx.pending == nil {
-			tx.pending = make(map[uint32]struct{})
-		}
-		tx.pending[teid] = struct{}{}
-		return teid, true
+		return tx.reserve(teid), true
 	}
 	return 0, false
+}
+
+// placeTaken says whether a live or pending TEID has teid's place (a
+// TEID at a free place is itself free).
+func (tx *txn) placeTaken(teid uint32) bool {
+	p := tx.c.place(teid)
+	if tx.c.places[p] > 0 {
+		return true
+	}
+	for t := range tx.pending {
+		if tx.c.place(t) == p {
+			return true
+		}
+	}
+	return false
+}
+
+func (tx *txn) reserve(teid uint32) uint32 {
+	if tx.pending == nil {
+		tx.pending = make(map[uint32]struct{})
+	}
+	tx.pending[teid] = struct{}{}
+	return teid
 }
 
 func checkOuterHeaderRemoval(pdrID uint16, ohr *uint8) *reject {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"math/bits"
 	"net/netip"
 	"sync"
 	"time"
@@ -59,6 +60,12 @@ type Config struct {
 	// N3Addr is the IPv4 address of the N3 interface, returned in F-TEIDs
 	// the UPF allocates (CHOOSE, §5.5.3). Invalid = no UP allocation.
 	N3Addr netip.Addr
+	// TEIDPlaces, a power of two, spreads the TEIDs the UPF allocates:
+	// it skips a TEID whose value modulo TEIDPlaces (its place) a live
+	// TEID has, while a free place is left, so that a data path that
+	// finds sessions at that place (the XDP fast path's session index)
+	// sees no two share one. 0 or 1: no spreading.
+	TEIDPlaces uint32
 	// NetworkInstances are the DNNs that have an N6 device. When set, a
 	// FAR forwarding to the core must name one of them; it may name none
 	// only when there is just one.
@@ -119,6 +126,7 @@ type UPFC struct {
 	assocs   map[string]*association // by Node ID string
 	sessions map[uint64]*session     // by local (UP) SEID
 	teids    map[uint32]uint64       // allocated local TEID -> owning SEID
+	places   map[uint32]int          // live TEIDs by place (Config.TEIDPlaces)
 	nextSEID uint64
 	nextTEID uint32
 
@@ -137,6 +145,9 @@ func New(cfg Config, dp DataPath, logger *slog.Logger) *UPFC {
 	}
 	if cfg.ReportQueue <= 0 {
 		cfg.ReportQueue = 4096
+	}
+	if cfg.TEIDPlaces&(cfg.TEIDPlaces-1) != 0 {
+		cfg.TEIDPlaces = 1 << bits.Len32(cfg.TEIDPlaces) // the next power of two
 	}
 	if !cfg.N4Addr.IsValid() && cfg.NodeID.IP.Is4() {
 		cfg.N4Addr = cfg.NodeID.IP
@@ -157,6 +168,7 @@ func New(cfg Config, dp DataPath, logger *slog.Logger) *UPFC {
 		assocs:   make(map[string]*association),
 		sessions: make(map[uint64]*session),
 		teids:    make(map[uint32]uint64),
+		places:   make(map[uint32]int),
 		nextSEID: 1,
 		nextTEID: 1,
 	}
@@ -230,11 +242,38 @@ func (c *UPFC) dropSession(seid uint64, s *session) {
 	delete(c.sessions, seid)
 	for teid := range s.teidSet() {
 		if c.teids[teid] == seid {
-			delete(c.teids, teid)
+			c.releaseTEID(teid)
 		}
 	}
 	c.armPeriodic(s, nil)
 	c.dp.Remove(seid)
+}
+
+// holdTEID records teid as seid's. c.mu held.
+func (c *UPFC) holdTEID(teid uint32, seid uint64) {
+	if _, held := c.teids[teid]; !held {
+		c.places[c.place(teid)]++
+	}
+	c.teids[teid] = seid
+}
+
+// releaseTEID forgets teid. c.mu held.
+func (c *UPFC) releaseTEID(teid uint32) {
+	if _, held := c.teids[teid]; !held {
+		return
+	}
+	delete(c.teids, teid)
+	p := c.place(teid)
+	if c.places[p]--; c.places[p] <= 0 {
+		delete(c.places, p)
+	}
+}
+
+func (c *UPFC) place(teid uint32) uint32 {
+	if c.cfg.TEIDPlaces <= 1 {
+		return 0
+	}
+	return teid & (c.cfg.TEIDPlaces - 1)
 }
 
 // Stats returns current counts.

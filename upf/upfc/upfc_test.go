@@ -807,7 +807,7 @@ func TestRemoveURRReportsUsage(t *testing.T) {
 }
 
 func TestCyclesLeaveNothing(t *testing.T) {
-	c, dp, _ := newUPFC(t)
+	c, dp, _ := newUPFCWith(t, func(c *Config) { c.TEIDPlaces = 64 })
 	ctx := context.Background()
 	seen := make(map[uint64]bool)
 	for i := range 1000 {
@@ -845,8 +845,43 @@ func TestCyclesLeaveNothing(t *testing.T) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.teids) != 0 || len(c.sessions) != 0 {
-		t.Errorf("tables: %d TEIDs, %d sessions", len(c.teids), len(c.sessions))
+	if len(c.teids) != 0 || len(c.sessions) != 0 || len(c.places) != 0 {
+		t.Errorf("tables: %d TEIDs, %d sessions, %d places", len(c.teids), len(c.sessions), len(c.places))
+	}
+}
+
+// TestTEIDPlaces: allocated TEIDs keep off the places of live ones, also
+// after the places wrapped around a long-lived session, while one is free.
+func TestTEIDPlaces(t *testing.T) {
+	const places = 8
+	c, _, _ := newUPFCWith(t, func(c *Config) { c.TEIDPlaces = places })
+	ctx := context.Background()
+	teid := func(r *pfcp.SessionEstablishmentResponse) uint32 {
+		t.Helper()
+		if len(r.CreatedPDRs) != 1 || r.CreatedPDRs[0].LocalFTEID == nil {
+			t.Fatalf("created PDRs %+v", r.CreatedPDRs)
+		}
+		return r.CreatedPDRs[0].LocalFTEID.TEID
+	}
+	used := map[uint32]uint32{} // place -> TEID
+	hold := func(id uint32) {
+		t.Helper()
+		if other, ok := used[id%places]; ok {
+			t.Fatalf("TEID %#x at the place of live TEID %#x", id, other)
+		}
+		used[id%places] = id
+	}
+	hold(teid(establish(t, c, establishment(1)))) // lives throughout
+	for i := range 3*places + 3 {                 // wrap the places thrice and more
+		r := establish(t, c, establishment(uint64(100+i)))
+		c.HandleSessionDeletion(ctx, r.UPFSEID.SEID)
+	}
+	for i := range places - 1 {
+		hold(teid(establish(t, c, establishment(uint64(2+i)))))
+	}
+	// No place is free: any free TEID will do.
+	if id := teid(establish(t, c, establishment(50))); id == 0 {
+		t.Fatal("TEID 0")
 	}
 }
 

@@ -62,9 +62,11 @@ type waiter struct {
 
 const indexEntrySize = int(unsafe.Sizeof(upfIndexEntry{}))
 
-// indexSize is the places of an index for up to n sessions: a power of
-// two, so that a key's place is a mask away, and one page at least.
-func indexSize(n int) uint32 {
+// IndexPlaces is the places of the session index for up to n sessions
+// (Config.MaxSessions): a power of two, so that a key's place is a mask
+// away, and one page at least. UPF-C spreads the TEIDs it allocates over
+// as many (upfc.Config.TEIDPlaces).
+func IndexPlaces(n int) uint32 {
 	return max(uint32(1)<<bits.Len32(uint32(max(n, 1)-1)), 4096/uint32(indexEntrySize))
 }
 

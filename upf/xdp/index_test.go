@@ -10,10 +10,10 @@ import (
 	"github.com/tern5g/tern/upf/rules"
 )
 
-func TestIndexSize(t *testing.T) {
+func TestIndexPlaces(t *testing.T) {
 	for _, c := range []struct{ n, want int }{{0, 64}, {1, 64}, {64, 64}, {65, 128}, {100000, 131072}, {131072, 131072}, {131073, 262144}} {
-		if got := indexSize(c.n); got != uint32(c.want) {
-			t.Errorf("indexSize(%d) = %d, want %d", c.n, got, c.want)
+		if got := IndexPlaces(c.n); got != uint32(c.want) {
+			t.Errorf("IndexPlaces(%d) = %d, want %d", c.n, got, c.want)
 		}
 	}
 }
@@ -85,7 +85,7 @@ func TestIndexChange(t *testing.T) {
 // one in the index goes, the next takes its place.
 func TestIndexCollision(t *testing.T) {
 	e := setup(t, func(c *Config) { c.MaxSessions = 8 })
-	size := indexSize(8)
+	size := IndexPlaces(8)
 	teid := func(k int) uint32 { return 1 + uint32(k)*size }
 	ue := func(k int) netip.Addr { return netip.AddrFrom4([4]byte{10, 60, 0, byte(teid(k))}) }
 	for k := range 3 {

@@ -79,8 +79,9 @@
 //
 // A packet's session is found by its key (TEID uplink, UE address
 // downlink) in an index, an array in which the key names the place
-// (key & mask: TEIDs and addresses are handed out in sequence, so
-// neighbours do not collide): one array access and one cache miss, where
+// (key & mask: UE addresses are handed out in sequence, and UPF-C hands
+// out TEIDs at free places, upfc.Config.TEIDPlaces, so keys rarely
+// collide): one array access and one cache miss, where
 // a hash map costs two or three misses a packet with 100,000 sessions,
 // which halved the rate there. An index entry holds the common case, one
 // rule on no more than the UE address and the QFI leading to one PDR, in
@@ -439,7 +440,7 @@ func Open(cfg Config) (*FastPath, error) {
 		return nil, fmt.Errorf("xdp: %w", err)
 	}
 	spec.Maps["flows"].MaxEntries = uint32(cfg.FlowCacheSize)
-	isize := indexSize(cfg.MaxSessions)
+	isize := IndexPlaces(cfg.MaxSessions)
 	spec.Maps["teid_index"].MaxEntries = isize
 	spec.Maps["ue_index"].MaxEntries = isize
 	if err := spec.Variables["index_mask"].Set(isize - 1); err != nil {

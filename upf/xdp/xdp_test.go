@@ -433,7 +433,7 @@ func TestMapFull(t *testing.T) {
 	e := setup(t, func(c *Config) { c.MaxSessions = 2 })
 	// Keys that share one place of the index: the first takes it, the
 	// others fill the hash maps (two entries each).
-	size := indexSize(2)
+	size := IndexPlaces(2)
 	sess := func(k int) *rules.Session {
 		return session(sessOpts{seid: uint64(k + 1), ulTEID: 1 + uint32(k)*size,
 			ue: netip.AddrFrom4([4]byte{10, 60, byte(uint32(k) * size >> 8), byte(1 + uint32(k)*size)})})
