@@ -111,8 +111,8 @@ func (x *sessionIndex) put(key, at uint32, e *upfSess) error {
 	ie, fits := indexEntryOf(key, e)
 	cur := &x.entries[i]
 	if fits && atomic.LoadUint32(&cur.Key) == 0 && !x.isRetired[i] {
+		// A free place has no waiter: release placed it.
 		x.publish(i, ie)
-		delete(x.waiting, i)
 		return x.unhash(key)
 	}
 	if err := x.hash.Update(key, e, ebpf.UpdateAny); err != nil {
