@@ -22,8 +22,8 @@ import (
 
 // profiled are the programs whose cost is reported: upf/xdp's, the
 // bare-xdp references' (bpf/bench.c), and the sink's, which shares the
-// CPU with them on two cores and works more on a G-PDU (tern's downlink,
-// the references' uplink) than on a plain packet.
+// CPU with them on two cores (and costs about the same whether it reads a
+// G-PDU, tern's downlink and the references' uplink, or a plain packet).
 var profiled = []string{"upf_n3", "upf_n6", "upf_n3_steer", "upf_n6_steer", "upf_cpu",
 	"xdp_fwd", "xdp_fwd_lookup", "xdp_fwd_steer", "xdp_fwd_cpu", "xdp_sink"}
 

@@ -92,7 +92,8 @@ const (
 	// BareXDPLookup is bare-xdp that first finds each frame's session in
 	// a hash map of as many entries as the run has sessions (uplink by
 	// TEID, downlink by UE address) and takes the next hop from it: the
-	// floor of a UPF keeping per-session state in BPF maps at that count.
+	// floor of a UPF keeping its sessions in BPF hash maps at that count
+	// (upf/xdp's session index keeps most of them in an array instead).
 	BareXDPLookup = "bare-xdp-lookup"
 	Kernel        = "kernel"
 )

@@ -103,7 +103,7 @@ func benchUPF(args []string) error {
 		"sink":            "XDP program on the receiving veth: counts, one-way latency from the stamp (bpf_ktime_get_ns), drops",
 		"size":            fmt.Sprintf("IPv4 total length of the user's packet (inner on N3, which adds %d B; plain on kernel uplink)", upfbench.Overhead),
 		"bare-xdp":        "MAC rewrite + bpf_redirect between the core's veths: the path's limit",
-		"bare-xdp-lookup": "bare-xdp after one hash lookup of the frame's session (TEID uplink, UE address downlink) among the run's sessions, whose entry gives the next hop: the floor of a UPF with per-session state in BPF maps",
+		"bare-xdp-lookup": "bare-xdp after one hash lookup of the frame's session (TEID uplink, UE address downlink) among the run's sessions, whose entry gives the next hop: the floor of a UPF with its sessions in BPF hash maps",
 		"kernel":          "core namespace IP forwarding (XDP_PASS program on the core's veths so that XDP_TX frames are received)",
 	})
 	doc.Add(rep.Results()...)

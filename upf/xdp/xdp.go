@@ -220,7 +220,7 @@ type Config struct {
 	// MaxSessions bounds the TEIDs and the UE addresses offloaded
 	// (default DefaultMaxSessions): at least as many are, more where the
 	// session index (its places: MaxSessions rounded up to a power of
-	// two, 128 bytes each) holds some of them; QER and URR slots get
+	// two, 64 bytes each) holds some of them; QER and URR slots get
 	// twice as many.
 	MaxSessions int
 	// FlowCacheSize is the number of entries of the flow cache (default

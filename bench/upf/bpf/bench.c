@@ -382,7 +382,7 @@ int xdp_fwd(struct xdp_md *ctx)
 // frame's session is looked up by its key (the TEID of a G-PDU uplink, the
 // destination address downlink) among as many entries as the run has
 // sessions, and the entry gives the frame's next hop. The maps are the
-// kind upf/xdp keeps its TEIDs and UE addresses in (hash, elements
+// kind upf/xdp keeps the sessions its index cannot hold in (hash, elements
 // allocated as they are added); the entry holds the next hop alone, less
 // than a UPF's session, so the lookup's cost is the least it can be.
 

@@ -555,7 +555,7 @@ static __always_inline struct pdr_act *match(struct found *f, struct pkt *p, __u
 			return 0;
 		return &x->pdr;
 	}
-	if (!f->s)
+	if (!f->s) // find_* said one is set; the verifier needs it shown
 		return 0;
 	return pdr_at(f->s, classify(f->s, p, dir, id));
 }
