@@ -2,9 +2,10 @@ package upf
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,20 +42,17 @@ func (c ProgCost) NsPerRun() float64 {
 	return float64(c.Runtime.Nanoseconds()) / float64(c.Runs)
 }
 
-// programCosts sums the statistics of the loaded programs named in
-// profiled, by name.
+// programCosts sums the statistics of this process's programs named in
+// profiled, by name. Only its own: programs of the same names loaded by
+// other processes (another UPF, tests running side by side) run on their
+// own traffic.
 func programCosts() (map[string]ProgCost, error) {
+	ids, err := ownPrograms()
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]ProgCost{}
-	var id ebpf.ProgramID
-	for {
-		next, err := ebpf.ProgramGetNextID(id)
-		if errors.Is(err, unix.ENOENT) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("bench upf: list BPF programs: %w", err)
-		}
-		id = next
+	for _, id := range ids {
 		p, err := ebpf.NewProgramFromID(id)
 		if err != nil {
 			continue // gone meanwhile
@@ -70,6 +68,33 @@ func programCosts() (map[string]ProgCost, error) {
 		c.Runtime += st.Runtime
 		out[info.Name] = c
 	}
+	return out, nil
+}
+
+// ownPrograms are the IDs of the BPF programs this process holds a file
+// descriptor of (the kernel names them in /proc/self/fdinfo), each once.
+func ownPrograms() ([]ebpf.ProgramID, error) {
+	fds, err := os.ReadDir("/proc/self/fdinfo")
+	if err != nil {
+		return nil, fmt.Errorf("bench upf: list BPF programs: %w", err)
+	}
+	var ids []ebpf.ProgramID
+	for _, fd := range fds {
+		b, err := os.ReadFile("/proc/self/fdinfo/" + fd.Name())
+		if err != nil {
+			continue // closed meanwhile
+		}
+		for line := range strings.Lines(string(b)) {
+			v, ok := strings.CutPrefix(line, "prog_id:")
+			if !ok {
+				continue
+			}
+			if id, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32); err == nil && !slices.Contains(ids, ebpf.ProgramID(id)) {
+				ids = append(ids, ebpf.ProgramID(id))
+			}
+		}
+	}
+	return ids, nil
 }
 
 // profile runs every size and direction once more on st with the
