@@ -8,7 +8,6 @@ import (
 	"unsafe"
 
 	"github.com/cilium/ebpf"
-	"golang.org/x/sys/unix"
 )
 
 // sessionIndex is one of the programs' session indexes (bpf/upf.c:
@@ -49,15 +48,10 @@ type sessionIndex struct {
 	// and is cleared only when the grace period is over.
 	retired   []uint32
 	isRetired []bool
-	// waiting: for a place that is not free, a key in the hash map whose
-	// rules fit the index and belong there once it is.
-	waiting map[uint32]waiter
+	// waiting: for a place that is not free, the entry of a key in the
+	// hash map whose rules fit the index and belong there once it is.
+	waiting map[uint32]upfIndexEntry
 	live    int // published entries
-}
-
-type waiter struct {
-	key uint32
-	e   upfIndexEntry
 }
 
 const indexEntrySize = int(unsafe.Sizeof(upfIndexEntry{}))
@@ -71,13 +65,9 @@ func IndexPlaces(n int) uint32 {
 }
 
 func mapSessionIndex(name string, m, hash *ebpf.Map, size uint32) (*sessionIndex, error) {
-	if m.MaxEntries() != size || int(m.ValueSize()) != indexEntrySize {
-		return nil, fmt.Errorf("xdp: %s: %d entries of %d bytes, want %d of %d",
-			name, m.MaxEntries(), m.ValueSize(), size, indexEntrySize)
-	}
-	b, err := unix.Mmap(m.FD(), 0, int(size)*indexEntrySize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	b, err := mapArray(name, m, size, indexEntrySize)
 	if err != nil {
-		return nil, fmt.Errorf("xdp: map the %s: %w", name, err)
+		return nil, err
 	}
 	return &sessionIndex{
 		name:      name,
@@ -87,7 +77,7 @@ func mapSessionIndex(name string, m, hash *ebpf.Map, size uint32) (*sessionIndex
 		hash:      hash,
 		hashed:    make(map[uint32]struct{}),
 		isRetired: make([]bool, size),
-		waiting:   make(map[uint32]waiter),
+		waiting:   make(map[uint32]upfIndexEntry),
 	}, nil
 }
 
@@ -123,9 +113,9 @@ func (x *sessionIndex) put(key, at uint32, e *upfSess) error {
 		x.unpublish(i)
 	}
 	switch w, ok := x.waiting[i]; {
-	case fits && (!ok || w.key == key):
-		x.waiting[i] = waiter{key, ie} // first come, first placed
-	case !fits && ok && w.key == key:
+	case fits && (!ok || w.Key == key):
+		x.waiting[i] = ie // first come, first placed
+	case !fits && ok && w.Key == key:
 		delete(x.waiting, i)
 	}
 	return nil
@@ -137,7 +127,7 @@ func (x *sessionIndex) remove(key, at uint32) {
 	if atomic.LoadUint32(&x.entries[i].Key) == key {
 		x.unpublish(i)
 	}
-	if w, ok := x.waiting[i]; ok && w.key == key {
+	if w, ok := x.waiting[i]; ok && w.Key == key {
 		delete(x.waiting, i)
 	}
 	x.unhash(key)
@@ -189,20 +179,20 @@ func (x *sessionIndex) release(places []uint32) error {
 			continue
 		}
 		delete(x.waiting, i)
-		x.publish(i, w.e)
-		errs = append(errs, x.unhash(w.key))
+		x.publish(i, w)
+		errs = append(errs, x.unhash(w.Key))
 	}
 	return errors.Join(errs...)
 }
 
-// unmap releases the mapping; the index is not to be used after it.
+// unmap releases the mapping (nil: none); the index is not to be used
+// after it.
 func (x *sessionIndex) unmap() error {
-	b := x.b
-	x.b, x.entries = nil, nil
-	if b == nil {
+	if x == nil {
 		return nil
 	}
-	return unix.Munmap(b)
+	x.entries = nil
+	return unmapArray(&x.b)
 }
 
 // startRetiring starts the goroutine that frees the indexes' retired

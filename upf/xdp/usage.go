@@ -2,11 +2,9 @@ package xdp
 
 import (
 	"encoding/binary"
-	"fmt"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
-	"golang.org/x/sys/unix"
 )
 
 // urrCounters is the programs' URR counter array (bpf/upf.c: urrs), read
@@ -15,10 +13,7 @@ import (
 // own and the counters need no atomics. A counter is one aligned 64-bit
 // word, read whole while a program may be adding to it.
 //
-// The mapping is made and unmade here, not left to the garbage collector:
-// it holds the map's memory (slots times the CPUs times 32 bytes) until it
-// is unmapped, and a process that starts UPFs over and over (the tests,
-// the benchmark) would otherwise keep each one's.
+// The mapping is mapArray's.
 type urrCounters struct {
 	b     []byte
 	slots uint32 // slots per CPU
@@ -28,14 +23,9 @@ type urrCounters struct {
 const usageSize = int(unsafe.Sizeof(upfUsage{}))
 
 func mapURRCounters(m *ebpf.Map, slots uint32, ncpu int) (*urrCounters, error) {
-	size := int(slots) * ncpu * usageSize
-	if m.MaxEntries() != slots*uint32(ncpu) || int(m.ValueSize()) != usageSize {
-		return nil, fmt.Errorf("xdp: URR counters: %d entries of %d bytes, want %d of %d",
-			m.MaxEntries(), m.ValueSize(), slots*uint32(ncpu), usageSize)
-	}
-	b, err := unix.Mmap(m.FD(), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	b, err := mapArray("URR counters", m, slots*uint32(ncpu), usageSize)
 	if err != nil {
-		return nil, fmt.Errorf("xdp: map the URR counters: %w", err)
+		return nil, err
 	}
 	return &urrCounters{b: b, slots: slots, ncpu: ncpu}, nil
 }
@@ -65,12 +55,11 @@ func (u *urrCounters) clear(slot uint32) {
 	}
 }
 
-// unmap releases the mapping; the counters are not to be used after it.
+// unmap releases the mapping (nil: none); the counters are not to be
+// used after it.
 func (u *urrCounters) unmap() error {
-	b := u.b
-	u.b = nil
-	if b == nil {
+	if u == nil {
 		return nil
 	}
-	return unix.Munmap(b)
+	return unmapArray(&u.b)
 }

@@ -455,42 +455,30 @@ func Open(cfg Config) (*FastPath, error) {
 		}
 		return nil, fmt.Errorf("xdp: load: %w", err)
 	}
-	release := func() {
-		if f.counters != nil {
-			f.counters.unmap()
-		}
-		if f.teidIndex != nil {
-			f.teidIndex.unmap()
-		}
-		if f.ueIndex != nil {
-			f.ueIndex.unmap()
-		}
-		f.objs.Close()
-	}
 	if f.counters, err = mapURRCounters(f.objs.Urrs, slots, f.ncpu); err != nil {
-		release()
+		f.closeMaps()
 		return nil, err
 	}
 	if f.teidIndex, err = mapSessionIndex("TEID index", f.objs.TeidIndex, f.objs.Teids, isize); err != nil {
-		release()
+		f.closeMaps()
 		return nil, err
 	}
 	if f.ueIndex, err = mapSessionIndex("UE address index", f.objs.UeIndex, f.objs.Ues, isize); err != nil {
-		release()
+		f.closeMaps()
 		return nil, err
 	}
 	if err := f.configure(); err != nil {
-		release()
+		f.closeMaps()
 		return nil, err
 	}
 	if f.steer != nil {
 		if err := f.configureSteering(); err != nil {
-			release()
+			f.closeMaps()
 			return nil, err
 		}
 	}
 	if err := f.startHops(); err != nil {
-		release()
+		f.closeMaps()
 		return nil, err
 	}
 	f.startRetiring()
@@ -809,8 +797,14 @@ func (f *FastPath) Close() error {
 		errs = append(errs, l.Close())
 	}
 	f.links = nil
-	errs = append(errs, f.counters.unmap(), f.teidIndex.unmap(), f.ueIndex.unmap(), f.objs.Close())
+	errs = append(errs, f.closeMaps())
 	return errors.Join(errs...)
+}
+
+// closeMaps releases the mappings of the maps (those made so far) and
+// the programs and maps.
+func (f *FastPath) closeMaps() error {
+	return errors.Join(f.counters.unmap(), f.teidIndex.unmap(), f.ueIndex.unmap(), f.objs.Close())
 }
 
 // be32 is an IPv4 address as the programs read a __be32 on this host.
