@@ -163,9 +163,14 @@ func TestIndexCycles(t *testing.T) {
 				t.Errorf("%s: place %d holds %#x", x.name, i, x.entries[i].Key)
 			}
 		}
-		var k, v []byte
-		if it := x.hash.Iterate(); it.Next(&k, &v) {
-			t.Errorf("%s: hash map not empty", x.name)
+		var k uint32
+		var v upfSess
+		it := x.hash.Iterate()
+		if it.Next(&k, &v) {
+			t.Errorf("%s: hash map holds %#x", x.name, k)
+		}
+		if err := it.Err(); err != nil {
+			t.Errorf("%s: %v", x.name, err)
 		}
 	}
 }
