@@ -93,15 +93,17 @@ func (f *FastPath) loadObjects(spec *ebpf.CollectionSpec) error {
 	}
 	var core struct {
 		upfMaps
-		UpfN3   *ebpf.Program `ebpf:"upf_n3"`
-		UpfN6   *ebpf.Program `ebpf:"upf_n6"`
-		PassAll *ebpf.Program `ebpf:"pass_all"`
+		UpfN3         *ebpf.Program `ebpf:"upf_n3"`
+		UpfN6         *ebpf.Program `ebpf:"upf_n6"`
+		PassAll       *ebpf.Program `ebpf:"pass_all"`
+		UpfClockStart *ebpf.Program `ebpf:"upf_clock_start"`
 	}
 	if err := spec.LoadAndAssign(&core, nil); err != nil {
 		return err
 	}
 	f.objs.upfMaps = core.upfMaps
 	f.objs.UpfN3, f.objs.UpfN6, f.objs.PassAll = core.UpfN3, core.UpfN6, core.PassAll
+	f.objs.UpfClockStart = core.UpfClockStart
 	return nil
 }
 

@@ -29,6 +29,15 @@ type upfBucket struct {
 	BurstNs   uint64
 }
 
+type upfClock struct {
+	_     structs.HostLayout
+	Now   uint64
+	Timer struct {
+		_ structs.HostLayout
+		_ [16]byte
+	}
+}
+
 type upfConfig struct {
 	_         structs.HostLayout
 	N3Addr    uint32
@@ -175,32 +184,34 @@ type upfUsage struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	upfMapBuckets     = "buckets"
-	upfMapCfg         = "cfg"
-	upfMapCpus        = "cpus"
-	upfMapFlows       = "flows"
-	upfMapIfaces      = "ifaces"
-	upfMapNexthops    = "nexthops"
-	upfMapPeerHops    = "peer_hops"
-	upfMapPeerSlot    = "peer_slot"
-	upfMapPortHops    = "port_hops"
-	upfMapPorts       = "ports"
-	upfMapStats       = "stats"
-	upfMapSteerLoad   = "steer_load"
-	upfMapSteerTable  = "steer_table"
-	upfMapTeidIndex   = "teid_index"
-	upfMapTeids       = "teids"
-	upfMapUeIndex     = "ue_index"
-	upfMapUes         = "ues"
-	upfMapUrrs        = "urrs"
-	upfProgPassAll    = "pass_all"
-	upfProgUpfCpu     = "upf_cpu"
-	upfProgUpfN3      = "upf_n3"
-	upfProgUpfN3Steer = "upf_n3_steer"
-	upfProgUpfN6      = "upf_n6"
-	upfProgUpfN6Steer = "upf_n6_steer"
-	upfVarIndexMask   = "index_mask"
-	upfVarUrrSlots    = "urr_slots"
+	upfMapBuckets        = "buckets"
+	upfMapCfg            = "cfg"
+	upfMapClock          = "clock"
+	upfMapCpus           = "cpus"
+	upfMapFlows          = "flows"
+	upfMapIfaces         = "ifaces"
+	upfMapNexthops       = "nexthops"
+	upfMapPeerHops       = "peer_hops"
+	upfMapPeerSlot       = "peer_slot"
+	upfMapPortHops       = "port_hops"
+	upfMapPorts          = "ports"
+	upfMapStats          = "stats"
+	upfMapSteerLoad      = "steer_load"
+	upfMapSteerTable     = "steer_table"
+	upfMapTeidIndex      = "teid_index"
+	upfMapTeids          = "teids"
+	upfMapUeIndex        = "ue_index"
+	upfMapUes            = "ues"
+	upfMapUrrs           = "urrs"
+	upfProgPassAll       = "pass_all"
+	upfProgUpfClockStart = "upf_clock_start"
+	upfProgUpfCpu        = "upf_cpu"
+	upfProgUpfN3         = "upf_n3"
+	upfProgUpfN3Steer    = "upf_n3_steer"
+	upfProgUpfN6         = "upf_n6"
+	upfProgUpfN6Steer    = "upf_n6_steer"
+	upfVarIndexMask      = "index_mask"
+	upfVarUrrSlots       = "urr_slots"
 )
 
 // loadUpf returns the embedded CollectionSpec for upf.
@@ -245,12 +256,13 @@ type upfSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type upfProgramSpecs struct {
-	PassAll    *ebpf.ProgramSpec `ebpf:"pass_all"`
-	UpfCpu     *ebpf.ProgramSpec `ebpf:"upf_cpu"`
-	UpfN3      *ebpf.ProgramSpec `ebpf:"upf_n3"`
-	UpfN3Steer *ebpf.ProgramSpec `ebpf:"upf_n3_steer"`
-	UpfN6      *ebpf.ProgramSpec `ebpf:"upf_n6"`
-	UpfN6Steer *ebpf.ProgramSpec `ebpf:"upf_n6_steer"`
+	PassAll       *ebpf.ProgramSpec `ebpf:"pass_all"`
+	UpfClockStart *ebpf.ProgramSpec `ebpf:"upf_clock_start"`
+	UpfCpu        *ebpf.ProgramSpec `ebpf:"upf_cpu"`
+	UpfN3         *ebpf.ProgramSpec `ebpf:"upf_n3"`
+	UpfN3Steer    *ebpf.ProgramSpec `ebpf:"upf_n3_steer"`
+	UpfN6         *ebpf.ProgramSpec `ebpf:"upf_n6"`
+	UpfN6Steer    *ebpf.ProgramSpec `ebpf:"upf_n6_steer"`
 }
 
 // upfMapSpecs contains maps before they are loaded into the kernel.
@@ -259,6 +271,7 @@ type upfProgramSpecs struct {
 type upfMapSpecs struct {
 	Buckets    *ebpf.MapSpec `ebpf:"buckets"`
 	Cfg        *ebpf.MapSpec `ebpf:"cfg"`
+	Clock      *ebpf.MapSpec `ebpf:"clock"`
 	Cpus       *ebpf.MapSpec `ebpf:"cpus"`
 	Flows      *ebpf.MapSpec `ebpf:"flows"`
 	Ifaces     *ebpf.MapSpec `ebpf:"ifaces"`
@@ -307,6 +320,7 @@ func (o *upfObjects) Close() error {
 type upfMaps struct {
 	Buckets    *ebpf.Map `ebpf:"buckets"`
 	Cfg        *ebpf.Map `ebpf:"cfg"`
+	Clock      *ebpf.Map `ebpf:"clock"`
 	Cpus       *ebpf.Map `ebpf:"cpus"`
 	Flows      *ebpf.Map `ebpf:"flows"`
 	Ifaces     *ebpf.Map `ebpf:"ifaces"`
@@ -329,6 +343,7 @@ func (m *upfMaps) Close() error {
 	return _UpfClose(
 		m.Buckets,
 		m.Cfg,
+		m.Clock,
 		m.Cpus,
 		m.Flows,
 		m.Ifaces,
@@ -360,17 +375,19 @@ type upfVariables struct {
 //
 // It can be passed to loadUpfObjects or ebpf.CollectionSpec.LoadAndAssign.
 type upfPrograms struct {
-	PassAll    *ebpf.Program `ebpf:"pass_all"`
-	UpfCpu     *ebpf.Program `ebpf:"upf_cpu"`
-	UpfN3      *ebpf.Program `ebpf:"upf_n3"`
-	UpfN3Steer *ebpf.Program `ebpf:"upf_n3_steer"`
-	UpfN6      *ebpf.Program `ebpf:"upf_n6"`
-	UpfN6Steer *ebpf.Program `ebpf:"upf_n6_steer"`
+	PassAll       *ebpf.Program `ebpf:"pass_all"`
+	UpfClockStart *ebpf.Program `ebpf:"upf_clock_start"`
+	UpfCpu        *ebpf.Program `ebpf:"upf_cpu"`
+	UpfN3         *ebpf.Program `ebpf:"upf_n3"`
+	UpfN3Steer    *ebpf.Program `ebpf:"upf_n3_steer"`
+	UpfN6         *ebpf.Program `ebpf:"upf_n6"`
+	UpfN6Steer    *ebpf.Program `ebpf:"upf_n6_steer"`
 }
 
 func (p *upfPrograms) Close() error {
 	return _UpfClose(
 		p.PassAll,
+		p.UpfClockStart,
 		p.UpfCpu,
 		p.UpfN3,
 		p.UpfN3Steer,

@@ -471,6 +471,7 @@ func Open(cfg Config) (*FastPath, error) {
 		f.closeMaps()
 		return nil, err
 	}
+	f.startClock()
 	if f.steer != nil {
 		if err := f.configureSteering(); err != nil {
 			f.closeMaps()
@@ -483,6 +484,23 @@ func Open(cfg Config) (*FastPath, error) {
 	}
 	f.startRetiring()
 	return f, nil
+}
+
+// startClock arms the programs' clock (the clock map, bpf/upf.c): a BPF
+// timer that stores the monotonic time every millisecond, so that QoS
+// reads a stored time where it would call the clock on every packet. If
+// the kernel does not arm it the programs call the clock themselves:
+// slower, the same answers.
+func (f *FastPath) startClock() {
+	const xdpPass = 2
+	// BPF_PROG_TEST_RUN wants an Ethernet header's worth of frame.
+	ret, err := f.objs.UpfClockStart.Run(&ebpf.RunOptions{Data: make([]byte, 64)})
+	if err == nil && ret != xdpPass {
+		err = fmt.Errorf("upf_clock_start returned %d", ret)
+	}
+	if err != nil {
+		f.log.Warn("xdp: the programs' clock is not running; QoS calls the kernel's clock on every packet", "err", err)
+	}
 }
 
 // startHops starts the next-hop resolver in the calling thread's network

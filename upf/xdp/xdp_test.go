@@ -798,3 +798,32 @@ func TestNextHopCache(t *testing.T) {
 	}
 	plantedGoesTo("downlink", e.f.objs.PeerHops, gslot, dl)
 }
+
+// TestClock: the programs' clock (the clock map, which QoS reads instead
+// of calling the kernel's clock) runs once Open has armed it: it moves a
+// millisecond at a time and is never ahead of CLOCK_MONOTONIC, the clock
+// of bpf_ktime_get_ns, which judges what it would drop.
+func TestClock(t *testing.T) {
+	e := setup(t, nil)
+	read := func() (stored, mono uint64) {
+		var c upfClock
+		if err := e.f.objs.Clock.Lookup(uint32(0), &c); err != nil {
+			t.Fatal(err)
+		}
+		var ts unix.Timespec
+		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+			t.Fatal(err)
+		}
+		return c.Now, uint64(ts.Nano())
+	}
+	s1, m1 := read()
+	time.Sleep(50 * time.Millisecond)
+	s2, m2 := read()
+	if s1 == 0 || s1 > m1 || s2 > m2 {
+		t.Fatalf("stored %d, %d; monotonic %d, %d", s1, s2, m1, m2)
+	}
+	// Loose bounds: a loaded machine runs timers late.
+	if s2-s1 < uint64(10*time.Millisecond) || m2-s2 > uint64(500*time.Millisecond) {
+		t.Fatalf("the clock moved %v in 50 ms and is %v behind", time.Duration(s2-s1), time.Duration(m2-s2))
+	}
+}
