@@ -105,9 +105,19 @@ func observedUE(t *testing.T, g *gnb.GNB, msin string) (*ue.UE, *gnb.Port, *repo
 // waitUntil polls cond for 10 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
+	waitExplained(t, what, cond, nil)
+}
+
+// waitExplained is waitUntil that adds explain's account of the state to
+// the failure, for a wait that failed once and could not be reproduced.
+func waitExplained(t *testing.T, what string, cond func() bool, explain func() string) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
+			if explain != nil {
+				t.Fatalf("timed out waiting for %s: %s", what, explain())
+			}
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(2 * time.Millisecond)
@@ -203,7 +213,12 @@ func TestServiceRequestRestoresUserPlane(t *testing.T) {
 			t.Fatalf("uplink %d in CM-IDLE: %v", i, err)
 		}
 	}
-	waitUntil(t, "the buffered uplink at the UPF", func() bool { return c.Stats().UPF.Pipeline.ULPackets == ul+8 })
+	waitExplained(t, "the buffered uplink at the UPF", func() bool { return c.Stats().UPF.Pipeline.ULPackets == ul+8 }, func() string {
+		up := c.Stats().UPF.Pipeline
+		cur, _ := u.Session(s.ID)
+		return fmt.Sprintf("the UPF counted %d of 8 (drops %v); UE %+v, connected %v, session %+v, gNB sessions %+v, %d service-request samples",
+			up.ULPackets-ul, up.Drops, u.Stats(), u.Connected(), cur, port.Sessions(), len(rec.Samples(ue.ProcServiceRequest)))
+	})
 	if ust := u.Stats(); ust.QueuedUplink != 8 || ust.DroppedUplink != 0 {
 		t.Fatalf("UE stats %+v", ust)
 	}
