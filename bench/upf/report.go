@@ -314,7 +314,11 @@ func (r *Report) WriteTable(w io.Writer) {
 				est = append(est, s.EstablishRate())
 				fwd = append(fwd, s.ForwardRate())
 			}
-			fmt.Fprintf(w, "  %-9s %7d sessions: %9.0f establishments/s; all forwarding at %9.0f sessions/s\n", k.Variant, k.Sessions, median(est), median(fwd))
+			workers := "" // the scaling runs' installations are rows of their own
+			if k.Workers > 1 {
+				workers = fmt.Sprintf(" (%d workers)", k.Workers)
+			}
+			fmt.Fprintf(w, "  %-9s %7d sessions: %9.0f establishments/s; all forwarding at %9.0f sessions/s%s\n", k.Variant, k.Sessions, median(est), median(fwd), workers)
 		}
 	}
 	if len(r.Scaling) > 0 {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -169,6 +170,21 @@ func TestRowsAndRatios(t *testing.T) {
 	}
 	if in := find("upf-install", "portable"); in.Median != 200 || in.Extra["establishments_per_s"].(float64) != 10000 {
 		t.Errorf("install row %+v", in)
+	}
+
+	// The table tells a scaling run's installation from the plain one's.
+	k.Variant, k.Workers = "portable", 2
+	r.Install[k] = []InstallSample{{Sessions: 1000, Installed: 50 * time.Millisecond, Forwarding: 100 * time.Millisecond}}
+	var tb strings.Builder
+	r.WriteTable(&tb)
+	var installs []string
+	for l := range strings.Lines(tb.String()) {
+		if strings.Contains(l, "establishments/s") {
+			installs = append(installs, strings.TrimSpace(l))
+		}
+	}
+	if len(installs) != 2 || strings.Contains(installs[0], "workers") || !strings.HasSuffix(installs[1], "(2 workers)") {
+		t.Errorf("installation lines %q", installs)
 	}
 }
 
