@@ -143,8 +143,18 @@ func BenchmarkN3DecapSDF(b *testing.B) {
 }
 
 // BenchmarkN3Steer: the steering program on a G-PDU whose bucket is on
-// another CPU (the redirect to the cpumap is not executed).
-func BenchmarkN3Steer(b *testing.B) {
+// another CPU, what the receiving CPU pays (the redirect to the cpumap is
+// not executed; upf_cpu pays upf_n3's there).
+func BenchmarkN3Steer(b *testing.B) { benchSteer(b, 1) }
+
+// BenchmarkN3SteerLocal: the steering program on a G-PDU whose bucket is
+// on this CPU, which it processes inline: steering's overhead over
+// BenchmarkN3Decap.
+func BenchmarkN3SteerLocal(b *testing.B) { benchSteer(b, 0) }
+
+// benchSteer times upf_n3_steer, pinned to the first steering CPU, on a
+// session whose bucket is on steering CPU steerTo.
+func benchSteer(b *testing.B, steerTo int) {
 	if runtime.NumCPU() < 2 {
 		b.Skip("needs 2 CPUs")
 	}
@@ -152,32 +162,8 @@ func BenchmarkN3Steer(b *testing.B) {
 	e.install(session(sessOpts{}))
 	cpus := e.f.SteerCPUs()
 	pinThread(b, cpus[0])
-	e.steerAll(cpus[1])
+	e.steerAll(cpus[steerTo])
 	benchProg(b, e, e.f.objs.UpfN3Steer, e.n3, ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1234, 80, 1400)), xdpRedirect)
-}
-
-// The per-packet costs with steering, timed one run at a time: upf_n3
-// (no steering); the steering program for a bucket on another CPU (what
-// the receiving CPU pays; upf_cpu pays upf_n3's there); and for a bucket
-// on this CPU (steering's overhead over upf_n3).
-func BenchmarkOnceN3Decap(b *testing.B)       { benchOnceSteer(b, 1, -1) }
-func BenchmarkOnceN3SteerRemote(b *testing.B) { benchOnceSteer(b, 2, 1) }
-func BenchmarkOnceN3SteerLocal(b *testing.B)  { benchOnceSteer(b, 2, 0) }
-
-func benchOnceSteer(b *testing.B, cpus, steerTo int) {
-	if runtime.NumCPU() < 2 {
-		b.Skip("needs 2 CPUs")
-	}
-	e := setup(b, func(c *Config) { c.CPUs = cpus })
-	e.install(session(sessOpts{}))
-	prog := e.f.objs.UpfN3
-	if cpus > 1 {
-		c := e.f.SteerCPUs()
-		pinThread(b, c[0])
-		e.steerAll(c[steerTo])
-		prog = e.f.objs.UpfN3Steer
-	}
-	benchProg(b, e, prog, e.n3, ulFrame(ulTEID, qfi, udp4(ueIP, dnIP, 1234, 80, 1400)), xdpRedirect)
 }
 
 // BenchmarkSync: one Sync over 100,000 sessions, each with a URR (the
