@@ -18,8 +18,9 @@ import (
 // A key whose rules fit an index entry (indexEntryOf: the common
 // session) goes to the entry at place key & mask if that place is free;
 // any other key goes to the hash map. The programs look at the place
-// first and take the hash map when the entry there is not the key's. Entries are written through a mapping of the array, under
-// these rules, which make an entry behave as RCU would:
+// first and take the hash map when the entry there is not the key's.
+// Entries are written through a mapping of the array, under these rules,
+// which make an entry behave as RCU would:
 //
 //   - A free place (key 0, and no program can still be reading what it
 //     held) is written whole, key 0, then its key is stored, atomically

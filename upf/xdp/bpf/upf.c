@@ -295,8 +295,8 @@ struct {
 // every CLOCK_TICK_NS, read by qos with one load. A clock helper is a
 // call into the kernel, and on a kernel with return-stack mitigations
 // (SRSO "safe RET" on the AMD hosts these benches ran on) a call and its
-// returns cost some 10-15 ns a packet in the path, about a third of what
-// the programs add to a bare forwarder; the stored time costs a load. It
+// returns cost some 10-15 ns a packet in the path, about half of what the
+// programs added to a bare forwarder; the stored time costs a load. It
 // is never ahead of the true time, so it can only judge a bucket more
 // strictly (an "over the rate" answer is checked again with
 // bpf_ktime_get_ns), and an idle bucket restarts at most one tick early:
