@@ -82,13 +82,16 @@ func RESStar(ck, ik []byte, snn string, rand, res []byte) []byte {
 	return out[16:]
 }
 
-// HXRESStar computes HXRES* (or HRES*) (TS 33.501 A.5): the 128 most
-// significant bits of SHA-256(RAND || XRES*).
+// HXRESStar computes HXRES* (or HRES*) (TS 33.501 A.5): "the 128 least
+// significant bits of the output of the SHA-256 function" over RAND ||
+// XRES*, the last 16 octets of the digest. An AMF and an AUSF must agree
+// on which half, or every 5G-AKA fails with "HRES* does not match HXRES*";
+// free5gc (AUSF and AMF) and Open5GS take the same last 16 octets.
 func HXRESStar(rand, xresStar []byte) []byte {
 	h := sha256.New()
 	h.Write(rand)
 	h.Write(xresStar)
-	return h.Sum(nil)[:16]
+	return h.Sum(nil)[16:]
 }
 
 // KSEAF derives KSEAF from KAUSF (TS 33.501 A.6): P0 = serving network name.
