@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/cilium/ebpf v0.22.0
+	github.com/evanphx/json-patch/v5 v5.9.11
 	github.com/free5gc/nas v1.3.0
 	github.com/free5gc/ngap v1.2.0
 	github.com/free5gc/openapi v1.3.0

@@ -28,19 +28,24 @@ type NFManagement interface {
 	// Errors: CauseMandatoryIEMissing, CauseMandatoryIEIncorrect.
 	Register(ctx context.Context, profile *models.Nrf_NFMgmt_NFProfile) (stored *models.Nrf_NFMgmt_NFProfile, created bool, err error)
 
-	// Heartbeat is the NF heart-beat form of NFUpdate (TS 29.510
-	// §5.2.2.3.2): PATCH /nf-instances/{nfInstanceID} with
-	// application/json-patch+json
-	// [{"op":"replace","path":"/nfStatus","value":"REGISTERED"}]. It tells
-	// the NRF that the instance is alive. A nil profile means 204 No Content;
-	// a non-nil one is the whole profile after the NRF changed it (for
-	// instance it had suspended the instance for missed heartbeats and now
-	// reinstates it), answered 200 OK. Profile changes other than the
-	// heartbeat are a Register of the new profile (the PUT complete
-	// replacement of TS 29.510 §5.2.2.3.1). Errors: CauseNFInstanceNotFound
-	// (404: the NRF forgot the instance, e.g. it restarted or the instance
-	// missed heartbeats for too long; the NF registers again).
-	Heartbeat(ctx context.Context, nfInstanceID string) (*models.Nrf_NFMgmt_NFProfile, error)
+	// Update is NFUpdate (TS 29.510 §5.2.2.3): PATCH
+	// /nf-instances/{nfInstanceID} with application/json-patch+json, the
+	// JSON Patch (RFC 6902) patch applied to the stored profile as a whole
+	// or not at all. The NF heart-beat (§5.2.2.3.2) is the Update of
+	// HeartbeatPatch: it tells the NRF that the instance is alive, as every
+	// Update does. A nil profile means 204 No Content (the NRF accepted the
+	// patch and the profile is unchanged, as after a heart-beat); a non-nil
+	// one is the whole profile as stored, answered 200 OK, after a change
+	// or when the NRF stored something else than asked (for instance it
+	// reinstates an instance it had suspended for missed heartbeats). A
+	// complete replacement is a Register (PUT, §5.2.2.3.1).
+	// Errors: CauseNFInstanceNotFound (404: the NRF forgot the instance,
+	// e.g. it restarted or the instance missed heartbeats for too long; the
+	// NF registers again); CauseInvalidMsgFormat (400: the patch does not
+	// apply), CauseMandatoryIEMissing, CauseMandatoryIEIncorrect (400: the
+	// patched profile is not valid), CauseModificationNotAllowed (403: the
+	// patch changes nfInstanceId).
+	Update(ctx context.Context, nfInstanceID string, patch []models.PatchItem) (*models.Nrf_NFMgmt_NFProfile, error)
 
 	// Deregister is NFDeregister (TS 29.510 §5.2.2.4): DELETE
 	// /nf-instances/{nfInstanceID}, 204. Errors: CauseNFInstanceNotFound.
@@ -67,6 +72,16 @@ type NFManagement interface {
 	// /subscriptions/{subscriptionID}, 204. Errors: CauseSubscriptionNotFound
 	// (unknown or expired subscription).
 	Unsubscribe(ctx context.Context, subscriptionID string) error
+}
+
+// HeartbeatPatch is the body of the NF heart-beat (TS 29.510 §5.2.2.3.2):
+// a replace of nfStatus by the status the NF registered with (REGISTERED
+// unless it asked to be, say, UNDISCOVERABLE).
+func HeartbeatPatch(status models.Nrf_NFMgmt_NFStatus) []models.PatchItem {
+	if status == "" {
+		status = models.Nrf_NFMgmt_NFStatus_REGISTERED
+	}
+	return []models.PatchItem{{Op: models.PatchOperation_REPLACE, Path: "/nfStatus", Value: string(status)}}
 }
 
 // NFStatusNotifier receives NFStatusNotify (TS 29.510 §5.2.2.6, §6.1.5.2):

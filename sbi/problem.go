@@ -22,6 +22,12 @@ const (
 	CauseTargetNFNotReachable         = "TARGET_NF_NOT_REACHABLE"
 	CauseTimedOutRequest              = "TIMED_OUT_REQUEST"
 
+	// TS 29.500 Table 5.2.7.2-1 as well: a request body that cannot be
+	// understood (400; e.g. a JSON Patch that does not apply), and a
+	// modification of an IE that may not be modified (403).
+	CauseInvalidMsgFormat       = "INVALID_MSG_FORMAT"
+	CauseModificationNotAllowed = "MODIFICATION_NOT_ALLOWED"
+
 	// TS 29.503 §6.1.7.3 / §6.2.7.3 / §6.3.7.3 (Nudm).
 	CauseUserNotFound                = "USER_NOT_FOUND"
 	CauseDataNotFound                = "DATA_NOT_FOUND"

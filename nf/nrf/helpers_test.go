@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/free5gc/openapi/models"
+
+	"github.com/tern5g/tern/sbi"
 )
 
 // fakeClock is the NRF's injected clock: tests move time by hand and call
@@ -42,6 +44,12 @@ func newNRF(t *testing.T, cfg Config, opts ...Option) (*NRF, *fakeClock) {
 	}
 	t.Cleanup(n.Stop)
 	return n, clk
+}
+
+// heartbeat sends the NF heart-beat (TS 29.510 §5.2.2.3.2) of an instance
+// registered REGISTERED.
+func heartbeat(n *NRF, id string) (*models.Nrf_NFMgmt_NFProfile, error) {
+	return n.Update(context.Background(), id, sbi.HeartbeatPatch(""))
 }
 
 func mustRegister(t *testing.T, n *NRF, p *models.Nrf_NFMgmt_NFProfile) *models.Nrf_NFMgmt_NFProfile {

@@ -1,6 +1,7 @@
 // Package nrf is tern's NF repository function (TS 29.510):
-// Nnrf_NFManagement (register, heartbeat, deregister, profile retrieval,
-// status subscriptions and their notifications), Nnrf_NFDiscovery and
+// Nnrf_NFManagement (register, update by JSON Patch and its heart-beat
+// form, deregister, profile retrieval, status subscriptions and their
+// notifications), Nnrf_NFDiscovery and
 // Nnrf_AccessToken, behind the sbi interfaces so that any binding (the
 // in-process Go call, HTTP/2) serves them.
 //
@@ -10,7 +11,7 @@
 // are rare. So readers never lock: every change publishes a new immutable
 // snapshot of the registry through an atomic pointer, and Discover,
 // GetProfile and AccessToken read whichever snapshot is current. Writers
-// (register, deregister, a status change by heartbeat or expiry) serialise
+// (register, update, deregister, a status change by expiry) serialise
 // on a mutex, which also guards the subscriptions, and copy the map: O(n)
 // per change, nothing for the tens of instances a core has. A published entry is
 // never modified; a status change publishes a new entry. The time of each
@@ -22,8 +23,9 @@
 //
 // The NRF answers NFRegister with the heartBeatTimer it wants
 // (Config.HeartBeatTimer; TS 29.510 §5.2.2.2.2 lets the NRF override what
-// the NF proposes). An instance that has not sent a heartbeat (NFUpdate,
-// TS 29.510 §5.2.2.3.2) for heartBeatTimer × heartBeatGrace is SUSPENDED:
+// the NF proposes). An instance that has not sent a heartbeat (an NFUpdate,
+// TS 29.510 §5.2.2.3.2: the heart-beat or any other patch) nor registered
+// again for heartBeatTimer × heartBeatGrace is SUSPENDED:
 // it stays registered but is no longer discoverable, and subscribers get
 // NF_PROFILE_CHANGED with the new nfStatus, which is what §5.2.2.3.2 asks
 // of an NRF that misses heartbeats (tern does not send NF_DEREGISTERED
@@ -429,19 +431,8 @@ func (n *NRF) publish(byID map[string]*entry) {
 // effect. A replaced profile that differs from the stored one is notified
 // as NF_PROFILE_CHANGED, a new instance as NF_REGISTERED.
 func (n *NRF) Register(ctx context.Context, profile *models.Nrf_NFMgmt_NFProfile) (*models.Nrf_NFMgmt_NFProfile, bool, error) {
-	if profile == nil || profile.NfInstanceId == "" {
-		return nil, false, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "nfInstanceId")
-	}
-	if profile.NfType == "" {
-		return nil, false, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "nfType")
-	}
-	if strings.ContainsAny(profile.NfInstanceId, "/?#") {
-		return nil, false, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "nfInstanceId %q: not a URI path segment", profile.NfInstanceId)
-	}
-	switch profile.NfStatus {
-	case "", models.Nrf_NFMgmt_NFStatus_REGISTERED, models.Nrf_NFMgmt_NFStatus_SUSPENDED, models.Nrf_NFMgmt_NFStatus_UNDISCOVERABLE:
-	default:
-		return nil, false, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "nfStatus %q", profile.NfStatus)
+	if err := checkProfile(profile); err != nil {
+		return nil, false, err
 	}
 	e, err := n.newEntry(profile)
 	if err != nil {
@@ -467,6 +458,27 @@ func (n *NRF) Register(ctx context.Context, profile *models.Nrf_NFMgmt_NFProfile
 	}
 	out := e.mgmt
 	return &out, prev == nil, nil
+}
+
+// checkProfile checks the attributes of a profile that the NRF relies on
+// (TS 29.510 §6.1.6.2.2, NFProfile: nfInstanceId, nfType and nfStatus are
+// mandatory; an empty nfStatus is taken as REGISTERED).
+func checkProfile(profile *models.Nrf_NFMgmt_NFProfile) error {
+	if profile == nil || profile.NfInstanceId == "" {
+		return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "nfInstanceId")
+	}
+	if profile.NfType == "" {
+		return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "nfType")
+	}
+	if strings.ContainsAny(profile.NfInstanceId, "/?#") {
+		return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "nfInstanceId %q: not a URI path segment", profile.NfInstanceId)
+	}
+	switch profile.NfStatus {
+	case "", models.Nrf_NFMgmt_NFStatus_REGISTERED, models.Nrf_NFMgmt_NFStatus_SUSPENDED, models.Nrf_NFMgmt_NFStatus_UNDISCOVERABLE:
+	default:
+		return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "nfStatus %q", profile.NfStatus)
+	}
+	return nil
 }
 
 // newEntry deep-copies profile into a new entry, with the heartBeatTimer
@@ -499,35 +511,6 @@ func (n *NRF) newEntry(profile *models.Nrf_NFMgmt_NFProfile) (*entry, error) {
 		return nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseOptionalIEIncorrect, "%v", err)
 	}
 	return e, nil
-}
-
-// Heartbeat implements sbi.NFManagement (NF heart-beat, TS 29.510
-// §5.2.2.3.2). It answers nil (204) unless the instance was SUSPENDED for
-// missed heartbeats: then it is reinstated and its profile returned (200).
-func (n *NRF) Heartbeat(ctx context.Context, nfInstanceID string) (*models.Nrf_NFMgmt_NFProfile, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	now := n.now()
-	old := n.snap.Load()
-	e, ok := old.byID[nfInstanceID]
-	if !ok {
-		return nil, sbi.NewProblem(http.StatusNotFound, sbi.CauseNFInstanceNotFound, "%q", nfInstanceID)
-	}
-	n.seen[nfInstanceID] = now
-	if !e.expired {
-		return nil, nil
-	}
-	r := e.withStatus(e.want, false)
-	byID := maps.Clone(old.byID)
-	byID[nfInstanceID] = r
-	n.publish(byID)
-	if r.mgmt.NfStatus == e.mgmt.NfStatus { // it had registered SUSPENDED: nothing visible changes
-		return nil, nil
-	}
-	n.log.Info("NF reinstated by a heartbeat", "nfType", r.mgmt.NfType, "nfInstanceId", nfInstanceID)
-	n.fanout(models.Nrf_NFMgmt_NotificationEventType_PROFILE_CHANGED, r, now)
-	out := r.mgmt
-	return &out, nil
 }
 
 // Deregister implements sbi.NFManagement (NFDeregister, TS 29.510 §5.2.2.4).

@@ -32,7 +32,7 @@ func TestRegisterAnswersHeartBeatTimerAndCreated(t *testing.T) {
 	if _, err := n.GetProfile(ctx, "nobody"); !errors.Is(err, sbi.ErrNFInstanceNotFound) {
 		t.Fatalf("GetProfile(unknown) = %v", err)
 	}
-	if _, err := n.Heartbeat(ctx, "nobody"); !errors.Is(err, sbi.ErrNFInstanceNotFound) {
+	if _, err := heartbeat(n, "nobody"); !errors.Is(err, sbi.ErrNFInstanceNotFound) {
 		t.Fatalf("Heartbeat(unknown) = %v", err)
 	}
 }
@@ -47,12 +47,11 @@ func discoverable(t *testing.T, n *NRF, typ sbi.NFType, id string) bool {
 }
 
 func TestHeartbeatKeepsAlive(t *testing.T) {
-	ctx := context.Background()
 	n, clk := newNRF(t, Config{}) // heartBeatTimer 10s, grace 1.5, removal after 60s
 	mustRegister(t, n, profile("smf-1", sbi.NFTypeSMF))
 	for i := 0; i < 10; i++ { // 100s of heartbeats every 10s
 		now := clk.Advance(10 * time.Second)
-		if p, err := n.Heartbeat(ctx, "smf-1"); err != nil || p != nil {
+		if p, err := heartbeat(n, "smf-1"); err != nil || p != nil {
 			t.Fatalf("heartbeat %d: %v, %v; want 204", i, p, err)
 		}
 		n.expire(now.Add(4 * time.Second)) // just before the next one is due
@@ -78,7 +77,7 @@ func TestHeartbeatExpirySuspendsThenRemoves(t *testing.T) {
 	if !discoverable(t, n, sbi.NFTypeSMF, "smf-1") {
 		t.Fatal("suspended within the grace period")
 	}
-	if _, err := n.Heartbeat(ctx, "smf-2"); err != nil {
+	if _, err := heartbeat(n, "smf-2"); err != nil {
 		t.Fatal(err)
 	}
 	n.expire(clk.Advance(time.Second)) // 16s: smf-1 suspended
@@ -91,7 +90,7 @@ func TestHeartbeatExpirySuspendsThenRemoves(t *testing.T) {
 	n.expire(clk.Advance(time.Second)) // no second notification
 
 	// A heartbeat reinstates it: 200 with the profile.
-	p, err := n.Heartbeat(ctx, "smf-1")
+	p, err := heartbeat(n, "smf-1")
 	if err != nil || p == nil || p.NfStatus != models.Nrf_NFMgmt_NFStatus_REGISTERED {
 		t.Fatalf("heartbeat of a suspended NF = %+v, %v; want 200 REGISTERED", p, err)
 	}
@@ -105,7 +104,7 @@ func TestHeartbeatExpirySuspendsThenRemoves(t *testing.T) {
 	if _, err := n.GetProfile(ctx, "smf-1"); !errors.Is(err, sbi.ErrNFInstanceNotFound) {
 		t.Fatalf("after 61s silent: %v", err)
 	}
-	if _, err := n.Heartbeat(ctx, "smf-1"); !errors.Is(err, sbi.ErrNFInstanceNotFound) {
+	if _, err := heartbeat(n, "smf-1"); !errors.Is(err, sbi.ErrNFInstanceNotFound) {
 		t.Fatalf("heartbeat after removal = %v, want 404", err)
 	}
 	got := rec.wait(t, "amf", 8)
@@ -137,7 +136,9 @@ func TestRegisterUndiscoverableStaysSoAfterHeartbeat(t *testing.T) {
 	if got, _ := n.GetProfile(ctx, "udm-1"); got.NfStatus != models.Nrf_NFMgmt_NFStatus_SUSPENDED {
 		t.Fatalf("silent UNDISCOVERABLE NF: %s, want SUSPENDED", got.NfStatus)
 	}
-	if got, err := n.Heartbeat(ctx, "udm-1"); err != nil || got.NfStatus != models.Nrf_NFMgmt_NFStatus_UNDISCOVERABLE {
+	// Its heart-beat replaces nfStatus by the status it registered with.
+	got, err := n.Update(ctx, "udm-1", sbi.HeartbeatPatch(models.Nrf_NFMgmt_NFStatus_UNDISCOVERABLE))
+	if err != nil || got.NfStatus != models.Nrf_NFMgmt_NFStatus_UNDISCOVERABLE {
 		t.Fatalf("heartbeat restores %v, %v; want the registered UNDISCOVERABLE", got, err)
 	}
 }

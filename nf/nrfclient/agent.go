@@ -260,7 +260,7 @@ func (a *Agent) register(ctx context.Context) error {
 func (a *Agent) heartbeat(ctx context.Context) {
 	hctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
 	defer cancel()
-	p, err := a.cfg.NRF.Heartbeat(hctx, a.profile.NfInstanceId)
+	p, err := a.cfg.NRF.Update(hctx, a.profile.NfInstanceId, sbi.HeartbeatPatch(a.profile.NfStatus))
 	switch {
 	case err == nil:
 		if p != nil { // 200: the NRF changed the profile (e.g. reinstated it)

@@ -72,13 +72,13 @@ func (f *fakeNRF) Register(ctx context.Context, p *models.Nrf_NFMgmt_NFProfile) 
 	return n.Register(ctx, p)
 }
 
-func (f *fakeNRF) Heartbeat(ctx context.Context, id string) (*models.Nrf_NFMgmt_NFProfile, error) {
+func (f *fakeNRF) Update(ctx context.Context, id string, patch []models.PatchItem) (*models.Nrf_NFMgmt_NFProfile, error) {
 	f.heartbeats.Add(1)
 	n, err := f.get()
 	if err != nil {
 		return nil, err
 	}
-	return n.Heartbeat(ctx, id)
+	return n.Update(ctx, id, patch)
 }
 
 func (f *fakeNRF) Deregister(ctx context.Context, id string) error {

@@ -127,9 +127,8 @@ func (c *Client) Register(ctx context.Context, profile *models.Nrf_NFMgmt_NFProf
 	return rs.Profile, rs.Created, err
 }
 
-func (c *Client) Heartbeat(ctx context.Context, nfInstanceID string) (*models.Nrf_NFMgmt_NFProfile, error) {
-	rs, err := call[NFHeartbeatRequest, NFHeartbeatResponse](ctx, c.c, NRFHeartbeat, &NFHeartbeatRequest{ID: nfInstanceID,
-		Patch: []models.PatchItem{{Op: models.PatchOperation_REPLACE, Path: "/nfStatus", Value: string(models.Nrf_NFMgmt_NFStatus_REGISTERED)}}})
+func (c *Client) Update(ctx context.Context, nfInstanceID string, patch []models.PatchItem) (*models.Nrf_NFMgmt_NFProfile, error) {
+	rs, err := call[NFHeartbeatRequest, NFHeartbeatResponse](ctx, c.c, NRFHeartbeat, &NFHeartbeatRequest{ID: nfInstanceID, Patch: patch})
 	return rs.Profile, err
 }
 

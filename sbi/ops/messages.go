@@ -285,8 +285,8 @@ func (r *NFProfileResponse) SuccessStatus() int {
 	return http.StatusOK
 }
 
-// NFHeartbeatRequest is the heart-beat PATCH: Patch is the one operation
-// of TS 29.510 §5.2.2.3.2, which the client fills.
+// NFHeartbeatRequest is NFUpdate's PATCH (TS 29.510 §5.2.2.3): the JSON
+// Patch, of which the heart-beat (§5.2.2.3.2, sbi.HeartbeatPatch) is one.
 type NFHeartbeatRequest struct {
 	ID    string             `sbi:"path=nfInstanceID"`
 	Patch []models.PatchItem `sbi:"body"`
@@ -296,8 +296,8 @@ type NFHeartbeatResponse struct {
 	Profile *models.Nrf_NFMgmt_NFProfile `sbi:"body"`
 }
 
-// SuccessStatus is 204 when the NRF has nothing to say, 200 with the
-// profile it changed.
+// SuccessStatus is 204 when the profile is unchanged, 200 with the
+// profile as stored otherwise.
 func (r *NFHeartbeatResponse) SuccessStatus() int {
 	if r.Profile == nil {
 		return http.StatusNoContent

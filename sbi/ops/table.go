@@ -131,6 +131,13 @@ var (
 			if rq.Profile != nil && rq.Profile.NfInstanceId == "" {
 				rq.Profile.NfInstanceId = rq.ID
 			}
+			// TS 29.510 §5.2.2.2.2: the profile registers at the URI's
+			// nfInstanceID; one naming another instance would be stored
+			// where its Location does not point.
+			if rq.Profile != nil && rq.Profile.NfInstanceId != rq.ID {
+				return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect,
+					"nfInstanceId %q differs from the URI's %q", rq.Profile.NfInstanceId, rq.ID)
+			}
 			rs.Profile, rs.Created, err = p.Register(ctx, rq.Profile)
 			return err
 		})
@@ -326,7 +333,7 @@ var (
 		Method: http.MethodPatch, Path: "/nnrf-nfm/v1/nf-instances/{nfInstanceID}", Status: http.StatusNoContent,
 		RequestMedia: "application/json-patch+json"},
 		func(ctx context.Context, p sbi.NFManagement, rq *NFHeartbeatRequest, rs *NFHeartbeatResponse) (err error) {
-			rs.Profile, err = p.Heartbeat(ctx, rq.ID)
+			rs.Profile, err = p.Update(ctx, rq.ID, rq.Patch)
 			return err
 		})
 	NRFGetProfile = define(Op{ID: 35, Name: sbi.OpNRFGetProfile, OperationID: "GetNFInstance",

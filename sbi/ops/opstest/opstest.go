@@ -188,8 +188,8 @@ func (p *Producer) Register(ctx context.Context, prof *models.Nrf_NFMgmt_NFProfi
 	return prof, prof.HeartBeatTimer == 0, nil
 }
 
-func (p *Producer) Heartbeat(ctx context.Context, id string) (*models.Nrf_NFMgmt_NFProfile, error) {
-	p.record(sbi.OpNRFHeartbeat, id)
+func (p *Producer) Update(ctx context.Context, id string, patch []models.PatchItem) (*models.Nrf_NFMgmt_NFProfile, error) {
+	p.record(sbi.OpNRFHeartbeat, id, patch)
 	switch id {
 	case FailNF:
 		return nil, sbi.ErrNFInstanceNotFound
@@ -520,13 +520,18 @@ func Run(t *testing.T, c *ops.Client, p *Producer, callbackRoot string) {
 	if _, created, err := c.Register(ctx, &again); err != nil || created {
 		t.Errorf("%s: replacing a profile: created %v, %v", sbi.OpNRFRegister, created, err)
 	}
-	if back, err := c.Heartbeat(ctx, NFID); err != nil || back != nil {
+	if back, err := c.Update(ctx, NFID, sbi.HeartbeatPatch("")); err != nil || back != nil {
 		t.Errorf("%s: %+v, %v", sbi.OpNRFHeartbeat, back, err)
 	}
-	if back, err := c.Heartbeat(ctx, "6f1c0b0e-0000-4000-8000-000000000005"); err != nil || back == nil || back.NfInstanceId != "6f1c0b0e-0000-4000-8000-000000000005" {
+	patch := []models.PatchItem{{Op: models.PatchOperation_REPLACE, Path: "/nfServices/0/apiPrefix", Value: "http://10.0.0.1:8000"},
+		{Op: models.PatchOperation_MOVE, From: "/fqdn", Path: "/interPlmnFqdn"}, {Op: models.PatchOperation_REMOVE, Path: "/load"}}
+	if back, err := c.Update(ctx, "6f1c0b0e-0000-4000-8000-000000000005", patch); err != nil || back == nil || back.NfInstanceId != "6f1c0b0e-0000-4000-8000-000000000005" {
 		t.Errorf("%s with a changed profile: %+v, %v", sbi.OpNRFHeartbeat, back, err)
 	}
-	_, err = c.Heartbeat(ctx, FailNF)
+	if seen := p.Seen(sbi.OpNRFHeartbeat); len(seen) != 2 || !reflect.DeepEqual(seen[1], patch) {
+		t.Errorf("%s: the producer got the patch %+v, want %+v", sbi.OpNRFHeartbeat, seen, patch)
+	}
+	_, err = c.Update(ctx, FailNF, sbi.HeartbeatPatch(""))
 	wantProblem(sbi.OpNRFHeartbeat, err, 404, sbi.CauseNFInstanceNotFound)
 	got2, err := c.GetProfile(ctx, NFID)
 	check(sbi.OpNRFGetProfile, err, NFID)

@@ -1,0 +1,259 @@
+package nrf
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/free5gc/openapi/models"
+
+	"github.com/tern5g/tern/sbi"
+	"github.com/tern5g/tern/sbi/httpsbi"
+)
+
+// The examples of RFC 6902 Appendix A (and the escaping example of RFC
+// 6901 §3), as JSON: doc, patch, and the result or "" for an error. A.11
+// (an unknown member) and A.13 (a duplicate "op") cannot be said with
+// PatchItem, which drops the one and keeps the last of the other.
+var rfc6902AppendixA = []struct{ name, doc, patch, want string }{
+	{"A.1 adding an object member", `{"foo":"bar"}`, `[{"op":"add","path":"/baz","value":"qux"}]`, `{"baz":"qux","foo":"bar"}`},
+	{"A.2 adding an array element", `{"foo":["bar","baz"]}`, `[{"op":"add","path":"/foo/1","value":"qux"}]`, `{"foo":["bar","qux","baz"]}`},
+	{"A.3 removing an object member", `{"baz":"qux","foo":"bar"}`, `[{"op":"remove","path":"/baz"}]`, `{"foo":"bar"}`},
+	{"A.4 removing an array element", `{"foo":["bar","qux","baz"]}`, `[{"op":"remove","path":"/foo/1"}]`, `{"foo":["bar","baz"]}`},
+	{"A.5 replacing a value", `{"baz":"qux","foo":"bar"}`, `[{"op":"replace","path":"/baz","value":"boo"}]`, `{"baz":"boo","foo":"bar"}`},
+	{"A.6 moving a value", `{"foo":{"bar":"baz","waldo":"fred"},"qux":{"corge":"grault"}}`, `[{"op":"move","from":"/foo/waldo","path":"/qux/thud"}]`,
+		`{"foo":{"bar":"baz"},"qux":{"corge":"grault","thud":"fred"}}`},
+	{"A.7 moving an array element", `{"foo":["all","grass","cows","eat"]}`, `[{"op":"move","from":"/foo/1","path":"/foo/3"}]`, `{"foo":["all","cows","eat","grass"]}`},
+	{"A.8 testing a value: success", `{"baz":"qux","foo":["a",2,"c"]}`, `[{"op":"test","path":"/baz","value":"qux"},{"op":"test","path":"/foo/1","value":2}]`,
+		`{"baz":"qux","foo":["a",2,"c"]}`},
+	{"A.9 testing a value: error", `{"baz":"qux"}`, `[{"op":"test","path":"/baz","value":"bar"}]`, ""},
+	{"A.10 adding a nested member object", `{"foo":"bar"}`, `[{"op":"add","path":"/child","value":{"grandchild":{}}}]`, `{"foo":"bar","child":{"grandchild":{}}}`},
+	{"A.12 adding to a nonexistent target", `{"foo":"bar"}`, `[{"op":"add","path":"/baz/bat","value":"qux"}]`, ""},
+	{"A.14 ~ escape ordering", `{"/":9,"~1":10}`, `[{"op":"test","path":"/~01","value":10}]`, `{"/":9,"~1":10}`},
+	{"A.15 comparing strings and numbers", `{"/":9,"~1":10}`, `[{"op":"test","path":"/~01","value":"10"}]`, ""},
+	{"A.16 adding an array value", `{"foo":["bar"]}`, `[{"op":"add","path":"/foo/-","value":["abc","def"]}]`, `{"foo":["bar",["abc","def"]]}`},
+	{"RFC 6901 §3 a/b", `{"a/b":1,"m~n":2}`, `[{"op":"replace","path":"/a~1b","value":3},{"op":"remove","path":"/m~0n"}]`, `{"a/b":3}`},
+	// And what RFC 6901 does not allow.
+	{"negative index", `{"foo":["bar","baz"]}`, `[{"op":"remove","path":"/foo/-1"}]`, ""},
+	{"pointer without /", `{"foo":"bar"}`, `[{"op":"replace","path":"foo","value":1}]`, ""},
+	{"relative pointer", `{"a":{"b":1}}`, `[{"op":"replace","path":"a/b","value":2}]`, ""},
+	{"bad escape", `{"~2":1}`, `[{"op":"remove","path":"/~2"}]`, ""},
+	{"unknown op", `{"foo":"bar"}`, `[{"op":"bogus","path":"/foo"}]`, ""},
+	// All or nothing: the first operation applies only if the second does.
+	{"atomic", `{"foo":"bar"}`, `[{"op":"add","path":"/baz","value":1},{"op":"test","path":"/foo","value":"qux"}]`, ""},
+}
+
+func TestApplyPatchRFC6902AppendixA(t *testing.T) {
+	for _, c := range rfc6902AppendixA {
+		var patch []models.PatchItem
+		if err := json.Unmarshal([]byte(c.patch), &patch); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		doc := []byte(c.doc)
+		got, err := applyPatch(doc, patch)
+		if string(doc) != c.doc {
+			t.Errorf("%s: the input document changed to %s", c.name, doc)
+		}
+		if c.want == "" {
+			if err == nil {
+				t.Errorf("%s: applied, giving %s; want an error", c.name, got)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		var g, w any
+		if err := json.Unmarshal(got, &g); err != nil {
+			t.Fatalf("%s: result %s: %v", c.name, got, err)
+		}
+		_ = json.Unmarshal([]byte(c.want), &w)
+		gj, _ := json.Marshal(g) // sorted keys: comparable
+		wj, _ := json.Marshal(w)
+		if !bytes.Equal(gj, wj) {
+			t.Errorf("%s: %s, want %s", c.name, gj, wj)
+		}
+	}
+}
+
+func patchOf(t *testing.T, s string) []models.PatchItem {
+	t.Helper()
+	var p []models.PatchItem
+	if err := json.Unmarshal([]byte(s), &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// NFUpdate applies the patch: discovery sees the new profile and
+// subscribers get NF_PROFILE_CHANGED; a heart-beat changes nothing and
+// gets 204.
+func TestUpdateAppliesPatch(t *testing.T) {
+	ctx := context.Background()
+	n, _ := newNRF(t, Config{HeartBeatTimer: 7e9})
+	rec := newRecorder()
+	n.SetNotifier(rec)
+	if _, err := n.Subscribe(ctx, &models.Nrf_NFMgmt_SubscriptionData{NfStatusNotificationUri: "amf"}); err != nil {
+		t.Fatal(err)
+	}
+	mustRegister(t, n, profile("smf-1", sbi.NFTypeSMF, models.Nrf_NFMgmt_ServiceName_NSMF_PDUSESSION))
+
+	if p, err := heartbeat(n, "smf-1"); err != nil || p != nil {
+		t.Fatalf("heart-beat = %+v, %v; want 204", p, err)
+	}
+	withEvent := sbi.DiscoveryQuery{ServiceNames: []models.Nrf_NFMgmt_ServiceName{models.Nrf_NFMgmt_ServiceName_NSMF_EVENT_EXPOSURE}}
+	if r, _ := n.Discover(ctx, sbi.NFTypeSMF, withEvent); len(r.NfInstances) != 0 {
+		t.Fatal("nsmf-event-exposure found before the update")
+	}
+
+	got, err := n.Update(ctx, "smf-1", patchOf(t, `[
+		{"op":"test","path":"/nfServices/0/serviceName","value":"nsmf-pdusession"},
+		{"op":"add","path":"/nfServices/-","value":{"serviceInstanceId":"ee","serviceName":"nsmf-event-exposure","scheme":"http","nfServiceStatus":"REGISTERED","versions":[{"apiVersionInUri":"v1","apiFullVersion":"1.2.0"}]}},
+		{"op":"replace","path":"/ipv4Addresses/0","value":"10.0.0.7"},
+		{"op":"add","path":"/capacity","value":200},
+		{"op":"copy","from":"/ipv4Addresses","path":"/ipv6Addresses"},
+		{"op":"remove","path":"/ipv6Addresses"},
+		{"op":"move","from":"/capacity","path":"/priority"}]`))
+	if err != nil || got == nil {
+		t.Fatalf("update = %+v, %v; want 200 with the profile", got, err)
+	}
+	if len(got.NfServices) != 2 || got.NfServices[1].ServiceName != models.Nrf_NFMgmt_ServiceName_NSMF_EVENT_EXPOSURE ||
+		got.Ipv4Addresses[0] != "10.0.0.7" || got.Priority != 200 || got.Capacity != 0 || got.Ipv6Addresses != nil || got.HeartBeatTimer != 7 {
+		t.Fatalf("updated profile %+v", got)
+	}
+	r, _ := n.Discover(ctx, sbi.NFTypeSMF, withEvent)
+	if len(r.NfInstances) != 1 || r.NfInstances[0].Ipv4Addresses[0] != "10.0.0.7" {
+		t.Fatalf("discovery after the update: %+v", r.NfInstances)
+	}
+	if stored, _ := n.GetProfile(ctx, "smf-1"); !sameProfile(stored, got) {
+		t.Fatalf("stored %+v, answered %+v", stored, got)
+	}
+
+	// The NRF keeps its heartBeatTimer (TS 29.510 §5.2.2.2.2) and says so
+	// with a 200, though the profile did not change.
+	got, err = n.Update(ctx, "smf-1", patchOf(t, `[{"op":"replace","path":"/heartBeatTimer","value":60}]`))
+	if err != nil || got == nil || got.HeartBeatTimer != 7 {
+		t.Fatalf("heartBeatTimer update = %+v, %v; want 200 with heartBeatTimer 7", got, err)
+	}
+	ev := rec.wait(t, "amf", 2)
+	if want := []string{"NF_REGISTERED smf-1 REGISTERED", "NF_PROFILE_CHANGED smf-1 REGISTERED"}; !slices.Equal(ev, want) {
+		t.Fatalf("notifications %q, want %q", ev, want)
+	}
+}
+
+// A patch that does not apply, or whose result is not a valid profile of
+// the same instance, is refused and changes nothing.
+func TestUpdateRefusesBadPatch(t *testing.T) {
+	ctx := context.Background()
+	n, _ := newNRF(t, Config{})
+	rec := newRecorder()
+	n.SetNotifier(rec)
+	if _, err := n.Subscribe(ctx, &models.Nrf_NFMgmt_SubscriptionData{NfStatusNotificationUri: "amf",
+		ReqNotifEvents: []models.Nrf_NFMgmt_NotificationEventType{models.Nrf_NFMgmt_NotificationEventType_PROFILE_CHANGED}}); err != nil {
+		t.Fatal(err)
+	}
+	before := mustRegister(t, n, profile("udm-1", sbi.NFTypeUDM, models.Nrf_NFMgmt_ServiceName_NUDM_SDM))
+	for _, c := range []struct {
+		name, patch string
+		status      int
+		cause       string
+	}{
+		{"bogus op", `[{"op":"bogus"}]`, 400, sbi.CauseInvalidMsgFormat},
+		{"no op", `[]`, 400, sbi.CauseInvalidMsgFormat},
+		{"no such path", `[{"op":"replace","path":"/nfServices/3/scheme","value":"https"}]`, 400, sbi.CauseInvalidMsgFormat},
+		{"not a pointer", `[{"op":"replace","path":"nfStatus","value":"REGISTERED"}]`, 400, sbi.CauseInvalidMsgFormat},
+		{"failing test, after a change", `[{"op":"replace","path":"/ipv4Addresses/0","value":"10.9.9.9"},{"op":"test","path":"/nfType","value":"AMF"}]`, 400, sbi.CauseInvalidMsgFormat},
+		{"new nfInstanceId", `[{"op":"replace","path":"/nfInstanceId","value":"udm-2"}]`, 403, sbi.CauseModificationNotAllowed},
+		{"no nfType", `[{"op":"remove","path":"/nfType"}]`, 400, sbi.CauseMandatoryIEMissing},
+		{"no nfStatus", `[{"op":"remove","path":"/nfStatus"}]`, 400, sbi.CauseMandatoryIEMissing},
+		{"bad nfStatus", `[{"op":"replace","path":"/nfStatus","value":"ASLEEP"}]`, 400, sbi.CauseMandatoryIEIncorrect},
+		{"mistyped attribute", `[{"op":"add","path":"/priority","value":"high"}]`, 400, sbi.CauseMandatoryIEIncorrect},
+		{"bad supiRanges pattern", `[{"op":"add","path":"/udmInfo","value":{"supiRanges":[{"pattern":"(["}]}}]`, 400, sbi.CauseOptionalIEIncorrect},
+	} {
+		p, err := n.Update(ctx, "udm-1", patchOf(t, c.patch))
+		var pd *sbi.ProblemDetails
+		if !errors.As(err, &pd) || pd.Status != c.status || pd.Cause != c.cause {
+			t.Errorf("%s: %+v, %v; want %d %s", c.name, p, err, c.status, c.cause)
+		}
+	}
+	if after, _ := n.GetProfile(ctx, "udm-1"); !sameProfile(before, after) {
+		t.Fatalf("profile changed by refused patches: %+v, was %+v", after, before)
+	}
+	if _, err := n.Update(ctx, "nobody", sbi.HeartbeatPatch("")); !errors.Is(err, sbi.ErrNFInstanceNotFound) {
+		t.Fatalf("update of an unknown instance: %v", err)
+	}
+	if ev := rec.wait(t, "amf", 0); len(ev) != 0 {
+		t.Fatalf("notifications %q after refused patches", ev)
+	}
+}
+
+// Over HTTP (TS 29.510 §6.1.3.3.3): the status codes and ProblemDetails
+// an NF of another vendor sees, and NFRegister's check that the body
+// names the instance of the URI (§5.2.2.2.2).
+func TestUpdateAndRegisterOverHTTP(t *testing.T) {
+	n, _ := newNRF(t, Config{})
+	srv := httptest.NewServer(httpsbi.NewHandler(nil, n))
+	t.Cleanup(srv.Close)
+	const id = "5a2e7c1e-8d0b-4c1e-9a55-3c1b8e7d2f01"
+	do := func(method, path, ctype, body string) (int, map[string]any, http.Header) {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", ctype)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		var m map[string]any
+		if len(raw) > 0 {
+			if err := json.Unmarshal(raw, &m); err != nil {
+				t.Fatalf("%s %s: body %q: %v", method, path, raw, err)
+			}
+		}
+		return resp.StatusCode, m, resp.Header
+	}
+	uri := "/nnrf-nfm/v1/nf-instances/" + id
+	// A free5GC-style registration whose body names another instance.
+	st, body, _ := do(http.MethodPut, uri, "application/json",
+		`{"nfInstanceId":"5a2e7c1e-8d0b-4c1e-9a55-3c1b8e7d2f02","nfType":"AUSF","nfStatus":"REGISTERED","ipv4Addresses":["10.0.0.3"]}`)
+	if st != 400 || body["cause"] != sbi.CauseMandatoryIEIncorrect {
+		t.Fatalf("PUT with another nfInstanceId: %d %v; want 400 MANDATORY_IE_INCORRECT", st, body)
+	}
+	if st, _, _ := do(http.MethodGet, "/nnrf-nfm/v1/nf-instances/5a2e7c1e-8d0b-4c1e-9a55-3c1b8e7d2f02", "", ""); st != 404 {
+		t.Fatalf("the body's instance was registered: GET %d", st)
+	}
+	st, _, hdr := do(http.MethodPut, uri, "application/json", `{"nfInstanceId":"`+id+`","nfType":"AUSF","nfStatus":"REGISTERED","ipv4Addresses":["10.0.0.3"]}`)
+	if st != 201 {
+		t.Fatalf("PUT: %d", st)
+	}
+	if loc := hdr.Get("Location"); !strings.HasSuffix(loc, uri) {
+		t.Fatalf("Location %q", loc)
+	}
+	if st, _, _ := do(http.MethodGet, uri, "", ""); st != 200 {
+		t.Fatalf("GET the Location: %d", st)
+	}
+
+	const patch = "application/json-patch+json"
+	if st, body, _ := do(http.MethodPatch, uri, patch, `[{"op":"bogus"}]`); st != 400 || body["cause"] != sbi.CauseInvalidMsgFormat {
+		t.Fatalf("PATCH bogus: %d %v", st, body)
+	}
+	if st, body, _ := do(http.MethodPatch, uri, patch, `[{"op":"replace","path":"/nfInstanceId","value":"x"}]`); st != 403 || body["cause"] != sbi.CauseModificationNotAllowed {
+		t.Fatalf("PATCH nfInstanceId: %d %v", st, body)
+	}
+	if st, body, _ := do(http.MethodPatch, uri, patch, `[{"op":"replace","path":"/nfStatus","value":"REGISTERED"}]`); st != 204 || body != nil {
+		t.Fatalf("heart-beat: %d %v; want 204", st, body)
+	}
+	st, body, _ = do(http.MethodPatch, uri, patch, `[{"op":"add","path":"/ipv4Addresses/-","value":"10.0.0.4"}]`)
+	if addrs, _ := body["ipv4Addresses"].([]any); st != 200 || len(addrs) != 2 || addrs[1] != "10.0.0.4" {
+		t.Fatalf("PATCH add: %d %v; want 200 with the profile", st, body)
+	}
+}
