@@ -12,6 +12,7 @@ import (
 	"github.com/free5gc/openapi/models"
 
 	"github.com/tern5g/tern/sbi"
+	"github.com/tern5g/tern/sbi/ops"
 )
 
 // ProfileFor returns the profile (TS 29.510 §6.1.6.2.2) of an NF instance
@@ -70,16 +71,20 @@ func ProfileFor(nfType sbi.NFType, instanceID, apiRoot string, services ...model
 	}
 	prefix := strings.TrimRight(u.EscapedPath(), "/")
 	for _, name := range services {
+		// TS 29.510 requires versions: the one tern serves the API at, as
+		// the operation table's paths say, and the 3GPP file it follows.
+		inURI, full, ok := ops.ServiceVersion(string(name))
+		if !ok {
+			return nil, fmt.Errorf("nrfclient: profile %s: tern serves no operation of %s", instanceID, name)
+		}
 		s := models.Nrf_NFMgmt_NFService{
 			ServiceInstanceId: string(name), // unique within the instance, which is all TS 29.510 asks
 			ServiceName:       name,
-			// TS 29.510 requires versions; every tern API is v1 (the full
-			// version is nominal: the URI carries only apiVersionInUri).
-			Versions:        []models.Nrf_NFMgmt_NFServiceVersion{{ApiVersionInUri: "v1", ApiFullVersion: "1.0.0"}},
-			Scheme:          scheme,
-			NfServiceStatus: models.Nrf_NFMgmt_NFServiceStatus_REGISTERED,
-			ApiPrefix:       prefix,
-			Fqdn:            p.Fqdn,
+			Versions:          []models.Nrf_NFMgmt_NFServiceVersion{{ApiVersionInUri: inURI, ApiFullVersion: full}},
+			Scheme:            scheme,
+			NfServiceStatus:   models.Nrf_NFMgmt_NFServiceStatus_REGISTERED,
+			ApiPrefix:         prefix,
+			Fqdn:              p.Fqdn,
 		}
 		if ep != nil {
 			s.IpEndPoints = []models.Nrf_NFMgmt_IpEndPoint{*ep}
@@ -96,6 +101,11 @@ func ProfileFor(nfType sbi.NFType, instanceID, apiRoot string, services ...model
 // §6.1.6.2.3: ipEndPoints and fqdn of NFService, falling back to those of
 // the NFProfile, §6.1.6.2.2), with the service's scheme (http when absent) and
 // apiPrefix. A port left out is the scheme's default.
+//
+// Departure: TS 29.510 makes apiPrefix a path prefix, but deployed NFs
+// (free5GC's, for one) put their whole apiRoot there,
+// "http://10.0.0.8:8000"; such an absolute http(s) URI is taken as the
+// apiRoot, as those NFs' own consumers take it.
 func APIRoot(p *models.Nrf_NFDisc_NFProfile, service models.Nrf_NFMgmt_ServiceName) (string, error) {
 	if p == nil {
 		return "", fmt.Errorf("nrfclient: apiRoot of %s: no profile", service)
@@ -103,6 +113,9 @@ func APIRoot(p *models.Nrf_NFDisc_NFProfile, service models.Nrf_NFMgmt_ServiceNa
 	for _, s := range services(p) {
 		if s.ServiceName != service || (s.NfServiceStatus != "" && s.NfServiceStatus != models.Nrf_NFMgmt_NFServiceStatus_REGISTERED) {
 			continue
+		}
+		if root, ok := absoluteAPIPrefix(s.ApiPrefix); ok {
+			return root, nil
 		}
 		var host string
 		var port int32
@@ -148,6 +161,35 @@ func APIRoot(p *models.Nrf_NFDisc_NFProfile, service models.Nrf_NFMgmt_ServiceNa
 		return scheme + "://" + authority + prefix, nil
 	}
 	return "", fmt.Errorf("nrfclient: NF instance %s offers no %s service with an address", p.NfInstanceId, service)
+}
+
+// absoluteAPIPrefix reads an apiPrefix that is a whole apiRoot,
+// "scheme://host[:port][/path]", without its trailing "/"; ok is false for
+// a path prefix or a URI that is not an http(s) apiRoot.
+func absoluteAPIPrefix(prefix string) (root string, ok bool) {
+	if !strings.Contains(prefix, "://") {
+		return "", false
+	}
+	u, err := url.Parse(prefix)
+	if err != nil || (u.Scheme != string(models.UriScheme_HTTP) && u.Scheme != string(models.UriScheme_HTTPS)) ||
+		u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "", false
+	}
+	return strings.TrimRight(prefix, "/"), true
+}
+
+// offersVersion reports whether the service entries of p named service
+// list apiVersionInUri v, or list no version at all.
+func offersVersion(p *models.Nrf_NFDisc_NFProfile, service models.Nrf_NFMgmt_ServiceName, v string) bool {
+	for _, s := range services(p) {
+		if s.ServiceName != service {
+			continue
+		}
+		if len(s.Versions) == 0 || slices.ContainsFunc(s.Versions, func(sv models.Nrf_NFMgmt_NFServiceVersion) bool { return sv.ApiVersionInUri == v }) {
+			return true
+		}
+	}
+	return false
 }
 
 // services lists nfServices, then nfServiceList (the Rel-16 map form).

@@ -26,7 +26,7 @@ func TestProfileForRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", root, err)
 		}
-		if len(p.NfServices) != 2 || p.NfServices[0].Versions[0].ApiVersionInUri != "v1" {
+		if len(p.NfServices) != 2 || p.NfServices[0].Versions[0].ApiVersionInUri != "v2" || p.NfServices[1].Versions[0].ApiVersionInUri != "v1" {
 			t.Fatalf("%s: services %+v", root, p.NfServices)
 		}
 		if _, _, err := f.Register(ctx, p); err != nil {

@@ -69,6 +69,12 @@ func (r *Router) Call(ctx context.Context, op *ops.Op, req, resp any) error {
 
 // Pick finds, through d, the first registered instance of target that
 // offers service and matches q, and returns its apiRoot and instance ID.
+// The calls go to the apiRoot followed by the API's path at the version
+// tern speaks (ops.ServiceVersion): an instance whose profile lists that
+// apiVersionInUri (or lists none) is preferred. One that lists only
+// others is still taken when no instance lists it, because deployed NFs
+// advertise their product's version for every service (free5GC's UDM
+// says v1 for the nudm-sdm it serves at /nudm-sdm/v2).
 // Errors are 504 TARGET_NF_NOT_REACHABLE problems.
 func Pick(ctx context.Context, d *Discoverer, target sbi.NFType, service models.Nrf_NFMgmt_ServiceName, q sbi.DiscoveryQuery) (root, instanceID string, err error) {
 	if len(q.ServiceNames) == 0 {
@@ -78,6 +84,8 @@ func Pick(ctx context.Context, d *Discoverer, target sbi.NFType, service models.
 	if err != nil {
 		return "", "", sbi.NewProblem(http.StatusGatewayTimeout, sbi.CauseTargetNFNotReachable, "discovering a %s: %v", target, err)
 	}
+	version, _, _ := ops.ServiceVersion(string(service))
+	var otherRoot, otherID string // the first instance that lists other versions only
 	for i := range res.NfInstances {
 		p := &res.NfInstances[i]
 		if s := p.NfStatus; s != "" && s != models.Nrf_NFMgmt_NFStatus_REGISTERED {
@@ -88,7 +96,15 @@ func Pick(ctx context.Context, d *Discoverer, target sbi.NFType, service models.
 			d.Invalidate(p.NfInstanceId)
 			continue
 		}
-		return root, p.NfInstanceId, nil
+		if version == "" || offersVersion(p, service, version) {
+			return root, p.NfInstanceId, nil
+		}
+		if otherRoot == "" {
+			otherRoot, otherID = root, p.NfInstanceId
+		}
+	}
+	if otherRoot != "" {
+		return otherRoot, otherID, nil
 	}
 	return "", "", sbi.NewProblem(http.StatusGatewayTimeout, sbi.CauseTargetNFNotReachable, "no %s offers %s", target, service)
 }
