@@ -74,10 +74,12 @@ import (
 	"log/slog"
 	"maps"
 	"math"
+	"net"
 	"net/http"
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -383,13 +385,14 @@ func (n *NRF) expire(now time.Time) {
 		}
 	}
 	for id, e := range old.byID {
-		idle := now.Sub(n.seen[id])
+		last := n.seen[id]
+		idle := now.Sub(last)
 		switch {
 		case idle > n.cfg.RemoveAfter:
 			change()
 			delete(byID, id)
 			delete(n.seen, id)
-			n.log.Warn("NF removed: no heartbeat", "nfType", e.mgmt.NfType, "nfInstanceId", id, "for", idle.Round(time.Second))
+			n.logSilent("NF removed: no heartbeat", e, last, idle, "removeAfter", n.cfg.RemoveAfter)
 			n.fanout(models.Nrf_NFMgmt_NotificationEventType_DEREGISTERED, e, now)
 		case idle > n.cfg.suspendAfter() && !e.expired:
 			change()
@@ -399,7 +402,7 @@ func (n *NRF) expire(now time.Time) {
 			}
 			s := e.withStatus(models.Nrf_NFMgmt_NFStatus_SUSPENDED, true)
 			byID[id] = s
-			n.log.Warn("NF suspended: missed heartbeats", "nfType", e.mgmt.NfType, "nfInstanceId", id, "for", idle.Round(time.Second))
+			n.logSilent("NF suspended: no heartbeat", e, last, idle, "suspendAfter", n.cfg.suspendAfter())
 			n.fanout(models.Nrf_NFMgmt_NotificationEventType_PROFILE_CHANGED, s, now)
 		}
 	}
@@ -412,6 +415,52 @@ func (n *NRF) expire(now time.Time) {
 			n.dropSubscription(id)
 		}
 	}
+}
+
+// logSilent says, at Info (it is the NRF doing its job, TS 29.510
+// §5.2.2.3.2, not a fault of its own), which instance went silent and why
+// the NRF acted: the operator of an NF whose client never sends NFUpdate
+// learns it here. limit names the rule applied and its duration.
+func (n *NRF) logSilent(msg string, e *entry, last time.Time, idle time.Duration, limit string, after time.Duration) {
+	n.log.Info(msg, "nfInstanceId", e.mgmt.NfInstanceId, "nfType", e.mgmt.NfType, "addresses", addresses(&e.mgmt),
+		"reason", fmt.Sprintf("no heartbeat (NFUpdate) for %v since %s; heartBeatTimer %v, %s %v",
+			idle.Round(time.Second), last.UTC().Format(time.RFC3339), n.cfg.HeartBeatTimer, limit, after),
+		"lastHeartbeat", last.UTC(), "silentFor", idle.Round(time.Second), "heartBeatTimer", n.cfg.HeartBeatTimer, limit, after)
+}
+
+// addresses lists where an instance said it is: its FQDN, IP addresses
+// and its services' endpoints, each once.
+func addresses(p *models.Nrf_NFMgmt_NFProfile) []string {
+	var out []string
+	add := func(a string) {
+		if a != "" && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	add(p.Fqdn)
+	for _, a := range p.Ipv4Addresses {
+		add(a)
+	}
+	for _, a := range p.Ipv6Addresses {
+		add(a)
+	}
+	svcs := slices.Clone(p.NfServices)
+	for _, k := range slices.Sorted(maps.Keys(p.NfServiceList)) { // the Rel-16 map form
+		svcs = append(svcs, p.NfServiceList[k])
+	}
+	for _, s := range svcs {
+		for _, ep := range s.IpEndPoints {
+			host := ep.Ipv4Address
+			if host == "" {
+				host = ep.Ipv6Address
+			}
+			if host != "" && ep.Port != 0 {
+				host = net.JoinHostPort(host, strconv.Itoa(int(ep.Port)))
+			}
+			add(host)
+		}
+	}
+	return out
 }
 
 // publish builds a snapshot from byID and makes it current. Caller holds n.mu.

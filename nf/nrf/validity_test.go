@@ -1,10 +1,13 @@
 package nrf
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -207,5 +210,47 @@ func TestStartSweepsAndStopEnds(t *testing.T) {
 	}
 	if _, err := n.GetProfile(ctx, "pcf-1"); err != nil {
 		t.Fatalf("registry after Stop: %v", err)
+	}
+}
+
+// A silent instance's suspension and removal are logged at Info, naming
+// the instance, where it is, and why (issue: an NF whose client never
+// sends NFUpdate vanished from discovery without a word).
+func TestSilentInstanceIsLogged(t *testing.T) {
+	var buf bytes.Buffer
+	clk := newClock()
+	n, err := New(Config{}, slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})), WithClock(clk.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	p := profile("5a2e7c1e-8d0b-4c1e-9a55-3c1b8e7d2f01", sbi.NFTypeSMF, models.Nrf_NFMgmt_ServiceName_NSMF_PDUSESSION)
+	p.Ipv4Addresses = []string{"10.0.0.7"}
+	p.NfServices[0].IpEndPoints = []models.Nrf_NFMgmt_IpEndPoint{{Ipv4Address: "10.0.0.7", Port: 8000}}
+	mustRegister(t, n, p)
+
+	n.expire(clk.Advance(16 * time.Second))
+	n.expire(clk.Advance(45 * time.Second))
+	var lines []string
+	for _, l := range strings.Split(buf.String(), "\n") {
+		if strings.Contains(l, "no heartbeat") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 2 {
+		t.Fatalf("want a suspension and a removal logged, got:\n%s", buf.String())
+	}
+	for i, want := range [][]string{
+		{`level=INFO`, `msg="NF suspended: no heartbeat"`, `silentFor=16s`, `suspendAfter=15s`,
+			`reason="no heartbeat (NFUpdate) for 16s since 2025-01-01T00:00:00Z; heartBeatTimer 10s, suspendAfter 15s"`},
+		{`level=INFO`, `msg="NF removed: no heartbeat"`, `silentFor=1m1s`, `removeAfter=1m0s`},
+	} {
+		want = append(want, `nfInstanceId=5a2e7c1e-8d0b-4c1e-9a55-3c1b8e7d2f01`, `nfType=SMF`, `addresses="[10.0.0.7 10.0.0.7:8000]"`,
+			`lastHeartbeat=2025-01-01T00:00:00.000Z`, `heartBeatTimer=10s`)
+		for _, w := range want {
+			if !strings.Contains(lines[i], w) {
+				t.Errorf("log line %q lacks %s", lines[i], w)
+			}
+		}
 	}
 }
