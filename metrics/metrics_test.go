@@ -310,8 +310,8 @@ func TestReadinessFollowsTheUPF(t *testing.T) {
 		t.Errorf("/healthz of a core without UPF: %d, want 200 (alive)", code)
 	}
 	code, body := get(t, coreURL+"/readyz")
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, "no UPF associated") {
-		t.Errorf("/readyz without UPF: %d %q, want 503 naming the UPF", code, body)
+	if code != http.StatusServiceUnavailable || body != "not ready: no UPF associated (upf down)\n" {
+		t.Errorf("/readyz without UPF: %d %q, want 503 naming the UPF and its state", code, body)
 	}
 
 	u, err := core.NewUPF(ucfg, nil)

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -97,14 +100,25 @@ func CoreReady(c *core.Core) ReadyFunc {
 		if c.N2Addr() == "" {
 			return errors.New("N2 not listening")
 		}
-		states := c.SMF.UPFStates()
-		for _, s := range states {
-			if s == "up" {
-				return nil
-			}
-		}
-		return fmt.Errorf("no UPF associated (%v)", states)
+		return upfsReady(c.SMF.UPFStates())
 	}
+}
+
+// upfsReady is nil when one of the SMF's UPFs (name → state) is up, else
+// says where each stands, in name order: "no UPF associated (upf-a down,
+// upf-b restoring)".
+func upfsReady(states map[string]string) error {
+	var each []string
+	for _, name := range slices.Sorted(maps.Keys(states)) {
+		if states[name] == "up" {
+			return nil
+		}
+		each = append(each, name+" "+states[name])
+	}
+	if len(each) == 0 {
+		return errors.New("no UPF associated (none configured)")
+	}
+	return fmt.Errorf("no UPF associated (%s)", strings.Join(each, ", "))
 }
 
 // UPFReady is ready for a UPF of its own: its PFCP endpoint serves.
