@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/vishvananda/netns"
 
@@ -27,6 +29,13 @@ import (
 
 // runUp starts the core and runs it until SIGINT or SIGTERM.
 func runUp(args []string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return up(ctx, args, os.Stdout)
+}
+
+// up runs the core until ctx ends, printing its ready line to stdout.
+func up(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	cfgPath := fs.String("config", "", "YAML configuration file (default: embedded defaults)")
 	storePath := fs.String("store", "", "subscriber store file (overrides store.path)")
@@ -100,8 +109,6 @@ func runUp(args []string) error {
 	}
 	log := newLogger(cfg.Log)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	c, err := core.New(cfg, log)
 	if err != nil {
 		return err
@@ -118,12 +125,47 @@ func runUp(args []string) error {
 		}
 		defer srv.Close()
 	}
-	st := c.Stats()
-	// The "ready" line is what `tern bench register` waits for.
-	fmt.Printf("tern core ready: N2 on %s, %d subscribers in %s%s\n", c.N2Addr(), st.Subscribers, cfg.Store.Path, userPlaneSummary(c))
-	<-ctx.Done()
+	// The "ready" line is what `tern bench register` waits for: it comes
+	// when /readyz would say ready (N2 listening, a UPF associated), not
+	// before.
+	if awaitReady(ctx, metrics.CoreReady(c), readyQuiet, stdout) {
+		st := c.Stats()
+		fmt.Fprintf(stdout, "tern core ready: N2 on %s, %d subscribers in %s%s\n", c.N2Addr(), st.Subscribers, cfg.Store.Path, userPlaneSummary(c))
+		<-ctx.Done()
+	}
 	log.Info("shutting down")
 	return c.Close()
+}
+
+// readyQuiet is how long the core may take to become ready before it says
+// what it waits for (an embedded UPF associates within milliseconds; a
+// remote one may not be running yet).
+const readyQuiet = 2 * time.Second
+
+// awaitReady polls ready until it says ready and returns true, or returns
+// false when ctx ends first. Not ready after quiet, it prints once to out
+// what it waits for, so that whoever waits for the ready line learns why
+// it does not come.
+func awaitReady(ctx context.Context, ready metrics.ReadyFunc, quiet time.Duration, out io.Writer) bool {
+	start := time.Now()
+	said := false
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := ready()
+		if err == nil {
+			return true
+		}
+		if !said && time.Since(start) >= quiet {
+			said = true
+			fmt.Fprintf(out, "tern core started, not ready yet: %v\n", err)
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
 }
 
 // ngapPort is the SCTP port of NGAP (TS 38.412 §7).

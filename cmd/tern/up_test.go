@@ -1,10 +1,22 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/tern5g/tern/config"
+	"github.com/tern5g/tern/internal/freeport"
 	"github.com/tern5g/tern/lab"
+	"github.com/tern5g/tern/nf/smf"
+	"github.com/tern5g/tern/sctp"
 	"github.com/tern5g/tern/sim"
 )
 
@@ -49,5 +61,97 @@ func TestHeldSessionsReadyLine(t *testing.T) {
 		"imsi-1 internet 10.60.0.2 uesimtun0, imsi-1 ims 10.61.0.2 uesimtun2, imsi-2 internet 10.60.0.3 uesimtun1"
 	if got != want {
 		t.Errorf("ready line\n got %s\nwant %s", got, want)
+	}
+}
+
+// syncBuffer is stdout for a command running in another goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestUpReadyLineFollowsReadiness: tern up whose only UPF is not running
+// does not print "tern core ready" (its /readyz says 503): it says what it
+// waits for, and stops cleanly.
+func TestUpReadyLineFollowsReadiness(t *testing.T) {
+	cfg := config.Default()
+	n4, upfAddr := freeport.Loopback(), freeport.Loopback() // addresses of their own in 127/8
+	udp, err := freeport.UDP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.AMF.N2Address = netip.AddrPortFrom(n4, 38412).String()
+	cfg.AMF.SCTP.Transport, cfg.AMF.SCTP.UDPPort = sctp.TransportUDP, udp
+	cfg.UPF.Embedded = false
+	cfg.SMF.NodeID, cfg.SMF.N4Address = n4.String(), n4.String()
+	cfg.SMF.UPFs = []smf.UPFConfig{{Name: "upf", N4: netip.AddrPortFrom(upfAddr, 8805).String(), N3: upfAddr.String(), DNNs: []string{"internet", "ims"}}}
+	cfg.Log.Level = "error"
+	b, err := config.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tern.yaml")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- up(ctx, []string{"--config", path, "--store", filepath.Join(dir, "subs.db"), "--demo-subscribers", "1"}, &out)
+	}()
+	const waiting = "tern core started, not ready yet: no UPF associated (upf down)\n"
+	deadline := time.Now().Add(readyQuiet + 5*time.Second)
+	for !strings.Contains(out.String(), waiting) && time.Now().Before(deadline) {
+		select {
+		case err := <-done:
+			t.Fatalf("tern up ended: %v; printed %q", err, out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("tern up: %v", err)
+	}
+	if got := out.String(); got != waiting {
+		t.Fatalf("tern up printed %q, want only %q", got, waiting)
+	}
+}
+
+// awaitReady returns as soon as the core is ready, saying nothing when
+// that takes less than the quiet period.
+func TestAwaitReady(t *testing.T) {
+	var out bytes.Buffer
+	calls := 0
+	ready := func() error {
+		if calls++; calls < 3 {
+			return fmt.Errorf("no UPF associated (upf down)")
+		}
+		return nil
+	}
+	if !awaitReady(context.Background(), ready, time.Minute, &out) || out.Len() != 0 {
+		t.Fatalf("awaitReady: printed %q", out.String())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if awaitReady(ctx, func() error { return fmt.Errorf("N2 not listening") }, 0, &out) {
+		t.Fatal("ready after ctx ended")
+	}
+	if out.String() != "tern core started, not ready yet: N2 not listening\n" {
+		t.Fatalf("printed %q", out.String())
 	}
 }
