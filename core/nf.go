@@ -510,14 +510,20 @@ func (n *NF) N2Addr() string {
 // for the NRF itself).
 func (n *NF) Registered() bool { return n.agent == nil || n.agent.Registered() }
 
-// Close deregisters from the NRF, then stops the NF and its server.
+// Close deregisters from the NRF, then stops the NF and its server. A
+// deregistration that fails (the NRF is gone) is logged at Warn, not
+// returned: the NRF drops an instance whose heartbeats stop (TS 29.510
+// §5.2.2.3.2), so the stop itself went well. The agent bounds it by its
+// StopTimeout.
 func (n *NF) Close() error {
 	var errs []error
 	if n.stopSubscribe != nil {
 		n.stopSubscribe()
 	}
 	if n.agent != nil {
-		errs = append(errs, n.agent.Stop())
+		if err := n.agent.Stop(); err != nil {
+			n.log.Warn("NRF deregistration failed; the NRF drops this instance when its heartbeats stop", "err", err)
+		}
 	}
 	if n.stopFollow != nil {
 		n.stopFollow()

@@ -43,6 +43,7 @@ const (
 	DefaultRetryMax       = 30 * time.Second
 	DefaultRequestTimeout = 5 * time.Second
 	DefaultStopTimeout    = 2 * time.Second
+	DefaultQuietFor       = 3 * time.Second
 )
 
 // AgentConfig configures an Agent.
@@ -64,6 +65,12 @@ type AgentConfig struct {
 	RequestTimeout time.Duration
 	// StopTimeout bounds the deregistration at Stop (default 2s).
 	StopTimeout time.Duration
+	// QuietFor is how long registration may fail before the agent says so
+	// at Warn (default 3s; it logs each failure at Debug). NFs started
+	// together with their NRF, as a script or a compose file starts them,
+	// often ask before the NRF listens: that is a normal start, not a
+	// failure to report.
+	QuietFor time.Duration
 }
 
 // Agent keeps one NF instance registered with the NRF (TS 29.510 §5.2.2.2,
@@ -91,7 +98,7 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 	if cfg.Profile == nil || cfg.Profile.NfInstanceId == "" || cfg.Profile.NfType == "" {
 		return nil, errors.New("nrfclient: agent: the profile needs nfInstanceId and nfType")
 	}
-	for _, d := range []time.Duration{cfg.HeartbeatInterval, cfg.RetryMin, cfg.RetryMax, cfg.RequestTimeout, cfg.StopTimeout} {
+	for _, d := range []time.Duration{cfg.HeartbeatInterval, cfg.RetryMin, cfg.RetryMax, cfg.RequestTimeout, cfg.StopTimeout, cfg.QuietFor} {
 		if d < 0 {
 			return nil, fmt.Errorf("nrfclient: agent: negative duration %v", d)
 		}
@@ -110,6 +117,9 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 	}
 	if cfg.StopTimeout == 0 {
 		cfg.StopTimeout = DefaultStopTimeout
+	}
+	if cfg.QuietFor == 0 {
+		cfg.QuietFor = DefaultQuietFor
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -213,20 +223,28 @@ func (a *Agent) run(ctx context.Context) {
 // jitter; false when ctx ended first.
 func (a *Agent) registerUntilDone(ctx context.Context) bool {
 	backoff := a.cfg.RetryMin
-	for failures := 0; ; failures++ {
+	start := time.Now()
+	warned := false
+	for attempt := 1; ; attempt++ {
 		err := a.register(ctx)
 		if err == nil {
+			if warned {
+				a.log.Info("NRF registration succeeded after failures", "attempts", attempt, "after", time.Since(start).Round(time.Millisecond))
+			}
 			return true
 		}
 		if ctx.Err() != nil {
 			return false
 		}
-		// Say it once at Warn; the retries would fill the log while the
-		// NRF is down.
-		if failures == 0 {
-			a.log.Warn("NRF registration failed; retrying in the background", "err", err)
+		// Failures within QuietFor are a normal start beside the NRF.
+		// Past it, say it once at Warn; the retries would fill the log
+		// while the NRF is down.
+		if failing := time.Since(start); !warned && failing >= a.cfg.QuietFor {
+			warned = true
+			a.log.Warn("NRF registration failing; retrying in the background", "err", err,
+				"for", failing.Round(time.Millisecond), "attempts", attempt)
 		} else {
-			a.log.Debug("NRF registration failed", "err", err, "attempt", failures+1, "retryIn", backoff)
+			a.log.Debug("NRF registration failed", "err", err, "attempt", attempt, "retryIn", backoff)
 		}
 		if !sleep(ctx, jitter(backoff)) {
 			return false

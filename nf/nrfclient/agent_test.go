@@ -1,9 +1,13 @@
 package nrfclient_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"runtime"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -179,5 +183,65 @@ func TestAgentConfig(t *testing.T) {
 	a := newAgent(t, f)
 	if err := a.Stop(); err != nil || f.registers.Load() != 0 {
 		t.Fatalf("Stop before Start: %v, %d registrations", err, f.registers.Load())
+	}
+}
+
+// logBuffer collects what a logger writes from other goroutines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// An NF started beside its NRF may ask before the NRF listens (the
+// README's script starts them all at once): that normal start logs no
+// failure. An NRF that stays away is reported once at Warn, with the error,
+// and the recovery at Info.
+func TestAgentQuietWhileTheNRFComesUp(t *testing.T) {
+	f := newFake(t, nrf.Config{})
+	f.setDown(true)
+	var log logBuffer
+	a, err := nrfclient.NewAgent(nrfclient.AgentConfig{NRF: f, Profile: amfProfile(t), RetryMin: 2 * time.Millisecond, RetryMax: 10 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Start()
+	eventually(t, "the agent retries", func() bool { return f.registers.Load() >= 3 })
+	f.setDown(false) // the NRF listens, well within QuietFor
+	eventually(t, "registered", a.Registered)
+	a.Stop()
+	if strings.Contains(log.String(), "level=WARN") || strings.Contains(log.String(), "fail") {
+		t.Fatalf("a normal start logged a failure:\n%s", log.String())
+	}
+
+	f.setDown(true)
+	var log2 logBuffer
+	a, err = nrfclient.NewAgent(nrfclient.AgentConfig{NRF: f, Profile: amfProfile(t), RetryMin: 2 * time.Millisecond, RetryMax: 10 * time.Millisecond,
+		QuietFor: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&log2, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Start()
+	defer a.Stop()
+	eventually(t, "the failure is reported", func() bool { return strings.Contains(log2.String(), "level=WARN") })
+	time.Sleep(50 * time.Millisecond)
+	f.setDown(false)
+	eventually(t, "registered", a.Registered)
+	got := log2.String()
+	if n := strings.Count(got, "level=WARN"); n != 1 || !strings.Contains(got, `msg="NRF registration failing; retrying in the background"`) ||
+		!strings.Contains(got, "connection refused") || !strings.Contains(got, `msg="NRF registration succeeded after failures"`) {
+		t.Fatalf("an NRF that stays away: want one Warn with the error, then the recovery; got:\n%s", got)
 	}
 }
