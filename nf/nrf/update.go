@@ -7,18 +7,12 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"strings"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/free5gc/openapi/models"
 
 	"github.com/tern5g/tern/sbi"
+	"github.com/tern5g/tern/sbi/jsonpatch"
 )
-
-// maxPatchGrowth bounds how many bytes the copy operations of one patch
-// may add to a profile: a handful of copies of the whole document would
-// otherwise double it each time. A profile is a few kilobytes.
-const maxPatchGrowth = 1 << 20
 
 // Update implements sbi.NFManagement (NFUpdate, TS 29.510 §5.2.2.3): it
 // applies the JSON Patch (RFC 6902) to the instance's profile, atomically:
@@ -61,7 +55,7 @@ func (n *NRF) Update(ctx context.Context, nfInstanceID string, patch []models.Pa
 	if err != nil {
 		return nil, fmt.Errorf("nrf: update %s: %w", nfInstanceID, err)
 	}
-	doc, err = applyPatch(doc, patch)
+	doc, err = jsonpatch.Apply(doc, patch)
 	if err != nil {
 		return nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseInvalidMsgFormat, "JSON Patch: %v", err)
 	}
@@ -121,87 +115,4 @@ func patchPaths(patch []models.PatchItem) []string {
 		out[i] = string(it.Op) + " " + it.Path
 	}
 	return out
-}
-
-// applyPatch applies patch to the JSON document doc (RFC 6902 §4-5): the
-// operations in order, stopping at the first that fails, in which case the
-// error names it and doc is not changed. PatchItem has lost the
-// difference between an absent value member and "value": null; both are
-// taken as null.
-func applyPatch(doc []byte, patch []models.PatchItem) ([]byte, error) {
-	ops := make(jsonpatch.Patch, 0, len(patch))
-	for i, it := range patch {
-		op, err := operation(it)
-		if err != nil {
-			return nil, fmt.Errorf("operation %d: %w", i, err)
-		}
-		ops = append(ops, op)
-	}
-	opts := jsonpatch.NewApplyOptions()
-	opts.SupportNegativeIndices = false // RFC 6901 §4: an index is digits, "-" only where §4.1 allows it
-	opts.AllowMissingPathOnRemove = false
-	opts.EnsurePathExistsOnAdd = false
-	opts.AccumulatedCopySizeLimit = maxPatchGrowth
-	return ops.ApplyWithOptions(doc, opts) // a new document; doc is left as it was
-}
-
-// operation converts one PatchItem to the library's operation, checking
-// what the library leaves to its caller: the op and the JSON Pointers.
-func operation(it models.PatchItem) (jsonpatch.Operation, error) {
-	op := jsonpatch.Operation{}
-	set := func(member string, v any) error {
-		raw, err := json.Marshal(v)
-		if err != nil {
-			return fmt.Errorf("%s: %w", member, err)
-		}
-		m := json.RawMessage(raw)
-		op[member] = &m
-		return nil
-	}
-	if err := checkPointer(it.Path); err != nil {
-		return nil, fmt.Errorf("path: %w", err)
-	}
-	if err := set("op", it.Op); err != nil {
-		return nil, err
-	}
-	if err := set("path", it.Path); err != nil {
-		return nil, err
-	}
-	switch it.Op {
-	case models.PatchOperation_ADD, models.PatchOperation_REPLACE, models.PatchOperation_TEST:
-		if err := set("value", it.Value); err != nil {
-			return nil, err
-		}
-	case models.PatchOperation_MOVE, models.PatchOperation_COPY:
-		if err := checkPointer(it.From); err != nil {
-			return nil, fmt.Errorf("from: %w", err)
-		}
-		if err := set("from", it.From); err != nil {
-			return nil, err
-		}
-	case models.PatchOperation_REMOVE:
-	default:
-		return nil, fmt.Errorf("op %q is none of add, remove, replace, move, copy, test (RFC 6902 §4)", it.Op)
-	}
-	return op, nil
-}
-
-// checkPointer checks the syntax of a JSON Pointer (RFC 6901 §3): empty
-// (the whole document) or "/"-separated reference tokens in which "~" is
-// only the start of the escapes "~0" and "~1".
-func checkPointer(p string) error {
-	if p != "" && !strings.HasPrefix(p, "/") {
-		return fmt.Errorf("%q is not a JSON Pointer: it does not start with /", p)
-	}
-	for i := strings.IndexByte(p, '~'); i >= 0; {
-		if i+1 >= len(p) || (p[i+1] != '0' && p[i+1] != '1') {
-			return fmt.Errorf("%q is not a JSON Pointer: ~ not followed by 0 or 1", p)
-		}
-		j := strings.IndexByte(p[i+2:], '~')
-		if j < 0 {
-			break
-		}
-		i += 2 + j
-	}
-	return nil
 }

@@ -1,0 +1,76 @@
+package jsonpatch
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/free5gc/openapi/models"
+)
+
+// The examples of RFC 6902 Appendix A (and the escaping example of RFC
+// 6901 §3), as JSON: doc, patch, and the result or "" for an error. A.11
+// (an unknown member) and A.13 (a duplicate "op") cannot be said with
+// PatchItem, which drops the one and keeps the last of the other.
+var rfc6902AppendixA = []struct{ name, doc, patch, want string }{
+	{"A.1 adding an object member", `{"foo":"bar"}`, `[{"op":"add","path":"/baz","value":"qux"}]`, `{"baz":"qux","foo":"bar"}`},
+	{"A.2 adding an array element", `{"foo":["bar","baz"]}`, `[{"op":"add","path":"/foo/1","value":"qux"}]`, `{"foo":["bar","qux","baz"]}`},
+	{"A.3 removing an object member", `{"baz":"qux","foo":"bar"}`, `[{"op":"remove","path":"/baz"}]`, `{"foo":"bar"}`},
+	{"A.4 removing an array element", `{"foo":["bar","qux","baz"]}`, `[{"op":"remove","path":"/foo/1"}]`, `{"foo":["bar","baz"]}`},
+	{"A.5 replacing a value", `{"baz":"qux","foo":"bar"}`, `[{"op":"replace","path":"/baz","value":"boo"}]`, `{"baz":"boo","foo":"bar"}`},
+	{"A.6 moving a value", `{"foo":{"bar":"baz","waldo":"fred"},"qux":{"corge":"grault"}}`, `[{"op":"move","from":"/foo/waldo","path":"/qux/thud"}]`,
+		`{"foo":{"bar":"baz"},"qux":{"corge":"grault","thud":"fred"}}`},
+	{"A.7 moving an array element", `{"foo":["all","grass","cows","eat"]}`, `[{"op":"move","from":"/foo/1","path":"/foo/3"}]`, `{"foo":["all","cows","eat","grass"]}`},
+	{"A.8 testing a value: success", `{"baz":"qux","foo":["a",2,"c"]}`, `[{"op":"test","path":"/baz","value":"qux"},{"op":"test","path":"/foo/1","value":2}]`,
+		`{"baz":"qux","foo":["a",2,"c"]}`},
+	{"A.9 testing a value: error", `{"baz":"qux"}`, `[{"op":"test","path":"/baz","value":"bar"}]`, ""},
+	{"A.10 adding a nested member object", `{"foo":"bar"}`, `[{"op":"add","path":"/child","value":{"grandchild":{}}}]`, `{"foo":"bar","child":{"grandchild":{}}}`},
+	{"A.12 adding to a nonexistent target", `{"foo":"bar"}`, `[{"op":"add","path":"/baz/bat","value":"qux"}]`, ""},
+	{"A.14 ~ escape ordering", `{"/":9,"~1":10}`, `[{"op":"test","path":"/~01","value":10}]`, `{"/":9,"~1":10}`},
+	{"A.15 comparing strings and numbers", `{"/":9,"~1":10}`, `[{"op":"test","path":"/~01","value":"10"}]`, ""},
+	{"A.16 adding an array value", `{"foo":["bar"]}`, `[{"op":"add","path":"/foo/-","value":["abc","def"]}]`, `{"foo":["bar",["abc","def"]]}`},
+	{"RFC 6901 §3 a/b", `{"a/b":1,"m~n":2}`, `[{"op":"replace","path":"/a~1b","value":3},{"op":"remove","path":"/m~0n"}]`, `{"a/b":3}`},
+	// And what RFC 6901 does not allow.
+	{"negative index", `{"foo":["bar","baz"]}`, `[{"op":"remove","path":"/foo/-1"}]`, ""},
+	{"pointer without /", `{"foo":"bar"}`, `[{"op":"replace","path":"foo","value":1}]`, ""},
+	{"relative pointer", `{"a":{"b":1}}`, `[{"op":"replace","path":"a/b","value":2}]`, ""},
+	{"relative pointer, add", `{"a":{}}`, `[{"op":"add","path":"a/b","value":1}]`, ""}, // the library would add /b
+	{"bad escape", `{"~2":1}`, `[{"op":"remove","path":"/~2"}]`, ""},
+	{"unknown op", `{"foo":"bar"}`, `[{"op":"bogus","path":"/foo"}]`, ""},
+	// All or nothing: the first operation applies only if the second does.
+	{"atomic", `{"foo":"bar"}`, `[{"op":"add","path":"/baz","value":1},{"op":"test","path":"/foo","value":"qux"}]`, ""},
+}
+
+func TestRFC6902AppendixA(t *testing.T) {
+	for _, c := range rfc6902AppendixA {
+		var patch []models.PatchItem
+		if err := json.Unmarshal([]byte(c.patch), &patch); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		doc := []byte(c.doc)
+		got, err := Apply(doc, patch)
+		if string(doc) != c.doc {
+			t.Errorf("%s: the input document changed to %s", c.name, doc)
+		}
+		if c.want == "" {
+			if err == nil {
+				t.Errorf("%s: applied, giving %s; want an error", c.name, got)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		var g, w any
+		if err := json.Unmarshal(got, &g); err != nil {
+			t.Fatalf("%s: result %s: %v", c.name, got, err)
+		}
+		_ = json.Unmarshal([]byte(c.want), &w)
+		gj, _ := json.Marshal(g) // sorted keys: comparable
+		wj, _ := json.Marshal(w)
+		if !bytes.Equal(gj, wj) {
+			t.Errorf("%s: %s, want %s", c.name, gj, wj)
+		}
+	}
+}
