@@ -126,6 +126,21 @@ func enterForGood(t testing.TB, ns string) {
 	}
 }
 
+// sub is e for t, a test running on a goroutine of its own (a subtest, a
+// fuzz input): its thread enters e's namespace for good, as setup's did.
+// BPF_PROG_RUN resolves the ingress interface by index in the calling
+// thread's namespace, and a new goroutine may run on any thread: in the
+// host namespace the index may name another device (so the program sees
+// a wrong ingress) or none ("no such device" in a namespace of its own).
+// t also gets the failures: a subtest must not fail its parent.
+func (e *env) sub(t testing.TB) *env {
+	t.Helper()
+	enterForGood(t, e.ns)
+	ee := *e
+	ee.t = t
+	return &ee
+}
+
 // setup opens the fast path (programs not attached) in a new namespace.
 func setup(t testing.TB, mod func(*Config)) *env {
 	t.Helper()

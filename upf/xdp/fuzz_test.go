@@ -3,10 +3,7 @@ package xdp
 import (
 	"encoding/binary"
 	"net/netip"
-	"runtime"
 	"testing"
-
-	"github.com/vishvananda/netns"
 
 	"github.com/tern5g/tern/gtpu"
 )
@@ -26,19 +23,8 @@ func FuzzPrograms(f *testing.F) {
 	f.Add(udp4(dnIP, ueIP, 80, 1234, 100), true)
 	f.Add([]byte{0x45, 0, 0, 20}, true)
 	f.Fuzz(func(t *testing.T, b []byte, down bool) {
-		// Each input may run on another thread: test runs resolve the
-		// ingress interface in the thread's namespace.
-		runtime.LockOSThread() // never unlocked: the thread is discarded with the goroutine
-		h, err := netns.GetFromName(e.ns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer h.Close()
-		if err := netns.Set(h); err != nil {
-			t.Fatal(err)
-		}
-		ee := *e
-		ee.t = t
+		// Each input may run on another thread.
+		ee := e.sub(t)
 		if down {
 			act, _ := ee.dl(dlFrame(b))
 			if act == xdpRedirect && (len(b) < 20 || b[0] != 0x45 || netip.AddrFrom4([4]byte(b[16:20])) != ueIP ||

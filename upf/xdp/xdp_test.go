@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
@@ -195,6 +196,7 @@ func TestPass(t *testing.T) {
 		{"ARP", "not-ip", append(append(append([]byte(nil), n3MAC...), gnbMAC...), 0x08, 0x06, 0, 1)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			e := e.sub(t)
 			before := e.stat(c.stat)
 			act, _ := e.ul(c.frame)
 			e.want(act, xdpPass)
@@ -825,5 +827,36 @@ func TestClock(t *testing.T) {
 	// Loose bounds: a loaded machine runs timers late.
 	if s2-s1 < uint64(10*time.Millisecond) || m2-s2 > uint64(500*time.Millisecond) {
 		t.Fatalf("the clock moved %v in 50 ms and is %v behind", time.Duration(s2-s1), time.Duration(m2-s2))
+	}
+}
+
+// freshNSEnv marks the test binary re-run by TestFreshNamespace.
+const freshNSEnv = "TERN_XDP_TEST_FRESH_NETNS"
+
+// TestFreshNamespace runs TestPass, whose cases are subtests, in a network
+// namespace that holds only lo, as a CI runner's or a container's may: a
+// subtest that ran the programs from the host namespace's thread found no
+// device by the test network's interface index there ("no such device";
+// in a host namespace with more devices it found another one).
+func TestFreshNamespace(t *testing.T) {
+	requireRoot(t)
+	if os.Getenv(freshNSEnv) != "" {
+		t.Skip("already in the fresh namespace")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Skip(err)
+	}
+	ns := fmt.Sprintf("tern-xdp-fresh-%d", os.Getpid())
+	sh(t, "ip netns add "+ns)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	cmd := exec.Command("ip", "netns", "exec", ns, exe, "-test.run", "^TestPass$", "-test.count", "1", "-test.v")
+	cmd.Env = append(os.Environ(), freshNSEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("TestPass in a fresh namespace: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "--- PASS: TestPass ") {
+		t.Fatalf("TestPass did not run in the fresh namespace:\n%s", out)
 	}
 }
