@@ -3,14 +3,18 @@ package portable_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 
 	"github.com/tern5g/tern/classify"
 	"github.com/tern5g/tern/gtpu"
@@ -204,5 +208,96 @@ func TestN3AllocatesNothingPerPacket(t *testing.T) {
 	echo() // warm-up: goroutines parked in the poller, pools filled
 	if a := testing.AllocsPerRun(500, echo); a > 0.1 {
 		t.Errorf("%.2f allocations per echo, want 0", a)
+	}
+}
+
+// TestPoolRoutedElsewhere: a second UPF whose UE pool another UPF's N6
+// device has, whole or in part, refuses to start and names the pool, the
+// device and the process holding it; the first keeps its route (issue 37:
+// a second `tern up` with the same pools took the first one's routes over
+// and, exiting, took them away). A pool inside a wider route through a
+// gateway is the usual case and starts.
+func TestPoolRoutedElsewhere(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: TUN devices and a network namespace")
+	}
+	// A namespace of its own for this goroutine's thread, which is never
+	// unlocked: Go discards it, and the namespace with it, at the end.
+	runtime.LockOSThread()
+	ns, err := netns.New()
+	if err != nil {
+		t.Skip(err)
+	}
+	defer ns.Close()
+	lo, err := netlink.LinkByName("lo")
+	if err == nil {
+		err = netlink.LinkSetUp(lo)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := netip.MustParsePrefix("10.60.0.0/16")
+	open := func(tun, pool string) (*portable.Driver, error) {
+		d, err := portable.Open(portable.Config{N3: "127.0.0.1:0", N6: []portable.N6{{TUN: tun, Pool: netip.MustParsePrefix(pool)}}},
+			newPipeline(t, "internet"), nil)
+		if err == nil {
+			t.Cleanup(func() { d.Close() })
+		}
+		return d, err
+	}
+	if _, err := open("tern-first", pool.String()); err != nil {
+		t.Fatal(err)
+	}
+	routedTo := func(p netip.Prefix) string {
+		t.Helper()
+		rs, err := netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Dst: &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), 32)}}, netlink.RT_FILTER_DST)
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("routes to %s: %+v %v", p, rs, err)
+		}
+		l, err := netlink.LinkByIndex(rs[0].LinkIndex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Attrs().Name
+	}
+	for _, p := range []string{"10.60.0.0/16", "10.60.4.0/24", "10.0.0.0/8"} {
+		_, err := open("tern-second", p)
+		var inUse *portable.PoolInUseError
+		if !errors.As(err, &inUse) {
+			t.Fatalf("second UPF with pool %s: %v; want it refused", p, err)
+		}
+		msg := err.Error()
+		for _, want := range []string{p, "tern-first", fmt.Sprintf("process %d (", os.Getpid())} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("pool %s refused with %q: no %q in it", p, msg, want)
+			}
+		}
+		if dev := routedTo(pool); dev != "tern-first" {
+			t.Fatalf("after the second UPF with pool %s, %s goes to %s", p, pool, dev)
+		}
+	}
+	// A pool inside a network reached through a gateway, beside the first.
+	lan := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "tern-lan"}, PeerName: "tern-lan-peer"}
+	if err := netlink.LinkAdd(lan); err != nil {
+		t.Fatal(err)
+	}
+	if err := netlink.AddrAdd(lan, &netlink.Addr{IPNet: &net.IPNet{IP: net.IPv4(192, 168, 9, 1), Mask: net.CIDRMask(24, 32)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := netlink.LinkSetUp(lan); err != nil {
+		t.Fatal(err)
+	}
+	wide := &netlink.Route{Dst: &net.IPNet{IP: net.IPv4(10, 0, 0, 0), Mask: net.CIDRMask(8, 32)}, Gw: net.IPv4(192, 168, 9, 2)}
+	if err := netlink.RouteAdd(wide); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open("tern-second", "10.62.0.0/16"); err != nil {
+		t.Fatalf("a pool of its own: %v", err)
+	}
+	if dev := routedTo(netip.MustParsePrefix("10.62.0.0/16")); dev != "tern-second" {
+		t.Errorf("10.62.0.0/16 goes to %s", dev)
+	}
+	if dev := routedTo(pool); dev != "tern-first" {
+		t.Errorf("%s goes to %s", pool, dev)
 	}
 }

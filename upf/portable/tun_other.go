@@ -10,3 +10,6 @@ import (
 func setupLink(name string, mtu int, pool netip.Prefix) error {
 	return errors.ErrUnsupported
 }
+
+// PoolRoute is Linux-only.
+func PoolRoute(pool netip.Prefix) (*PoolInUseError, error) { return nil, errors.ErrUnsupported }
