@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
 	"flag"
 	"fmt"
 	"net/netip"
@@ -15,9 +17,13 @@ import (
 
 	"github.com/tern5g/tern/config"
 	"github.com/tern5g/tern/core"
+	"github.com/tern5g/tern/gtpu"
 	"github.com/tern5g/tern/internal/freeport"
+	"github.com/tern5g/tern/nf/smf"
+	"github.com/tern5g/tern/pfcp"
 	"github.com/tern5g/tern/report"
 	"github.com/tern5g/tern/sim"
+	"github.com/tern5g/tern/upf/portable"
 )
 
 // demoScenario is what every UE does: register, set up a PDU session on
@@ -87,11 +93,10 @@ func runDemo(args []string) error {
 	if *ciphering != "" {
 		cfg.AMF.Security.Ciphering = []string{*ciphering}
 	}
-	if *capture != "" {
-		// N4 over PFCP/UDP (TS 29.244) instead of the direct binding, so the
-		// capture shows it: SMF on 127.0.0.1:8805, UPF on 127.0.0.2:8805.
-		cfg.UPF.PFCPAddr = demoUPFN4
-		cfg.SMF.UPFs[0].N4 = demoUPFN4
+	gnbN3 := demoAddresses(&cfg, *capture != "", *gnbs)
+	dnTarget, err := demoN6(&cfg)
+	if err != nil {
+		return err
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -106,11 +111,11 @@ func runDemo(args []string) error {
 	}
 	fmt.Printf("tern demo: core up, N2 on %s over SCTP-over-UDP port %d; %d gNBs, %d UEs, scenario %s\n",
 		c.N2Addr(), port, *gnbs, *ues, sc)
-	fmt.Printf("  user plane: UPF N3 %s, N4 %s, DNNs %s; the data steps reach the UPF's N6 gateway %s\n\n",
-		c.UPF.N3Addr(), n4Mode(cfg), *dnns, demoDNTarget)
+	fmt.Printf("  user plane: UPF N3 %s, N4 %s, DNNs %s (%s); the data steps reach the UPF's N6 gateway %s\n\n",
+		c.UPF.N3Addr(), n4Mode(cfg), *dnns, n6Summary(cfg), dnTarget)
 	if root && slices.Contains(sc, sim.StepTransfer) {
 		// The transfer step's far end: UDP echo (RFC 862) on the N6 gateway.
-		echo, err := startUDPEcho(netip.AddrPortFrom(demoDNTarget, 7))
+		echo, err := startUDPEcho(netip.AddrPortFrom(dnTarget, 7))
 		if err != nil {
 			return err
 		}
@@ -123,12 +128,12 @@ func runDemo(args []string) error {
 	scfg.GNBs, scfg.UEs, scfg.Concurrency = *gnbs, *ues, *conc
 	scfg.Scenario = sc
 	scfg.DNNs = strings.Split(*dnns, ",")
-	scfg.DataTarget = demoDNTarget
+	scfg.DataTarget = dnTarget
 	scfg.TransferEcho = true
 	// A short transfer paced under the ims session AMBR (10 Mbit/s in the
 	// demo subscription), so the QER's MBR policing does not drop it.
 	scfg.TransferBytes, scfg.TransferRate = 128<<10, 8_000_000
-	scfg.N3Addrs = sim.LoopbackN3Addrs(*gnbs)
+	scfg.N3Addrs = gnbN3
 	if w := c.Capture(); w != nil {
 		scfg.N3Tap = w
 	}
@@ -179,12 +184,122 @@ func runDemo(args []string) error {
 	return nil
 }
 
-// The demo's user plane on loopback.
-const demoUPFN4 = "127.0.0.2:8805"
+// demoAddresses gives the demo's core addresses of its own in 127/8 for
+// the well-known ports (freeport.Loopback), as the N2 port is drawn free:
+// N2, the UPF's N3 (GTP-U 2152) and, with capture, N4 over PFCP/UDP
+// (TS 29.244, port 8805) instead of the direct binding, so that the
+// capture shows it. A `tern up`, a `tern sim` or another demo beside it
+// holds 127.0.0.1:2152 and :8805, the gNBs' 127.0.1.x:2152 and, where the
+// kernel has SCTP, 127.0.0.1:38412. It returns the gNBs' N3 addresses,
+// one address each, for a UPF sends downlink to port 2152 of the
+// address in the tunnel.
+func demoAddresses(cfg *config.Config, pfcpOverUDP bool, gnbs int) (gnbN3 []string) {
+	taken := map[netip.Addr]bool{}
+	draw := func() netip.Addr {
+		for {
+			if a := freeport.Loopback(); !taken[a] {
+				taken[a] = true
+				return a
+			}
+		}
+	}
+	cfg.AMF.N2Address = netip.AddrPortFrom(draw(), 38412).String()
+	n3 := draw()
+	cfg.UPF.N3Addr = netip.AddrPortFrom(n3, gtpu.Port).String()
+	// The SMF's UPF list is the defaults' slice: copied, not written to.
+	upfs := slices.Clone(cfg.SMF.UPFs)
+	upfs[0].N3 = n3.String()
+	if pfcpOverUDP {
+		smfN4 := draw().String()
+		cfg.SMF.NodeID, cfg.SMF.N4Address = smfN4, smfN4
+		cfg.UPF.PFCPAddr = netip.AddrPortFrom(draw(), pfcp.Port).String()
+		upfs[0].N4 = cfg.UPF.PFCPAddr
+	}
+	cfg.SMF.UPFs = upfs
+	for range gnbs {
+		gnbN3 = append(gnbN3, netip.AddrPortFrom(draw(), gtpu.Port).String())
+	}
+	return gnbN3
+}
 
-// demoDNTarget is the UPF's N6 gateway on the internet DNN's TUN (the first
-// host of the pool, which the SMF never hands out).
-var demoDNTarget = netip.MustParseAddr(sim.DefaultDataTarget)
+// demoN6 gives the demo's N6 devices names of this process's and each
+// DNN a UE pool that no device of this network namespace has (the
+// default one where it is free), so that the demo runs beside a `tern up`
+// and leaves its routes alone (a UPF refuses a pool routed elsewhere,
+// upf/portable.PoolInUseError). It returns the internet DNN's N6 gateway,
+// the first host of its pool, which the SMF never hands out: the data
+// steps' target.
+func demoN6(cfg *config.Config) (netip.Addr, error) {
+	n6 := slices.Clone(cfg.UPF.N6)
+	dnns := slices.Clone(cfg.SMF.DNNs)
+	var chosen []netip.Prefix
+	target := netip.MustParseAddr(sim.DefaultDataTarget)
+	for i := range n6 {
+		// At most 15 bytes: "tdemo" + 7 digits + "-" + 2.
+		n6[i].TUN = fmt.Sprintf("tdemo%d-%d", os.Getpid()%10_000_000, i)
+		def, err := netip.ParsePrefix(n6[i].Pool)
+		if err != nil {
+			return netip.Addr{}, fmt.Errorf("demo: upf.n6[%d].pool: %w", i, err)
+		}
+		pool, err := freePool(def, chosen)
+		if err != nil {
+			return netip.Addr{}, err
+		}
+		chosen = append(chosen, pool)
+		n6[i].Pool = pool.String()
+		if k := slices.IndexFunc(dnns, func(d smf.DNNConfig) bool { return d.Name == n6[i].DNN }); k >= 0 {
+			dnns[k].Pool = pool.String()
+		}
+		if n6[i].DNN == "internet" {
+			target = pool.Masked().Addr().Next()
+		}
+	}
+	cfg.UPF.N6, cfg.SMF.DNNs = n6, dnns
+	return target, nil
+}
+
+// freePool is def if no device has any of its addresses and it overlaps
+// none of taken, else the first prefix of its size after it, up to
+// 10.255.255.255, that is.
+func freePool(def netip.Prefix, taken []netip.Prefix) (netip.Prefix, error) {
+	def = def.Masked()
+	size := uint32(1) << (32 - def.Bits())
+	for p := def; p.IsValid() && p.Addr().As4()[0] == def.Addr().As4()[0]; {
+		free := !slices.ContainsFunc(taken, p.Overlaps)
+		if free {
+			inUse, err := portable.PoolRoute(p)
+			if errors.Is(err, errors.ErrUnsupported) {
+				return def, nil // no routes to look at: no N6 devices either
+			}
+			if err != nil {
+				return netip.Prefix{}, fmt.Errorf("demo: UE pools: %w", err)
+			}
+			free = inUse == nil
+		}
+		if free {
+			return p, nil
+		}
+		b := p.Addr().As4()
+		next := binary.BigEndian.Uint32(b[:]) + size
+		if next < size { // wrapped
+			break
+		}
+		p = netip.PrefixFrom(netip.AddrFrom4([4]byte(binary.BigEndian.AppendUint32(nil, next))), def.Bits())
+	}
+	return netip.Prefix{}, fmt.Errorf("demo: no free UE pool of /%d in %d.0.0.0/8 for %s: every one is routed already", def.Bits(), def.Addr().As4()[0], def)
+}
+
+// n6Summary lists the N6 devices and their pools.
+func n6Summary(cfg config.Config) string {
+	if cfg.UPF.NoN6 || os.Geteuid() != 0 {
+		return "no N6 devices"
+	}
+	var s []string
+	for _, n := range cfg.UPF.N6 {
+		s = append(s, fmt.Sprintf("%s %s on %s", n.DNN, n.Pool, n.TUN))
+	}
+	return strings.Join(s, ", ")
+}
 
 func n4Mode(cfg config.Config) string {
 	if cfg.UPF.PFCPAddr != "" {
