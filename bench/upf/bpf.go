@@ -110,6 +110,10 @@ type generator struct {
 	frame   []byte
 	cfg     genConfig
 	ifindex uint32
+	// user, when set, sends the frames from user space instead
+	// (usergen.go): the kernel refuses live frames here, or the run
+	// asked for it.
+	user *userGen
 }
 
 // Live-frames batch: how many frames the kernel prepares and flushes at
@@ -117,10 +121,14 @@ type generator struct {
 const liveBatch = 64
 
 // run sends frames for d, at rate frames/s, evenly spaced (0 = as fast as
-// it can). It returns how many frames the generator made and the time
-// from the first to the last (the kernel's clock). The
-// calling goroutine's thread is moved into g.ns for the duration.
+// it can), with live frames or, with g.user, from user space. It returns
+// how many frames the generator made and the time from the first to the
+// last (the kernel's clock). The calling goroutine's thread is moved into
+// g.ns for the duration.
 func (g *generator) run(d time.Duration, rate float64) (sent uint64, elapsed time.Duration, err error) {
+	if g.user != nil {
+		return g.user.run(g, d, rate)
+	}
 	var h benchHdr
 	g.cfg.HdrWords = uint32(min(int(g.cfg.StampOff+7)/8, len(h.W)))
 	for i := range h.W[:g.cfg.HdrWords] {
@@ -135,73 +143,68 @@ func (g *generator) run(d time.Duration, rate float64) (sent uint64, elapsed tim
 	if rate > 0 {
 		g.cfg.Interval = uint64(1e9 / rate)
 	}
-	err = lab.Do(g.ns, func() error {
-		// The generator runs on CPU 0, so that a driver given CPUs of
-		// its own (upf.xdpCPUs) does not share them with it.
-		var old, cpu0 unix.CPUSet
-		if err := unix.SchedGetaffinity(0, &old); err == nil {
-			cpu0.Set(0)
-			if unix.SchedSetaffinity(0, &cpu0) == nil {
-				defer unix.SchedSetaffinity(0, &old)
-			}
-		}
-		ifi, err := net.InterfaceByName(g.ifname)
-		if err != nil {
-			return fmt.Errorf("bench upf: generator interface %s/%s: %w", g.ns, g.ifname, err)
-		}
-		g.ifindex = uint32(ifi.Index)
-		if g.p.callCost == 0 {
-			t0 := time.Now()
-			if err := g.once(1); err != nil {
-				return err
-			}
-			g.p.callCost = time.Since(t0)
-		}
-		// The pacing clock and the run's first and last frame start
-		// afresh.
-		seq0, err := g.p.genSeq()
-		if err != nil {
-			return err
-		}
-		if err := g.p.objs.GenState.Update(uint32(0), &benchGenState{Seq: seq0}, ebpf.UpdateAny); err != nil {
-			return fmt.Errorf("bench upf: generator state: %w", err)
-		}
-		stop := ktime() + d
-		g.cfg.Stop = uint64(stop)
-		if err := g.p.objs.GenCfg.Update(uint32(0), &g.cfg, ebpf.UpdateAny); err != nil {
-			return fmt.Errorf("bench upf: generator config: %w", err)
-		}
-		for {
-			left := stop - ktime()
-			if left <= 0 {
-				break
-			}
-			// One call for the time left, from the cost per run seen
-			// so far (with a margin: runs past the stop are cheap); a
-			// call that ends early is followed by another.
-			k := g.p.nsPerRun[rate > 0]
-			n := uint32(min(max(1.3*float64(left)/k, 1024), 1<<31))
-			t0 := time.Now()
-			if err := g.once(n); err != nil {
-				return err
-			}
-			if dt := time.Since(t0) - g.p.callCost; dt > 10*time.Millisecond {
-				g.p.nsPerRun[rate > 0] = max(float64(dt)/float64(n), 5)
-			}
-		}
-		var gs benchGenState
-		if err := g.p.objs.GenState.Lookup(uint32(0), &gs); err != nil {
-			return fmt.Errorf("bench upf: read generator state: %w", err)
-		}
-		elapsed = time.Duration(gs.Last - gs.First)
-		seq1, err := g.p.genSeq()
-		if err != nil {
-			return err
-		}
-		sent = seq1 - seq0
-		return nil
-	})
+	err = lab.Do(g.ns, func() error { return onCPU0(func() error { return g.runLive(d, rate, &sent, &elapsed) }) })
 	return sent, elapsed, err
+}
+
+// runLive is run with live frames, on the calling thread, in g's
+// namespace.
+func (g *generator) runLive(d time.Duration, rate float64, sent *uint64, elapsed *time.Duration) error {
+	ifi, err := net.InterfaceByName(g.ifname)
+	if err != nil {
+		return fmt.Errorf("bench upf: generator interface %s/%s: %w", g.ns, g.ifname, err)
+	}
+	g.ifindex = uint32(ifi.Index)
+	if g.p.callCost == 0 {
+		t0 := time.Now()
+		if err := g.once(1); err != nil {
+			return err
+		}
+		g.p.callCost = time.Since(t0)
+	}
+	// The pacing clock and the run's first and last frame start
+	// afresh.
+	seq0, err := g.p.genSeq()
+	if err != nil {
+		return err
+	}
+	if err := g.p.objs.GenState.Update(uint32(0), &benchGenState{Seq: seq0}, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("bench upf: generator state: %w", err)
+	}
+	stop := ktime() + d
+	g.cfg.Stop = uint64(stop)
+	if err := g.p.objs.GenCfg.Update(uint32(0), &g.cfg, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("bench upf: generator config: %w", err)
+	}
+	for {
+		left := stop - ktime()
+		if left <= 0 {
+			break
+		}
+		// One call for the time left, from the cost per run seen
+		// so far (with a margin: runs past the stop are cheap); a
+		// call that ends early is followed by another.
+		k := g.p.nsPerRun[rate > 0]
+		n := uint32(min(max(1.3*float64(left)/k, 1024), 1<<31))
+		t0 := time.Now()
+		if err := g.once(n); err != nil {
+			return err
+		}
+		if dt := time.Since(t0) - g.p.callCost; dt > 10*time.Millisecond {
+			g.p.nsPerRun[rate > 0] = max(float64(dt)/float64(n), 5)
+		}
+	}
+	var gs benchGenState
+	if err := g.p.objs.GenState.Lookup(uint32(0), &gs); err != nil {
+		return fmt.Errorf("bench upf: read generator state: %w", err)
+	}
+	*elapsed = time.Duration(gs.Last - gs.First)
+	seq1, err := g.p.genSeq()
+	if err != nil {
+		return err
+	}
+	*sent = seq1 - seq0
+	return nil
 }
 
 // once runs the generator n times.

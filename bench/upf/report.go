@@ -111,6 +111,10 @@ type Report struct {
 	Latency    []LatencyPoint
 	Profile    map[Key]map[string]ProgCost // program name -> cost (Config.Profile)
 	Skipped    map[string]string           // variant -> why it did not run
+	// Generator is the generator that sent every variant's frames
+	// (GenLive, GenAFXDP, GenPacket), and GeneratorWhy why the ones
+	// GenAuto tries first did not.
+	Generator, GeneratorWhy string
 }
 
 func newReport(cfg Config) *Report {
@@ -183,6 +187,9 @@ func (r *Report) ppsResult(name string, k Key, ss []Sample) report.Result {
 	extra := map[string]any{"size": k.Size, "direction": k.Dir, "sessions": k.Sessions, "workers": k.Workers,
 		"loss": median(losses), "offered_pps": median(offered), "sent": sent, "delivered": got,
 		"mbps": m * float64(k.Size) * 8 / 1e6}
+	if r.Generator != "" {
+		extra["generator"] = r.Generator
+	}
 	for _, rr := range ratioRefs {
 		if k.Variant == rr.variant || k.Variant == Generator || rr.ternOnly && !isTern(k.Variant) {
 			continue
@@ -243,7 +250,7 @@ func (r *Report) Results() []report.Result {
 			Median: p.P50, P90: p.P90, P99: p.P99, Max: p.Max,
 			Extra: map[string]any{"size": p.Size, "direction": p.Dir, "sessions": p.Sessions, "workers": p.Workers,
 				"target_pps": p.Target, "offered_pps": p.Offered, "delivered_pps": p.Delivered, "loss": p.Loss,
-				"p999_us": p.P999, "mean_us": p.Mean, "jitter_us": p.Jitter}})
+				"p999_us": p.P999, "mean_us": p.Mean, "jitter_us": p.Jitter, "generator": r.Generator}})
 	}
 	for _, k := range sortedKeys(r.Install, r.order()) {
 		ss := r.Install[k]
@@ -287,7 +294,14 @@ func (r *Report) Results() []report.Result {
 // install rates and what was skipped.
 func (r *Report) WriteTable(w io.Writer) {
 	ks := sortedKeys(r.Throughput, r.order())
-	fmt.Fprintf(w, "\nmedian of %d round(s), packets/s delivered (size = IPv4 total length of the user's packet)\n", r.cfg.Repeat)
+	gen := ""
+	if r.Generator != "" {
+		gen = "; generator " + r.Generator
+		if r.GeneratorWhy != "" {
+			gen += " (" + r.GeneratorWhy + ")"
+		}
+	}
+	fmt.Fprintf(w, "\nmedian of %d round(s), packets/s delivered (size = IPv4 total length of the user's packet%s)\n", r.cfg.Repeat, gen)
 	fmt.Fprintf(w, "  %-8s %-8s %6s %-15s %12s %12s %7s", "sessions", "dir", "size", "variant", "offered", "delivered", "loss")
 	for _, rr := range ratioRefs {
 		fmt.Fprintf(w, " %*s", max(8, len(rr.column)), rr.column)

@@ -13,6 +13,9 @@
 // socket generator tops out near 0.1 Mpps here, below the path itself;
 // this one makes several Mpps on one core (variant "generator": its frames
 // dropped on arrival at the first hop), so what is measured is the path.
+// Where the kernel refuses live frames, the run falls back on a user-space
+// generator that makes the same frames (Config.Generator, usergen.go),
+// the same for every variant of the run.
 //
 // A sink XDP program on the receiving veth (dn uplink, ran downlink)
 // counts stamped frames, reads the stamp behind the headers (behind
@@ -62,6 +65,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"runtime"
@@ -72,6 +76,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 
 	"github.com/tern5g/tern/internal/affinity"
 	"github.com/tern5g/tern/lab"
@@ -134,6 +139,11 @@ type Config struct {
 	Drain         time.Duration // wait after sending before counting
 	Prefix        string        // lab namespace prefix (default tbu<pid>)
 	Out           io.Writer     // progress (default io.Discard)
+	// Generator is how the frames are sent: GenLive, GenAFXDP, GenPacket,
+	// or GenAuto (the default): live where the kernel allows it, else
+	// afxdp, else packet. Every variant of a run, the references
+	// included, gets the same one.
+	Generator string
 }
 
 func (c *Config) defaults() error {
@@ -167,6 +177,12 @@ func (c *Config) defaults() error {
 	} else if slices.Contains(c.Drivers, BareXDPCPU) {
 		return errors.New("bench upf: bare-xdp-cpu needs the CPUs (XDPCPUs, -xdp-cpus)")
 	}
+	if c.Generator == "" {
+		c.Generator = GenAuto
+	}
+	if !slices.Contains(Generators, c.Generator) {
+		return fmt.Errorf("bench upf: generator %q: want one of %s", c.Generator, strings.Join(Generators, ", "))
+	}
 	if c.SweepDuration <= 0 {
 		c.SweepDuration = min(c.Duration, 500*time.Millisecond)
 	}
@@ -193,12 +209,20 @@ func Check() error {
 	return nil
 }
 
+// ErrLiveFrames is the error of a run that asked for the live generator
+// where the kernel refuses BPF_PROG_RUN with live frames.
+var ErrLiveFrames = errors.New("the kernel refuses BPF_PROG_RUN with live frames (BPF_F_TEST_XDP_LIVE_FRAMES)")
+
 // bench is one run in progress.
 type bench struct {
 	cfg Config
 	t   *topo
 	p   *progs
 	rep *Report
+	// gen is the generator the run uses (GenLive, GenAFXDP or GenPacket)
+	// and users the user-space ones' sockets, by veth.
+	gen   string
+	users map[string]*userGen
 }
 
 // Run builds the lab, measures every variant and returns the report. The
@@ -224,7 +248,14 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 			err = errors.Join(err, fmt.Errorf("bench upf: lab teardown: %w", derr))
 		}
 	}()
-	b := &bench{cfg: cfg, t: t, p: p, rep: newReport(cfg)}
+	b := &bench{cfg: cfg, t: t, p: p, rep: newReport(cfg), users: map[string]*userGen{}}
+	defer func() {
+		for _, u := range b.users {
+			if cerr := u.close(); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("bench upf: %s generator on %s/%s: %w", u.mode, u.ns, u.ifname, cerr))
+			}
+		}
+	}()
 	// The sinks stay on the far ends throughout: dn's for uplink, ran's
 	// for downlink.
 	for _, at := range []port{t.dnN6, t.ranN3} {
@@ -236,10 +267,94 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	fmt.Fprintf(cfg.Out, "  lab %s: %s | %s | %s; UPF N3 %s on %s, N6 %s (gateway %s), pool %s\n",
 		cfg.Prefix, t.ranNS, t.coreNS, t.dnNS, t.n3, t.coreN3.name, t.coreN6.name, t.n6DN, poolStr)
+	if err := b.chooseGenerator(); err != nil {
+		return nil, err
+	}
+	why := ""
+	if b.rep.GeneratorWhy != "" {
+		why = " (" + b.rep.GeneratorWhy + ")"
+	}
+	fmt.Fprintf(cfg.Out, "  generator %s: %s%s\n", b.gen, GeneratorText(b.gen), why)
 	if err := b.run(ctx); err != nil {
 		return nil, err
 	}
 	return b.rep, nil
+}
+
+// chooseGenerator settles the run's generator: the one asked for, or
+// with GenAuto the first of live, afxdp and packet that works here, and
+// why the ones before it do not. Each is tried on ran's N3 veth, which
+// has the sink (so its receive queue is registered, as live frames need).
+func (b *bench) chooseGenerator() error {
+	order := []string{b.cfg.Generator}
+	if b.cfg.Generator == GenAuto {
+		order = []string{GenLive, GenAFXDP, GenPacket}
+	}
+	var refused []string
+	for _, gen := range order {
+		err := b.probe(gen)
+		if err == nil {
+			b.gen, b.rep.Generator = gen, gen
+			if len(refused) > 0 {
+				b.rep.GeneratorWhy = strings.Join(refused, "; ")
+			}
+			return nil
+		}
+		if b.cfg.Generator != GenAuto {
+			if gen == GenLive {
+				return fmt.Errorf("bench upf: generator live: %w: %v (-generator afxdp or packet sends from user space)", ErrLiveFrames, err)
+			}
+			return fmt.Errorf("bench upf: generator %s: %w", gen, err)
+		}
+		if gen == GenLive {
+			err = fmt.Errorf("%w: %v", ErrLiveFrames, err)
+		}
+		refused = append(refused, fmt.Sprintf("%s: %v", gen, err))
+	}
+	return fmt.Errorf("bench upf: no generator works here: %s", strings.Join(refused, "; "))
+}
+
+// probe sends one frame with generator gen from ran's N3 veth.
+func (b *bench) probe(gen string) error {
+	t := b.t
+	ss, err := Plan(1, netip.MustParsePrefix(poolStr), 0)
+	if err != nil {
+		return err
+	}
+	frame, _, err := uplinkFrame(t.coreN3.mac, t.ranN3.mac, t.gnb, t.n3, ss, MinSize)
+	if err != nil {
+		return err
+	}
+	return lab.Do(t.ranNS, func() error {
+		if gen != GenLive {
+			tx, err := openUserTX(gen, t.ranN3.name)
+			if err != nil {
+				return err
+			}
+			defer tx.close()
+			copy(tx.buffers(1, len(frame))[0], frame)
+			_, err = tx.send()
+			return err
+		}
+		ifi, err := net.InterfaceByName(t.ranN3.name)
+		if err != nil {
+			return err
+		}
+		_, err = b.p.objs.XdpGen.Run(&ebpf.RunOptions{Data: frame, Context: xdpMD{DataEnd: uint32(len(frame)), IngressIfindex: uint32(ifi.Index)},
+			Repeat: 1, Flags: unix.BPF_F_TEST_XDP_LIVE_FRAMES, BatchSize: liveBatch})
+		return err
+	})
+}
+
+// userGen is the user-space generator of the veth ifname in ns.
+func (b *bench) userGen(ns, ifname string) *userGen {
+	k := ns + "/" + ifname
+	u := b.users[k]
+	if u == nil {
+		u = &userGen{mode: b.gen, ns: ns, ifname: ifname}
+		b.users[k] = u
+	}
+	return u
 }
 
 func (b *bench) variants() []string {
@@ -530,6 +645,9 @@ func (b *bench) generator(v, dir string, size int, ss []Session) (*generator, er
 	}
 	if b.cfg.Scattered {
 		g.cfg.Stride = scatterStride(len(ss))
+	}
+	if b.gen != GenLive {
+		g.user = b.userGen(g.ns, g.ifname)
 	}
 	return g, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/netip"
@@ -21,8 +22,22 @@ import (
 // TestSmoke runs a very short benchmark: generator, bare-xdp,
 // bare-xdp-lookup, kernel and portable (and bare-xdp-cpu with 2 CPUs),
 // 5 sessions in scattered order, 64 B both ways, with the per-program
-// profile.
+// profile, with live frames. It skips, saying so, where the kernel
+// refuses them; TestSmokeUserSpace runs it with the generators that
+// `tern bench upf` falls back on then.
 func TestSmoke(t *testing.T) {
+	smoke(t, GenLive, true)
+}
+
+// TestSmokeUserSpace is TestSmoke with the user-space generators: afxdp,
+// the first fallback, in full; packet with the references and portable,
+// without the sweep and the profile.
+func TestSmokeUserSpace(t *testing.T) {
+	t.Run(GenAFXDP, func(t *testing.T) { smoke(t, GenAFXDP, true) })
+	t.Run(GenPacket, func(t *testing.T) { smoke(t, GenPacket, false) })
+}
+
+func smoke(t *testing.T, gen string, full bool) {
 	if testing.Short() {
 		t.Skip("builds namespaces; skipped with -short")
 	}
@@ -39,14 +54,23 @@ func TestSmoke(t *testing.T) {
 	cfg := Config{
 		Duration: 200 * time.Millisecond, Sizes: []int{64}, Sessions: []int{5}, Scattered: true, Directions: []string{Uplink, Downlink},
 		Drivers: []string{BareXDP, BareXDPLookup, Kernel, "portable"}, Repeat: 1, Sweep: 5, SweepDuration: 50 * time.Millisecond,
-		Drain: 50 * time.Millisecond, Profile: true, Out: out,
+		Drain: 50 * time.Millisecond, Profile: true, Out: out, Generator: gen,
 	}
-	if runtime.NumCPU() > 1 {
+	if !full {
+		cfg.Drivers, cfg.Sweep, cfg.Profile = []string{BareXDP, Kernel, "portable"}, 0, false
+	}
+	if full && runtime.NumCPU() > 1 {
 		cfg.Drivers, cfg.XDPCPUs = append(cfg.Drivers, BareXDPCPU), "1"
 	}
 	rep, err := Run(context.Background(), cfg)
+	if errors.Is(err, ErrLiveFrames) {
+		t.Skipf("%v; TestSmokeUserSpace runs the user-space generators", err)
+	}
 	if err != nil {
 		t.Fatal(err)
+	}
+	if rep.Generator != gen {
+		t.Fatalf("generator %s ran, want %s", rep.Generator, gen)
 	}
 	rep.WriteTable(out)
 	b, err := json.Marshal(rep.Results())
@@ -63,22 +87,33 @@ func TestSmoke(t *testing.T) {
 			got[r.Name+"/"+r.Variant] = r
 		}
 	}
-	gen, ok := got["upf/"+Generator]
-	if !ok || gen.Extra["offered_pps"].(float64) <= 0 {
-		t.Fatalf("generator offered nothing: %+v", gen)
+	genRow, ok := got["upf/"+Generator]
+	if !ok || genRow.Extra["offered_pps"].(float64) <= 0 || genRow.Extra["generator"] != gen {
+		t.Fatalf("generator offered nothing: %+v", genRow)
 	}
 	if bare := got["upf/"+BareXDP]; bare.Median <= 0 {
 		t.Fatalf("bare-xdp delivered nothing: %+v", bare)
 	}
-	// The first sweep step is a fifth of bare-xdp's own throughput.
-	low := got["upf-latency/"+BareXDP]
-	if low.Extra == nil || low.Extra["delivered_pps"].(float64) <= 0 || low.Extra["loss"].(float64) >= 0.01 {
-		t.Fatalf("bare-xdp at a low paced rate: %+v", low)
+	// The references' ratios: tern's driver against bare-xdp and kernel,
+	// measured with the same generator in the same run.
+	for _, r := range rows {
+		if r.Name == "upf" && r.Variant == "portable" && rep.Skipped["portable"] == "" &&
+			(r.Extra["ratio_bare_xdp"] == nil || r.Extra["ratio_kernel"] == nil) {
+			t.Errorf("portable %s without its ratios: %+v", r.Extra["direction"], r)
+		}
 	}
 	for _, v := range []string{Kernel, "portable"} {
 		if _, ok := got["upf/"+v]; !ok {
 			t.Errorf("no row for %s", v)
 		}
+	}
+	if !full {
+		return
+	}
+	// The first sweep step is a fifth of bare-xdp's own throughput.
+	low := got["upf-latency/"+BareXDP]
+	if low.Extra == nil || low.Extra["delivered_pps"].(float64) <= 0 || low.Extra["loss"].(float64) >= 0.01 {
+		t.Fatalf("bare-xdp at a low paced rate: %+v", low)
 	}
 	if pr := got["upf-profile/"+BareXDP]; pr.Median <= 0 || pr.Extra["program"] != "xdp_fwd" {
 		t.Errorf("no cost of xdp_fwd: %+v", pr)
