@@ -21,7 +21,9 @@ deps:
 ## ping, curl and iperf3 drive traffic through the 5G sessions in the lab; PostgreSQL's server
 ## binaries, which the store tests start a throwaway server from; clang and libbpf's headers,
 ## which rebuild the XDP programs: `make bpf`, and the tests that check the committed objects).
-## Installed only when missing; skipped quietly when apt is unavailable.
+## Installed only when missing; skipped quietly when apt is unavailable. apt waits up to two
+## minutes for the dpkg lock (a fresh VM's unattended upgrades hold it) instead of giving up.
+APT_WAIT := -o DPkg::Lock::Timeout=120
 tools:
 	@missing=""; \
 	command -v tshark >/dev/null 2>&1 || missing="$$missing tshark"; \
@@ -36,9 +38,9 @@ tools:
 	if [ -n "$$missing" ]; then \
 	  if command -v apt-get >/dev/null 2>&1 && { [ "$$(id -u)" = 0 ] || command -v sudo >/dev/null 2>&1; }; then \
 	    echo "installing:$$missing"; \
-	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null && \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get $(APT_WAIT) update -qq >/dev/null && \
 	    echo "wireshark-common wireshark-common/install-setuid boolean false" | $(SUDO) debconf-set-selections && \
-	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get $(APT_WAIT) install -y -qq $$missing >/dev/null || \
 	    echo "warning: could not install$$missing; tests that need them will skip"; \
 	  else echo "warning: cannot install$$missing; tests that need them will skip"; fi; \
 	fi
@@ -59,12 +61,15 @@ up: build
 	./$(BIN) up
 
 ## test: the whole suite (unit, protocol vectors, end-to-end). Root-only tests skip without root.
+## internal/cmd/testsummary runs go test -json: plain go test's output, then the tests that
+## skipped and why; the exit status is go test's.
+TESTSUMMARY := $(GO) run ./internal/cmd/testsummary -go $(GO) --
 test: deps tools
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 15m ./...
+	$(TESTSUMMARY) -count=1 -timeout 15m ./...
 
 test-short: deps
-	$(GO) test -short -count=1 ./...
+	$(TESTSUMMARY) -short -count=1 ./...
 
 ## fuzz: run every fuzz target briefly (FUZZTIME per target).
 FUZZTIME ?= 10s
