@@ -254,6 +254,25 @@ func (s *Store) Put(sub Subscriber) error {
 // SUPIs are left as they are (so a restart keeps their SQNs). It returns
 // how many subscribers were written.
 func (s *Store) PutAll(subs []Subscriber, overwrite bool) (int, error) {
+	mode := keepExisting
+	if overwrite {
+		mode = replaceExisting
+	}
+	return s.writeAll(subs, mode)
+}
+
+// existingMode is what writeAll does with a SUPI the store already has.
+type existingMode uint8
+
+const (
+	keepExisting    existingMode = iota // leave it, write the others
+	replaceExisting                     // overwrite it
+	failOnExisting                      // write nothing: *ExistError
+)
+
+// writeAll validates subs, then writes them in one transaction, treating
+// SUPIs already stored as mode says. It returns how many it wrote.
+func (s *Store) writeAll(subs []Subscriber, mode existingMode) (int, error) {
 	records := make([]string, len(subs))
 	seen := make(map[string]bool, len(subs))
 	for i := range subs {
@@ -270,7 +289,7 @@ func (s *Store) PutAll(subs []Subscriber, overwrite bool) (int, error) {
 		}
 	}
 	q := putNewSQL
-	if overwrite {
+	if mode == replaceExisting {
 		q = putSQL
 	}
 	n := 0
@@ -280,6 +299,7 @@ func (s *Store) PutAll(subs []Subscriber, overwrite bool) (int, error) {
 			return fmt.Errorf("store: %w", err)
 		}
 		defer st.Close()
+		var exist []string
 		for i := range subs {
 			res, err := st.Exec(subs[i].SUPI, records[i], int64(subs[i].SQN))
 			if err != nil {
@@ -289,12 +309,21 @@ func (s *Store) PutAll(subs []Subscriber, overwrite bool) (int, error) {
 			if err != nil {
 				return fmt.Errorf("store: %w", err)
 			}
+			if k == 0 && mode == failOnExisting {
+				exist = append(exist, subs[i].SUPI)
+				continue
+			}
 			if k > 0 {
 				if err := recordChange(tx, subs[i].SUPI, false); err != nil {
 					return err
 				}
 			}
 			n += int(k)
+		}
+		if len(exist) > 0 {
+			// Rolled back: the check and the writes are one transaction, so
+			// no other writer can slip a SUPI in between them.
+			return &ExistError{SUPIs: exist}
 		}
 		return nil
 	})
