@@ -100,13 +100,16 @@ func noArgs(fs *flag.FlagSet) error {
 }
 
 // supiFlag checks --imsi and returns the SUPI.
-func supiFlag(imsi string) (string, error) {
+func supiFlag(imsi string) (string, error) { return supiValue("--imsi", imsi) }
+
+// supiValue checks the IMSI named name and returns the SUPI.
+func supiValue(name, imsi string) (string, error) {
 	if imsi == "" {
-		return "", errors.New("--imsi is required: the subscriber's IMSI, 6-15 digits")
+		return "", fmt.Errorf("%s is required: the subscriber's IMSI, 6-15 digits", name)
 	}
 	supi := "imsi-" + imsi
 	if _, err := identity.ParseSUPI(supi); err != nil {
-		return "", fmt.Errorf("--imsi: %q is not 6-15 digits", imsi)
+		return "", fmt.Errorf("%s: %q is not 6-15 digits", name, imsi)
 	}
 	return supi, nil
 }
@@ -161,11 +164,22 @@ func subscriberAdd(args []string) error {
 	return nil
 }
 
-// addFlags are the values of `subscriber add`.
+// addFlags are the values of `subscriber add`, or of one row of the file
+// `subscriber import --csv` reads.
 type addFlags struct {
 	imsi, k, opc, op, amf, ambrUL, ambrDL string
 	sqn                                   uint64
 	snssais, dnns                         []string
+	// name is how messages name a value given by flag name ("k", "slice"):
+	// nil for the flags, "--k"; a CSV row names its columns.
+	name func(flag string) string
+}
+
+func (f addFlags) named(flag string) string {
+	if f.name != nil {
+		return f.name(flag)
+	}
+	return "--" + flag
 }
 
 // subscriberFromFlags checks every flag, naming it and what it accepts,
@@ -173,37 +187,38 @@ type addFlags struct {
 func subscriberFromFlags(cfg config.Config, f addFlags) (store.Subscriber, error) {
 	var sub store.Subscriber
 	var err error
-	if sub.SUPI, err = supiFlag(f.imsi); err != nil {
+	n := f.named
+	if sub.SUPI, err = supiValue(n("imsi"), f.imsi); err != nil {
 		return sub, err
 	}
-	if sub.K, err = hexFlag("k", f.k, 16); err != nil {
+	if sub.K, err = hexValue(n("k"), f.k, 16); err != nil {
 		return sub, err
 	}
 	switch {
 	case f.opc != "" && f.op != "":
-		return sub, errors.New("--opc and --op: give one, not both")
+		return sub, fmt.Errorf("%s and %s: give one, not both", n("opc"), n("op"))
 	case f.opc != "":
 		sub.OPType = store.OPTypeOPc
-		sub.OP, err = hexFlag("opc", f.opc, 16)
+		sub.OP, err = hexValue(n("opc"), f.opc, 16)
 	case f.op != "":
 		sub.OPType = store.OPTypeOP
-		sub.OP, err = hexFlag("op", f.op, 16)
+		sub.OP, err = hexValue(n("op"), f.op, 16)
 	default:
-		return sub, errors.New("--opc or --op is required: the operator key, 32 hex digits")
+		return sub, fmt.Errorf("%s or %s is required: the operator key, 32 hex digits", n("opc"), n("op"))
 	}
 	if err != nil {
 		return sub, err
 	}
-	if sub.AMF, err = hexFlag("amf", f.amf, 2); err != nil {
+	if sub.AMF, err = hexValue(n("amf"), f.amf, 2); err != nil {
 		return sub, err
 	}
 	if f.sqn > store.MaxSQN {
-		return sub, fmt.Errorf("--sqn: %d is above the largest 48-bit SQN, %d", f.sqn, uint64(store.MaxSQN))
+		return sub, fmt.Errorf("%s: %d is above the largest 48-bit SQN, %d", n("sqn"), f.sqn, uint64(store.MaxSQN))
 	}
 	sub.SQN = f.sqn
 	for _, r := range []struct{ flag, v string }{{"ambr-ul", f.ambrUL}, {"ambr-dl", f.ambrDL}} {
 		if _, err := sbi.ParseBitRate(r.v); err != nil {
-			return sub, fmt.Errorf("--%s: %q is not a bit rate: want \"<number> <unit>\", unit bps, Kbps, Mbps, Gbps or Tbps, e.g. \"1 Gbps\"", r.flag, r.v)
+			return sub, fmt.Errorf("%s: %q is not a bit rate: want \"<number> <unit>\", unit bps, Kbps, Mbps, Gbps or Tbps, e.g. \"1 Gbps\"", n(r.flag), r.v)
 		}
 	}
 	sub.UEAMBR = store.AMBR{Uplink: f.ambrUL, Downlink: f.ambrDL}
@@ -217,12 +232,12 @@ func subscriberFromFlags(cfg config.Config, f addFlags) (store.Subscriber, error
 	served := servedDNNs(cfg)
 	for _, d := range dnns {
 		if !slices.Contains(served, d) {
-			return sub, fmt.Errorf("--dnn: %q is not served by the configuration (smf.dnns: %s)", d, strings.Join(served, ", "))
+			return sub, fmt.Errorf("%s: %q is not served by the configuration (smf.dnns: %s)", n("dnn"), d, strings.Join(served, ", "))
 		}
 	}
 	for i, s := range snssais {
 		if _, err := identity.ParseSNSSAI(s); err != nil {
-			return sub, fmt.Errorf("--slice: %q: want SST or SST-SD, e.g. 1 or 1-010203 (%v)", s, err)
+			return sub, fmt.Errorf("%s: %q: want SST or SST-SD, e.g. 1 or 1-010203 (%v)", n("slice"), s, err)
 		}
 		sl := store.Slice{SNSSAI: s, Default: i == 0}
 		for j, d := range dnns {
@@ -250,11 +265,11 @@ func servedDNNs(cfg config.Config) []string {
 	return out
 }
 
-// hexFlag decodes the value of --name, which must be n bytes in hex.
-func hexFlag(name, s string, n int) (store.HexBytes, error) {
+// hexValue decodes the value named name, which must be n bytes in hex.
+func hexValue(name, s string, n int) (store.HexBytes, error) {
 	b, err := hex.DecodeString(s)
 	if err != nil || len(b) != n {
-		return nil, fmt.Errorf("--%s: want %d hex digits, have %q", name, 2*n, s)
+		return nil, fmt.Errorf("%s: want %d hex digits, have %q", name, 2*n, s)
 	}
 	return b, nil
 }
@@ -349,7 +364,10 @@ func subscriberDelete(args []string) error {
 func subscriberImport(args []string) error {
 	fs := flag.NewFlagSet("subscriber import", flag.ContinueOnError)
 	sf := addStoreFlags(fs)
-	from := fs.String("from", "", "legacy subscriber log (the store file of tern before SQLite) to import (required)")
+	csvPath := fs.String("csv", "", "CSV file to import: a header row naming the columns imsi, k, opc or op, and optionally amf, sqn, slices, dnns, ambr_ul, ambr_dl "+
+		"(values as subscriber add takes them; several slices or DNNs separated by ';'); every row is checked first, then all are imported in one transaction or none. "+
+		"An IMSI already in the store fails the import unless --replace")
+	from := fs.String("from", "", "legacy subscriber log (the store file of tern before SQLite) to import; subscribers already in the store are kept unless --replace")
 	replace := fs.Bool("replace", false, "overwrite subscribers the store already has")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -357,8 +375,17 @@ func subscriberImport(args []string) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	if *from == "" {
-		return errors.New("--from is required: the legacy subscriber log to import")
+	switch {
+	case *csvPath != "" && *from != "":
+		return errors.New("--csv and --from: give one, not both")
+	case *csvPath != "":
+		cfg, err := sf.load()
+		if err != nil {
+			return err
+		}
+		return importCSV(sf, cfg, *csvPath, *replace)
+	case *from == "":
+		return errors.New("--csv or --from is required: the CSV file, or the legacy subscriber log, to import")
 	}
 	subs, err := store.ReadLegacyFile(*from)
 	if err != nil {
