@@ -3,6 +3,7 @@ package amf
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/tern5g/tern/nas"
 	"github.com/tern5g/tern/ngap"
@@ -177,6 +178,7 @@ func (u *ue) unprotect(pdu []byte) (nasIn, bool) {
 
 // dispatch hands a received 5GMM message to its procedure.
 func (u *ue) dispatch(in nasIn) {
+	u.lastActivity = time.Now()
 	switch m := in.msg.(type) {
 	case *nas.RegistrationRequest:
 		u.onRegistrationRequest(m, in.integrity)

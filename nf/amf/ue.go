@@ -237,6 +237,10 @@ type ue struct {
 	// handoverTime guards an N2 handover's preparation and execution.
 	handoverTime serial.Timer
 
+	// lastActivity is when the last 5GMM message from the UE was accepted
+	// (dispatch), for operators (snapshot.go).
+	lastActivity time.Time
+
 	// procStart is when the running procedure (st.proc) started; outcome,
 	// when set, is how the handler ending it names its end (observe.go).
 	procStart time.Time
