@@ -1,0 +1,432 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/tern5g/tern/config"
+	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/nf/amf"
+	"github.com/tern5g/tern/nf/smf"
+	"github.com/tern5g/tern/ngap"
+)
+
+// The operator API: a read-only JSON view of the UEs a running core
+// serves, for `tern ue list` and `tern ue show`:
+//
+//	GET /ues          every UE context (UEList)
+//	GET /ues/{supi}   one (UEView); 404 when the AMF has none
+//
+// It is served over HTTP/1.1 on a unix socket, not on the operations
+// HTTP server (metrics.address): SUPIs, UE addresses and locations are
+// personal data that have no place on a port opened for Prometheus, the
+// socket's file mode (0600) leaves them to the user the core runs as, and
+// the socket needs no port and no configuration, so `tern ue list` works
+// beside a core started with the defaults. Its place follows the store
+// (OperatorSocket), so the same --config or --store finds it.
+//
+// The UE data comes from the AMF's state machine, each UE's snapshot taken
+// on its executor (amf.AMF.UEs); the UE IPs and UPFs from the SMF's
+// sessions, likewise (smf.SMF.AllSessions), where the SMF runs in the same
+// process.
+
+// OperatorSocketName is the socket's file name, in the directory of the
+// store.
+const OperatorSocketName = "tern.sock"
+
+// OperatorSocket is where a core, or the AMF of `tern nf amf`, started
+// with cfg serves the operator API: tern.sock beside the SQLite store file
+// (with PostgreSQL too, in the directory store.path names).
+func OperatorSocket(cfg config.Config) string {
+	p := cfg.Store.Path
+	if p == "" {
+		p = config.DefaultStorePath()
+	}
+	return filepath.Join(filepath.Dir(p), OperatorSocketName)
+}
+
+// UEList is the answer of GET /ues.
+type UEList struct {
+	UEs []UEView `json:"ues"`
+	// Busy counts the UE contexts whose executor was busy for the whole
+	// snapshot deadline (an SBI call waiting for its own); they are left
+	// out of UEs.
+	Busy int `json:"busy,omitempty"`
+	// SessionsBusy counts UEs whose sessions at the SMF could not be
+	// read in time; their sessions show what the AMF knows.
+	SessionsBusy int `json:"sessionsBusy,omitempty"`
+	// SMF is false where no SMF runs in the process (tern nf amf): the
+	// sessions then have no UE IP, state or UPF.
+	SMF bool `json:"smf"`
+}
+
+// UEView is one UE context (GET /ues/{supi}, or an entry of UEList).
+type UEView struct {
+	SUPI string `json:"supi,omitempty"`
+	// SUCI is given only while the UE is not identified yet.
+	SUCI string `json:"suci,omitempty"`
+	PEI  string `json:"pei,omitempty"`
+	GUTI string `json:"guti,omitempty"`
+	// RMState, CMState and Procedure are the AMF's state machine: RM-
+	// REGISTERED or RM-DEREGISTERED (TS 23.501 §5.3.2.2), CM-CONNECTED or
+	// CM-IDLE (§5.3.3.2), and the procedure running ("none").
+	RMState   string `json:"rmState"`
+	CMState   string `json:"cmState"`
+	Procedure string `json:"procedure"`
+	// Reachable is false once a CM-IDLE UE's mobile reachable timer has
+	// expired (TS 24.501 §5.3.7): it is not paged.
+	Reachable bool `json:"reachable"`
+	// RAN is the serving N2 connection, absent in CM-IDLE; HandoverTarget
+	// the target's during an N2 handover.
+	RAN              *RANLegView   `json:"ran,omitempty"`
+	HandoverTarget   *RANLegView   `json:"handoverTarget,omitempty"`
+	RegistrationArea []string      `json:"registrationArea,omitempty"`
+	AllowedNSSAI     []string      `json:"allowedNssai,omitempty"`
+	Sessions         []SessionView `json:"sessions"`
+	// LastActivity is when the AMF last accepted a 5GMM message from the
+	// UE.
+	LastActivity *time.Time `json:"lastActivity,omitempty"`
+	// SMF is as in UEList; SessionsBusy says the SMF did not answer in
+	// time, so the sessions show what the AMF knows.
+	SMF          bool `json:"smf"`
+	SessionsBusy bool `json:"sessionsBusy,omitempty"`
+}
+
+// RANLegView is one UE-associated logical NG-connection (TS 38.413 §3.1).
+type RANLegView struct {
+	// GNB is the Global gNB ID: PLMN, the gNB ID in hex (as many digits
+	// as its 22-32 bits need) and its bit length, e.g. 20893-000001/22.
+	GNB         string `json:"gnb"`
+	GNBAddress  string `json:"gnbAddress"`
+	AMFUENGAPID int64  `json:"amfUeNgapId"`
+	RANUENGAPID int64  `json:"ranUeNgapId"`
+	// State is the AMF's state of the connection (signalling, secured,
+	// context, handover-preparing, handover-prepared, releasing).
+	State string `json:"state"`
+	TAI   string `json:"tai"`
+	// Cell is the NR CGI: PLMN, then the 36-bit NR Cell Identity in hex.
+	Cell string `json:"cell"`
+}
+
+// SessionView is one PDU session: the AMF's record joined with the SMF's.
+type SessionView struct {
+	ID     uint8  `json:"pduSessionId"`
+	DNN    string `json:"dnn"`
+	SNSSAI string `json:"snssai"`
+	UEIP   string `json:"ueIp,omitempty"`
+	// State is the SM context's state at the SMF (establishing,
+	// wait-n2-setup, active, modifying, releasing).
+	State string `json:"state,omitempty"`
+	// UserPlane is the session's N2 resources as the AMF sees them
+	// (none, activating, active, deactivated).
+	UserPlane    string `json:"userPlane,omitempty"`
+	UPF          string `json:"upf,omitempty"`
+	UPFN3        string `json:"upfN3,omitempty"`
+	SMContextRef string `json:"smContextRef,omitempty"`
+}
+
+// UE contexts and sessions as the operator API reads them: the AMF and the
+// SMF, or fakes in tests.
+type (
+	ueSource interface {
+		UEs(ctx context.Context) ([]amf.UEInfo, int, error)
+		UE(ctx context.Context, supi string) (amf.UEInfo, error)
+	}
+	sessionSource interface {
+		Sessions(ctx context.Context, supi string) ([]smf.SessionInfo, error)
+		AllSessions(ctx context.Context) (map[string][]smf.SessionInfo, int, error)
+	}
+)
+
+// snapshotTimeout bounds how long one request waits for the UEs'
+// executors.
+const snapshotTimeout = 2 * time.Second
+
+// operatorAPI serves the operator API from an AMF and, where one runs in
+// the process, an SMF.
+type operatorAPI struct {
+	ues      ueSource
+	sessions sessionSource // nil: none in this process
+}
+
+// OperatorHandler is the operator API of the unit.
+func (c *Core) OperatorHandler() http.Handler {
+	return newOperatorHandler(c.AMF, c.SMF)
+}
+
+// OperatorHandler is the operator API of an AMF running as its own
+// process, nil for other NFs. Its sessions carry what the AMF knows: the
+// UE IPs and UPFs are the SMF's, in another process.
+func (n *NF) OperatorHandler() http.Handler {
+	if n.amf == nil {
+		return nil
+	}
+	return newOperatorHandler(n.amf, nil)
+}
+
+func newOperatorHandler(ues ueSource, sessions *smf.SMF) http.Handler {
+	api := &operatorAPI{ues: ues}
+	if sessions != nil {
+		api.sessions = sessions
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ues", api.list)
+	mux.HandleFunc("GET /ues/{supi}", api.show)
+	return mux
+}
+
+func (api *operatorAPI) list(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), snapshotTimeout)
+	defer cancel()
+	infos, busy, err := api.ues.UEs(ctx)
+	if err != nil {
+		problem(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	out := UEList{UEs: make([]UEView, 0, len(infos)), Busy: busy, SMF: api.sessions != nil}
+	var bySUPI map[string][]smf.SessionInfo
+	if api.sessions != nil {
+		bySUPI, out.SessionsBusy, err = api.sessions.AllSessions(ctx)
+		if err != nil {
+			problem(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
+	}
+	for _, u := range infos {
+		out.UEs = append(out.UEs, ueView(u, bySUPI[u.SUPI], api.sessions != nil))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (api *operatorAPI) show(w http.ResponseWriter, r *http.Request) {
+	supi := r.PathValue("supi")
+	if _, err := identity.ParseSUPI(supi); err != nil {
+		problem(w, http.StatusBadRequest, fmt.Sprintf("%q is not a SUPI (imsi-<6-15 digits>)", supi))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), snapshotTimeout)
+	defer cancel()
+	u, err := api.ues.UE(ctx, supi)
+	switch {
+	case errors.Is(err, amf.ErrNoUE):
+		problem(w, http.StatusNotFound, fmt.Sprintf("the AMF has no UE context for %s (not registered, or deregistered)", supi))
+		return
+	case err != nil:
+		problem(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	var sessions []smf.SessionInfo
+	busy := false
+	if api.sessions != nil {
+		// The AMF's view stands on its own: an SMF busy past the deadline
+		// leaves the sessions as the AMF knows them, and says so.
+		sessions, err = api.sessions.Sessions(ctx, supi)
+		busy = err != nil
+	}
+	v := ueView(u, sessions, api.sessions != nil)
+	v.SessionsBusy = busy
+	writeJSON(w, http.StatusOK, v)
+}
+
+// ueView joins the AMF's snapshot of a UE with the SMF's of its sessions
+// (withSMF: there is an SMF to join; sessions may then still be none).
+func ueView(u amf.UEInfo, sessions []smf.SessionInfo, withSMF bool) UEView {
+	v := UEView{SUPI: u.SUPI, SUCI: u.SUCI, PEI: u.PEI, RMState: u.RM, CMState: u.CM, Procedure: u.Procedure,
+		Reachable: u.Reachable, RAN: legView(u.RAN), HandoverTarget: legView(u.Target), Sessions: []SessionView{}, SMF: withSMF}
+	if u.GUTI != nil {
+		v.GUTI = u.GUTI.String()
+	}
+	for _, t := range u.RegistrationArea {
+		v.RegistrationArea = append(v.RegistrationArea, t.String())
+	}
+	for _, s := range u.AllowedNSSAI {
+		v.AllowedNSSAI = append(v.AllowedNSSAI, s.String())
+	}
+	if !u.LastActivity.IsZero() {
+		t := u.LastActivity
+		v.LastActivity = &t
+	}
+	atSMF := map[uint8]smf.SessionInfo{}
+	for _, s := range sessions {
+		atSMF[s.ID] = s
+	}
+	for _, s := range u.Sessions {
+		sv := SessionView{ID: s.ID, DNN: s.DNN, SNSSAI: s.SNSSAI.String(), UserPlane: s.UserPlane, SMContextRef: s.SMContextRef}
+		if m, ok := atSMF[s.ID]; ok {
+			delete(atSMF, s.ID)
+			addSMF(&sv, m)
+		}
+		v.Sessions = append(v.Sessions, sv)
+	}
+	// Sessions the SMF holds and the AMF does not (yet, or any more: an
+	// establishment or a release in flight between them).
+	for _, s := range sessions {
+		if m, ok := atSMF[s.ID]; ok {
+			sv := SessionView{ID: m.ID, DNN: m.DNN, SNSSAI: m.SNSSAI.String(), SMContextRef: m.Ref}
+			addSMF(&sv, m)
+			v.Sessions = append(v.Sessions, sv)
+		}
+	}
+	return v
+}
+
+func addSMF(sv *SessionView, m smf.SessionInfo) {
+	if m.UEIP.IsValid() {
+		sv.UEIP = m.UEIP.String()
+	}
+	sv.State, sv.UPF = m.State, m.UPF
+	if m.UPFN3.IsValid() {
+		sv.UPFN3 = m.UPFN3.String()
+	}
+}
+
+func legView(l *amf.RANLeg) *RANLegView {
+	if l == nil {
+		return nil
+	}
+	return &RANLegView{GNB: gnbString(l.GNB), GNBAddress: l.GNBAddress, AMFUENGAPID: l.AMFUENGAPID,
+		RANUENGAPID: l.RANUENGAPID, State: l.State, TAI: l.TAI.String(),
+		Cell: fmt.Sprintf("%s-%09x", l.Cell.PLMN, l.Cell.CellID)}
+}
+
+// gnbString writes a Global gNB ID as PLMN-ID/bits: the ID in hex with
+// the digits its bit length needs, and the length, which is part of the
+// ID (TS 38.413 §9.3.1.6: 22 to 32 bits).
+func gnbString(g ngap.GlobalGNBID) string {
+	if g.BitLen == 0 {
+		return "" // before NG Setup
+	}
+	return fmt.Sprintf("%s-%0*x/%d", g.PLMN, (int(g.BitLen)+3)/4, g.GNBID, g.BitLen)
+}
+
+// Problem is the body of an error answer (RFC 9457 problem details).
+type Problem struct {
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+}
+
+func problem(w http.ResponseWriter, status int, detail string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	encodeJSON(w, Problem{Status: status, Detail: detail})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	encodeJSON(w, v)
+}
+
+// encodeJSON writes v without HTML escapes (no browser reads this).
+func encodeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+// OperatorServer serves the operator API on a unix socket.
+type OperatorServer struct {
+	srv  *http.Server
+	ln   net.Listener
+	path string
+	done chan struct{}
+}
+
+// maxSocketPath is the longest path a unix socket may have on Linux
+// (sun_path is 108 bytes with its terminating NUL).
+const maxSocketPath = 107
+
+// ServeOperator serves h on a unix socket at path, readable and writable
+// by this user only, until Close. A socket left there by a process that
+// is gone is replaced; one that another process still serves is not.
+func ServeOperator(path string, h http.Handler, log *slog.Logger) (*OperatorServer, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if len(path) > maxSocketPath {
+		return nil, fmt.Errorf("core: operator socket %s: the path is longer than a unix socket's %d bytes (choose a shorter store.path)", path, maxSocketPath)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("core: operator socket: %w", err)
+	}
+	if err := removeStaleSocket(path); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("core: operator socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("core: operator socket: %w", err)
+	}
+	s := &OperatorServer{
+		srv: &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 5 * time.Second,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		},
+		ln:   ln,
+		path: path,
+		done: make(chan struct{}),
+	}
+	go func() {
+		defer close(s.done)
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("operator API stopped", "err", err)
+		}
+	}()
+	log.Info("operator API listening", "socket", path, "paths", "/ues /ues/{supi}")
+	return s, nil
+}
+
+// removeStaleSocket removes a socket at path that nobody serves (a core
+// that was killed leaves it behind), and refuses one that is served, or a
+// file that is not a socket.
+func removeStaleSocket(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("core: operator socket: %w", err)
+	}
+	if fi.Mode()&os.ModeSocket == 0 {
+		return fmt.Errorf("core: operator socket %s: a file that is not a socket is in the way", path)
+	}
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err == nil {
+		c.Close()
+		return fmt.Errorf("core: operator socket %s is served by another process (a core already running on this store?); "+
+			"stop it, or give this one another store.path (--store)", path)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("core: operator socket %s: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("core: operator socket: removing the stale %s: %w", path, err)
+	}
+	return nil
+}
+
+// Path is the socket's path.
+func (s *OperatorServer) Path() string { return s.path }
+
+// Close stops the server and removes the socket.
+func (s *OperatorServer) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := s.srv.Shutdown(ctx)
+	<-s.done
+	return err
+}

@@ -1,0 +1,237 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tern5g/tern/config"
+	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/internal/freeport"
+	"github.com/tern5g/tern/nf/amf"
+	"github.com/tern5g/tern/nf/smf"
+)
+
+// unixGet asks the operator API at sock for path.
+func unixGet(t *testing.T, sock, path string) (int, string) {
+	t.Helper()
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}}}
+	defer c.CloseIdleConnections()
+	rsp, err := c.Get("http://tern" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rsp.Body.Close()
+	b, _ := io.ReadAll(rsp.Body)
+	return rsp.StatusCode, string(b)
+}
+
+// TestOperatorSocket: the socket is the user's only, a second server on
+// it is refused while the first serves, a stale one (its process gone) is
+// replaced, anything else in the way is left alone, and Close removes it.
+func TestOperatorSocket(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "tern.sock")
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "one") })
+	s, err := ServeOperator(sock, h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(sock)
+	if err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket %v mode %v, want a socket with mode 0600", err, fi.Mode())
+	}
+	if code, body := unixGet(t, sock, "/"); code != 200 || body != "one" {
+		t.Fatalf("GET: %d %q", code, body)
+	}
+	if _, err := ServeOperator(sock, h, nil); err == nil || !strings.Contains(err.Error(), "served by another process") {
+		t.Fatalf("second server on a served socket: %v", err)
+	}
+	if code, body := unixGet(t, sock, "/"); code != 200 || body != "one" {
+		t.Fatalf("the first server lost its socket: %d %q", code, body)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
+		t.Fatalf("socket left after Close: %v", err)
+	}
+
+	// A stale socket: bound, then its listener gone without unlinking it
+	// (as a killed core leaves it).
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	if _, err := os.Lstat(sock); err != nil {
+		t.Fatalf("no stale socket to test with: %v", err)
+	}
+	s, err = ServeOperator(sock, h, nil)
+	if err != nil {
+		t.Fatalf("stale socket not replaced: %v", err)
+	}
+	s.Close()
+
+	// A file that is not a socket stays.
+	if err := os.WriteFile(sock, []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ServeOperator(sock, h, nil); err == nil || !strings.Contains(err.Error(), "not a socket") {
+		t.Fatalf("regular file in the way: %v", err)
+	}
+	if b, _ := os.ReadFile(sock); string(b) != "mine" {
+		t.Fatal("the file in the way was changed")
+	}
+	long := filepath.Join(dir, strings.Repeat("d", 120), "tern.sock")
+	if _, err := ServeOperator(long, h, nil); err == nil || !strings.Contains(err.Error(), "longer than a unix socket") {
+		t.Fatalf("long path: %v", err)
+	}
+}
+
+// TestOperatorSocketPath: the socket is beside the store, whatever the
+// driver.
+func TestOperatorSocketPath(t *testing.T) {
+	cfg := config.Default()
+	cfg.Store.Path = "/var/lib/tern/subscribers.db"
+	if got := OperatorSocket(cfg); got != "/var/lib/tern/tern.sock" {
+		t.Errorf("OperatorSocket = %s", got)
+	}
+	cfg.Store.Driver, cfg.Store.Path = "postgres", ""
+	if got, want := OperatorSocket(cfg), filepath.Join(filepath.Dir(config.DefaultStorePath()), "tern.sock"); got != want {
+		t.Errorf("OperatorSocket with postgres and no path = %s, want %s", got, want)
+	}
+}
+
+// TestOperatorAPIRequests: only GET, a malformed SUPI is 400, an unknown
+// one 404, both as problem details.
+func TestOperatorAPIRequests(t *testing.T) {
+	srv := httptest.NewServer(newOperatorHandler(fakeUEs{}, nil))
+	defer srv.Close()
+	for _, c := range []struct {
+		method, path string
+		code         int
+		detail       string
+	}{
+		{"GET", "/ues", 200, ""},
+		{"GET", "/ues/imsi-208930000000001", 200, ""},
+		{"GET", "/ues/imsi-208930000000002", 404, "no UE context for imsi-208930000000002"},
+		{"GET", "/ues/bogus", 400, `"bogus" is not a SUPI`},
+		{"POST", "/ues", 405, ""},
+		{"DELETE", "/ues/imsi-208930000000001", 405, ""},
+	} {
+		req, _ := http.NewRequest(c.method, srv.URL+c.path, nil)
+		rsp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rsp.Body)
+		rsp.Body.Close()
+		var p Problem
+		if c.code >= 400 && c.code != 405 {
+			if err := json.Unmarshal(b, &p); err != nil || p.Status != c.code {
+				t.Errorf("%s %s: problem %s: %v", c.method, c.path, b, err)
+			}
+		}
+		if rsp.StatusCode != c.code || !strings.Contains(p.Detail, c.detail) {
+			t.Errorf("%s %s: %d %s, want %d %q", c.method, c.path, rsp.StatusCode, b, c.code, c.detail)
+		}
+		if c.code == 405 && rsp.Header.Get("Allow") == "" {
+			t.Errorf("%s %s: 405 without Allow", c.method, c.path)
+		}
+		if c.code >= 400 && c.code != 405 && rsp.Header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("%s %s: content type %q", c.method, c.path, rsp.Header.Get("Content-Type"))
+		}
+	}
+}
+
+// fakeUEs holds one UE, imsi-208930000000001.
+type fakeUEs struct{}
+
+func (fakeUEs) UEs(context.Context) ([]amf.UEInfo, int, error) {
+	return []amf.UEInfo{{SUPI: "imsi-208930000000001", RM: "RM-REGISTERED", CM: "CM-IDLE", Procedure: "none"}}, 0, nil
+}
+
+func (f fakeUEs) UE(_ context.Context, supi string) (amf.UEInfo, error) {
+	if supi != "imsi-208930000000001" {
+		return amf.UEInfo{}, fmt.Errorf("%s: %w", supi, amf.ErrNoUE)
+	}
+	l, _, _ := f.UEs(context.Background())
+	return l[0], nil
+}
+
+// TestUEViewJoin: the AMF's sessions get the SMF's address, state and UPF
+// by PDU session ID; one only the SMF holds (an establishment between
+// them) is shown too.
+func TestUEViewJoin(t *testing.T) {
+	sn := identity.SNSSAI{SST: 1, SD: 0x010203}
+	u := amf.UEInfo{SUPI: "imsi-208930000000001", Sessions: []amf.PDUSessionInfo{
+		{ID: 1, DNN: "internet", SNSSAI: sn, SMContextRef: "1", UserPlane: "active"},
+		{ID: 3, DNN: "ims", SNSSAI: sn, SMContextRef: "3", UserPlane: "deactivated"},
+	}}
+	at := []smf.SessionInfo{
+		{ID: 1, Ref: "1", DNN: "internet", SNSSAI: sn, UEIP: netip.MustParseAddr("10.60.0.2"), State: "active", UPF: "upf", UPFN3: netip.MustParseAddr("10.100.3.2")},
+		{ID: 2, Ref: "2", DNN: "internet", SNSSAI: sn, UEIP: netip.MustParseAddr("10.60.0.3"), State: "establishing", UPF: "upf"},
+	}
+	v := ueView(u, at, true)
+	got, _ := json.Marshal(v.Sessions)
+	want := `[{"pduSessionId":1,"dnn":"internet","snssai":"1-010203","ueIp":"10.60.0.2","state":"active","userPlane":"active","upf":"upf","upfN3":"10.100.3.2","smContextRef":"1"},` +
+		`{"pduSessionId":3,"dnn":"ims","snssai":"1-010203","userPlane":"deactivated","smContextRef":"3"},` +
+		`{"pduSessionId":2,"dnn":"internet","snssai":"1-010203","ueIp":"10.60.0.3","state":"establishing","upf":"upf","smContextRef":"2"}]`
+	if string(got) != want {
+		t.Errorf("sessions\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestNFOperatorHandler: in multi-process mode the AMF's process serves
+// the API, saying that UE IPs are the SMF's; other NFs serve none.
+func TestNFOperatorHandler(t *testing.T) {
+	cfg := config.Default()
+	cfg.Store.Path = filepath.Join(t.TempDir(), "subscribers.db")
+	for _, name := range []string{"amf", "nssf"} {
+		port, err := freeport.TCP()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.SBI.Listen[name] = fmt.Sprintf("127.0.0.1:%d", port)
+	}
+	n, err := NewNF(cfg, "nssf", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if n.OperatorHandler() != nil {
+		t.Error("the NSSF serves the operator API")
+	}
+	a, err := NewNF(cfg, "amf", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	srv := httptest.NewServer(a.OperatorHandler())
+	defer srv.Close()
+	rsp, err := srv.Client().Get(srv.URL + "/ues")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rsp.Body.Close()
+	var l UEList
+	if err := json.NewDecoder(rsp.Body).Decode(&l); err != nil || rsp.StatusCode != 200 || l.SMF || len(l.UEs) != 0 {
+		t.Errorf("GET /ues of tern nf amf: %d %+v %v; want no UEs and smf false", rsp.StatusCode, l, err)
+	}
+}
