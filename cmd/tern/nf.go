@@ -91,6 +91,15 @@ func runControlNF(name string, args []string) error {
 		}
 		defer srv.Close()
 	}
+	if h := n.OperatorHandler(); h != nil {
+		// The AMF serves tern ue's operator API (core/operator.go).
+		op, err := core.ServeOperator(core.OperatorSocket(cfg), h, log)
+		if err != nil {
+			n.Close()
+			return err
+		}
+		defer op.Close()
+	}
 	// The "ready" line is what scripts and tests wait for.
 	if a := n.N2Addr(); a != "" {
 		fmt.Printf("tern %s ready: SBI %s, N2 on %s\n", name, n.APIRoot, a)

@@ -125,6 +125,13 @@ func up(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		defer srv.Close()
 	}
+	// The operator API of tern ue (core/operator.go).
+	op, err := core.ServeOperator(core.OperatorSocket(cfg), c.OperatorHandler(), log)
+	if err != nil {
+		c.Close()
+		return err
+	}
+	defer op.Close()
 	// The "ready" line is what `tern bench register` waits for: it comes
 	// when /readyz would say ready (N2 listening, a UPF associated), not
 	// before.
