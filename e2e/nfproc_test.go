@@ -328,6 +328,14 @@ func TestNFsAsProcessesOverShm(t *testing.T) {
 		dump(t, procs)
 		return
 	}
+	// The AMF's process serves tern ue (core/operator.go), found from the
+	// same configuration: the UEs stay registered, with their sessions as
+	// the AMF knows them (their addresses are the SMF's, in its process).
+	out, err := exec.Command(ternBinary(t), "ue", "list", "--config", cfgPath).CombinedOutput()
+	if err != nil || strings.Count(string(out), " REGISTERED ") != ues || !strings.Contains(string(out), "1:internet") ||
+		!strings.Contains(string(out), "this AMF does not know them") {
+		t.Errorf("tern ue list against tern nf amf: %v\n%s", err, out)
+	}
 	procs["smf"].kill()
 	// While the SMF is gone, a session request is refused at once, not at
 	// the end of a deadline.
