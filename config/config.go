@@ -153,7 +153,7 @@ func Default() Config {
 func Parse(b []byte) (Config, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err == nil {
-		if err := checkRenamed(&doc); err != nil {
+		if err := checkDocument(&doc); err != nil {
 			return Config{}, err
 		}
 	} // a document that does not parse is reported by Decode below
@@ -174,32 +174,11 @@ func Parse(b []byte) (Config, error) {
 }
 
 // renamedKeys are keys of earlier releases and what they are now: keys are
-// lowerCamel with "Id" as in 3GPP's OpenAPI (nfInstanceId), everywhere.
+// lowerCamel with "Id" as in 3GPP's OpenAPI (nfInstanceId), everywhere. A
+// document that uses the old key is told the new one (checkDocument).
 var renamedKeys = map[string]string{
 	"amf.instanceID": "amf.instanceId",
 	"upf.nodeID":     "upf.nodeId",
-}
-
-// checkRenamed fails on a key of renamedKeys, naming the new one (the
-// decoder would only say the old one is unknown).
-func checkRenamed(doc *yaml.Node) error {
-	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil
-	}
-	root := doc.Content[0]
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		section, body := root.Content[i].Value, root.Content[i+1]
-		if body.Kind != yaml.MappingNode {
-			continue
-		}
-		for j := 0; j+1 < len(body.Content); j += 2 {
-			k := body.Content[j]
-			if now, ok := renamedKeys[section+"."+k.Value]; ok {
-				return fmt.Errorf("config: line %d: %s.%s is now spelled %s", k.Line, section, k.Value, now)
-			}
-		}
-	}
-	return nil
 }
 
 // Load reads and validates the file at path.

@@ -175,3 +175,74 @@ func TestDNNPoolChangeNeedsBothKeys(t *testing.T) {
 		t.Fatalf("pool changed in both places: %v", err)
 	}
 }
+
+// TestDocumentErrors: a misspelt key or a value of the wrong kind is named
+// by its path from the document's root, with the key probably meant or
+// what the value should look like, and no Go type names ("field n2Adress
+// not found in type amf.Config", "cannot unmarshal !!str into uint32").
+func TestDocumentErrors(t *testing.T) {
+	cases := []struct {
+		doc  string
+		want []string
+	}{
+		{"amf:\n  n2Adress: 127.0.0.1:38412\n", []string{"line 2", "amf.n2Adress", "did you mean n2Address?"}},
+		{"upf:\n  embeded: true\n", []string{"upf.embeded", "did you mean embedded?"}},       // a key of the section itself
+		{"upf:\n  N3Addr: 127.0.0.1:2152\n", []string{"upf.N3Addr", "did you mean n3Addr?"}}, // inline upf.Config
+		{"amf:\n  timers:\n    t3550: 5\n", []string{"line 3", "amf.timers.t3550", "write 5s"}},
+		{"amf:\n  timers:\n    t3550: soon\n", []string{"amf.timers.t3550", `"soon" is not a duration`, "5s"}},
+		{"amf:\n  tais:\n    - plmn: \"20893\"\n      tac: abc\n", []string{"line 4", "amf.tais[0].tac", "a whole number from 0 to 4294967295"}},
+		{"amf:\n  tais:\n    - plmn: \"20893\"\n      tac: \"7\"\n", []string{"amf.tais[0].tac", "without quotes"}},
+		{"amf:\n  guamis:\n    - plmn: \"20893\"\n      region: 300\n", []string{"amf.guamis[0].region", "out of range", "0 to 255"}},
+		{"upf:\n  workers: many\n", []string{"upf.workers", "a whole number"}},
+		{"upf:\n  noN6: maybe\n", []string{"upf.noN6", "true or false"}},
+		{"upf:\n  n6:\n    dnn: internet\n", []string{"upf.n6", "want a list"}},
+		{"sbi:\n  listen: [1]\n", []string{"sbi.listen", "want a mapping"}},
+		{"amf: 3\n", []string{"amf", "want a mapping of keys (name, guamis,"}},
+		{"stor:\n  path: x.db\n", []string{"stor", "did you mean store?"}},
+		{"zzz: 1\n", []string{"zzz", "no such key (the keys here: log, store,"}},
+	}
+	for _, c := range cases {
+		_, err := Parse([]byte(c.doc))
+		if err == nil {
+			t.Errorf("%q: accepted", c.doc)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%q: error %q lacks %q", c.doc, err, w)
+			}
+		}
+		for _, goName := range []string{"amf.Config", "uint32", "uint8", "time.Duration", "!!str", "!!int", "unmarshal"} {
+			if strings.Contains(err.Error(), goName) {
+				t.Errorf("%q: error %q names the Go type or YAML tag %q", c.doc, err, goName)
+			}
+		}
+	}
+}
+
+// TestNearestKey: a misspelling (a letter left out, a case changed, two
+// letters swapped) is matched to the key it is closest to; a word like no
+// key is matched to none.
+func TestNearestKey(t *testing.T) {
+	keys := []string{"n2Address", "name", "guamis", "tais", "timers"}
+	for word, want := range map[string]string{"n2Adress": "n2Address", "N2ADDRESS": "n2Address", "timer": "timers", "gumais": "guamis", "bogus": ""} {
+		if got := nearest(word, keys); got != want {
+			t.Errorf("nearest(%q) = %q, want %q", word, got, want)
+		}
+	}
+}
+
+// TestDocumentAnchorsAndMerges: anchors, aliases and merge keys (<<) are
+// accepted, and what a merge brings in is checked where it lands.
+func TestDocumentAnchorsAndMerges(t *testing.T) {
+	c, err := Parse([]byte("smf:\n  dnns:\n    - &internet {name: internet, snssai: 1-010203, pool: 10.60.0.0/16, mtu: 1300}\n" +
+		"    - <<: *internet\n      name: ims\n      pool: 10.61.0.0/16\n"))
+	if err != nil || c.SMF.DNNs[1].MTU != 1300 || c.SMF.DNNs[1].Name != "ims" {
+		t.Fatalf("merge key: %v %+v", err, c.SMF.DNNs)
+	}
+	_, err = Parse([]byte("smf:\n  dnns:\n    - &internet {name: internet, snssai: 1-010203, pool: 10.60.0.0/16}\n" +
+		"    - <<: [{mtuu: 1300}]\n      name: ims\n      snssai: 1-010203\n      pool: 10.61.0.0/16\n"))
+	if err == nil || !strings.Contains(err.Error(), "smf.dnns[1].mtuu") || !strings.Contains(err.Error(), "did you mean mtu?") {
+		t.Fatalf("misspelt key brought in by a merge: %v", err)
+	}
+}

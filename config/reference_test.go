@@ -138,8 +138,6 @@ configuration. Durations are Go durations (` + "`500ms`, `6s`, `54m`" + `).
 	return b.String()
 }
 
-var durationType = reflect.TypeFor[time.Duration]()
-
 // walk lists the keys of struct v under prefix; a list of structs shows its
 // default length, then its items' keys under "name[].".
 func walk(t *testing.T, docs fieldDocs, v reflect.Value, prefix string) []refRow {
