@@ -12,10 +12,12 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -236,11 +238,35 @@ func (c *Config) Validate() error {
 	if c.Store.DemoSubscribers < 0 || c.Store.DemoSubscribers > 1_000_000 {
 		return fmt.Errorf("config: store.demoSubscribers: %d not in 0..1000000", c.Store.DemoSubscribers)
 	}
+	if c.Store.FollowInterval < 0 {
+		return fmt.Errorf("config: store.followInterval: %v is negative", c.Store.FollowInterval)
+	}
 	if err := checkListenAddr(c.Metrics.Address); err != nil {
 		return fmt.Errorf("config: metrics.address: %w", err)
 	}
 	if err := checkListenAddr(c.UPF.MetricsAddress); err != nil {
 		return fmt.Errorf("config: upf.metricsAddress: %w", err)
+	}
+	// NF instance IDs are UUIDs (TS 29.571 §5.3.2 NfInstanceId, format
+	// uuid): NFs send them in profiles and UECM registrations, where a
+	// peer checks the format. Empty: a random one.
+	for _, id := range []struct{ key, v string }{
+		{"amf.instanceId", c.AMF.InstanceID}, {"ausf.instanceId", c.AUSF.InstanceID},
+		{"udm.instanceId", c.UDM.InstanceID}, {"nrf.instanceId", c.NRF.InstanceID},
+	} {
+		if id.v != "" && !isUUID(id.v) {
+			return fmt.Errorf("config: %s: %q is not a UUID (like 6f0c1f0e-0000-4000-8000-000000000001)", id.key, id.v)
+		}
+	}
+	for _, r := range []struct{ key, v string }{
+		{"sbi.nrf", c.SBI.NRF}, {"amf.apiRoot", c.AMF.APIRoot}, {"smf.apiRoot", c.SMF.APIRoot}, {"nrf.apiRoot", c.NRF.APIRoot},
+	} {
+		if err := checkAPIRoot(r.v); err != nil {
+			return fmt.Errorf("config: %s: %w", r.key, err)
+		}
+	}
+	if err := c.UPF.Config.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
 	// Each NF names its own fields ("amf: tais[0].tac: ..."); the section
 	// prefix completes the path.
@@ -279,6 +305,17 @@ func (c *Config) crossCheck() error {
 	}
 	if len(amfCfg.GUAMIs) > 0 && normPLMN(c.NSSF.PLMN) != normPLMN(amfCfg.GUAMIs[0].PLMN) {
 		return fmt.Errorf("config: nssf.plmn: %s differs from amf.guamis[0].plmn %s", c.NSSF.PLMN, amfCfg.GUAMIs[0].PLMN)
+	}
+	for i, u := range c.SMF.UPFs {
+		// How the deployment reaches each UPF (core.wireN4): the embedded
+		// one directly, the others over PFCP (TS 29.244) at an address.
+		if u.N4 == "direct" {
+			if !c.UPF.Embedded || u.Name != c.UPF.Name {
+				return fmt.Errorf("config: smf.upfs[%d].n4: direct is the embedded UPF's binding, and %q is not it (upf.embedded %v, upf.name %q)", i, u.Name, c.UPF.Embedded, c.UPF.Name)
+			}
+		} else if _, err := netip.ParseAddrPort(u.N4); err != nil {
+			return fmt.Errorf("config: smf.upfs[%d].n4: %q: want direct or the UPF's PFCP address, IP:port (like 10.100.4.2:8805)", i, u.N4)
+		}
 	}
 	if c.UPF.Embedded {
 		i := slices.IndexFunc(c.SMF.UPFs, func(u smf.UPFConfig) bool { return u.Name == c.UPF.Name })
@@ -330,6 +367,44 @@ func checkListenAddr(s string) error {
 		return fmt.Errorf("%q: port %q is not a number in 0..65535", s, port)
 	}
 	return nil
+}
+
+// checkAPIRoot accepts "" and an apiRoot (TS 29.501 §4.4.1): http or https,
+// an authority, optionally a path prefix, with no query, fragment or
+// trailing '/' (URIs are the apiRoot followed by "/nxxx-yyy/v1/...").
+func checkAPIRoot(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("%q is not an apiRoot: want http:// or https://, a host and an optional port, like http://10.0.0.1:8000", s)
+	}
+	if strings.HasSuffix(s, "/") {
+		return fmt.Errorf("%q ends with /", s)
+	}
+	return nil
+}
+
+// isUUID reports whether s is a UUID in its text form (RFC 9562 §4):
+// 8-4-4-4-12 hexadecimal digits.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, r := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if r != '-' {
+				return false
+			}
+		default:
+			if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func normPLMN(s string) string {

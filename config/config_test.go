@@ -246,3 +246,43 @@ func TestDocumentAnchorsAndMerges(t *testing.T) {
 		t.Fatalf("misspelt key brought in by a merge: %v", err)
 	}
 }
+
+// TestValuesOutsideTheirDomain: values that used to pass `tern config` and
+// fail only at `tern up` (or never) are refused by key, and the same keys
+// with sound values are taken.
+func TestValuesOutsideTheirDomain(t *testing.T) {
+	for _, c := range []struct{ doc, want string }{
+		{"upf:\n  driver: dpdk\n", `upf.driver: "dpdk"`},
+		{"amf:\n  n2Address: 127.0.0.1:99999\n", "amf.n2Address"},
+		{"upf:\n  workers: -3\n", "upf.workers: -3"},
+		{"upf:\n  pfcpAddr: 127.0.0.1\n", "upf.pfcpAddr"},
+		{"upf:\n  nodeId: not a name\n", "upf.nodeId"},
+		{"upf:\n  n3Iface: a-very-long-interface\n", "upf.n3Iface"},
+		{"upf:\n  n6:\n    - {dnn: internet, pool: 10.60.0.0/16, mtu: 100}\n    - {dnn: ims, pool: 10.61.0.0/16}\n", "upf.n6[0].mtu"},
+		{"upf:\n  shapingDelay: -1ms\n", "upf.shapingDelay"},
+		{"smf:\n  upfs:\n    - {name: upf, n4: upf.example, n3: 127.0.0.1, dnns: [internet, ims]}\n", "smf.upfs[0].n4"},
+		{"upf:\n  embedded: false\n", "smf.upfs[0].n4: direct"},
+		{"store:\n  followInterval: -1s\n", "store.followInterval"},
+		{"amf:\n  instanceId: amf-1\n", "amf.instanceId"},
+		{"nrf:\n  instanceId: 6f0c1f0e-0000-4000-8000-00000000000\n", "nrf.instanceId"},
+		{"sbi:\n  nrf: 127.0.0.1:29510\n", "sbi.nrf"},
+		{"smf:\n  apiRoot: http://10.0.0.2:8000/\n", "smf.apiRoot"},
+		{"amf:\n  apiRoot: ftp://10.0.0.1\n", "amf.apiRoot"},
+		{"amf:\n  sctp:\n    maxMissedHeartbeats: -1\n", "amf.sctp.maxMissedHeartbeats"},
+	} {
+		_, err := Parse([]byte(c.doc))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want one naming %q", c.doc, err, c.want)
+		}
+	}
+	c, err := Parse([]byte("upf:\n  driver: portable\n  workers: 4\n  pfcpAddr: 127.0.0.1:8805\n  nodeId: upf-1.example.org\n  n3Iface: eth0\n" +
+		"amf:\n  n2Address: 127.0.0.1:38412\n  instanceId: 6F0C1F0E-0000-4000-8000-000000000001\n  apiRoot: https://amf.example:8443\n" +
+		"sbi:\n  nrf: http://10.0.0.1:8000/prefix\nstore:\n  followInterval: 200ms\n"))
+	if err != nil || c.UPF.Workers != 4 || c.UPF.Driver != "portable" {
+		t.Fatalf("sound values refused: %v", err)
+	}
+	// A UPF reached over PFCP instead of the embedded one.
+	if _, err := Parse([]byte("upf:\n  embedded: false\nsmf:\n  upfs:\n    - {name: upf, n4: \"10.100.4.2:8805\", n3: 10.100.3.2, dnns: [internet, ims]}\n")); err != nil {
+		t.Fatalf("remote UPF: %v", err)
+	}
+}

@@ -10,7 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -126,26 +129,143 @@ const (
 	PDRTableGlobal  = "global"
 )
 
-// validateBuffers checks the buffering fields (0 means the default).
-func (c *Config) validateBuffers() error {
+// Validate checks c and names the first bad key as a configuration file
+// spells it (upf.driver, upf.n6[0].pool). Zero values stand for the
+// defaults. New calls it, and so does the configuration's validation, so
+// that `tern config` refuses what `tern up` would.
+func (c *Config) Validate() error {
+	if c.N3Addr != "" {
+		if n3, err := netip.ParseAddrPort(c.N3Addr); err != nil || !n3.Addr().Is4() {
+			return fmt.Errorf("upf.n3Addr: %q: want IPv4:port, like 10.100.3.2:2152", c.N3Addr)
+		}
+	}
+	if c.NodeID != "" {
+		if _, err := netip.ParseAddr(c.NodeID); err != nil && !validFQDN(c.NodeID) {
+			return fmt.Errorf("upf.nodeId: %q is neither an IP address nor a domain name", c.NodeID)
+		}
+	}
+	if c.PFCPAddr != "" {
+		_, port, err := net.SplitHostPort(c.PFCPAddr)
+		if err == nil {
+			_, err = strconv.ParseUint(port, 10, 16)
+		}
+		if err != nil {
+			return fmt.Errorf("upf.pfcpAddr: %q: want host:port with a port from 0 to 65535, like 10.100.4.2:8805", c.PFCPAddr)
+		}
+	}
+	if c.Workers < 0 {
+		return fmt.Errorf("upf.workers: %d is negative: want 1 or more (0: the default, 1)", c.Workers)
+	}
 	switch {
 	case c.BufferPackets < 0:
-		return fmt.Errorf("upf: bufferPackets: %d is negative", c.BufferPackets)
+		return fmt.Errorf("upf.bufferPackets: %d is negative", c.BufferPackets)
 	case c.BufferBytes < 0:
-		return fmt.Errorf("upf: bufferBytes: %d is negative", c.BufferBytes)
+		return fmt.Errorf("upf.bufferBytes: %d is negative", c.BufferBytes)
 	case c.BufferGlobalBytes < 0:
-		return fmt.Errorf("upf: bufferGlobalBytes: %d is negative", c.BufferGlobalBytes)
+		return fmt.Errorf("upf.bufferGlobalBytes: %d is negative", c.BufferGlobalBytes)
 	case c.BufferHoldTime < 0:
-		return fmt.Errorf("upf: bufferHoldTime: %v is negative", c.BufferHoldTime)
+		return fmt.Errorf("upf.bufferHoldTime: %v is negative", c.BufferHoldTime)
+	case c.ShapingDelay < 0:
+		return fmt.Errorf("upf.shapingDelay: %v is negative", c.ShapingDelay)
+	case c.ShapingPackets < 0:
+		return fmt.Errorf("upf.shapingPackets: %d is negative", c.ShapingPackets)
+	case c.EchoT3Response < 0:
+		return fmt.Errorf("upf.echoT3Response: %v is negative", c.EchoT3Response)
+	case c.EchoN3Requests < 0:
+		return fmt.Errorf("upf.echoN3Requests: %d is negative", c.EchoN3Requests)
 	}
 	perSession, global := c.BufferBytes, c.BufferGlobalBytes
 	if perSession == 0 {
 		perSession = upfu.DefaultBufferBytes
 	}
 	if global != 0 && global < perSession {
-		return fmt.Errorf("upf: bufferGlobalBytes: %d is less than one session's bufferBytes %d", global, perSession)
+		return fmt.Errorf("upf.bufferGlobalBytes: %d is less than one session's bufferBytes %d", global, perSession)
+	}
+	switch c.PDRTable {
+	case "", PDRTableSession, PDRTableGlobal:
+	default:
+		return fmt.Errorf("upf.pdrTable: %q: want %q or %q", c.PDRTable, PDRTableSession, PDRTableGlobal)
+	}
+	switch c.Driver {
+	case "", DriverAuto, DriverPortable, DriverXDP, DriverAFXDP:
+	default:
+		return fmt.Errorf("upf.driver: %q: want %s, %s, %s or %s", c.Driver, DriverAuto, DriverXDP, DriverAFXDP, DriverPortable)
+	}
+	if c.XDPCPUs != "" {
+		if _, err := xdp.ParseCPUList(c.XDPCPUs); err != nil {
+			return fmt.Errorf("upf.xdpCPUs: %w", err)
+		}
+	}
+	if err := checkIfaceName(c.N3Iface); err != nil {
+		return fmt.Errorf("upf.n3Iface: %w", err)
+	}
+	seen := map[string]bool{}
+	for i, n := range c.N6 {
+		field := fmt.Sprintf("upf.n6[%d]", i)
+		if n.DNN == "" {
+			return fmt.Errorf("%s.dnn: empty", field)
+		}
+		if seen[n.DNN] {
+			return fmt.Errorf("%s.dnn: %q listed twice", field, n.DNN)
+		}
+		seen[n.DNN] = true
+		tun := n.TUN
+		if tun == "" {
+			tun = TUNName(n.DNN)
+		}
+		if err := checkIfaceName(tun); err != nil {
+			return fmt.Errorf("%s.tun: %w", field, err)
+		}
+		if n.Pool != "" {
+			if pool, err := netip.ParsePrefix(n.Pool); err != nil || !pool.Addr().Is4() {
+				return fmt.Errorf("%s.pool: %q: want an IPv4 prefix", field, n.Pool)
+			}
+		}
+		if n.MTU != 0 && (n.MTU < 576 || n.MTU > 65535) {
+			return fmt.Errorf("%s.mtu: %d not in 576..65535", field, n.MTU)
+		}
+		if err := checkIfaceName(n.Iface); err != nil {
+			return fmt.Errorf("%s.iface: %w", field, err)
+		}
+		if n.Gateway != "" {
+			if gw, err := netip.ParseAddr(n.Gateway); err != nil || !gw.Is4() {
+				return fmt.Errorf("%s.gateway: %q: want an IPv4 address", field, n.Gateway)
+			}
+		}
 	}
 	return nil
+}
+
+// checkIfaceName accepts "" and what Linux takes as a network interface
+// name: 1 to 15 bytes (IFNAMSIZ less the NUL), no '/', ':' or space.
+func checkIfaceName(s string) error {
+	if len(s) > 15 {
+		return fmt.Errorf("%q is longer than 15 bytes (a Linux interface name)", s)
+	}
+	if strings.ContainsAny(s, "/: \t\n") || s == "." || s == ".." {
+		return fmt.Errorf("%q is not a Linux interface name", s)
+	}
+	return nil
+}
+
+// validFQDN reports whether s is a domain name: dot-separated labels of
+// letters, digits and hyphens, each 1 to 63 bytes, 255 in all (RFC 1035
+// §2.3.1, as PFCP's Node ID of type FQDN carries it, TS 29.244 §8.2.38).
+func validFQDN(s string) bool {
+	if len(s) == 0 || len(s) > 255 {
+		return false
+	}
+	for label := range strings.SplitSeq(strings.TrimSuffix(s, "."), ".") {
+		if len(label) == 0 || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, r := range label {
+			if !(r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // N6Config is one N6 device.
@@ -270,13 +390,13 @@ func New(cfg Config, logger *slog.Logger) (*UPF, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if cfg.N3Addr == "" {
 		cfg.N3Addr = "127.0.0.1:2152"
 	}
-	n3, err := netip.ParseAddrPort(cfg.N3Addr)
-	if err != nil || !n3.Addr().Is4() {
-		return nil, fmt.Errorf("upf: n3Addr %q: want IPv4:port", cfg.N3Addr)
-	}
+	n3 := netip.MustParseAddrPort(cfg.N3Addr) // checked by Validate
 	nodeID := pfcp.NodeID{IP: n3.Addr()}
 	if cfg.NodeID != "" {
 		if ip, err := netip.ParseAddr(cfg.NodeID); err == nil {
@@ -285,74 +405,30 @@ func New(cfg Config, logger *slog.Logger) (*UPF, error) {
 			nodeID = pfcp.NodeID{FQDN: cfg.NodeID}
 		}
 	}
-	if cfg.Workers <= 0 {
+	if cfg.Workers == 0 {
 		cfg.Workers = 1
 	}
-	if err := cfg.validateBuffers(); err != nil {
-		return nil, err
-	}
-	switch {
-	case cfg.EchoT3Response < 0:
-		return nil, fmt.Errorf("upf: echoT3Response: %v is negative", cfg.EchoT3Response)
-	case cfg.EchoN3Requests < 0:
-		return nil, fmt.Errorf("upf: echoN3Requests: %d is negative", cfg.EchoN3Requests)
-	}
-	switch cfg.PDRTable {
-	case "", PDRTableSession, PDRTableGlobal:
-	default:
-		return nil, fmt.Errorf("upf: pdrTable %q: want %q or %q", cfg.PDRTable, PDRTableSession, PDRTableGlobal)
-	}
-	switch cfg.Driver {
-	case "":
+	if cfg.Driver == "" {
 		cfg.Driver = DriverAuto
-	case DriverAuto, DriverPortable, DriverXDP, DriverAFXDP:
-	default:
-		return nil, fmt.Errorf("upf: driver %q: want %s, %s, %s or %s", cfg.Driver, DriverAuto, DriverXDP, DriverAFXDP, DriverPortable)
-	}
-	if cfg.XDPCPUs != "" {
-		if _, err := xdp.ParseCPUList(cfg.XDPCPUs); err != nil {
-			return nil, fmt.Errorf("upf: xdpCPUs: %w", err)
-		}
 	}
 	global := cfg.PDRTable == PDRTableGlobal
 	u := &UPF{cfg: cfg, log: logger, nodeID: nodeID, n3: n3}
 	var names []string
-	seen := map[string]bool{}
-	for i, c := range cfg.N6 {
-		field := fmt.Sprintf("upf: n6[%d]", i)
-		if c.DNN == "" {
-			return nil, fmt.Errorf("%s.dnn: empty", field)
-		}
-		if seen[c.DNN] {
-			return nil, fmt.Errorf("%s.dnn: %q listed twice", field, c.DNN)
-		}
-		seen[c.DNN] = true
+	for _, c := range cfg.N6 {
 		if c.TUN == "" {
 			c.TUN = TUNName(c.DNN)
 		}
-		if len(c.TUN) > 15 {
-			return nil, fmt.Errorf("%s.tun: %q longer than 15 bytes", field, c.TUN)
-		}
 		var pool netip.Prefix
 		if c.Pool != "" {
-			if pool, err = netip.ParsePrefix(c.Pool); err != nil || !pool.Addr().Is4() {
-				return nil, fmt.Errorf("%s.pool: %q: want an IPv4 prefix", field, c.Pool)
-			}
-		}
-		if c.Gateway != "" {
-			if gw, err := netip.ParseAddr(c.Gateway); err != nil || !gw.Is4() {
-				return nil, fmt.Errorf("%s.gateway: %q: want an IPv4 address", field, c.Gateway)
-			}
+			pool = netip.MustParsePrefix(c.Pool)
 		}
 		if c.MTU == 0 {
 			c.MTU = 1400
 		}
-		if c.MTU < 576 || c.MTU > 65535 {
-			return nil, fmt.Errorf("%s.mtu: %d out of range", field, c.MTU)
-		}
 		names = append(names, c.DNN)
 		u.n6 = append(u.n6, portable.N6{TUN: c.TUN, Pool: pool, MTU: c.MTU})
 	}
+	var err error
 	u.pipe, err = upfu.New(upfu.Config{
 		N3Addr: n3.Addr(), NetworkInstances: names,
 		BufferPackets: cfg.BufferPackets, BufferBytes: cfg.BufferBytes,

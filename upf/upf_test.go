@@ -117,6 +117,14 @@ func TestConfigValidation(t *testing.T) {
 		{Driver: "dpdk"},
 		{N6: []upf.N6Config{{DNN: "a", Iface: "eth1", Gateway: "gw.example"}}},
 		{ShapingDelay: -time.Millisecond},
+		{ShapingPackets: -1},
+		{Workers: -3},
+		{PFCPAddr: "127.0.0.1"},
+		{PFCPAddr: "127.0.0.1:88050"},
+		{NodeID: "not a name"},
+		{N3Iface: "a-very-long-interface-name"},
+		{N6: []upf.N6Config{{DNN: "a", Iface: "eth/1"}}},
+		{N6: []upf.N6Config{{DNN: "a", MTU: 100}}},
 	} {
 		if _, err := upf.New(cfg, nil); err == nil {
 			t.Errorf("%+v accepted", cfg)

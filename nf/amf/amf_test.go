@@ -549,6 +549,9 @@ func TestConfigValidate(t *testing.T) {
 		{"amf.security.ciphering", func(c *Config) { c.Security.Ciphering = []string{"NEA2", "NEA2"} }},
 		{"amf.timers.t3560", func(c *Config) { c.Timers.T3560 = -time.Second }},
 		{"amf.n2Address", func(c *Config) { c.N2Address = "nocolon" }},
+		{"amf.n2Address", func(c *Config) { c.N2Address = "127.0.0.1:99999" }},
+		{"amf.sctp.maxMissedHeartbeats", func(c *Config) { c.SCTP.MaxMissedHeartbeats = -1 }},
+		{"amf.sctp.handshakeTimeout", func(c *Config) { c.SCTP.HandshakeTimeout = -time.Second }},
 		{"amf.sctp.transport", func(c *Config) { c.SCTP.Transport = "tcp" }},
 		{"amf.name", func(c *Config) { c.Name = strings.Repeat("x", 151) }},
 	} {

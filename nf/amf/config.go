@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -279,8 +280,10 @@ func (c Config) compile() (*servedConfig, error) {
 			return nil, fmt.Errorf("amf.guamis[%d].plmn: %s has no TAI in amf.tais", i, g.PLMN)
 		}
 	}
-	if _, _, err := net.SplitHostPort(c.N2Address); err != nil {
+	if _, port, err := net.SplitHostPort(c.N2Address); err != nil {
 		return nil, fmt.Errorf("amf.n2Address: %w", err)
+	} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return nil, fmt.Errorf("amf.n2Address: %q: the port %q is not a number from 0 to 65535", c.N2Address, port)
 	}
 	switch c.SCTP.Transport {
 	case "", "auto", "kernel", "udp":
@@ -289,6 +292,12 @@ func (c Config) compile() (*servedConfig, error) {
 	}
 	if c.SCTP.UDPPort < 0 || c.SCTP.UDPPort > 65535 {
 		return nil, fmt.Errorf("amf.sctp.udpPort: %d out of range", c.SCTP.UDPPort)
+	}
+	if c.SCTP.MaxMissedHeartbeats < 0 {
+		return nil, fmt.Errorf("amf.sctp.maxMissedHeartbeats: %d is negative", c.SCTP.MaxMissedHeartbeats)
+	}
+	if c.SCTP.HandshakeTimeout < 0 {
+		return nil, fmt.Errorf("amf.sctp.handshakeTimeout: %v is negative", c.SCTP.HandshakeTimeout)
 	}
 	var err error
 	if s.intPrio, err = parseAlgs(c.Security.Integrity, "NIA"); err != nil {
