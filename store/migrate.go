@@ -67,6 +67,29 @@ func newerSchema(have, know int) error {
 	return fmt.Errorf("%w: it has schema version %d, this tern knows up to %d; run the newer tern, or restore a backup made for this one", ErrNewerSchema, have, know)
 }
 
+// checkSchema fails unless the schema is the latest this tern knows, the
+// check of a store opened read-only, which cannot migrate.
+func (s *Store) checkSchema() error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	latest := ms[len(ms)-1].version
+	v, ok := schemaVersion(s.db)
+	switch {
+	case !ok:
+		if err := s.db.Ping(); err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+		return errors.New("store: no subscriber table: a store is created by opening it writable (tern up, tern subscriber add)")
+	case v > latest:
+		return newerSchema(v, latest)
+	case v < latest:
+		return fmt.Errorf("store: schema version %d is older than this tern's %d, and a store opened read-only cannot be migrated: open it writable once (tern up, tern subscriber add)", v, latest)
+	}
+	return nil
+}
+
 // migrate brings the schema to the latest version in one transaction, or
 // refuses a newer one. A store already current costs one read.
 func (s *Store) migrate(ctx context.Context) error {

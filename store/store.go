@@ -129,6 +129,16 @@ func OpenDriver(driver, source string) (*Store, error) {
 	return nil, fmt.Errorf("store: driver %q is not %s or %s", driver, DriverSQLite, DriverPostgres)
 }
 
+// OpenDriverReadOnly opens the store of driver for reading: a SQLite file
+// with OpenReadOnly, which writes nothing; a PostgreSQL database as
+// OpenDriver does (the server's grants decide what its user may do).
+func OpenDriverReadOnly(driver, source string) (*Store, error) {
+	if driver == DriverSQLite || driver == "" {
+		return OpenReadOnly(source)
+	}
+	return OpenDriver(driver, source)
+}
+
 type sqnStmts struct{ sel, upd *sql.Stmt }
 
 // newStore migrates the schema and wraps the pools. It closes them on error.
@@ -138,6 +148,24 @@ func newStore(d dialect, db, durable *sql.DB) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	return s.prepare()
+}
+
+// newReadOnlyStore wraps a pool that cannot write: the schema must be
+// current already, since migrating it would write. It closes db on error.
+func newReadOnlyStore(d dialect, db *sql.DB) (*Store, error) {
+	s := &Store{d: d, db: db, durable: db, sqnStmts: map[*sql.DB]sqnStmts{}}
+	if err := s.checkSchema(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s.prepare()
+}
+
+// prepare prepares the statements used on every call. It closes the store
+// on error.
+func (s *Store) prepare() (*Store, error) {
+	d, db, durable := s.d, s.db, s.durable
 	for _, p := range []*sql.DB{db, durable} {
 		if _, ok := s.sqnStmts[p]; ok {
 			continue

@@ -70,12 +70,31 @@ func (f storeFlags) load() (config.Config, error) {
 // open opens the configured store. With mustExist, a SQLite file that is
 // not there is an error rather than a new, empty store.
 func (f storeFlags) open(cfg config.Config, mustExist bool) (*store.Store, error) {
-	if mustExist && cfg.Store.Driver == store.DriverSQLite {
-		if _, err := os.Stat(cfg.Store.Path); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("no subscriber store at %s: `tern up` or `tern subscriber add` creates it; choose another with --store or --config", cfg.Store.Path)
+	if mustExist {
+		if err := storeExists(cfg); err != nil {
+			return nil, err
 		}
 	}
 	return store.OpenDriver(cfg.Store.Driver, cfg.Store.Source())
+}
+
+// openReadOnly opens the configured store, which must exist, for reading
+// only, so that list works on a store this user may not write.
+func (f storeFlags) openReadOnly(cfg config.Config) (*store.Store, error) {
+	if err := storeExists(cfg); err != nil {
+		return nil, err
+	}
+	return store.OpenDriverReadOnly(cfg.Store.Driver, cfg.Store.Source())
+}
+
+// storeExists fails for a SQLite store whose file is not there.
+func storeExists(cfg config.Config) error {
+	if cfg.Store.Driver == store.DriverSQLite {
+		if _, err := os.Stat(cfg.Store.Path); errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("no subscriber store at %s: `tern up` or `tern subscriber add` creates it; choose another with --store or --config", cfg.Store.Path)
+		}
+	}
+	return nil
 }
 
 // where names the store for messages, without a DSN's credentials.
@@ -287,7 +306,7 @@ func subscriberList(args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := sf.open(cfg, true)
+	st, err := sf.openReadOnly(cfg)
 	if err != nil {
 		return err
 	}
