@@ -100,6 +100,19 @@ func OpenOptions(path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// Remove deletes the SQLite store at path with the files SQLite keeps
+// beside it (-wal, -shm, -journal); those that are missing are no error.
+// The store must be closed.
+func Remove(path string) error {
+	var errs []error
+	for _, f := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("store: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // OpenReadOnly opens the SQLite store at path for reading only: it
 // creates, converts, migrates and writes nothing, so it reads a store that
 // this user may not write (one that belongs to the user tern up runs as,

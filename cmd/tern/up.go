@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -25,6 +28,7 @@ import (
 	"github.com/tern5g/tern/metrics"
 	"github.com/tern5g/tern/nf/smf"
 	"github.com/tern5g/tern/sctp"
+	"github.com/tern5g/tern/store"
 )
 
 // runUp starts the core and runs it until SIGINT or SIGTERM.
@@ -109,19 +113,20 @@ func up(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	log := newLogger(cfg.Log)
 
+	fresh := freshStoreOf(cfg.Store)
 	c, err := core.New(cfg, log)
 	if err != nil {
-		return err
+		return fresh.remove(err)
 	}
 	if err := c.Start(ctx); err != nil {
 		c.Close()
-		return err
+		return fresh.remove(err)
 	}
 	if cfg.Metrics.Address != "" {
 		srv, err := metrics.ServeCore(cfg.Metrics.Address, c, log)
 		if err != nil {
 			c.Close()
-			return err
+			return fresh.remove(err)
 		}
 		defer srv.Close()
 	}
@@ -129,7 +134,7 @@ func up(ctx context.Context, args []string, stdout io.Writer) error {
 	op, err := core.ServeOperator(core.OperatorSocket(cfg), c.OperatorHandler(), log)
 	if err != nil {
 		c.Close()
-		return err
+		return fresh.remove(err)
 	}
 	defer op.Close()
 	// The "ready" line is what `tern bench register` waits for: it comes
@@ -173,6 +178,48 @@ func awaitReady(ctx context.Context, ready metrics.ReadyFunc, quiet time.Duratio
 		case <-tick.C:
 		}
 	}
+}
+
+// freshStore is the SQLite store a start is about to create, with the
+// directories above it that do not exist yet; empty when the store exists
+// (or is not a file). A start that fails removes it: otherwise every
+// failed start left a new store with its demo subscribers behind, for the
+// next start, with the mistake fixed, to find.
+type freshStore struct {
+	path string
+	dirs []string // innermost first
+}
+
+func freshStoreOf(s config.Store) freshStore {
+	if s.Driver != store.DriverSQLite {
+		return freshStore{}
+	}
+	if _, err := os.Stat(s.Path); !errors.Is(err, fs.ErrNotExist) {
+		return freshStore{}
+	}
+	f := freshStore{path: s.Path}
+	for d := filepath.Dir(s.Path); d != filepath.Dir(d); d = filepath.Dir(d) {
+		if _, err := os.Stat(d); !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		f.dirs = append(f.dirs, d)
+	}
+	return f
+}
+
+// remove deletes the store (closed by now) and the directories the start
+// created for it, and returns err, the start's failure.
+func (f freshStore) remove(err error) error {
+	if f.path == "" {
+		return err
+	}
+	if rerr := store.Remove(f.path); rerr != nil {
+		return errors.Join(err, fmt.Errorf("removing the store this start created: %w", rerr))
+	}
+	for _, d := range f.dirs {
+		os.Remove(d) // only if empty: nothing else is lost
+	}
+	return err
 }
 
 // ngapPort is the SCTP port of NGAP (TS 38.412 §7).

@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -18,6 +21,7 @@ import (
 	"github.com/tern5g/tern/nf/smf"
 	"github.com/tern5g/tern/sctp"
 	"github.com/tern5g/tern/sim"
+	"github.com/tern5g/tern/store"
 )
 
 // TestLabConfig: --lab puts N2, N3 and the SMF's view of the UPF on the
@@ -153,5 +157,63 @@ func TestAwaitReady(t *testing.T) {
 	}
 	if out.String() != "tern core started, not ready yet: N2 not listening\n" {
 		t.Fatalf("printed %q", out.String())
+	}
+}
+
+// TestFailedStartLeavesNoStore: a start that fails after the store was
+// created and given its demo subscribers (the N3 port taken: the UPF does
+// not start; a capture file that cannot be made: the core is not built)
+// removes that store and the directories made for it; a store that was
+// there before stays.
+func TestFailedStartLeavesNoStore(t *testing.T) {
+	held, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	n2, err := freeport.UDP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for i, fault := range []string{
+		"upf:\n  noN6: true\n  n3Addr: " + held.LocalAddr().String() + "\n",
+		"capture: " + filepath.Join(dir, "none", "n2.pcap") + "\nupf:\n  noN6: true\n",
+	} {
+		db := filepath.Join(dir, fmt.Sprint("new", i), "deeper", "subs.db")
+		cfgPath := filepath.Join(dir, fmt.Sprint("tern", i, ".yaml"))
+		doc := fmt.Sprintf("log:\n  level: error\nstore:\n  path: %s\n  demoSubscribers: 10\namf:\n  sctp:\n    transport: udp\n    udpPort: %d\n%s", db, n2, fault)
+		if err := os.WriteFile(cfgPath, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := runUp([]string{"--config", cfgPath}); err == nil {
+			t.Fatalf("%q: tern up started", fault)
+		}
+		if _, err := os.Stat(filepath.Join(dir, fmt.Sprint("new", i))); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%q: the failed start left %s behind (%v)", fault, filepath.Dir(db), err)
+		}
+
+		// A store that was there stays, with its subscribers.
+		st, err := store.Open(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine := store.DefaultSubscribers(11)[10]
+		if err := st.Put(mine); err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+		if err := runUp([]string{"--config", cfgPath}); err == nil {
+			t.Fatalf("%q: tern up started", fault)
+		}
+		st, err = store.Open(db)
+		if err != nil {
+			t.Fatalf("%q: the store that was there: %v", fault, err)
+		}
+		_, err = st.Get(mine.SUPI)
+		st.Close()
+		if err != nil {
+			t.Errorf("%q: the store that was there lost its subscriber: %v", fault, err)
+		}
 	}
 }
