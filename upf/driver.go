@@ -8,9 +8,11 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tern5g/tern/internal/affinity"
+	"github.com/tern5g/tern/internal/sockowner"
 	"github.com/tern5g/tern/upf/afxdp"
 	"github.com/tern5g/tern/upf/portable"
 	"github.com/tern5g/tern/upf/upfu"
@@ -47,6 +49,8 @@ func (u *UPF) openDriver(ctx context.Context) (name string, d ioDriver, err erro
 		candidates = []string{DriverXDP, DriverAFXDP, DriverPortable}
 	}
 	var why []string
+	var format []string // "%s: %w" per driver declined, so that err wraps each
+	var args []any
 	for _, c := range candidates {
 		d, err := u.open(ctx, c)
 		if err == nil {
@@ -56,11 +60,28 @@ func (u *UPF) openDriver(ctx context.Context) (name string, d ioDriver, err erro
 			return c, d, nil
 		}
 		if want != DriverAuto {
-			return "", nil, fmt.Errorf("driver %s: %w", c, err)
+			return "", nil, u.inUseFirst(fmt.Errorf("driver %s: %w", c, err))
 		}
 		why = append(why, c+": "+err.Error())
+		format = append(format, "%s: %w")
+		args = append(args, c, err)
 	}
-	return "", nil, fmt.Errorf("driver auto: none opened (%s)", strings.Join(why, "; "))
+	return "", nil, u.inUseFirst(fmt.Errorf("driver auto: none opened ("+strings.Join(format, "; ")+")", args...))
+}
+
+// inUseFirst puts a taken N3 address at the head of err, the drivers'
+// failure: of what auto tries the portable driver comes last, so the one
+// reason an operator can act on (another UPF, often another tern up,
+// holds the port) ended a long list of why xdp and afxdp declined.
+func (u *UPF) inUseFirst(err error) error {
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return err
+	}
+	who := ""
+	if owner := sockowner.UDP(u.n3); owner != "" {
+		who = " by " + owner
+	}
+	return fmt.Errorf("N3 %s is in use%s: %w", u.n3, who, err)
 }
 
 // open opens one driver.
