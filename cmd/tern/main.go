@@ -6,12 +6,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/tern5g/tern/bench/sbi"
-	"github.com/tern5g/tern/sbi/shm"
 	"io"
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/tern5g/tern/bench/sbi"
+	"github.com/tern5g/tern/config"
+	"github.com/tern5g/tern/sbi/shm"
 )
 
 // command is one subcommand; run parses its own flags. help, for a
@@ -25,7 +27,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"up":    {summary: "start the core (all NFs in one process) with embedded defaults or --config", run: runUp},
-		"nf":    {summary: "run one NF as its own process (upf)", run: runNF},
+		"nf":    {summary: "run one NF as its own process: " + strings.Join(config.NFNames, ", ") + " or upf", run: runNF},
 		"demo":  {summary: "start the core and a simulated RAN, run real procedures, print a report", run: runDemo},
 		"sim":   {summary: "run simulated gNBs and UEs against an AMF", run: runSim},
 		"bench": {summary: "run a benchmark: " + strings.Join(benchNames(), ", "), run: runBench, help: benchUsage()},

@@ -86,7 +86,7 @@ background while any scenario runs.
 		opc         = fs.String("opc", sim.DefaultOPc, "OPc (hex)")
 		sqn         = fs.Uint64("sqn", 0, "the USIMs' highest accepted SQN at start")
 		scheme      = fs.String("suci-scheme", "null", "SUCI protection scheme: null, a (profile A, X25519) or b (profile B, P-256)")
-		hnPub       = fs.String("hn-pubkey", "", "home network public key (hex) for --suci-scheme a|b; default: the demo key of `tern up`")
+		hnPub       = fs.String("hn-pubkey", "", "home network public key (hex) for --suci-scheme a|b; default: the demo key of tern up's default configuration")
 		hnKeyID     = fs.Uint("hn-key-id", 0, "home network public key identifier; default: the demo key's (1 for a, 2 for b)")
 		routing     = fs.String("routing-indicator", "0000", "SUCI routing indicator")
 		nea         = fs.String("nea", "0,1,2,3", "ciphering algorithms the UEs accept (NEA ids)")
