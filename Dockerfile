@@ -1,6 +1,8 @@
 # tern: the 5G core in a container.
 #   docker build -t tern .
-#   docker run --rm -p 9899:9899/udp -p 2152:2152/udp -v tern-data:/var/lib/tern tern
+#   docker run --rm --cap-add NET_ADMIN --device /dev/net/tun -e TERN_N3_IP=$(hostname -I | cut -d' ' -f1) \
+#       -p 38412:38412/sctp -p 9899:9899/udp -p 2152:2152/udp -v tern-data:/var/lib/tern tern
+# (TERN_N3_IP: the host's address the gNBs reach N3 at; deploy/README.md.)
 # The build stage needs no .git: the commit comes in as a build argument
 # (docker build --build-arg COMMIT=$(git rev-parse --short=12 HEAD) .).
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -114,4 +115,88 @@ func TestDockerBuild(t *testing.T) {
 func lastLine(b []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	return lines[len(lines)-1]
+}
+
+// TestDockerRunLinesAgree: the README, deploy/README.md and the
+// Dockerfile give the same docker run line for the core, and it has what
+// the core needs: NET_ADMIN and /dev/net/tun for the UPF's N6 devices, N2
+// (SCTP and SCTP over UDP) and N3 published, TERN_N3_IP (the host's
+// address the gNBs reach), the store's volume.
+func TestDockerRunLinesAgree(t *testing.T) {
+	var lines []string
+	for _, f := range []string{"../README.md", "README.md", "../Dockerfile"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs := coreDockerRuns(string(b))
+		if len(runs) == 0 {
+			t.Errorf("%s: no docker run line for the core", f)
+		}
+		for _, r := range runs {
+			for _, want := range []string{"--cap-add NET_ADMIN", "--device /dev/net/tun", "-e TERN_N3_IP=",
+				"-p 38412:38412/sctp", "-p 9899:9899/udp", "-p 2152:2152/udp", "-v tern-data:/var/lib/tern"} {
+				if !strings.Contains(r, want) {
+					t.Errorf("%s: %q lacks %s", f, r, want)
+				}
+			}
+			lines = append(lines, r)
+		}
+	}
+	for _, l := range lines[1:] {
+		if l != lines[0] {
+			t.Errorf("docker run lines differ:\n%s\n%s", lines[0], l)
+		}
+	}
+}
+
+// coreDockerRuns returns the docker run commands in text that run the
+// image's default command (tern up): continuation lines joined, a
+// Dockerfile's comment marks and extra spaces dropped.
+func coreDockerRuns(text string) []string {
+	var out []string
+	var cur strings.Builder
+	for _, l := range strings.Split(text, "\n") {
+		l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "#"))
+		if cur.Len() == 0 && !strings.HasPrefix(l, "docker run ") {
+			continue
+		}
+		cont := strings.HasSuffix(l, `\`)
+		cur.WriteString(strings.TrimSuffix(l, `\`) + " ")
+		if cont {
+			continue
+		}
+		cmd := strings.Join(strings.Fields(cur.String()), " ")
+		cur.Reset()
+		if strings.HasSuffix(cmd, " tern") || strings.HasSuffix(cmd, " tern up") {
+			out = append(out, cmd)
+		}
+	}
+	return out
+}
+
+// TestComposeSimBuilds: the simulator service builds the image it runs,
+// the core's (compose pulls what it does not build, and there is no tern
+// image to pull).
+func TestComposeSimBuilds(t *testing.T) {
+	b, err := os.ReadFile("compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Services map[string]struct {
+			Image string `yaml:"image"`
+			Build any    `yaml:"build"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	core, sim := c.Services["core"], c.Services["sim"]
+	if sim.Build == nil {
+		t.Fatal("compose.yaml: the sim service has no build")
+	}
+	if sim.Image != core.Image || !reflect.DeepEqual(sim.Build, core.Build) {
+		t.Errorf("compose.yaml: sim builds %v as %q, the core %v as %q", sim.Build, sim.Image, core.Build, core.Image)
+	}
 }
