@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -45,6 +46,9 @@ func TestUpServesEveryDNAndDownRemovesAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
+	if srv.Iperf() != IperfInstalled() {
+		t.Errorf("iperf3 servers running: %v; iperf3 installed: %v", srv.Iperf(), IperfInstalled())
+	}
 
 	// From ran, the kernel-forwarding reference path reaches the first DN.
 	out, err := l.Command(ctx, l.RAN(), "curl", "-sS", "--max-time", "5", "http://192.0.2.1:8080/").CombinedOutput()
@@ -88,5 +92,21 @@ func TestTUNNamesAreTheUPFs(t *testing.T) {
 		if TUN(d) != upf.TUNName(d) {
 			t.Errorf("lab.TUN(%q) = %q, upf.TUNName = %q", d, TUN(d), upf.TUNName(d))
 		}
+	}
+}
+
+// TestIperfInstalledFollowsPATH: whether StartServers runs iperf3 servers
+// is decided by PATH, as running them would be.
+func TestIperfInstalledFollowsPATH(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("PATH", dir)
+	if IperfInstalled() {
+		t.Fatal("iperf3 found in an empty PATH")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "iperf3"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if !IperfInstalled() {
+		t.Fatal("iperf3 in PATH not found")
 	}
 }

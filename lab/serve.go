@@ -74,20 +74,33 @@ func Do(ns string, fn func() error) error {
 
 // Servers are the DN servers of a lab: an HTTP server on 192.0.2.1:8080 in
 // every DN, answering "GET /" with the DN's name and "GET /bytes?n=N" with N
-// bytes, and an iperf3 server on 192.0.2.1:5201 in every DN.
+// bytes, and, where iperf3 is installed, an iperf3 server on
+// 192.0.2.1:5201 in every DN.
 type Servers struct {
 	http  []*http.Server
 	iperf []*exec.Cmd
 	wg    sync.WaitGroup
 }
 
+// Iperf reports whether the iperf3 servers run (not when iperf3 is not
+// installed).
+func (s *Servers) Iperf() bool { return len(s.iperf) > 0 }
+
+// IperfInstalled reports whether iperf3 is in PATH, so that StartServers
+// runs its servers.
+func IperfInstalled() bool {
+	_, err := exec.LookPath("iperf3")
+	return err == nil
+}
+
 // maxBytes bounds /bytes.
 const maxBytes = 1 << 30
 
 // StartServers starts the DN servers. iperf3 servers are skipped (not an
-// error) when iperf3 is not installed.
+// error) when iperf3 is not installed: Servers.Iperf says.
 func (l *Lab) StartServers(ctx context.Context) (*Servers, error) {
 	s := &Servers{}
+	iperf := IperfInstalled()
 	for _, dnn := range l.cfg.DNNs {
 		ln, err := Listen(l.DN(dnn), net.JoinHostPort(DNServer.String(), strconv.Itoa(HTTPPort)))
 		if err != nil {
@@ -101,7 +114,7 @@ func (l *Lab) StartServers(ctx context.Context) (*Servers, error) {
 			defer s.wg.Done()
 			srv.Serve(ln)
 		}()
-		if _, err := exec.LookPath("iperf3"); err == nil {
+		if iperf {
 			cmd := l.Command(context.Background(), l.DN(dnn), "iperf3", "-s", "-B", DNServer.String(), "-p", strconv.Itoa(IperfPort))
 			if err := cmd.Start(); err != nil {
 				s.Close()

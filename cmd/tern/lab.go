@@ -16,7 +16,7 @@ const labUsage = `usage: %s lab up|serve|down [--prefix tern] [--dnns internet,i
 
   up     build the namespaces <prefix>-ran, <prefix>-core and one per DNN, then return
          (--serve: also run the DN servers, as serve does)
-  serve  run each DN's HTTP (:%d) and iperf3 (:%d) servers until Ctrl-C; ping needs none
+  serve  run each DN's HTTP (:%d) and, if installed, iperf3 (:%d) servers until Ctrl-C; ping needs none
   down   remove the lab`
 
 // runLab is "tern lab up|serve|down": the namespace test bed of the
@@ -55,8 +55,8 @@ func runLab(args []string) error {
 		printLab(l, *prefix)
 	}
 	if !serve {
-		fmt.Printf("The DN servers (HTTP :%d, iperf3 :%d) run with: %s lab serve --prefix %s (ping needs none).\n"+
-			"Remove the lab with: %s lab down --prefix %s\n", lab.HTTPPort, lab.IperfPort, prog(), *prefix, prog(), *prefix)
+		fmt.Printf("The DN servers (%s) run with: %s lab serve --prefix %s (ping needs none).\n"+
+			"Remove the lab with: %s lab down --prefix %s\n", dnServers(lab.IperfInstalled()), prog(), *prefix, prog(), *prefix)
 		return nil
 	}
 
@@ -67,9 +67,18 @@ func runLab(args []string) error {
 		return err
 	}
 	defer srv.Close()
-	fmt.Printf("DN servers up (HTTP :%d, iperf3 :%d on %s in each DN); Ctrl-C stops them, the lab stays.\n", lab.HTTPPort, lab.IperfPort, lab.DNServer)
+	fmt.Printf("DN servers up on %s in each DN (%s); Ctrl-C stops them, the lab stays.\n", lab.DNServer, dnServers(srv.Iperf()))
 	<-ctx.Done()
 	return nil
+}
+
+// dnServers names the DN servers: HTTP always, iperf3 only where it runs
+// (lab serve skips it when iperf3 is not installed, and said it ran).
+func dnServers(iperf bool) string {
+	if iperf {
+		return fmt.Sprintf("HTTP :%d, iperf3 :%d", lab.HTTPPort, lab.IperfPort)
+	}
+	return fmt.Sprintf("HTTP :%d; no iperf3 server: iperf3 is not installed (make tools installs it)", lab.HTTPPort)
 }
 
 func printLab(l *lab.Lab, prefix string) {
@@ -78,9 +87,13 @@ func printLab(l *lab.Lab, prefix string) {
 		fmt.Printf(", %s", l.DN(d))
 	}
 	fmt.Printf("\n  N3  %s (%s) <-> %s (%s)\n", l.RAN(), lab.RANN3, l.Core(), lab.CoreN3)
+	iperf := ""
+	if lab.IperfInstalled() {
+		iperf = fmt.Sprintf(", iperf3 :%d", lab.IperfPort)
+	}
 	for i, d := range l.DNNs() {
-		fmt.Printf("  N6  %s %s (%s) <-> %s (%s); server %s: HTTP :%d (answers %q), iperf3 :%d\n",
-			l.Core(), lab.N6Link(d), lab.CoreN6(i), l.DN(d), lab.DNN6(i), lab.DNServer, lab.HTTPPort, d, lab.IperfPort)
+		fmt.Printf("  N6  %s %s (%s) <-> %s (%s); server %s: HTTP :%d (answers %q)%s\n",
+			l.Core(), lab.N6Link(d), lab.CoreN6(i), l.DN(d), lab.DNN6(i), lab.DNServer, lab.HTTPPort, d, iperf)
 	}
 	fmt.Printf("Run the core with: ip netns exec %s %s up --lab --prefix %s\n", l.Core(), prog(), prefix)
 	fmt.Printf("and the RAN with:  ip netns exec %s %s sim --lab --prefix %s --hold --tun --ues 2 --dnns %s\n", l.RAN(), prog(), prefix, strings.Join(l.DNNs(), ","))
