@@ -268,8 +268,9 @@ func (c *Config) Validate() error {
 	if err := c.UPF.Config.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	// Each NF names its own fields ("amf: tais[0].tac: ..."); the section
-	// prefix completes the path.
+	// Each NF names its own fields, as a path ("amf.tais[0].tac: ...") or
+	// after its name ("ausf: servingPlmns[0]: ..."); both read as a path
+	// from the document's root.
 	for _, v := range []struct {
 		section string
 		check   func() error
@@ -284,6 +285,13 @@ func (c *Config) Validate() error {
 		{"pcf", c.PCF.Validate},
 	} {
 		if err := v.check(); err != nil {
+			msg := err.Error()
+			if rest, ok := strings.CutPrefix(msg, v.section+": "); ok {
+				return fmt.Errorf("config: %s.%s", v.section, rest)
+			}
+			if strings.HasPrefix(msg, v.section+".") {
+				return fmt.Errorf("config: %w", err)
+			}
 			return fmt.Errorf("config: %s: %w", v.section, err)
 		}
 	}

@@ -286,3 +286,18 @@ func TestValuesOutsideTheirDomain(t *testing.T) {
 		t.Fatalf("remote UPF: %v", err)
 	}
 }
+
+// TestNFErrorsReadAsPaths: an NF's own check is reported with the key's
+// path from the document's root, however the NF spells it ("amf: amf.x"
+// and "ausf: servingPlmns" were both seen).
+func TestNFErrorsReadAsPaths(t *testing.T) {
+	for doc, want := range map[string]string{
+		"amf:\n  n2Address: 127.0.0.1:99999\n": "config: amf.n2Address: ",
+		"ausf:\n  servingPlmns: [\"x\"]\n":     "config: ausf.servingPlmns[0]: ",
+		"nrf:\n  heartBeatTimer: 1500ms\n":     "config: nrf.heartBeatTimer: ",
+	} {
+		if _, err := Parse([]byte(doc)); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: %v, want %q...", doc, err, want)
+		}
+	}
+}
