@@ -773,3 +773,70 @@ func TestSDFFilterTernCannotHonour(t *testing.T) {
 		}
 	}
 }
+
+// TestRestorationIndicationOnTheWire checks the PFCPSEReq-Flags IE (type
+// 186, §8.2.136) of a session established again after a UP function
+// restart (TS 23.527 §4.3.2): RESTI is octet 5 bit 1 as go-pfcp reads it,
+// absent when not set (§7.5.2.1: present only with a flag set), and
+// go-pfcp's encoding, with another flag beside it, reads back.
+func TestRestorationIndicationOnTheWire(t *testing.T) {
+	req := &SessionEstablishmentRequest{
+		NodeID:  NodeID{IP: smfAddr},
+		CPFSEID: FSEID{SEID: 5, IPv4: smfAddr},
+		CreatePDRs: []CreatePDR{{ID: 1, PDI: PDI{SourceInterface: InterfaceAccess,
+			FTEID: &FTEID{TEID: 0x2a, IPv4: upfAddr}}, FARID: 1}},
+		CreateFARs: []CreateFAR{{ID: 1, ApplyAction: ActionDrop}},
+		RESTI:      true,
+	}
+	for _, resti := range []bool{true, false} {
+		req.RESTI = resti
+		b, err := Encode(req, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gm, err := message.ParseSessionEstablishmentRequest(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case !resti && gm.PFCPSEReqFlags != nil:
+			t.Errorf("PFCPSEReq-Flags %v sent without RESTI", gm.PFCPSEReqFlags)
+		case resti && (gm.PFCPSEReqFlags == nil || !gm.PFCPSEReqFlags.HasRESTI()):
+			t.Errorf("go-pfcp sees PFCPSEReq-Flags %v, want RESTI", gm.PFCPSEReqFlags)
+		case resti && gm.PFCPSEReqFlags.Payload[0] != 0x01:
+			t.Errorf("PFCPSEReq-Flags octet %#x, want RESTI alone", gm.PFCPSEReqFlags.Payload[0])
+		}
+	}
+
+	for _, c := range []struct {
+		flags uint8
+		want  bool
+	}{{0x01 | 0x02, true}, {0x02, false}} { // RESTI|SUMPC, SUMPC alone
+		gb, err := message.NewSessionEstablishmentRequest(0, 0, 0, 3, 0,
+			ie.NewNodeID(smfAddr.String(), "", ""), ie.NewFSEID(5, net.ParseIP(smfAddr.String()), nil),
+			ie.NewCreatePDR(ie.NewPDRID(1), ie.NewPrecedence(100), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceAccess),
+				ie.NewFTEID(0x01, 0x2a, net.ParseIP(upfAddr.String()), nil, 0)), ie.NewFARID(1)),
+			ie.NewCreateFAR(ie.NewFARID(1), ie.NewApplyAction(0x01)),
+			ie.NewPFCPSEReqFlags(c.flags),
+		).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, m, err := Decode(gb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.(*SessionEstablishmentRequest).RESTI; got != c.want {
+			t.Errorf("flags %#x decoded as RESTI %v", c.flags, got)
+		}
+	}
+	// A PFCPSEReq-Flags IE without its octet is refused.
+	bad := encodeRaw(t, MsgSessionEstablishmentRequest, 1, ie.NewNodeID(smfAddr.String(), "", ""),
+		ie.NewFSEID(5, net.ParseIP(smfAddr.String()), nil),
+		ie.NewCreatePDR(ie.NewPDRID(1), ie.NewPrecedence(100), ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceAccess)), ie.NewFARID(1)),
+		ie.NewCreateFAR(ie.NewFARID(1), ie.NewApplyAction(0x01)), ie.New(ie.PFCPSEReqFlags, nil))
+	var ieErr *IEError
+	if _, _, err := Decode(bad); !errors.As(err, &ieErr) || ieErr.OffendingIE != ie.PFCPSEReqFlags {
+		t.Errorf("empty PFCPSEReq-Flags: %v", err)
+	}
+}

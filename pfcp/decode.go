@@ -484,6 +484,8 @@ func (d *decoder) establishmentRequest(m *SessionEstablishmentRequest, ies []*ie
 			m.CreateBAR = d.createBAR(x)
 		case ie.PDNType:
 			m.PDNType = d.u8(x) & 0x07
+		case ie.PFCPSEReqFlags:
+			m.RESTI = d.u8(x)&pfcpsereqRESTI != 0
 		}
 	}
 }

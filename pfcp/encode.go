@@ -136,6 +136,10 @@ func encodeIEs(m Message) ([]*ie.IE, error) {
 		if m.PDNType != 0 {
 			e.add(ie.NewPDNType(m.PDNType))
 		}
+		if m.RESTI {
+			// §7.5.2.1: present when at least one flag is set.
+			e.add(ie.NewPFCPSEReqFlags(pfcpsereqRESTI))
+		}
 	case *SessionEstablishmentResponse:
 		e.nodeID(m.NodeID)
 		e.add(ie.NewCause(uint8(m.Cause)))
@@ -563,6 +567,10 @@ func updateFARIE(f *UpdateFAR) *ie.IE {
 	}
 	return ie.NewUpdateFAR(kids...)
 }
+
+// pfcpsereqRESTI is the RESTI bit of the PFCPSEReq-Flags IE (§8.2.136,
+// octet 5 bit 1).
+const pfcpsereqRESTI uint8 = 0x01
 
 // pfcpsmreqSNDEM is the SNDEM bit of the PFCPSMReq-Flags IE (§8.2.31,
 // octet 5 bit 2).

@@ -151,6 +151,11 @@ type SessionEstablishmentRequest struct {
 	CreateURRs []CreateURR
 	CreateBAR  *CreateBAR
 	PDNType    uint8 // PDNType*; 0 = absent
+	// RESTI is the Restoration Indication of the PFCPSEReq-Flags IE
+	// (§8.2.136, Rel-16): the session restores one the UP function lost
+	// (TS 23.527 §4.3.2), so a Local F-TEID given with it is one the UP
+	// function allocated before (§5.5.1), not the CP function's choice.
+	RESTI bool
 }
 
 // SessionEstablishmentResponse (§7.5.3).
