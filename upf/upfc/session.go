@@ -181,7 +181,29 @@ func (c *UPFC) establish(req *pfcp.SessionEstablishmentRequest) (*session, []pfc
 		return nil, nil, rej
 	}
 	c.commit(nil, s)
+	if req.RESTI {
+		c.restoredTEIDs(s)
+	}
 	return s, tx.created, nil
+}
+
+// restoredTEIDs takes note of a session an SMF established again with
+// RESTI after this UPF restarted (TS 23.527 §4.3.2, TS 29.244 §5.5.1):
+// its Local F-TEIDs are ones this UPF handed out in its previous life,
+// now held by the session like any other, so CHOOSE never hands them out
+// twice. CHOOSE also continues after the highest of them rather than
+// from 1: a TEID of the previous life that was not restored may still be
+// in a gNB's tunnel (a session the SMF releases rather than restores), and
+// giving it to a new session at once would steer that gNB's stale uplink
+// into it. c.mu held.
+func (c *UPFC) restoredTEIDs(s *session) {
+	c.restored++
+	for teid := range s.teidSet() {
+		if teid >= c.nextTEID {
+			c.nextTEID = teid + 1 // wraps to 0, which allocTEID skips
+		}
+	}
+	c.log.Debug("PFCP session restored (RESTI)", "seid", s.seid, "cp_seid", s.cpSEID, "teids", len(s.teidSet()))
 }
 
 // HandleSessionModification implements pfcp.UPHandler (TS 29.244 §6.3.3,

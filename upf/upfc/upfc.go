@@ -97,6 +97,9 @@ type Stats struct {
 	URRs         int
 	BARs         int
 	TEIDs        int // allocated local F-TEIDs
+	// Restored counts sessions established with RESTI (TS 29.244
+	// §8.2.136): an SMF re-establishing what this UPF lost in a restart.
+	Restored uint64
 	// Session Report Requests: answered with acceptance, failed (error or
 	// rejection), dropped (queue full, or the session/rule was gone).
 	ReportsSent, ReportsFailed, ReportsDropped uint64
@@ -129,6 +132,7 @@ type UPFC struct {
 	places   map[uint32]int          // live TEIDs by place (Config.TEIDPlaces)
 	nextSEID uint64
 	nextTEID uint32
+	restored uint64 // Stats.Restored
 
 	reports reportQueue
 }
@@ -279,7 +283,7 @@ func (c *UPFC) place(teid uint32) uint32 {
 // Stats returns current counts.
 func (c *UPFC) Stats() Stats {
 	c.mu.Lock()
-	st := Stats{Associations: len(c.assocs), Sessions: len(c.sessions), TEIDs: len(c.teids)}
+	st := Stats{Associations: len(c.assocs), Sessions: len(c.sessions), TEIDs: len(c.teids), Restored: c.restored}
 	for _, s := range c.sessions {
 		st.PDRs += len(s.pdrs)
 		st.FARs += len(s.fars)

@@ -1438,3 +1438,49 @@ func TestForwardToAccessNeedsOuterHeader(t *testing.T) {
 		t.Fatalf("forward to access without outer header: cause %v, offending IE %d", r.Cause, r.OffendingIE)
 	}
 }
+
+// TestRestorationKeepsTEIDs: after a restart (a fresh UPF-C, counting
+// TEIDs from 1 again) an SMF establishes its sessions again with the
+// F-TEIDs this UPF had allocated and RESTI (TS 23.527 §4.3.2, TS 29.244
+// §5.5.1, §8.2.136). Those TEIDs are held: CHOOSE never hands them out
+// again, and it continues after the highest one, so that TEIDs of the
+// previous life that were not restored (a gNB may still send on them) do
+// not go to new sessions either. A restoration that names a TEID a live
+// session holds is refused.
+func TestRestorationKeepsTEIDs(t *testing.T) {
+	c, dp, _ := newUPFC(t)
+	restore := func(cpSEID uint64, teid uint32) *pfcp.SessionEstablishmentRequest {
+		req := establishment(cpSEID)
+		req.CreatePDRs[0].PDI.FTEID = &pfcp.FTEID{TEID: teid, IPv4: n3Addr}
+		req.RESTI = true
+		return req
+	}
+	restored := map[uint32]bool{2: true, 5: true}
+	for teid := range restored {
+		resp := establish(t, c, restore(uint64(teid), teid))
+		if len(resp.CreatedPDRs) != 0 {
+			t.Errorf("restored session announces F-TEIDs %+v it was given", resp.CreatedPDRs)
+		}
+		if got := dp.get(resp.UPFSEID.SEID).TEIDs; !slices.Equal(got, []uint32{teid}) {
+			t.Errorf("restored session installed with TEIDs %#x, want %#x", got, teid)
+		}
+	}
+	seen := map[uint32]bool{}
+	for i := range 4 {
+		resp := establish(t, c, establishment(uint64(100+i)))
+		teid := resp.CreatedPDRs[0].LocalFTEID.TEID
+		switch {
+		case restored[teid] || seen[teid]:
+			t.Errorf("CHOOSE handed out TEID %#x twice", teid)
+		case teid <= 5:
+			t.Errorf("CHOOSE handed out TEID %#x of the UPF's previous life", teid)
+		}
+		seen[teid] = true
+	}
+	resp := c.HandleSessionEstablishment(context.Background(), restore(200, 5))
+	checkReject(t, "restoring a held TEID", resp.Cause, resp.OffendingIE, resp.FailedRuleID,
+		expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypePDR, 1)})
+	if st := c.Stats(); st.Restored != 2 || st.TEIDs != 6 {
+		t.Errorf("stats %+v, want 2 restored sessions and 6 TEIDs", st)
+	}
+}
