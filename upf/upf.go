@@ -270,10 +270,13 @@ func validFQDN(s string) bool {
 
 // N6Config is one N6 device.
 type N6Config struct {
-	DNN  string `yaml:"dnn"`  // network instance name in FARs
-	TUN  string `yaml:"tun"`  // device name (default TUNName(DNN))
-	Pool string `yaml:"pool"` // UE pool routed into the device, "10.60.0.0/16"
-	MTU  int    `yaml:"mtu"`  // default 1400 (leaves room for GTP-U on a 1500-byte N3)
+	DNN string `yaml:"dnn"` // network instance name in FARs
+	TUN string `yaml:"tun"` // device name (default TUNName(DNN))
+	// Pool is the UE pool routed into the device, "10.60.0.0/16"; a FAR
+	// that names no network instance goes to the DNN whose pool holds
+	// the session's UE address.
+	Pool string `yaml:"pool"`
+	MTU  int    `yaml:"mtu"` // default 1400 (leaves room for GTP-U on a 1500-byte N3)
 	// Iface is the network interface towards this data network for the
 	// xdp and afxdp drivers, and Gateway the next hop on it (default: the
 	// packet's own destination, for a directly attached data network).
@@ -414,6 +417,7 @@ func New(cfg Config, logger *slog.Logger) (*UPF, error) {
 	global := cfg.PDRTable == PDRTableGlobal
 	u := &UPF{cfg: cfg, log: logger, nodeID: nodeID, n3: n3}
 	var names []string
+	pools := make(map[string]netip.Prefix, len(cfg.N6))
 	for _, c := range cfg.N6 {
 		if c.TUN == "" {
 			c.TUN = TUNName(c.DNN)
@@ -426,6 +430,9 @@ func New(cfg Config, logger *slog.Logger) (*UPF, error) {
 			c.MTU = 1400
 		}
 		names = append(names, c.DNN)
+		if pool.IsValid() {
+			pools[c.DNN] = pool
+		}
 		u.n6 = append(u.n6, portable.N6{TUN: c.TUN, Pool: pool, MTU: c.MTU})
 	}
 	var err error
@@ -454,8 +461,9 @@ func New(cfg Config, logger *slog.Logger) (*UPF, error) {
 	u.dp = newDataPath(u.pipe, cfg.ShapingDelay > 0, logger.With("part", "data-path"))
 	// TEIDs spread over the XDP fast path's index places, whichever
 	// driver runs (it costs the others nothing).
-	u.upfc = upfc.New(upfc.Config{NodeID: nodeID, N3Addr: n3.Addr(), NetworkInstances: names, NoSessionTables: global,
-		RecoveryTime: recovery, TEIDPlaces: xdp.IndexPlaces(xdp.DefaultMaxSessions)}, u.dp, logger.With("part", "upf-c"))
+	u.upfc = upfc.New(upfc.Config{NodeID: nodeID, N3Addr: n3.Addr(), NetworkInstances: names, NetworkPools: pools,
+		NoSessionTables: global,
+		RecoveryTime:    recovery, TEIDPlaces: xdp.IndexPlaces(xdp.DefaultMaxSessions)}, u.dp, logger.With("part", "upf-c"))
 	u.dp.report = u.upfc.Report
 	u.pipe.SetReporter(u.upfc)
 	u.pipe.SetPathReporter(u.upfc)

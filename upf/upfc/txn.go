@@ -1,6 +1,8 @@
 package upfc
 
 import (
+	"fmt"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -433,20 +435,98 @@ func (tx *txn) checkFAR(f *pfcp.CreateFAR, fwIE uint16) *reject {
 	// Network Instance (§5.2.1: it selects the DN). Accepting a FAR whose
 	// packets UPF-U would drop for want of one is a silent failure; the
 	// spec's answer is Rule creation/modification Failure (§7.5.3.1).
+	// A FAR without one, where there are several, gets one from the
+	// session's UE address once all its rules are known (resolveNetworks).
 	nets := tx.c.cfg.NetworkInstances
-	switch {
-	case len(nets) == 0:
-		// No N6 configuration to check against.
-	case fw.NetworkInstance == "" && len(nets) > 1:
-		rej := ruleFailure(pfcp.RuleTypeFAR, f.ID, "no network instance, and %d N6 networks to choose from", len(nets))
-		rej.offendingIE = ieNetworkInstance
-		return rej
-	case fw.NetworkInstance != "" && !slices.Contains(nets, fw.NetworkInstance):
+	if len(nets) > 0 && fw.NetworkInstance != "" && !slices.Contains(nets, fw.NetworkInstance) {
 		rej := ruleFailure(pfcp.RuleTypeFAR, f.ID, "no N6 for network instance %q", fw.NetworkInstance)
 		rej.offendingIE = ieNetworkInstance
 		return rej
 	}
 	return nil
+}
+
+// needsNetwork reports whether f sends decapsulated packets out an N6
+// without naming which, where the UPF has several.
+func (tx *txn) needsNetwork(f *pfcp.CreateFAR) bool {
+	fw := f.Forwarding
+	return len(tx.c.cfg.NetworkInstances) > 1 && f.ApplyAction&pfcp.ActionForward != 0 && fw != nil &&
+		fw.NetworkInstance == "" && fw.OuterHeaderCreation == nil &&
+		(fw.Destination == pfcp.InterfaceCore || fw.Destination == pfcp.InterfaceSGiLAN)
+}
+
+// resolveNetworks names the N6 of every FAR that forwards to the core
+// without a Network Instance while the UPF has several: the network whose
+// pool (Config.NetworkPools) holds the UE address of the PDRs that use
+// the FAR or, when those carry none (an uplink PDR matched by its tunnel
+// alone), of the session's other PDRs. The Network Instance of Forwarding
+// Parameters is optional (TS 29.244 §7.5.2.3-2, NOTE 1: needed where the
+// UPF serves several networks); where the UE address does not decide (no
+// address, in no pool, in several, or addresses in different pools) the
+// FAR cannot be created: Rule creation/modification failure (§7.5.3.1)
+// with the FAR as failed rule and the Network Instance as offending IE.
+func (tx *txn) resolveNetworks() *reject {
+	s := tx.s
+	for _, id := range sortedKeys(s.fars) {
+		f := s.fars[id]
+		if !tx.needsNetwork(&f.spec) {
+			continue
+		}
+		ni, why := tx.networkOf(id)
+		if ni == "" {
+			rej := ruleFailure(pfcp.RuleTypeFAR, id, "no network instance, and %d N6 networks to choose from: %s",
+				len(tx.c.cfg.NetworkInstances), why)
+			rej.offendingIE = ieNetworkInstance
+			return rej
+		}
+		// farStates are shared with the committed session: a new one.
+		spec := f.spec
+		fw := *spec.Forwarding
+		fw.NetworkInstance = ni
+		spec.Forwarding = &fw
+		s.fars[id] = &farState{spec: spec}
+	}
+	return nil
+}
+
+// networkOf is the N6 network of FAR far by the session's UE addresses,
+// or "" and why there is none.
+func (tx *txn) networkOf(far uint32) (string, string) {
+	var addrs []netip.Addr
+	ueAddrs := func(useFAR bool) {
+		for _, id := range sortedKeys(tx.s.pdrs) {
+			p := &tx.s.pdrs[id].spec
+			if (!useFAR || p.FARID == far) && p.PDI.UEIP != nil && p.PDI.UEIP.IPv4.IsValid() {
+				addrs = append(addrs, p.PDI.UEIP.IPv4)
+			}
+		}
+	}
+	ueAddrs(true)
+	if len(addrs) == 0 {
+		ueAddrs(false)
+	}
+	if len(addrs) == 0 {
+		return "", "no UE IP address in the session to choose by"
+	}
+	found := ""
+	for _, a := range addrs {
+		var in []string
+		for _, n := range tx.c.cfg.NetworkInstances {
+			if p, ok := tx.c.cfg.NetworkPools[n]; ok && p.Contains(a) {
+				in = append(in, n)
+			}
+		}
+		switch {
+		case len(in) == 0:
+			return "", fmt.Sprintf("UE address %v is in no N6 pool", a)
+		case len(in) > 1:
+			return "", fmt.Sprintf("UE address %v is in the pools of %v", a, in)
+		case found != "" && found != in[0]:
+			return "", fmt.Sprintf("UE addresses in the pools of %s and %s", found, in[0])
+		}
+		found = in[0]
+	}
+	return found, ""
 }
 
 // --- QER (§7.5.2.5, §7.5.4.5) ---
@@ -628,6 +708,9 @@ func (tx *txn) finish() *reject {
 		if f.BARID != nil && (s.bar == nil || s.bar.ID != *f.BARID) {
 			return ruleFailure(pfcp.RuleTypeFAR, id, "unknown BAR %d", *f.BARID)
 		}
+	}
+	if rej := tx.resolveNetworks(); rej != nil {
+		return rej
 	}
 	snap, rej := tx.c.compile(s, tx.endMarkers)
 	if rej != nil {

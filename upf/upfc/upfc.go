@@ -67,9 +67,15 @@ type Config struct {
 	// sees no two share one. 0 or 1: no spreading.
 	TEIDPlaces uint32
 	// NetworkInstances are the DNNs that have an N6 device. When set, a
-	// FAR forwarding to the core must name one of them; it may name none
-	// only when there is just one.
+	// FAR forwarding to the core must name one of them or, when there are
+	// several, be resolvable to one by NetworkPools.
 	NetworkInstances []string
+	// NetworkPools is the UE address pool routed to each network
+	// instance's N6 (upf.n6[].pool). A FAR forwarding to the core without
+	// a Network Instance, where there are several, goes to the network
+	// whose pool holds the session's UE address: SMFs that never name
+	// one (test tools such as pfcpsim) work on a UPF with two DNNs.
+	NetworkPools map[string]netip.Prefix
 	// Classifier selects the per-session classifier; "" = classify.ForTable.
 	Classifier classify.Kind
 	// NoSessionTables builds no per-session classifiers: sessions carry

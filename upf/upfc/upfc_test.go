@@ -3,12 +3,16 @@ package upfc
 import (
 	"context"
 	"errors"
+	"net"
 	"net/netip"
 	"reflect"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
 
 	"github.com/tern5g/tern/classify"
 	"github.com/tern5g/tern/pfcp"
@@ -1482,5 +1486,88 @@ func TestRestorationKeepsTEIDs(t *testing.T) {
 		expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypePDR, 1)})
 	if st := c.Stats(); st.Restored != 2 || st.TEIDs != 6 {
 		t.Errorf("stats %+v, want 2 restored sessions and 6 TEIDs", st)
+	}
+}
+
+// simulatorEstablishment is a PFCP Session Establishment Request as an SMF
+// simulator that never names a Network Instance builds it with go-pfcp
+// (omec-project/pfcpsim's session builders): an uplink PDR matched by the
+// CP-chosen F-TEID alone, a downlink PDR with the UE address, an uplink
+// FAR to the core with only a Destination Interface, a dropping downlink
+// FAR with a zero Outer Header Creation, and QERs with gate and MBR.
+func simulatorEstablishment(t *testing.T, cpSEID uint64, teid uint32, ue string) *pfcp.SessionEstablishmentRequest {
+	t.Helper()
+	smf, n3 := net.ParseIP(smfNode.IP.String()), net.ParseIP(n3Addr.String())
+	b, err := message.NewSessionEstablishmentRequest(0, 0, 0, 1, 0,
+		ie.NewNodeID(smfNode.IP.String(), "", ""),
+		ie.NewFSEID(cpSEID, smf, nil),
+		ie.NewPDNType(ie.PDNTypeIPv4),
+		ie.NewCreatePDR(ie.NewPDRID(1), ie.NewPrecedence(100), ie.NewOuterHeaderRemoval(0, 0), ie.NewFARID(1),
+			ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceAccess), ie.NewFTEID(0x01, teid, n3, nil, 0)),
+			ie.NewQERID(4), ie.NewQERID(1)),
+		ie.NewCreatePDR(ie.NewPDRID(2), ie.NewPrecedence(100), ie.NewFARID(2),
+			ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCore), ie.NewUEIPAddress(0x2, ue, "", 0, 0)),
+			ie.NewQERID(4), ie.NewQERID(2)),
+		ie.NewCreateFAR(ie.NewFARID(1), ie.NewApplyAction(0x02),
+			ie.NewForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceCore))),
+		ie.NewCreateFAR(ie.NewFARID(2), ie.NewApplyAction(0x01),
+			ie.NewForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess),
+				ie.NewOuterHeaderCreation(0x100, 0, "0.0.0.0", "", 0, 0, 0))),
+		ie.NewCreateQER(ie.NewQERID(4), ie.NewQFI(0), ie.NewGateStatus(0, 0), ie.NewMBR(60000, 60000)),
+		ie.NewCreateQER(ie.NewQERID(1), ie.NewQFI(0), ie.NewGateStatus(0, 0), ie.NewMBR(50000, 30000)),
+		ie.NewCreateQER(ie.NewQERID(2), ie.NewQFI(0), ie.NewGateStatus(0, 0), ie.NewMBR(50000, 30000)),
+	).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, m, err := pfcp.Decode(b)
+	if err != nil {
+		t.Fatalf("the simulator's request does not decode: %v", err)
+	}
+	return m.(*pfcp.SessionEstablishmentRequest)
+}
+
+// TestNetworkInstanceFromUEAddress: on a UPF with two N6 networks, a FAR
+// to the core without a Network Instance goes to the network whose pool
+// holds the session's UE address (TS 29.244 §7.5.2.3-2: the IE is
+// optional); it is refused, naming the FAR and the IE, only where the
+// address does not decide: in no pool, in two, or no address at all.
+func TestNetworkInstanceFromUEAddress(t *testing.T) {
+	pools := map[string]netip.Prefix{
+		"internet": netip.MustParsePrefix("10.60.0.0/16"),
+		"ims":      netip.MustParsePrefix("10.61.0.0/16"),
+		"overlap":  netip.MustParsePrefix("10.62.0.0/16"),
+		"overlap2": netip.MustParsePrefix("10.62.128.0/17"),
+	}
+	c, dp, _ := newUPFCWith(t, func(cfg *Config) {
+		cfg.NetworkInstances = []string{"internet", "ims", "overlap", "overlap2"}
+		cfg.NetworkPools = pools
+	})
+	for i, ue := range []struct{ addr, network string }{{"10.60.0.7", "internet"}, {"10.61.3.4", "ims"}} {
+		resp := c.HandleSessionEstablishment(context.Background(), simulatorEstablishment(t, uint64(1+i), uint32(0x100+i), ue.addr))
+		if resp.Cause != pfcp.CauseRequestAccepted {
+			t.Fatalf("UE %s: %v (offending IE %d, failed rule %+v)", ue.addr, resp.Cause, resp.OffendingIE, resp.FailedRuleID)
+		}
+		for _, p := range dp.get(resp.UPFSEID.SEID).PDRs {
+			if p.ID == 1 && p.FAR.NetworkInstance != ue.network {
+				t.Errorf("UE %s: uplink FAR compiled with network instance %q, want %q", ue.addr, p.FAR.NetworkInstance, ue.network)
+			}
+		}
+	}
+	for _, ue := range []string{"192.0.2.1", "10.62.200.1"} { // no pool; two pools
+		resp := c.HandleSessionEstablishment(context.Background(), simulatorEstablishment(t, 9, 0x200, ue))
+		checkReject(t, "UE "+ue, resp.Cause, resp.OffendingIE, resp.FailedRuleID,
+			expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: ieNetworkInstance, rule: ruleID(pfcp.RuleTypeFAR, 1)})
+	}
+	noUE := establishment(10)
+	noUE.CreateFARs[0].Forwarding.NetworkInstance = ""
+	for i := range noUE.CreatePDRs {
+		noUE.CreatePDRs[i].PDI.UEIP = nil
+	}
+	resp := c.HandleSessionEstablishment(context.Background(), noUE)
+	checkReject(t, "no UE address", resp.Cause, resp.OffendingIE, resp.FailedRuleID,
+		expect{cause: pfcp.CauseRuleCreationModificationFailure, ie: ieNetworkInstance, rule: ruleID(pfcp.RuleTypeFAR, 1)})
+	if st := c.Stats(); st.Sessions != 2 || st.TEIDs != 2 {
+		t.Errorf("stats %+v, want the two sessions that chose", st)
 	}
 }
