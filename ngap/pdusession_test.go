@@ -44,7 +44,9 @@ var (
 		QoSFlowsToRelease:   []QoSFlowWithCause{{QFI: 3, Cause: Cause{CauseNAS, NASNormalRelease}}},
 	}
 	modReqAMBRT = &PDUSessionResourceModifyRequestTransfer{SessionAMBR: &AMBR{DL: 5_000_000, UL: 1_000_000}}
-	modRespT    = &PDUSessionResourceModifyResponseTransfer{
+	// A new UPF tunnel for the session (a UPF restored with CHOOSE).
+	modReqULT = &PDUSessionResourceModifyRequestTransfer{ULTunnels: []ULTunnelModifyItem{{UL: upfTunnel, DL: gnbTunnel}}}
+	modRespT  = &PDUSessionResourceModifyResponseTransfer{
 		DLTunnel: &gnbTunnel, QoSFlows: []uint8{2},
 		FailedQoSFlows: []QoSFlowWithCause{{QFI: 4, Cause: Cause{CauseMisc, MiscUnspecified}}},
 	}
@@ -204,6 +206,7 @@ func transferCases() []transferCase {
 		tcase("setup unsuccessful", setupFailT, EncodeSetupUnsuccessfulTransfer, DecodeSetupUnsuccessfulTransfer),
 		tcase("modify request", modReqT, EncodeModifyRequestTransfer, DecodeModifyRequestTransfer),
 		tcase("modify request AMBR only", modReqAMBRT, EncodeModifyRequestTransfer, DecodeModifyRequestTransfer),
+		tcase("modify request UL tunnel", modReqULT, EncodeModifyRequestTransfer, DecodeModifyRequestTransfer),
 		tcase("modify response", modRespT, EncodeModifyResponseTransfer, DecodeModifyResponseTransfer),
 		tcase("modify response empty", modRespMinT, EncodeModifyResponseTransfer, DecodeModifyResponseTransfer),
 		tcase("modify unsuccessful", modFailT, EncodeModifyUnsuccessfulTransfer, DecodeModifyUnsuccessfulTransfer),
@@ -300,6 +303,23 @@ func TestTransferFree5GCReadsOurs(t *testing.T) {
 		}
 		if r := l[2].QosFlowToReleaseList.List; len(r) != 1 || r[0].Cause.Choice.(*ie.CauseNas).Value != ie.CauseNasPresentNormalRelease {
 			t.Errorf("release %+v", r)
+		}
+	})
+	t.Run("modify request UL tunnel", func(t *testing.T) {
+		x := new(ie.PDUSessionResourceModifyRequestTransfer)
+		if err := ie.UnmarshalBinary(must(EncodeModifyRequestTransfer(modReqULT)), x); err != nil {
+			t.Fatal(err)
+		}
+		l := x.ProtocolIEs.List
+		if len(l) != 1 || l[0].ULNGUUPTNLModifyList == nil || len(l[0].ULNGUUPTNLModifyList.List) != 1 {
+			t.Fatalf("IEs %+v", l)
+		}
+		it := l[0].ULNGUUPTNLModifyList.List[0]
+		ul := it.ULNGUUPTNLInformation.Choice.(*ie.GTPTunnel)
+		dl := it.DLNGUUPTNLInformation.Choice.(*ie.GTPTunnel)
+		if !bytes.Equal(ul.TransportLayerAddress.Value.Bytes, []byte{10, 100, 3, 2}) || !bytes.Equal(ul.GTPTEID.Value, []byte{0, 0, 0, 1}) ||
+			!bytes.Equal(dl.TransportLayerAddress.Value.Bytes, []byte{10, 100, 3, 1}) || !bytes.Equal(dl.GTPTEID.Value, []byte{0xFE, 0xDC, 0xBA, 0x98}) {
+			t.Errorf("UL %+v %+v, DL %+v %+v", ul.TransportLayerAddress, ul.GTPTEID, dl.TransportLayerAddress, dl.GTPTEID)
 		}
 	})
 	t.Run("modify response", func(t *testing.T) {

@@ -74,9 +74,20 @@ type PDUSessionResourceSetupUnsuccessfulTransfer struct {
 
 // PDUSessionResourceModifyRequestTransfer (TS 38.413 §9.3.4.3).
 type PDUSessionResourceModifyRequestTransfer struct {
-	SessionAMBR         *AMBR                     // optional
+	SessionAMBR *AMBR // optional
+	// ULTunnels is the UL NG-U UP TNL Modify List (optional, 1..4
+	// items): the UPF end of the session's N3 tunnel moves to UL, the
+	// gNB's end staying DL (§8.2.3.2: the NG-RAN node sends its uplink
+	// to the new UL NG-U UP TNL Information).
+	ULTunnels           []ULTunnelModifyItem
 	QoSFlowsAddOrModify []QoSFlowSetupRequestItem // optional
 	QoSFlowsToRelease   []QoSFlowWithCause        // optional
+}
+
+// ULTunnelModifyItem is one UL NG-U UP TNL Modify Item (TS 38.413
+// §9.3.4.3): the new UPF tunnel and the NG-RAN tunnel it pairs with.
+type ULTunnelModifyItem struct {
+	UL, DL GTPTunnel
 }
 
 // PDUSessionResourceModifyResponseTransfer (TS 38.413 §9.3.4.4).
@@ -692,6 +703,24 @@ func (t *PDUSessionResourceModifyRequestTransfer) toFree5GC() (perWriter, error)
 		}
 		l = append(l, ie.PDUSessionResourceModifyRequestTransferIEs{PDUSessionAggregateMaximumBitRate: a})
 	}
+	if t.ULTunnels != nil {
+		if len(t.ULTunnels) == 0 || len(t.ULTunnels) > 4 {
+			return nil, fmt.Errorf("%d UL NG-U UP TNL modify items (1..4)", len(t.ULTunnels))
+		}
+		ml := &ie.ULNGUUPTNLModifyList{List: make([]ie.ULNGUUPTNLModifyItem, len(t.ULTunnels))}
+		for i, it := range t.ULTunnels {
+			ul, err := gtpTunnelIE(it.UL)
+			if err != nil {
+				return nil, fmt.Errorf("UL NG-U UP TNL information: %w", err)
+			}
+			dl, err := gtpTunnelIE(it.DL)
+			if err != nil {
+				return nil, fmt.Errorf("DL NG-U UP TNL information: %w", err)
+			}
+			ml.List[i] = ie.ULNGUUPTNLModifyItem{ULNGUUPTNLInformation: ul, DLNGUUPTNLInformation: dl}
+		}
+		l = append(l, ie.PDUSessionResourceModifyRequestTransferIEs{ULNGUUPTNLModifyList: ml})
+	}
 	if t.QoSFlowsAddOrModify != nil {
 		if len(t.QoSFlowsAddOrModify) == 0 || len(t.QoSFlowsAddOrModify) > 64 {
 			return nil, fmt.Errorf("%d QoS flows to add or modify (1..64)", len(t.QoSFlowsAddOrModify))
@@ -731,7 +760,7 @@ func modifyRequestTransferFrom(x *ie.PDUSessionResourceModifyRequestTransfer) (*
 		return nil, errors.New("missing protocol IEs")
 	}
 	t := &PDUSessionResourceModifyRequestTransfer{}
-	var seenAMBR, seenAdd, seenRel bool
+	var seenAMBR, seenUL, seenAdd, seenRel bool
 	for _, it := range x.ProtocolIEs.List {
 		var err error
 		switch {
@@ -741,6 +770,12 @@ func modifyRequestTransferFrom(x *ie.PDUSessionResourceModifyRequestTransfer) (*
 			}
 			seenAMBR = true
 			t.SessionAMBR, err = sessionAMBRFrom(it.PDUSessionAggregateMaximumBitRate)
+		case it.ULNGUUPTNLModifyList != nil:
+			if seenUL {
+				return nil, errors.New("IE occurs twice")
+			}
+			seenUL = true
+			t.ULTunnels, err = ulTunnelsFrom(it.ULNGUUPTNLModifyList)
 		case it.QosFlowAddOrModifyRequestList != nil:
 			if seenAdd {
 				return nil, errors.New("IE occurs twice")
@@ -759,6 +794,28 @@ func modifyRequestTransferFrom(x *ie.PDUSessionResourceModifyRequestTransfer) (*
 		}
 	}
 	return t, nil
+}
+
+func ulTunnelsFrom(x *ie.ULNGUUPTNLModifyList) ([]ULTunnelModifyItem, error) {
+	if len(x.List) == 0 || len(x.List) > 4 {
+		return nil, fmt.Errorf("%d UL NG-U UP TNL modify items (1..4)", len(x.List))
+	}
+	out := make([]ULTunnelModifyItem, len(x.List))
+	for i, it := range x.List {
+		if it.ULNGUUPTNLInformation == nil || it.DLNGUUPTNLInformation == nil {
+			return nil, errors.New("UL NG-U UP TNL modify item without its tunnels")
+		}
+		ul, err := gtpTunnelFrom(it.ULNGUUPTNLInformation)
+		if err != nil {
+			return nil, fmt.Errorf("UL NG-U UP TNL information: %w", err)
+		}
+		dl, err := gtpTunnelFrom(it.DLNGUUPTNLInformation)
+		if err != nil {
+			return nil, fmt.Errorf("DL NG-U UP TNL information: %w", err)
+		}
+		out[i] = ULTunnelModifyItem{UL: ul, DL: dl}
+	}
+	return out, nil
 }
 
 func addOrModifyFlowsFrom(x *ie.QosFlowAddOrModifyRequestList) ([]QoSFlowSetupRequestItem, error) {
