@@ -86,12 +86,15 @@ func TestUPFRestartUnderCore(t *testing.T) {
 		t.Fatal(err)
 	}
 	var phones []*ue.UE
+	var sessions []ue.Session
 	for i := range ues {
 		p := registeredUE(t, g, fmt.Sprintf("%010d", i+1))
-		if _, err := p.EstablishSession(context.Background(), ue.SessionRequest{DNN: "internet"}); err != nil {
+		s, err := p.EstablishSession(context.Background(), ue.SessionRequest{DNN: "internet"})
+		if err != nil {
 			t.Fatalf("session %d: %v", i, err)
 		}
 		phones = append(phones, p)
+		sessions = append(sessions, s)
 	}
 	// Every session's downlink is set up at the UPF before it dies.
 	for deadline := time.Now().Add(5 * time.Second); c.SMF.Stats().Established != ues; time.Sleep(time.Millisecond) {
@@ -120,8 +123,13 @@ func TestUPFRestartUnderCore(t *testing.T) {
 	if after.Sessions != ues || after.TEIDs != before.TEIDs || after.PDRs != before.PDRs || after.FARs != before.FARs {
 		t.Errorf("restarted UPF holds %+v, before the restart %+v", after, before)
 	}
-	if st := c.SMF.Stats(); st.SessionsNotRestored != 0 || st.N4Sessions != ues {
+	// tern's UPF allocates F-TEIDs (FTUP): each session came back with its
+	// F-TEID and RESTI, the UPF holding the TEIDs (TS 29.244 §5.5.1).
+	if st := c.SMF.Stats(); st.SessionsNotRestored != 0 || st.N4Sessions != ues || st.RestoredSameTEID != ues || st.UplinksMoved != 0 {
 		t.Errorf("SMF %+v", st)
+	}
+	if n := after.Restored; n != ues {
+		t.Errorf("the UPF saw %d restorations (RESTI), want %d", n, ues)
 	}
 	// New sessions work, on old UEs and new ones, and nobody registered again.
 	if _, err := phones[0].EstablishSession(context.Background(), ue.SessionRequest{DNN: "ims"}); err != nil {
@@ -136,6 +144,18 @@ func TestUPFRestartUnderCore(t *testing.T) {
 	}
 	if n := u.Stats().Control.Sessions; n != ues+2 {
 		t.Errorf("UPF holds %d sessions, want %d", n, ues+2)
+	}
+	// Every restored UE's uplink still reaches the UPF on the tunnel its
+	// gNB has, beside the new sessions.
+	ul := u.Stats().Pipeline
+	for i, p := range phones {
+		if err := p.SendData(sessions[i].ID, udpTo(sessions[i], i)); err != nil {
+			t.Fatalf("uplink of UE %d: %v", i, err)
+		}
+	}
+	waitUntil(t, "the restored UEs' uplink at the UPF", func() bool { return u.Stats().Pipeline.ULPackets >= ul.ULPackets+ues })
+	if d := u.Stats().Pipeline.Drops["unknown-teid"]; d != ul.Drops["unknown-teid"] {
+		t.Errorf("%d uplink packets on unknown TEIDs", d-ul.Drops["unknown-teid"])
 	}
 	// Everything restored is released cleanly: nothing left in the NFs or
 	// at the restarted UPF (its TEIDs included).

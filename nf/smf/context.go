@@ -134,6 +134,12 @@ type smContext struct {
 	upSEID   uint64 // 0 once deleted
 	ulTunnel ngap.GTPTunnel
 	dlTunnel ngap.GTPTunnel // gNB side; valid Addr once known
+	// n4Deletion is the session's PFCP deletion once sent (n4.go).
+	n4Deletion *n4Deletion
+	// ulMoved: a restoration gave the session another uplink F-TEID
+	// than the 5G-AN has; it is told once its user plane is up
+	// (restoration.go, settleUplink).
+	ulMoved bool
 
 	// dl is where the session's downlink stands while its user plane is
 	// deactivated (network-triggered service request, TS 23.502 §4.2.3.3);

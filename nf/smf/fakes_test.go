@@ -48,11 +48,13 @@ type fakeUPF struct {
 	unassoc     bool        // restarted and not associated again: session requests get cause 72
 	lostBeats   int         // heartbeats still to go unanswered
 	beats       int         // heartbeats answered
+	features    uint64      // UP Function Features given at association
+	onlyChoose  bool        // refuse an F-TEID the CP sets, even with RESTI
 }
 
 func newFakeUPF() *fakeUPF {
 	return &fakeUPF{sessions: make(map[uint64]*pfcp.SessionEstablishmentRequest), nextSEID: 0x1000, nextTEID: 0x100,
-		recovery: time.Now().Truncate(time.Second)}
+		recovery: time.Now().Truncate(time.Second), features: upFeatureFTUP}
 }
 
 // restart loses every session and advertises a new Recovery Time Stamp.
@@ -85,7 +87,8 @@ func (f *fakeUPF) SetupAssociation(ctx context.Context, req *pfcp.AssociationSet
 	if id == (pfcp.NodeID{}) {
 		id = pfcp.NodeID{IP: upfN3}
 	}
-	return &pfcp.AssociationSetupResponse{NodeID: id, Cause: pfcp.CauseRequestAccepted, RecoveryTime: f.recovery}, nil
+	return &pfcp.AssociationSetupResponse{NodeID: id, Cause: pfcp.CauseRequestAccepted, RecoveryTime: f.recovery,
+		UPFunctionFeatures: f.features}, nil
 }
 
 func (f *fakeUPF) EstablishSession(ctx context.Context, req *pfcp.SessionEstablishmentRequest) (*pfcp.SessionEstablishmentResponse, error) {
@@ -100,6 +103,9 @@ func (f *fakeUPF) EstablishSession(ctx context.Context, req *pfcp.SessionEstabli
 	}
 	if f.reject {
 		return &pfcp.SessionEstablishmentResponse{Cause: pfcp.CauseNoResourcesAvailable}, nil
+	}
+	if ft := req.CreatePDRs[0].PDI.FTEID; f.onlyChoose && ft != nil && !ft.Choose {
+		return &pfcp.SessionEstablishmentResponse{Cause: pfcp.CauseInvalidFTEIDAllocationOption, OffendingIE: pfcp.IEFTEID}, nil
 	}
 	f.nextSEID++
 	f.sessions[f.nextSEID] = req
@@ -441,16 +447,25 @@ func newHarness(t *testing.T, cfg Config, pcfCfg pcf.Config) *harness {
 // does not start it.
 func buildHarness(t *testing.T, cfg Config, pcfCfg pcf.Config, upfs map[string]*fakeUPF) *harness {
 	t.Helper()
-	h := &harness{amf: newFakeAMF(t), upf: upfs["upf1"], sdm: &fakeSDM{}}
+	ups := make(map[string]pfcp.UserPlane, len(upfs))
+	for name, u := range upfs {
+		ups[name] = u
+	}
+	h := buildHarnessOn(t, cfg, pcfCfg, ups)
+	h.upf = upfs["upf1"]
+	return h
+}
+
+// buildHarnessOn builds an SMF on the N4 clients ups (by UPF name; more
+// may be set with SetUserPlane) and does not start it.
+func buildHarnessOn(t *testing.T, cfg Config, pcfCfg pcf.Config, ups map[string]pfcp.UserPlane) *harness {
+	t.Helper()
+	h := &harness{amf: newFakeAMF(t), sdm: &fakeSDM{}}
 	p, err := pcf.New(pcfCfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.pcf = p
-	ups := make(map[string]pfcp.UserPlane, len(upfs))
-	for name, u := range upfs {
-		ups[name] = u
-	}
 	s, err := New(cfg, Deps{AMF: h.amf, AMFStatus: h.amf, SDM: h.sdm, PCF: p, UPFs: ups}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -560,9 +575,17 @@ func (h *harness) establish(t *testing.T, supi string, psi uint8, dnn string) (s
 	return created.Ref, acc, tr
 }
 
+// settle waits for the PFCP deletions in flight (they run beside the UE
+// executors, n4.go) to end, and with them the release of the UE addresses.
+func (h *harness) settle(t *testing.T) {
+	t.Helper()
+	waitFor(t, "the PFCP deletions to end", func() bool { return h.smf.Stats().N4Deleting == 0 })
+}
+
 // empty checks that nothing of any session is left anywhere.
 func (h *harness) empty(t *testing.T) {
 	t.Helper()
+	h.settle(t)
 	st := h.smf.Stats()
 	if st.Contexts != 0 || st.N4Sessions != 0 || st.Policies != 0 {
 		t.Errorf("left behind: %+v", st)
@@ -572,8 +595,10 @@ func (h *harness) empty(t *testing.T) {
 			t.Errorf("%d addresses of %s still allocated", n, dnn)
 		}
 	}
-	if n := h.upf.live(); n != 0 {
-		t.Errorf("%d PFCP sessions left at the UPF", n)
+	if h.upf != nil {
+		if n := h.upf.live(); n != 0 {
+			t.Errorf("%d PFCP sessions left at the UPF", n)
+		}
 	}
 	if n := h.pcf.Stats().Policies; n != 0 {
 		t.Errorf("%d policies left at the PCF", n)

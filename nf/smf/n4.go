@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync"
 
 	"github.com/free5gc/openapi/models"
 
@@ -91,6 +92,32 @@ func mbr(q qos) *pfcp.BitRate { return &pfcp.BitRate{UL: kbps(q.ambr.UL), DL: kb
 // errN4 wraps PFCP failures so callers can tell them from others.
 var errN4 = errors.New("n4")
 
+// n4Rejection is a PFCP request the UPF answered with a cause other than
+// acceptance (wrapped in errN4); other N4 errors mean no answer came.
+type n4Rejection struct {
+	cause       pfcp.Cause
+	offendingIE uint16
+}
+
+func (r *n4Rejection) Error() string {
+	if r.offendingIE != 0 {
+		return fmt.Sprintf("rejected: %s (offending IE %d)", r.cause, r.offendingIE)
+	}
+	return "rejected: " + r.cause.String()
+}
+
+// lostAssociation tells whether a UPF answering with cause lost the
+// state the SMF has there: it has no association with the SMF, or not
+// the session (TS 29.244 §6.3.2.2, §7.2.2.4.2): most likely it restarted.
+func lostAssociation(cause pfcp.Cause) bool {
+	return cause == pfcp.CauseNoEstablishedPFCPAssociation || cause == pfcp.CauseSessionContextNotFound
+}
+
+// upFeatureFTUP is the FTUP bit of the UP Function Features (TS 29.244
+// §8.2.25, octet 5 bit 5) as pfcp.AssociationSetupResponse packs them:
+// the UPF allocates F-TEIDs.
+const upFeatureFTUP uint64 = 1 << 4
+
 // establishN4 runs the PFCP Session Establishment for c and records the UPF
 // SEID and uplink tunnel. Runs on c's executor.
 func (s *SMF) establishN4(c *smContext) error {
@@ -111,7 +138,7 @@ func (s *SMF) runEstablishment(c *smContext, req *pfcp.SessionEstablishmentReque
 	if !resp.Cause.Accepted() {
 		s.stats.n4Failures.Add(1)
 		u.lostState(resp.Cause)
-		return fmt.Errorf("%w: upf %s: session establishment rejected: %s (offending IE %d)", errN4, u.name, resp.Cause, resp.OffendingIE)
+		return fmt.Errorf("%w: upf %s: session establishment %w", errN4, u.name, &n4Rejection{resp.Cause, resp.OffendingIE})
 	}
 	if resp.UPFSEID == nil {
 		// The session exists at the UPF but cannot be addressed: nothing to delete.
@@ -154,7 +181,7 @@ func (s *SMF) modifyN4(c *smContext, req *pfcp.SessionModificationRequest) error
 		c.upf.lostState(resp.Cause)
 		return fmt.Errorf("%w: upf %s: session modification rejected: %s", errN4, c.upf.name, resp.Cause)
 	}
-	s.countUsage(c, resp.UsageReports)
+	s.countUsage(c.supi, c.psi, resp.UsageReports)
 	return nil
 }
 
@@ -204,35 +231,96 @@ func (s *SMF) updateMBR(c *smContext, q qos) error {
 }
 
 // deleteN4 deletes c's PFCP session, if any (TS 23.502 §4.3.4.2 step 2).
-// A UPF that does not answer loses the session anyway (its own cleanup);
-// the SMF forgets it. Runs on c's executor.
+// The SMF forgets the session at once; the deletion itself runs beside
+// the UE's executor, bounded by the PFCP deadline, so that a UPF that is
+// slow to answer, or never answers a deletion it fails (some UPFs send
+// nothing then), holds up neither this UE's next procedure nor the AMF
+// releasing it: it costs one deadline, counted in N4Failures and logged,
+// and is not retried. afterN4 runs what waits for its end. Runs on c's
+// executor.
 func (s *SMF) deleteN4(c *smContext) {
 	if c.upSEID == 0 {
 		return
 	}
-	seid := c.upSEID
+	u, seid, supi, psi := c.upf, c.upSEID, c.supi, c.psi
 	c.upSEID = 0
-	c.upf.sessions.Add(-1)
+	u.sessions.Add(-1)
 	s.stats.n4Sessions.Add(-1)
-	ctx, cancel := context.WithTimeout(s.group.Context(), s.cfg.timers.PFCPTimeout)
-	defer cancel()
-	resp, err := c.upf.up.DeleteSession(ctx, seid)
-	switch {
-	case err != nil:
-		s.stats.n4Failures.Add(1)
-		s.log.Warn("PFCP session deletion failed", "supi", c.supi, "psi", c.psi, "upf", c.upf.name, "err", err)
-	case !resp.Cause.Accepted():
-		s.stats.n4Failures.Add(1)
-		s.log.Warn("PFCP session deletion rejected", "supi", c.supi, "psi", c.psi, "upf", c.upf.name, "cause", resp.Cause)
-	default:
-		s.countUsage(c, resp.UsageReports)
+	d := &n4Deletion{}
+	c.n4Deletion = d
+	s.stats.n4Deleting.Add(1)
+	del := func() {
+		defer s.stats.n4Deleting.Add(-1)
+		defer d.finish()
+		ctx, cancel := context.WithTimeout(s.group.Context(), s.cfg.timers.PFCPTimeout)
+		defer cancel()
+		resp, err := u.up.DeleteSession(ctx, seid)
+		switch {
+		case err != nil:
+			s.stats.n4Failures.Add(1)
+			s.log.Warn("PFCP session deletion got no answer; the SMF forgets the session", "supi", supi, "psi", psi,
+				"upf", u.name, "seid", seid, "err", err)
+		case !resp.Cause.Accepted():
+			s.stats.n4Failures.Add(1)
+			s.log.Warn("PFCP session deletion rejected; the SMF forgets the session", "supi", supi, "psi", psi,
+				"upf", u.name, "seid", seid, "cause", resp.Cause)
+		default:
+			s.countUsage(supi, psi, resp.UsageReports)
+		}
+	}
+	if !s.group.Go(del) {
+		// Closing: the UPF drops the SMF's sessions with the association.
+		d.finish()
+		s.stats.n4Deleting.Add(-1)
 	}
 }
 
-func (s *SMF) countUsage(c *smContext, reports []pfcp.UsageReport) {
+// n4Deletion is a PFCP session deletion in flight, and what waits for its
+// end.
+type n4Deletion struct {
+	mu   sync.Mutex
+	done bool
+	then []func()
+}
+
+// after runs f when the deletion has ended (now, if it has).
+func (d *n4Deletion) after(f func()) {
+	d.mu.Lock()
+	if !d.done {
+		d.then = append(d.then, f)
+		d.mu.Unlock()
+		return
+	}
+	d.mu.Unlock()
+	f()
+}
+
+func (d *n4Deletion) finish() {
+	d.mu.Lock()
+	d.done = true
+	then := d.then
+	d.then = nil
+	d.mu.Unlock()
+	for _, f := range then {
+		f()
+	}
+}
+
+// afterN4 runs f once c's PFCP session deletion, if one was sent, has
+// ended: what must not be reused while the UPF may still hold the session
+// (its UE address) is released through it. Runs on c's executor.
+func (s *SMF) afterN4(c *smContext, f func()) {
+	if c.n4Deletion == nil {
+		f()
+		return
+	}
+	c.n4Deletion.after(f)
+}
+
+func (s *SMF) countUsage(supi string, psi uint8, reports []pfcp.UsageReport) {
 	for _, r := range reports {
 		s.stats.usageReports.Add(1)
-		s.log.Debug("usage report", "supi", c.supi, "psi", c.psi, "urr", r.URRID, "seq", r.URSEQN,
+		s.log.Debug("usage report", "supi", supi, "psi", psi, "urr", r.URRID, "seq", r.URSEQN,
 			"ul", r.Volume.UL, "dl", r.Volume.DL, "total", r.Volume.Total)
 	}
 }
@@ -251,7 +339,7 @@ func (s *SMF) HandleSessionReport(ctx context.Context, seid uint64, req *pfcp.Se
 		s.post(c.ue, func() { s.onDownlinkData(c) })
 	}
 	if req.ReportType&pfcp.ReportUSAR != 0 {
-		s.countUsage(c, req.UsageReports)
+		s.countUsage(c.supi, c.psi, req.UsageReports)
 	}
 	if req.ReportType&pfcp.ReportERIR != 0 && req.ErrorIndicationReport != nil {
 		s.stats.errorIndicationReports.Add(1)

@@ -17,13 +17,16 @@ package smf
 // nothing: it is up again and its sessions stand. One whose Recovery Time
 // Stamp changed restarted and lost every PFCP session (TS 23.527 §4.3.2):
 // after the association is set up again, each session is established again
-// on its UE's executor with the F-TEID, UE IP and rules it had, so neither
-// the gNB nor the UE sees anything. A session the UPF refuses is released
-// towards the UE with 5GSM cause #39 "reactivation requested" so that the
-// UE establishes it again (TS 24.501 §6.3.3.2).
+// on its UE's executor with the UE IP and rules it had, and the uplink
+// F-TEID the gNB uses: with RESTI at a UPF that allocates F-TEIDs (FTUP),
+// else a new one the gNB is told of (restoreN4), so the UE sees nothing. A
+// session the UPF refuses is released towards the UE with 5GSM cause #39
+// "reactivation requested" so that the UE establishes it again (TS 24.501
+// §6.3.3.2).
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -32,6 +35,7 @@ import (
 	"github.com/free5gc/openapi/models"
 
 	"github.com/tern5g/tern/nas"
+	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/pfcp"
 )
 
@@ -171,6 +175,7 @@ func (s *SMF) associate(ctx context.Context, u *upfNode, timeout time.Duration) 
 	lost := restarted(u.recovery, resp.RecoveryTime)
 	id := resp.NodeID
 	u.nodeID.Store(&id)
+	u.features.Store(resp.UPFunctionFeatures)
 	if !resp.RecoveryTime.IsZero() {
 		u.recovery = resp.RecoveryTime
 	}
@@ -236,16 +241,22 @@ func (s *SMF) restoreSessions(ctx context.Context, u *upfNode) {
 }
 
 // restoreN4 establishes c's PFCP session again at its restarted UPF, with
-// the uplink F-TEID the gNB already uses, the same UE IP and rules, and the
-// downlink where it was: forwarding to the gNB, buffering for an idle UE, or
-// dropping while an unreachable UE's paging backs off. Runs on c's
-// executor.
+// the same UE IP and rules, and the downlink where it was: forwarding to
+// the gNB, buffering for an idle UE, or dropping while an unreachable UE's
+// paging backs off. Runs on c's executor.
 //
-// The F-TEID is sent as the CP's choice rather than with the RESTI flag of
-// TS 29.244 §8.2.x (PFCPSEReq-Flags): tern's UPF accepts a CP-set F-TEID on
-// its N3 address that no live session holds, which is what a restarted UPF
-// has. Indirect forwarding tunnels of a handover in progress are not
-// restored: the handover's own timer ends them.
+// The uplink F-TEID is the gNB's end of the N3 tunnel, and who allocated
+// it decides how it survives the restart (TS 23.527 §4.3.2, TS 29.244
+// §5.5.1). A UPF that advertised FTUP allocates its TEIDs and counts them
+// from scratch after a restart: the old F-TEID goes with RESTI (§8.2.136),
+// which tells the UPF it is one of its own, to be held so that it never
+// hands it to another session; the gNB sees nothing. A UPF that did not
+// advertise FTUP, or refuses the old F-TEID, chooses a new one (CHOOSE),
+// and the gNB is told (moveUplink). Sending the old F-TEID as the CP's own
+// choice, without RESTI, is what must not be done: a UPF that allocates
+// TEIDs itself does not reserve it, and gives it to the next new session.
+// Indirect forwarding tunnels of a handover in progress are not restored:
+// the handover's own timer ends them.
 func (s *SMF) restoreN4(c *smContext) error {
 	// The old session died with the UPF.
 	c.upSEID = 0
@@ -253,9 +264,40 @@ func (s *SMF) restoreN4(c *smContext) error {
 	s.stats.n4Sessions.Add(-1)
 	c.fwd = false
 
-	req := s.establishmentRequest(c)
 	ul := c.ulTunnel
-	req.CreatePDRs[0].PDI.FTEID = &pfcp.FTEID{TEID: ul.TEID, IPv4: ul.Addr}
+	if c.upf.features.Load()&upFeatureFTUP != 0 {
+		req := s.restorationRequest(c)
+		req.CreatePDRs[0].PDI.FTEID = &pfcp.FTEID{TEID: ul.TEID, IPv4: ul.Addr}
+		req.RESTI = true
+		err := s.runEstablishment(c, req)
+		var rej *n4Rejection
+		switch {
+		case err == nil:
+			s.stats.restoredSameTEID.Add(1)
+			if c.ulTunnel != ul {
+				// The UPF announced another F-TEID all the same.
+				s.moveUplink(c)
+			}
+			return nil
+		case !errors.As(err, &rej) || lostAssociation(rej.cause):
+			return err // the UPF is gone again
+		}
+		s.log.Info("restarted UPF refused the session's F-TEID; restoring with a new one", "supi", c.supi, "psi", c.psi,
+			"upf", c.upf.name, "teid", ul.TEID, "err", err)
+	}
+	if err := s.runEstablishment(c, s.restorationRequest(c)); err != nil {
+		return err
+	}
+	if c.ulTunnel != ul {
+		s.moveUplink(c)
+	}
+	return nil
+}
+
+// restorationRequest is c's establishment request with the downlink FAR
+// where the session's downlink stands (the uplink F-TEID is CHOOSE).
+func (s *SMF) restorationRequest(c *smContext) *pfcp.SessionEstablishmentRequest {
+	req := s.establishmentRequest(c)
 	dl := &req.CreateFARs[1]
 	switch {
 	case c.upCnx == models.Smf_PDUSess_UpCnxState_ACTIVATED && c.dlTunnel.Addr.IsValid():
@@ -272,14 +314,51 @@ func (s *SMF) restoreN4(c *smContext) error {
 		// the UE is paged (TS 23.502 §4.2.3.3).
 		dl.ApplyAction = pfcp.ActionBuffer | pfcp.ActionNotifyCP
 	}
-	if err := s.runEstablishment(c, req); err != nil {
-		return err
+	return req
+}
+
+// moveUplink has the 5G-AN send c's uplink to the F-TEID the restored
+// session got (c.ulTunnel): at once when the user plane is up, else once
+// it is (settleUplink). A UE without user plane needs nothing: its next
+// activation carries c.ulTunnel (TS 23.502 §4.2.3.2 step 4). Runs on c's
+// executor.
+func (s *SMF) moveUplink(c *smContext) {
+	s.stats.uplinksMoved.Add(1)
+	c.ulMoved = true
+	s.settleUplink(c)
+}
+
+// settleUplink sends a moved uplink F-TEID (c.ulMoved) to the 5G-AN once
+// the session's user plane is up and no handover is under way: an N2-only
+// PDU Session Resource Modify Request whose transfer carries the UL NG-U
+// UP TNL Modify List (TS 23.502 §4.3.3.2 step 3b, TS 38.413 §8.2.3,
+// §9.3.4.3), through Namf_Communication_N1N2MessageTransfer. An
+// activation or a handover that was already under way carried the old
+// F-TEID; it is sent when that ends. A session whose user plane goes
+// needs nothing more. Runs on c's executor.
+func (s *SMF) settleUplink(c *smContext) {
+	if !c.ulMoved {
+		return
 	}
-	if c.ulTunnel != ul {
-		// The UPF put the session elsewhere: the gNB's uplink would be lost.
-		s.deleteN4(c)
-		c.ulTunnel = ul
-		return fmt.Errorf("%w: upf %s: restored session got uplink F-TEID %v, had %v", errN4, c.upf.name, c.ulTunnel, ul)
+	switch {
+	case c.state == stReleasing || c.state == stReleased || c.upCnx == models.Smf_PDUSess_UpCnxState_DEACTIVATED:
+		c.ulMoved = false
+	case c.upCnx == models.Smf_PDUSess_UpCnxState_ACTIVATED && c.ho == hoNone && c.dlTunnel.Addr.IsValid():
+		c.ulMoved = false
+		n2, err := ngap.EncodeModifyRequestTransfer(&ngap.PDUSessionResourceModifyRequestTransfer{
+			ULTunnels: []ngap.ULTunnelModifyItem{{UL: c.ulTunnel, DL: c.dlTunnel}},
+		})
+		if err != nil {
+			s.log.Warn("new uplink tunnel not encoded; deactivating the user plane", "supi", c.supi, "psi", c.psi, "err", err)
+			s.userPlaneFailed(c, "new uplink tunnel not encoded")
+			return
+		}
+		s.log.Info("uplink tunnel moved by the UPF's restoration; telling the 5G-AN", "supi", c.supi, "psi", c.psi,
+			"teid", c.ulTunnel.TEID)
+		s.send(c, n1n2{n2: n2, n2Type: models.Amf_Comm_NgapIeType_PDU_RES_MOD_REQ}, func() {
+			// The gNB keeps sending to the old F-TEID: take the user
+			// plane down, so that the next activation carries the new one.
+			s.userPlaneFailed(c, "new uplink tunnel not delivered")
+		})
 	}
-	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tern5g/tern/nas"
 	"github.com/tern5g/tern/nf/pcf"
+	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/pfcp"
 	"github.com/tern5g/tern/sbi"
 )
@@ -68,9 +69,10 @@ func TestUPFRestartRestoresSessions(t *testing.T) {
 	}
 	h.upf.mu.Lock()
 	for _, r := range h.upf.establishes {
+		// The fake UPF advertises FTUP: the F-TEID goes back with RESTI.
 		ft := r.CreatePDRs[0].PDI.FTEID
-		if ft == nil || ft.Choose || ft.TEID != teids[r.CPFSEID.SEID] || ft.IPv4 != upfN3 {
-			t.Errorf("restored UL F-TEID %+v, had TEID %#x", ft, teids[r.CPFSEID.SEID])
+		if ft == nil || ft.Choose || ft.TEID != teids[r.CPFSEID.SEID] || ft.IPv4 != upfN3 || !r.RESTI {
+			t.Errorf("restored UL F-TEID %+v (RESTI %v), had TEID %#x", ft, r.RESTI, teids[r.CPFSEID.SEID])
 		}
 		dl := r.CreateFARs[1]
 		c := h.smf.seids.Get(r.CPFSEID.SEID)
@@ -303,4 +305,73 @@ func TestSubscriptionChangeReleasesWithdrawnDNN(t *testing.T) {
 	if err := h.smf.SubscriptionDataChanged(ctx, "imsi-208930000000077", &models.Udm_SDM_ModificationNotification{}); err != nil {
 		t.Errorf("a UE without sessions: %v", err)
 	}
+}
+
+// A UPF that advertised FTUP but refuses the restored F-TEID (it does not
+// take RESTI) gets the session with CHOOSE, and the 5G-AN is told of the
+// new uplink tunnel with a PDU Session Resource Modify Request: at once
+// for an active user plane, once its setup is answered for one being
+// activated; an idle UE needs nothing, its next activation carrying the
+// new tunnel (TS 23.502 §4.3.3.2, §4.2.3.2; TS 38.413 §8.2.3).
+func TestRestorationFallsBackToChoose(t *testing.T) {
+	h := newHarness(t, fastSupervision(testConfig()), pcf.Config{})
+	ctx := context.Background()
+	const active, idle, activating = "imsi-208930000000001", "imsi-208930000000002", "imsi-208930000000003"
+	h.establish(t, active, 1, "internet")
+	refIdle, _, _ := h.establish(t, idle, 1, "internet")
+	refActivating, _, _ := h.establish(t, activating, 1, "internet")
+	for _, ref := range []string{refIdle, refActivating} {
+		if _, err := h.smf.UpdateSMContext(ctx, ref, &sbi.SMContextUpdate{Data: &models.Smf_PDUSess_SmContextUpdateData{UpCnxState: models.Smf_PDUSess_UpCnxState_DEACTIVATED}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A service request: the setup request goes out with the old tunnel.
+	up, err := h.smf.UpdateSMContext(ctx, refActivating, &sbi.SMContextUpdate{Data: &models.Smf_PDUSess_SmContextUpdateData{UpCnxState: models.Smf_PDUSess_UpCnxState_ACTIVATING}})
+	if err != nil || up.N2SmInfo == nil {
+		t.Fatalf("activation: %+v %v", up, err)
+	}
+	h.upf.mu.Lock()
+	h.upf.onlyChoose = true
+	h.upf.mu.Unlock()
+
+	h.upf.restart()
+	waitFor(t, "restoration", func() bool { return h.smf.Stats().SessionsRestored == 3 })
+	tr := h.amf.next(t)
+	if tr.supi != active || tr.n1 != nil || tr.n2Type != models.Amf_Comm_NgapIeType_PDU_RES_MOD_REQ {
+		t.Fatalf("transfer %+v, want the active session's PDU Session Resource Modify Request", tr)
+	}
+	newUL := func(supi string) ngap.GTPTunnel {
+		t.Helper()
+		ul, err := callUE(ctx, h.smf, supi, func(u *ueState) (ngap.GTPTunnel, error) { return u.sessions[1].ulTunnel, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ul
+	}
+	m, err := ngap.DecodeModifyRequestTransfer(tr.n2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (ngap.ULTunnelModifyItem{UL: newUL(active), DL: ngap.GTPTunnel{Addr: gnbN3, TEID: 0xA001}}); len(m.ULTunnels) != 1 || m.ULTunnels[0] != want {
+		t.Errorf("UL NG-U UP TNL Modify List %+v, want %+v", m.ULTunnels, want)
+	}
+	h.amf.noTransfer(t) // not for the idle UE, not yet for the one activating
+	if _, err := h.smf.UpdateSMContext(ctx, refActivating, setupResponse(t, 1)); err != nil {
+		t.Fatal(err)
+	}
+	tr = h.amf.next(t)
+	if m, err := ngap.DecodeModifyRequestTransfer(tr.n2); tr.supi != activating || err != nil || len(m.ULTunnels) != 1 || m.ULTunnels[0].UL != newUL(activating) {
+		t.Fatalf("transfer %+v (%v), want the activated session's new uplink tunnel", tr, err)
+	}
+	up, err = h.smf.UpdateSMContext(ctx, refIdle, &sbi.SMContextUpdate{Data: &models.Smf_PDUSess_SmContextUpdateData{UpCnxState: models.Smf_PDUSess_UpCnxState_ACTIVATING}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := ngap.DecodeSetupRequestTransfer(up.N2SmInfo); err != nil || st.ULTunnel != newUL(idle) {
+		t.Errorf("idle UE's activation carries %+v (%v), want its new tunnel %+v", st, err, newUL(idle))
+	}
+	if st := h.smf.Stats(); st.UplinksMoved != 3 || st.RestoredSameTEID != 0 || st.SessionsNotRestored != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	h.amf.noTransfer(t)
 }

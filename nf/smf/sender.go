@@ -79,9 +79,12 @@ func (s *SMF) notifyReleased(c *smContext) {
 func (s *SMF) releaseResources(c *smContext) {
 	s.deleteN4(c)
 	s.deletePolicy(c)
-	if c.ueIP.IsValid() {
-		c.dnn.pool.release(c.ueIP)
+	if ip := c.ueIP; ip.IsValid() {
+		// The address goes back to the pool once the UPF no longer
+		// routes it to this session.
 		c.ueIP = netip.Addr{}
+		pool := c.dnn.pool
+		s.afterN4(c, func() { pool.release(ip) })
 	}
 }
 

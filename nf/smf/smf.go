@@ -82,6 +82,10 @@ type upfNode struct {
 	up       pfcp.UserPlane
 	st       atomic.Int32 // upfState
 	sessions atomic.Int64 // PFCP sessions established and not deleted
+	// features are the UP Function Features of the last association
+	// (TS 29.244 §8.2.25), packed as pfcp.AssociationSetupResponse has
+	// them; restoration reads FTUP.
+	features atomic.Uint64
 	// recovery is the UPF's Recovery Time Stamp as last advertised;
 	// written and read by its supervisor only.
 	recovery time.Time
@@ -278,6 +282,8 @@ type counters struct {
 	upfFailures                                                 atomic.Uint64
 	sessionsRestored                                            atomic.Uint64
 	sessionsNotRestored                                         atomic.Uint64
+	restoredSameTEID, uplinksMoved                              atomic.Uint64
+	n4Deleting                                                  atomic.Int64
 	errorIndicationReports, nodeReports, upFailureDeactivations atomic.Uint64
 }
 
@@ -312,6 +318,14 @@ type Stats struct {
 	// again at a restarted UPF or released because that failed.
 	Associations, HeartbeatsMissed, UPFFailures uint64
 	SessionsRestored, SessionsNotRestored       uint64
+	// Of the sessions restored: RestoredSameTEID kept their uplink
+	// F-TEID (RESTI at a UPF that allocates F-TEIDs), UplinksMoved got a
+	// new one (CHOOSE) that the 5G-AN is sent in a PDU Session Resource
+	// Modify Request.
+	RestoredSameTEID, UplinksMoved uint64
+	// N4Deleting is how many PFCP session deletions await the UPF's
+	// answer (each bounded by Timers.PFCPTimeout).
+	N4Deleting int
 	// ErrorIndicationReports and NodeReports count PFCP reports of a
 	// broken N3 tunnel (a gNB's GTP-U Error Indication) and of node
 	// events (user plane path failure or recovery); UPFailureDeactivations
@@ -346,6 +360,9 @@ func (s *SMF) Stats() Stats {
 		UPFFailures:            s.stats.upfFailures.Load(),
 		SessionsRestored:       s.stats.sessionsRestored.Load(),
 		SessionsNotRestored:    s.stats.sessionsNotRestored.Load(),
+		RestoredSameTEID:       s.stats.restoredSameTEID.Load(),
+		UplinksMoved:           s.stats.uplinksMoved.Load(),
+		N4Deleting:             int(s.stats.n4Deleting.Load()),
 		ErrorIndicationReports: s.stats.errorIndicationReports.Load(),
 		NodeReports:            s.stats.nodeReports.Load(),
 		UPFailureDeactivations: s.stats.upFailureDeactivations.Load(),

@@ -319,6 +319,7 @@ func TestUERequestedRelease(t *testing.T) {
 	}
 	// TS 23.502 §4.3.4.2 step 2: N4 and policy go at once; the address
 	// stays until the UE confirms.
+	h.settle(t)
 	if s := h.smf.Stats(); s.N4Sessions != 0 || s.Policies != 0 || s.IPs["internet"] != 1 || h.upf.live() != 0 {
 		t.Errorf("after the command: %+v", s)
 	}
@@ -398,6 +399,7 @@ func TestDeregistrationRelease(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	h.settle(t)
 	h.upf.mu.Lock()
 	deletes := len(h.upf.deletes)
 	h.upf.mu.Unlock()
@@ -459,6 +461,9 @@ func TestCycles(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// The tiny pool's one address is back once the UPF has deleted
+		// the session.
+		h.settle(t)
 	}
 	h.empty(t)
 	if s := h.smf.Stats(); s.Established != uint64(n) || s.Released != uint64(n) {
@@ -642,6 +647,7 @@ func TestDuplicatePDUSessionID(t *testing.T) {
 	if ref1 == ref2 || acc1.PDUAddress.IPv4 == acc2.PDUAddress.IPv4 {
 		t.Errorf("refs %s %s addresses %v %v", ref1, ref2, acc1.PDUAddress.IPv4, acc2.PDUAddress.IPv4)
 	}
+	h.settle(t)
 	if s := h.smf.Stats(); s.Contexts != 1 || s.IPs["internet"] != 1 || s.N4Sessions != 1 || s.Policies != 1 {
 		t.Errorf("stats %+v", s)
 	}

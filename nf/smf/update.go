@@ -21,6 +21,9 @@ func (s *SMF) UpdateSMContext(ctx context.Context, ref string, req *sbi.SMContex
 		return nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "smContextUpdateData")
 	}
 	return callContext(ctx, s, ref, func(c *smContext) (*sbi.SMContextUpdated, error) {
+		// A restoration moved the uplink while an activation or a handover
+		// was under way: the 5G-AN is told once it is done.
+		defer s.settleUplink(c)
 		return s.updateContext(ctx, c, req)
 	})
 }
