@@ -19,7 +19,11 @@ const (
 	DefaultHeartbeat          = 10 * time.Second // PFCP heartbeat / association retry period
 	DefaultHeartbeatTimeout   = 3 * time.Second  // one heartbeat's wait for its response
 	DefaultHeartbeatRetries   = 3                // heartbeats missed in a row before a UPF is unavailable
-	DefaultMTU                = 1400
+	// DefaultUPFWait is half the UE's T3580 (16 s, TS 24.501 Table
+	// 10.3.2): an establishment that waited this long for a UPF still
+	// gets its answer before the UE sends the request again.
+	DefaultUPFWait = 8 * time.Second
+	DefaultMTU     = 1400
 	// DefaultBufferingPackets is the BAR's Suggested Buffering Packets
 	// Count for an idle UE (TS 29.244 §8.2.101: one octet, so 255 at most):
 	// 25 ms of a 10 kpps stream.
@@ -119,6 +123,13 @@ type TimerConfig struct {
 	Heartbeat        time.Duration `yaml:"heartbeat"`
 	HeartbeatTimeout time.Duration `yaml:"heartbeatTimeout"`
 	HeartbeatRetries int           `yaml:"heartbeatRetries"`
+	// UPFWait bounds how long a PDU session establishment waits, from
+	// its request, for a UPF serving its DNN when none is up (one
+	// restoring its sessions after a restart, or not answering) or the
+	// UPF it was sent to turns out to have lost its association: it is
+	// sent again once a UPF is up, and rejected with 5GSM #26 only when
+	// UPFWait has passed.
+	UPFWait time.Duration `yaml:"upfWait"`
 }
 
 // DefaultConfig returns the configuration matching tern's topology
@@ -175,6 +186,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Timers.HeartbeatRetries == 0 {
 		c.Timers.HeartbeatRetries = DefaultHeartbeatRetries
+	}
+	if c.Timers.UPFWait == 0 {
+		c.Timers.UPFWait = DefaultUPFWait
 	}
 	if c.Mobility.BufferingPackets == 0 {
 		c.Mobility.BufferingPackets = DefaultBufferingPackets
@@ -306,7 +320,7 @@ func (c Config) compile() (*servedConfig, error) {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"pfcpTimeout", t.PFCPTimeout}, {"t3591", t.T3591}, {"t3592", t.T3592}, {"heartbeat", t.Heartbeat}, {"heartbeatTimeout", t.HeartbeatTimeout}} {
+	}{{"pfcpTimeout", t.PFCPTimeout}, {"t3591", t.T3591}, {"t3592", t.T3592}, {"heartbeat", t.Heartbeat}, {"heartbeatTimeout", t.HeartbeatTimeout}, {"upfWait", t.UPFWait}} {
 		if d.v <= 0 {
 			return nil, fmt.Errorf("smf.timers.%s: %v must be positive", d.name, d.v)
 		}

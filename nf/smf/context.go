@@ -141,6 +141,12 @@ type smContext struct {
 	// (restoration.go, settleUplink).
 	ulMoved bool
 
+	// A PDU session establishment waiting for a UPF (restoration.go,
+	// holdEstablishment): held while in the SMF's wait list or about to
+	// be retried, holdTimer ending the wait at Timers.UPFWait.
+	held      bool
+	holdTimer serial.Timer
+
 	// dl is where the session's downlink stands while its user plane is
 	// deactivated (network-triggered service request, TS 23.502 §4.2.3.3);
 	// backoff runs in dlDiscarding.
@@ -295,6 +301,7 @@ func (s *SMF) forget(c *smContext) {
 	s.stopTimer(c)
 	c.backoff.Stop()
 	c.fwdTimer.Stop()
+	s.unhold(c)
 	if c.ue.sessions[c.psi] == c {
 		delete(c.ue.sessions, c.psi)
 	}

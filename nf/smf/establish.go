@@ -3,6 +3,7 @@ package smf
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sort"
@@ -202,8 +203,11 @@ func (s *SMF) createContext(ctx context.Context, u *ueState, d *models.Smf_PDUSe
 		return nil, s.rejectError(psi, pti, nas.CauseInsufficientResources5GSM, http.StatusInternalServerError, sbi.CauseInsufficientResSlice,
 			"address pool of "+dnn+" exhausted")
 	}
+	// No UPF up for the DNN (one restoring after a restart, or not
+	// answering): the establishment waits for one (wait.go) unless too
+	// many already do.
 	upf := selectUPF(dc)
-	if upf == nil {
+	if upf == nil && !s.canWait() {
 		dc.pool.release(ip)
 		deletePolicy()
 		return nil, s.rejectError(psi, pti, nas.CauseInsufficientResources5GSM, http.StatusInternalServerError, sbi.CauseUPFNotResponding,
@@ -231,45 +235,39 @@ func (s *SMF) createContext(ctx context.Context, u *ueState, d *models.Smf_PDUSe
 }
 
 // completeEstablishment runs steps 10-11 of TS 23.502 §4.3.2.2.1 on the
-// UE's executor, after CreateSMContext has answered.
+// UE's executor, after CreateSMContext has answered. Without a UPF up for
+// the DNN, or at a UPF that turns out to have lost its association, the
+// establishment waits for one (wait.go).
 func (s *SMF) completeEstablishment(c *smContext) {
-	if c.state != stEstablishing { // released meanwhile
+	if c.state != stEstablishing || c.held { // released meanwhile, or waiting
 		return
 	}
-	var msg n1n2
+	if c.upf == nil {
+		if c.upf = selectUPF(c.dnn); c.upf == nil {
+			s.holdEstablishment(c, fmt.Errorf("no UPF serving %s is up", c.dnn.name), nil, 0)
+			return
+		}
+	}
+	upf, epoch := c.upf, c.upf.epoch.Load()
 	err := s.establishN4(c)
-	if err == nil {
-		n1, err1 := c.establishmentAccept()
-		n2, err2 := c.setupRequestTransfer()
-		err = errors.Join(err1, err2)
-		msg = n1n2{n1: n1, n2: n2, n2Type: models.Amf_Comm_NgapIeType_PDU_RES_SETUP_REQ}
-	}
-	failed := err != nil
-	if failed {
-		// Step 11: "If the PDU Session establishment failed anywhere between
-		// step 5 and step 11, then the N1N2MessageTransfer request shall
-		// include the N1 SM container with a PDU Session Establishment Reject".
-		s.log.Warn("PDU session establishment failed", "supi", c.supi, "psi", c.psi, "err", err)
-		s.establishmentEnded(c, procedures.Rejected)
-		s.releaseResources(c)
-		s.forget(c)
-		s.stats.rejected.Add(1)
-		n1, rerr := establishmentReject(c.psi, c.pti, nas.CauseInsufficientResources5GSM)
-		msg = n1n2{n1: n1}
-		if rerr != nil {
-			msg = n1n2{}
-		}
-	} else {
-		c.state = stWaitN2Setup
-		c.upCnx = models.Smf_PDUSess_UpCnxState_ACTIVATING
-	}
-	if failed {
-		if msg.n1 != nil {
-			s.send(c, msg, nil)
-		}
-		s.sendReleased(c)
+	if err != nil && waitsForUPF(err) {
+		c.upf = nil
+		s.holdEstablishment(c, err, upf, epoch)
 		return
 	}
+	if err != nil {
+		s.failEstablishment(c, err)
+		return
+	}
+	n1, err1 := c.establishmentAccept()
+	n2, err2 := c.setupRequestTransfer()
+	if err := errors.Join(err1, err2); err != nil {
+		s.failEstablishment(c, err)
+		return
+	}
+	c.state = stWaitN2Setup
+	c.upCnx = models.Smf_PDUSess_UpCnxState_ACTIVATING
+	msg := n1n2{n1: n1, n2: n2, n2Type: models.Amf_Comm_NgapIeType_PDU_RES_SETUP_REQ}
 	s.send(c, msg, func() {
 		if c.state == stWaitN2Setup {
 			// The AMF could not take the Accept: the session cannot complete.
@@ -278,6 +276,25 @@ func (s *SMF) completeEstablishment(c *smContext) {
 			s.sendReleased(c)
 		}
 	})
+}
+
+// failEstablishment ends c's establishment with a PDU Session
+// Establishment Reject #26 (TS 23.502 §4.3.2.2.1 step 11: "If the PDU
+// Session establishment failed anywhere between step 5 and step 11, then
+// the N1N2MessageTransfer request shall include the N1 SM container with
+// a PDU Session Establishment Reject"; TS 24.501 §6.4.1.4.1: #26 for
+// resources, the UPF included, that the network lacks). Runs on c's
+// executor.
+func (s *SMF) failEstablishment(c *smContext, err error) {
+	s.log.Warn("PDU session establishment failed", "supi", c.supi, "psi", c.psi, "err", err)
+	s.establishmentEnded(c, procedures.Rejected)
+	s.releaseResources(c)
+	s.forget(c)
+	s.stats.rejected.Add(1)
+	if n1, rerr := establishmentReject(c.psi, c.pti, nas.CauseInsufficientResources5GSM); rerr == nil {
+		s.send(c, n1n2{n1: n1}, nil)
+	}
+	s.sendReleased(c)
 }
 
 // findDNN returns the subscribed configuration of dnn in slice, and whether

@@ -22,7 +22,7 @@ package smf
 // else a new one the gNB is told of (restoreN4), so the UE sees nothing. A
 // session the UPF refuses is released towards the UE with 5GSM cause #39
 // "reactivation requested" so that the UE establishes it again (TS 24.501
-// §6.3.3.2).
+// §6.3.3.2). Establishments meanwhile wait for the UPF (wait.go).
 
 import (
 	"context"
@@ -176,6 +176,7 @@ func (s *SMF) associate(ctx context.Context, u *upfNode, timeout time.Duration) 
 	id := resp.NodeID
 	u.nodeID.Store(&id)
 	u.features.Store(resp.UPFunctionFeatures)
+	u.epoch.Add(1)
 	if !resp.RecoveryTime.IsZero() {
 		u.recovery = resp.RecoveryTime
 	}
@@ -186,6 +187,8 @@ func (s *SMF) associate(ctx context.Context, u *upfNode, timeout time.Duration) 
 		s.restoreSessions(ctx, u)
 	}
 	u.setState(upfUp)
+	// Establishments that waited for a UPF go now (wait.go).
+	s.wakeWaiting(u)
 	return nil
 }
 

@@ -2,7 +2,9 @@ package smf
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,7 +110,9 @@ func TestUPFRestartRestoresSessions(t *testing.T) {
 
 // A UPF that answers a session request with "No established PFCP
 // Association" restarted since the last heartbeat: the SMF checks at once
-// instead of at the next period, and restores.
+// instead of at the next period, restores, and the establishment that
+// found out waits for the UPF and completes once it is back, rather than
+// fail to the UE.
 func TestRejectionWakesSupervision(t *testing.T) {
 	cfg := testConfig()
 	cfg.Timers.Heartbeat = time.Hour // only the rejection can start it
@@ -123,12 +127,100 @@ func TestRejectionWakesSupervision(t *testing.T) {
 	h.amf.setRef(testSUPI, 2, created.Ref)
 	if tr := h.amf.next(t); tr.psi != 2 {
 		t.Fatalf("transfer %+v", tr)
-	} else if _, ok := tr.n1.(*nas.PDUSessionEstablishmentReject); !ok {
-		t.Fatalf("session at the restarted UPF: %T, want a reject", tr.n1)
+	} else if _, ok := tr.n1.(*nas.PDUSessionEstablishmentAccept); !ok {
+		t.Fatalf("session at the restarted UPF: %T, want an Accept once the UPF is back", tr.n1)
 	}
 	waitFor(t, "restoration", func() bool { return h.smf.Stats().SessionsRestored == 1 })
 	waitFor(t, "UPF up", func() bool { return h.smf.UPFStates()["upf1"] == "up" })
+	if st := h.smf.Stats(); st.EstablishmentsHeld != 1 || st.Rejected != 0 || st.N4Sessions != 2 {
+		t.Errorf("stats %+v", st)
+	}
 	h.establish(t, testSUPI, 3, "internet")
+}
+
+// createBurst asks for a session of each of n UEs (SUPIs from base) at
+// once and returns when CreateSMContext has answered for all.
+func (h *harness) createBurst(t *testing.T, base, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for i := range n {
+		supi := fmt.Sprintf("imsi-20893%010d", base+i)
+		h.amf.clearRef(supi, 1)
+		wg.Go(func() {
+			created, err := h.smf.CreateSMContext(context.Background(), createReq(supi, 1, "internet", sliceA, estRequest(t, 1, nas.PDUSessionTypeIPv4, 0, nil)))
+			if err != nil {
+				t.Errorf("CreateSMContext %s: %v", supi, err)
+				return
+			}
+			h.amf.setRef(supi, 1, created.Ref)
+		})
+	}
+	wg.Wait()
+}
+
+// TS 23.527 §4.3.2: establishments that arrive while the UPF is away and
+// while it restores its sessions wait for it (bounded by
+// Timers.UPFWait), and all complete once its association is back; none
+// fails to the UE.
+func TestEstablishmentsWaitForRestartedUPF(t *testing.T) {
+	cfg := fastSupervision(testConfig())
+	cfg.Timers.UPFWait = 5 * time.Second
+	h := newHarness(t, cfg, pcf.Config{})
+	h.amf.auto = true
+	h.establish(t, testSUPI, 1, "internet")
+	h.upf.setDown(true)
+	waitFor(t, "UPF down", func() bool { return h.smf.UPFStates()["upf1"] == "down" })
+	const burst = 20
+	h.createBurst(t, 100, burst/2) // while the UPF is away
+	h.upf.restart()
+	h.upf.setDown(false)
+	h.createBurst(t, 200, burst/2) // while it comes back and restores
+	accepted := 0
+	for range burst {
+		tr := h.amf.next(t)
+		if _, ok := tr.n1.(*nas.PDUSessionEstablishmentAccept); !ok {
+			t.Fatalf("%s: %T, want an Accept", tr.supi, tr.n1)
+		}
+		accepted++
+	}
+	waitFor(t, "UPF up", func() bool { return h.smf.UPFStates()["upf1"] == "up" })
+	st := h.smf.Stats()
+	if st.Rejected != 0 || st.SessionsRestored != 1 || st.N4Sessions != burst+1 || h.upf.live() != burst+1 || st.Waiting != 0 {
+		t.Errorf("stats %+v, UPF holds %d", st, h.upf.live())
+	}
+	if st.EstablishmentsHeld < burst/2 {
+		t.Errorf("%d establishments waited, want at least the %d sent while the UPF was away", st.EstablishmentsHeld, burst/2)
+	}
+}
+
+// A UPF that never comes back: the waiting establishments are rejected
+// with 5GSM #26 once Timers.UPFWait has passed since each request, not
+// sooner, not much later, and nothing of them is left.
+func TestEstablishmentsWaitBounded(t *testing.T) {
+	cfg := fastSupervision(testConfig())
+	cfg.Timers.UPFWait = 300 * time.Millisecond
+	h := newHarness(t, cfg, pcf.Config{})
+	h.upf.setDown(true)
+	waitFor(t, "UPF down", func() bool { return h.smf.UPFStates()["upf1"] == "down" })
+	const burst = 10
+	start := time.Now()
+	h.createBurst(t, 100, burst)
+	for range burst {
+		tr := h.amf.next(t)
+		rej, ok := tr.n1.(*nas.PDUSessionEstablishmentReject)
+		if !ok || rej.Cause != nas.CauseInsufficientResources5GSM {
+			t.Fatalf("%s: %+v, want a Reject #26", tr.supi, tr.n1)
+		}
+		if took := time.Since(start); took < cfg.Timers.UPFWait-50*time.Millisecond || took > cfg.Timers.UPFWait+time.Second {
+			t.Errorf("%s rejected after %v, UPFWait %v", tr.supi, took, cfg.Timers.UPFWait)
+		}
+		h.amf.note(t)
+	}
+	st := h.smf.Stats()
+	if st.Rejected != burst || st.EstablishmentsHeld != burst || st.Waiting != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	h.empty(t)
 }
 
 // A session the restarted UPF refuses is released towards the UE with #39
@@ -152,7 +244,7 @@ func TestUPFRestartRestorationRefused(t *testing.T) {
 }
 
 // A UPF that is not there when the SMF starts is associated when it
-// appears; until then no session can use it.
+// appears; a session asked for meanwhile waits for it.
 func TestUPFDownAtStart(t *testing.T) {
 	up := newFakeUPF()
 	up.setDown(true)
@@ -165,18 +257,21 @@ func TestUPFDownAtStart(t *testing.T) {
 	}
 	h.amf.clearRef(testSUPI, 1)
 	created, err := h.smf.CreateSMContext(context.Background(), createReq(testSUPI, 1, "internet", sliceA, estRequest(t, 1, nas.PDUSessionTypeIPv4, 0, nil)))
-	if err == nil {
-		h.amf.setRef(testSUPI, 1, created.Ref)
-		tr := h.amf.next(t)
-		if _, ok := tr.n1.(*nas.PDUSessionEstablishmentReject); !ok {
-			t.Fatalf("session with no UPF: %T, want a reject", tr.n1)
-		}
+	if err != nil {
+		t.Fatal(err)
 	}
+	h.amf.setRef(testSUPI, 1, created.Ref)
+	h.amf.noTransfer(t)
 	up.setDown(false)
 	waitFor(t, "association", func() bool { return h.smf.UPFStates()["upf1"] == "up" })
+	if tr := h.amf.next(t); tr.psi != 1 {
+		t.Fatalf("transfer %+v", tr)
+	} else if _, ok := tr.n1.(*nas.PDUSessionEstablishmentAccept); !ok {
+		t.Fatalf("session asked for before the UPF was there: %T, want an Accept", tr.n1)
+	}
 	h.establish(t, "imsi-208930000000009", 1, "internet")
-	if n := up.live(); n != 1 {
-		t.Errorf("%d sessions at the UPF, want 1", n)
+	if n := up.live(); n != 2 {
+		t.Errorf("%d sessions at the UPF, want 2", n)
 	}
 }
 

@@ -86,6 +86,8 @@ type upfNode struct {
 	// (TS 29.244 §8.2.25), packed as pfcp.AssociationSetupResponse has
 	// them; restoration reads FTUP.
 	features atomic.Uint64
+	// epoch counts the associations set up with the UPF.
+	epoch atomic.Uint64
 	// recovery is the UPF's Recovery Time Stamp as last advertised;
 	// written and read by its supervisor only.
 	recovery time.Time
@@ -118,6 +120,9 @@ type SMF struct {
 	nextSEID atomic.Uint64
 
 	procs procedures.Reporter // procedure ends: log and Observer
+
+	// waiting are the establishments waiting for a UPF (wait.go).
+	waiting waitList
 
 	mu      sync.Mutex
 	started bool
@@ -283,6 +288,7 @@ type counters struct {
 	sessionsRestored                                            atomic.Uint64
 	sessionsNotRestored                                         atomic.Uint64
 	restoredSameTEID, uplinksMoved                              atomic.Uint64
+	establishmentsHeld                                          atomic.Uint64
 	n4Deleting                                                  atomic.Int64
 	errorIndicationReports, nodeReports, upFailureDeactivations atomic.Uint64
 }
@@ -323,6 +329,11 @@ type Stats struct {
 	// new one (CHOOSE) that the 5G-AN is sent in a PDU Session Resource
 	// Modify Request.
 	RestoredSameTEID, UplinksMoved uint64
+	// EstablishmentsHeld counts establishments that waited for a UPF
+	// (none up for the DNN, or one that had lost its association);
+	// Waiting is how many wait now (wait.go).
+	EstablishmentsHeld uint64
+	Waiting            int
 	// N4Deleting is how many PFCP session deletions await the UPF's
 	// answer (each bounded by Timers.PFCPTimeout).
 	N4Deleting int
@@ -362,6 +373,8 @@ func (s *SMF) Stats() Stats {
 		SessionsNotRestored:    s.stats.sessionsNotRestored.Load(),
 		RestoredSameTEID:       s.stats.restoredSameTEID.Load(),
 		UplinksMoved:           s.stats.uplinksMoved.Load(),
+		EstablishmentsHeld:     s.stats.establishmentsHeld.Load(),
+		Waiting:                s.waiting.len(),
 		N4Deleting:             int(s.stats.n4Deleting.Load()),
 		ErrorIndicationReports: s.stats.errorIndicationReports.Load(),
 		NodeReports:            s.stats.nodeReports.Load(),

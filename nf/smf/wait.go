@@ -1,0 +1,165 @@
+package smf
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// PDU session establishments that wait for a UPF.
+//
+// An establishment needs a UPF serving its DNN that is up. When none is
+// (the UPF is restoring its sessions after a restart, TS 23.527 §4.3.2,
+// or not answering), or the UPF it was sent to turns out to have lost its
+// association (it answers "No established PFCP Association", or nothing,
+// so it most likely restarted since the last heartbeat), the
+// establishment waits rather than fail to the UE: it is sent again as
+// soon as a UPF serving its DNN is up, and rejected with 5GSM #26 only
+// when Timers.UPFWait has passed since the request, or when more than
+// maxWaiting establishments already wait.
+
+// maxWaiting bounds the establishments waiting for a UPF at once: beyond
+// it they are rejected at once, as without waiting. A restart of a busy
+// UPF sees a few thousand requests in the UPFWait of its restoration.
+const maxWaiting = 4096
+
+// waitList is the establishments waiting for a UPF to come up. It is
+// shared by every UE (a UPF's supervisor wakes them): a mutex guards it;
+// each context's own fields stay with its executor.
+type waitList struct {
+	mu sync.Mutex
+	m  map[*smContext]struct{}
+}
+
+// add puts c on the list; false when the list is full.
+func (w *waitList) add(c *smContext) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.m) >= maxWaiting {
+		return false
+	}
+	if w.m == nil {
+		w.m = make(map[*smContext]struct{})
+	}
+	w.m[c] = struct{}{}
+	return true
+}
+
+// take removes c; false when it was not there (another wake-up took it).
+func (w *waitList) take(c *smContext) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.m[c]
+	delete(w.m, c)
+	return ok
+}
+
+// takeAll removes and returns the contexts match accepts.
+func (w *waitList) takeAll(match func(*smContext) bool) []*smContext {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []*smContext
+	for c := range w.m {
+		if match(c) {
+			out = append(out, c)
+			delete(w.m, c)
+		}
+	}
+	return out
+}
+
+func (w *waitList) len() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.m)
+}
+
+// errNoUPF is why an establishment that waited for a UPF in vain fails.
+var errNoUPF = errors.New("no UPF serving the DNN came up in time")
+
+// canWait tells whether a new establishment may wait for a UPF.
+func (s *SMF) canWait() bool { return s.waiting.len() < maxWaiting }
+
+// waitsForUPF tells whether the N4 failure err of c's establishment is
+// one that waiting may cure: the UPF did not answer, or answered that it
+// has no association with the SMF (it restarted; its supervisor is woken
+// by runEstablishment).
+func waitsForUPF(err error) bool {
+	var rej *n4Rejection
+	if errors.As(err, &rej) {
+		return lostAssociation(rej.cause)
+	}
+	return errors.Is(err, errN4)
+}
+
+// holdEstablishment makes c wait for a UPF (why says for what), or fails
+// it when its time is up or too many wait. failed is the UPF that just
+// failed c at association epoch (nil: none was up). Runs on c's executor.
+func (s *SMF) holdEstablishment(c *smContext, why error, failed *upfNode, epoch uint64) {
+	left := time.Until(c.establishing.Add(s.cfg.timers.UPFWait))
+	if left <= 0 {
+		s.failEstablishment(c, fmt.Errorf("%w (%v after the request): %w", errNoUPF, s.cfg.timers.UPFWait, why))
+		return
+	}
+	if !s.waiting.add(c) {
+		s.failEstablishment(c, fmt.Errorf("%d establishments already wait for a UPF: %w", maxWaiting, why))
+		return
+	}
+	if !c.held {
+		s.stats.establishmentsHeld.Add(1)
+		s.log.Info("PDU session establishment waits for a UPF", "supi", c.supi, "psi", c.psi, "dnn", c.dnn.name,
+			"for", left.Round(time.Millisecond), "why", why)
+	}
+	c.held = true
+	c.holdTimer.Start(&c.ue.exec, left, func() {
+		if c.held && s.waiting.take(c) {
+			c.held = false
+			s.failEstablishment(c, fmt.Errorf("%w (%v after the request): %w", errNoUPF, s.cfg.timers.UPFWait, why))
+			s.tidy(c.ue)
+		}
+	})
+	// A UPF that came up between the failure and now woke the list
+	// without c. The UPF that failed c counts only once associated again:
+	// until its supervisor has seen the restart it still looks up.
+	for _, u := range c.dnn.upfs {
+		if u.serving() && (u != failed || u.epoch.Load() != epoch) {
+			if s.waiting.take(c) {
+				s.post(c.ue, func() { s.retryEstablishment(c) })
+			}
+			return
+		}
+	}
+}
+
+// wakeWaiting sends again the establishments waiting for a UPF that u,
+// now up, serves.
+func (s *SMF) wakeWaiting(u *upfNode) {
+	for _, c := range s.waiting.takeAll(func(c *smContext) bool { return c.dnn.servedBy(u) }) {
+		s.post(c.ue, func() { s.retryEstablishment(c) })
+	}
+}
+
+// retryEstablishment runs a waiting establishment again, taken off the
+// list by a wake-up. Runs on c's executor.
+func (s *SMF) retryEstablishment(c *smContext) {
+	if !c.held {
+		return // its wait ended meanwhile
+	}
+	c.held = false
+	c.holdTimer.Stop()
+	s.completeEstablishment(c)
+}
+
+// unhold ends c's wait, if any (c goes). Runs on c's executor.
+func (s *SMF) unhold(c *smContext) {
+	if c.held {
+		c.held = false
+		s.waiting.take(c)
+	}
+	c.holdTimer.Stop()
+}
+
+// servedBy tells whether u serves d.
+func (d *dnnConf) servedBy(u *upfNode) bool { return slices.Contains(d.upfs, u) }
