@@ -327,6 +327,13 @@ func (g *GNB) modifySession(l *leg, id uint8, transfer []byte) ([]byte, *ngap.Ca
 	if !slices.Contains(qfis, uint8(s.qfi.Load())) {
 		s.qfi.Store(uint32(qfis[0]))
 	}
+	// TS 38.413 §8.2.3.2: the UPF's end of the tunnel paired with ours
+	// moves (a UPF that restarted and chose a new F-TEID).
+	for _, it := range t.ULTunnels {
+		if it.DL.TEID == s.dlTEID {
+			s.setUL(it.UL, g.cfg.N3PeerPort)
+		}
+	}
 	if t.SessionAMBR != nil {
 		a := *t.SessionAMBR
 		s.ambr = &a

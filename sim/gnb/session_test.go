@@ -234,6 +234,31 @@ func TestPDUSessionSetupUserPlaneRelease(t *testing.T) {
 	}
 	u.wait(t)
 
+	// Modify: the UPF's end of the tunnel moves (UL NG-U UP TNL Modify
+	// List, TS 38.413 §8.2.3.2); the uplink follows it.
+	moved := ngap.GTPTunnel{Addr: ul.Addr, TEID: 0x200}
+	mt, err = ngap.EncodeModifyRequestTransfer(&ngap.PDUSessionResourceModifyRequestTransfer{
+		ULTunnels: []ngap.ULTunnelModifyItem{{UL: moved, DL: st.DLTunnel}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.send(stream, &ngap.PDUSessionResourceModifyRequest{AMFUENGAPID: 42, RANUENGAPID: ran, Items: []ngap.PDUSessionResourceModifyItemModReq{
+		{ID: 5, Transfer: mt},
+	}})
+	if mr, ok := a.recv().m.(*ngap.PDUSessionResourceModifyResponse); !ok || len(mr.Modified) != 1 {
+		t.Fatalf("modify response %+v", mr)
+	}
+	if err := p.SendData(5, pkt); err != nil {
+		t.Fatal(err)
+	}
+	if _, h := upf.recv(); h.Type != gtpu.TypeGPDU || h.TEID != moved.TEID {
+		t.Fatalf("uplink after the tunnel moved: %+v", h)
+	}
+	if s := p.Sessions(); len(s) != 1 || s[0].UL != moved {
+		t.Fatalf("sessions %+v", s)
+	}
+
 	// Release: NAS delivered, session gone, the old TEID unknown.
 	rct, err := ngap.EncodeReleaseCommandTransfer(&ngap.PDUSessionResourceReleaseCommandTransfer{Cause: ngap.Cause{Group: ngap.CauseNAS, Value: ngap.NASNormalRelease}})
 	if err != nil {
@@ -263,7 +288,7 @@ func TestPDUSessionSetupUserPlaneRelease(t *testing.T) {
 		t.Fatalf("downlink to a released TEID: %+v", h)
 	}
 	c := g.N3Counters()
-	if c.Uplink != 1 || c.Downlink != 1 || c.UnknownTEID != 2 || c.EchoRequests != 1 {
+	if c.Uplink != 2 || c.Downlink != 1 || c.UnknownTEID != 2 || c.EchoRequests != 1 {
 		t.Fatalf("N3 counters %+v", c)
 	}
 }
