@@ -89,8 +89,12 @@ func (s *SMF) establishmentRequest(c *smContext) *pfcp.SessionEstablishmentReque
 
 func mbr(q qos) *pfcp.BitRate { return &pfcp.BitRate{UL: kbps(q.ambr.UL), DL: kbps(q.ambr.DL)} }
 
-// errN4 wraps PFCP failures so callers can tell them from others.
-var errN4 = errors.New("n4")
+// errN4 wraps PFCP failures so callers can tell them from others;
+// errNoAnswer, inside it, a request the UPF did not answer in time.
+var (
+	errN4       = errors.New("n4")
+	errNoAnswer = errors.New("no answer")
+)
 
 // n4Rejection is a PFCP request the UPF answered with a cause other than
 // acceptance (wrapped in errN4); other N4 errors mean no answer came.
@@ -133,7 +137,7 @@ func (s *SMF) runEstablishment(c *smContext, req *pfcp.SessionEstablishmentReque
 	resp, err := u.up.EstablishSession(ctx, req)
 	if err != nil {
 		s.stats.n4Failures.Add(1)
-		return fmt.Errorf("%w: upf %s: session establishment: %w", errN4, u.name, err)
+		return fmt.Errorf("%w: upf %s: session establishment: %w: %w", errN4, u.name, errNoAnswer, err)
 	}
 	if !resp.Cause.Accepted() {
 		s.stats.n4Failures.Add(1)

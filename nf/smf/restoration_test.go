@@ -470,3 +470,23 @@ func TestRestorationFallsBackToChoose(t *testing.T) {
 	}
 	h.amf.noTransfer(t)
 }
+
+// Only a UPF that did not answer or has lost its association makes an
+// establishment wait; a UPF that refuses the session for another reason,
+// or answers it wrongly, fails it at once.
+func TestWaitsForUPF(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("%w: upf u: session establishment: %w: %w", errN4, errNoAnswer, context.DeadlineExceeded), true},
+		{fmt.Errorf("%w: upf u: session establishment %w", errN4, &n4Rejection{cause: pfcp.CauseNoEstablishedPFCPAssociation}), true},
+		{fmt.Errorf("%w: upf u: session establishment %w", errN4, &n4Rejection{cause: pfcp.CauseRuleCreationModificationFailure}), false},
+		{fmt.Errorf("%w: upf u: session establishment %w", errN4, &n4Rejection{cause: pfcp.CauseNoResourcesAvailable}), false},
+		{fmt.Errorf("%w: upf u: establishment response without UP F-SEID", errN4), false},
+	} {
+		if got := waitsForUPF(c.err); got != c.want {
+			t.Errorf("waitsForUPF(%v) = %v", c.err, got)
+		}
+	}
+}

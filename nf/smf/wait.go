@@ -82,16 +82,17 @@ var errNoUPF = errors.New("no UPF serving the DNN came up in time")
 // canWait tells whether a new establishment may wait for a UPF.
 func (s *SMF) canWait() bool { return s.waiting.len() < maxWaiting }
 
-// waitsForUPF tells whether the N4 failure err of c's establishment is
+// waitsForUPF tells whether the N4 failure err of an establishment is
 // one that waiting may cure: the UPF did not answer, or answered that it
 // has no association with the SMF (it restarted; its supervisor is woken
-// by runEstablishment).
+// by runEstablishment). Other rejections and malformed answers fail the
+// establishment at once.
 func waitsForUPF(err error) bool {
 	var rej *n4Rejection
 	if errors.As(err, &rej) {
 		return lostAssociation(rej.cause)
 	}
-	return errors.Is(err, errN4)
+	return errors.Is(err, errNoAnswer)
 }
 
 // holdEstablishment makes c wait for a UPF (why says for what), or fails
