@@ -578,3 +578,36 @@ func TestEchoPathFailureReachesSMF(t *testing.T) {
 		t.Fatalf("node reports %+v; stats %+v", c.nodes, u.Stats())
 	}
 }
+
+// The UPF's N6 pools name the network of a FAR that names none: on the
+// default two DNNs, an SMF that never sends a Network Instance (SMF
+// simulators) establishes sessions for UE addresses of either pool, and
+// only an address in neither is refused (TS 29.244 §7.5.2.3-2).
+func TestNetworkInstanceFromN6Pool(t *testing.T) {
+	cfg := upf.DefaultConfig()
+	cfg.N3Addr, cfg.NoN6 = "127.0.0.1:0", true
+	_, up, _ := start(t, cfg)
+	for i, c := range []struct {
+		ue   string
+		want pfcp.Cause
+	}{{"10.60.0.9", pfcp.CauseRequestAccepted}, {"10.61.0.9", pfcp.CauseRequestAccepted}, {"192.0.2.9", pfcp.CauseRuleCreationModificationFailure}} {
+		ue := netip.MustParseAddr(c.ue)
+		est, err := up.EstablishSession(context.Background(), &pfcp.SessionEstablishmentRequest{
+			NodeID:  pfcp.NodeID{IP: netip.MustParseAddr("127.0.0.1")},
+			CPFSEID: pfcp.FSEID{SEID: uint64(10 + i), IPv4: netip.MustParseAddr("127.0.0.1")},
+			CreatePDRs: []pfcp.CreatePDR{
+				{ID: 1, Precedence: 100, FARID: 1, OuterHeaderRemoval: ptr(pfcp.OuterHeaderRemovalGTPUUDPIPv4),
+					PDI: pfcp.PDI{SourceInterface: pfcp.InterfaceAccess, FTEID: &pfcp.FTEID{Choose: true}}},
+				{ID: 2, Precedence: 100, FARID: 2,
+					PDI: pfcp.PDI{SourceInterface: pfcp.InterfaceCore, UEIP: &pfcp.UEIPAddress{IPv4: ue, Destination: true}}},
+			},
+			CreateFARs: []pfcp.CreateFAR{
+				{ID: 1, ApplyAction: pfcp.ActionForward, Forwarding: &pfcp.ForwardingParameters{Destination: pfcp.InterfaceCore}},
+				{ID: 2, ApplyAction: pfcp.ActionDrop},
+			},
+		})
+		if err != nil || est.Cause != c.want {
+			t.Errorf("UE %s: %+v %v, want %v", c.ue, est, err, c.want)
+		}
+	}
+}
