@@ -224,7 +224,8 @@ func TestCoreMetrics(t *testing.T) {
 		"tern_amf_registered_ues", "tern_amf_connected_ues", "tern_amf_idle_ues", "tern_amf_registrations_total",
 		"tern_amf_service_requests_total", "tern_amf_pagings_total", "tern_amf_handovers_total", "tern_amf_ng_resets_total",
 		"tern_smf_sm_contexts", "tern_smf_pdu_sessions_established_total", "tern_smf_n4_failures_total", "tern_smf_upf_state",
-		"tern_smf_sessions_restored_total", "tern_upf_forwarded_packets_total", "tern_upf_packets_total", "tern_upf_drops_total",
+		"tern_smf_sessions_restored_total", "tern_smf_uplinks_moved_total", "tern_smf_establishments_waiting",
+		"tern_smf_n4_deletions_pending", "tern_upf_pfcp_sessions_restored_total", "tern_upf_forwarded_packets_total", "tern_upf_packets_total", "tern_upf_drops_total",
 		"tern_upf_buffered_packets", "tern_upf_rules", "tern_store_subscribers", "tern_procedure_duration_seconds",
 		"go_goroutines",
 	} {

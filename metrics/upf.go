@@ -16,6 +16,7 @@ var upfStats = []stat[upf.Stats]{
 	gauge("upf", "pfcp_associations", "PFCP associations with CP functions.", func(s *upf.Stats) float64 { return u(s.Control.Associations) }),
 	gauge("upf", "pfcp_sessions", "PFCP sessions held by UPF-C.", func(s *upf.Stats) float64 { return u(s.Control.Sessions) }),
 	gauge("upf", "teids", "Local F-TEIDs allocated.", func(s *upf.Stats) float64 { return u(s.Control.TEIDs) }),
+	counter("upf", "pfcp_sessions_restored_total", "PFCP sessions established with RESTI: an SMF restoring what a restart lost.", func(s *upf.Stats) float64 { return u(s.Control.Restored) }),
 
 	counter("upf", "buffered_packets_total", "Downlink packets ever buffered.", func(s *upf.Stats) float64 { return u(s.Pipeline.BufferedTotal) }),
 	counter("upf", "gtpu_echo_replies_total", "GTP-U Echo Responses sent.", func(s *upf.Stats) float64 { return u(s.Pipeline.EchoReplies) }),
