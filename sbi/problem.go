@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/free5gc/openapi/models"
 )
@@ -58,6 +59,19 @@ type ProblemDetails struct {
 	Status int    // HTTP status code, e.g. 404
 	Cause  string // application cause, e.g. CauseUserNotFound
 	Detail string // human-readable explanation (never contains key material)
+	// InvalidParams names the parameters at fault (TS 29.571
+	// InvalidParam): with MANDATORY_IE_MISSING and MANDATORY_IE_INCORRECT
+	// the consumer learns which one without parsing Detail.
+	InvalidParams []InvalidParam
+}
+
+// InvalidParam is one parameter a request got wrong (TS 29.571 §5.2.4.2
+// InvalidParam). Param is, as TS 29.571 encodes it, a JSON Pointer into
+// the body ("/servingNetworkName"), a path variable in braces ("{ueId}"),
+// "query " and a query parameter's name, or "header " and a header's.
+type InvalidParam struct {
+	Param  string
+	Reason string
 }
 
 // NewProblem returns a *ProblemDetails; detail is formatted with fmt.Sprintf.
@@ -66,6 +80,33 @@ func NewProblem(status int, cause, detail string, args ...any) *ProblemDetails {
 		detail = fmt.Sprintf(detail, args...)
 	}
 	return &ProblemDetails{Status: status, Cause: cause, Detail: detail}
+}
+
+// WithInvalidParam returns p naming param (see InvalidParam) as at fault,
+// for reason.
+func (p *ProblemDetails) WithInvalidParam(param, reason string) *ProblemDetails {
+	p.InvalidParams = append(p.InvalidParams, InvalidParam{Param: param, Reason: reason})
+	return p
+}
+
+// MissingIE is 400 MANDATORY_IE_MISSING for the absent mandatory
+// parameters (TS 29.500 §5.2.7.2), each named as InvalidParam.Param.
+func MissingIE(params ...string) *ProblemDetails {
+	p := NewProblem(http.StatusBadRequest, CauseMandatoryIEMissing, "missing: %s", strings.Join(params, ", "))
+	for _, param := range params {
+		p.WithInvalidParam(param, "mandatory, absent")
+	}
+	return p
+}
+
+// IncorrectIE is 400 MANDATORY_IE_INCORRECT for a mandatory parameter
+// whose value cannot be used (TS 29.500 §5.2.7.2), named as
+// InvalidParam.Param; reason is formatted with fmt.Sprintf.
+func IncorrectIE(param, reason string, args ...any) *ProblemDetails {
+	if len(args) > 0 {
+		reason = fmt.Sprintf(reason, args...)
+	}
+	return NewProblem(http.StatusBadRequest, CauseMandatoryIEIncorrect, "%s: %s", param, reason).WithInvalidParam(param, reason)
 }
 
 // Error implements error.
@@ -88,12 +129,16 @@ func (p *ProblemDetails) Is(target error) bool {
 
 // Model converts the error to the OpenAPI model carried by the HTTP binding.
 func (p *ProblemDetails) Model() *models.ProblemDetails {
-	return &models.ProblemDetails{
+	m := &models.ProblemDetails{
 		Title:  http.StatusText(p.Status),
 		Status: int32(p.Status),
 		Detail: p.Detail,
 		Cause:  p.Cause,
 	}
+	for _, ip := range p.InvalidParams {
+		m.InvalidParams = append(m.InvalidParams, models.InvalidParam{Param: ip.Param, Reason: ip.Reason})
+	}
+	return m
 }
 
 // ProblemFromModel converts a received OpenAPI ProblemDetails back into the error.
@@ -101,7 +146,11 @@ func ProblemFromModel(m *models.ProblemDetails) *ProblemDetails {
 	if m == nil {
 		return nil
 	}
-	return &ProblemDetails{Status: int(m.Status), Cause: m.Cause, Detail: m.Detail}
+	p := &ProblemDetails{Status: int(m.Status), Cause: m.Cause, Detail: m.Detail}
+	for _, ip := range m.InvalidParams {
+		p.InvalidParams = append(p.InvalidParams, InvalidParam{Param: ip.Param, Reason: ip.Reason})
+	}
+	return p
 }
 
 // CauseOf returns the cause of the first *ProblemDetails in err's chain, or "".

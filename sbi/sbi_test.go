@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/free5gc/openapi/models"
@@ -27,8 +28,21 @@ func TestProblemDetails(t *testing.T) {
 		t.Fatal("errors.As failed")
 	}
 	back := ProblemFromModel(p.Model())
-	if *back != *p || p.Model().Title != "Not Found" {
+	if !reflect.DeepEqual(back, p) || p.Model().Title != "Not Found" {
 		t.Fatalf("model round trip: %+v", back)
+	}
+	// The parameters at fault travel as TS 29.571 invalidParams.
+	miss := MissingIE("/servingNetworkName", "/ausfInstanceId")
+	m := miss.Model()
+	if m.Status != 400 || m.Cause != CauseMandatoryIEMissing || len(m.InvalidParams) != 2 || m.InvalidParams[1].Param != "/ausfInstanceId" {
+		t.Fatalf("MissingIE model %+v", m)
+	}
+	if back := ProblemFromModel(m); !reflect.DeepEqual(back, miss) {
+		t.Fatalf("round trip %+v, want %+v", back, miss)
+	}
+	if m := IncorrectIE("{supi}", "not %s", "an IMSI").Model(); m.Cause != CauseMandatoryIEIncorrect ||
+		len(m.InvalidParams) != 1 || m.InvalidParams[0] != (models.InvalidParam{Param: "{supi}", Reason: "not an IMSI"}) {
+		t.Fatalf("IncorrectIE model %+v", m)
 	}
 	// A different status with the same cause is a different problem.
 	if errors.Is(NewProblem(500, CauseUserNotFound, ""), ErrUserNotFound) {

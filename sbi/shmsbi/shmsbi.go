@@ -47,6 +47,9 @@ type wireError struct {
 	N1SmMsg      []byte
 	N2SmInfo     []byte
 	N2SmInfoType string
+	// InvalidParams of a ProblemDetails (TS 29.571), so that a consumer
+	// learns the parameter at fault as over HTTP.
+	InvalidParams []sbi.InvalidParam
 }
 
 const (
@@ -63,11 +66,11 @@ func toWire(err error) *wireError {
 	var se *sbi.SMContextError
 	if errors.As(err, &se) && se.Problem != nil {
 		return &wireError{Kind: errSM, Status: se.Problem.Status, Cause: se.Problem.Cause, Detail: se.Problem.Detail,
-			N1SmMsg: se.N1SmMsg, N2SmInfo: se.N2SmInfo, N2SmInfoType: string(se.N2SmInfoType)}
+			N1SmMsg: se.N1SmMsg, N2SmInfo: se.N2SmInfo, N2SmInfoType: string(se.N2SmInfoType), InvalidParams: se.Problem.InvalidParams}
 	}
 	var pd *sbi.ProblemDetails
 	if errors.As(err, &pd) {
-		return &wireError{Kind: errProblem, Status: pd.Status, Cause: pd.Cause, Detail: pd.Detail}
+		return &wireError{Kind: errProblem, Status: pd.Status, Cause: pd.Cause, Detail: pd.Detail, InvalidParams: pd.InvalidParams}
 	}
 	return &wireError{Kind: errProblem, Status: http.StatusInternalServerError, Cause: sbi.CauseSystemFailure, Detail: err.Error()}
 }
@@ -77,10 +80,10 @@ func (w *wireError) err() error {
 	case errOAuth2:
 		return &sbi.OAuth2Error{Status: w.Status, Code: w.Cause, Description: w.Detail}
 	case errSM:
-		return &sbi.SMContextError{Problem: &sbi.ProblemDetails{Status: w.Status, Cause: w.Cause, Detail: w.Detail},
+		return &sbi.SMContextError{Problem: &sbi.ProblemDetails{Status: w.Status, Cause: w.Cause, Detail: w.Detail, InvalidParams: w.InvalidParams},
 			N1SmMsg: w.N1SmMsg, N2SmInfo: w.N2SmInfo, N2SmInfoType: modelsN2SmInfoType(w.N2SmInfoType)}
 	}
-	return &sbi.ProblemDetails{Status: w.Status, Cause: w.Cause, Detail: w.Detail}
+	return &sbi.ProblemDetails{Status: w.Status, Cause: w.Cause, Detail: w.Detail, InvalidParams: w.InvalidParams}
 }
 
 // Server serves producers' operations on a shared-memory pool.
