@@ -24,6 +24,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -281,6 +282,31 @@ func expandPath(path string, p *plan, v reflect.Value) string {
 		}
 	}
 	return path
+}
+
+// requestMediaOK reports whether a request body of content type ct is one
+// op takes (TS 29.500 §5.4, §6.1.2: each operation's OpenAPI names its
+// media types): its RequestMedia, or application/json, and
+// multipart/related where the request has binary parts. It also returns
+// those media types. An operation without a body field takes any: its
+// decoding refuses the body itself.
+func requestMediaOK(op *ops.Op, p *plan, ct string) (want []string, ok bool) {
+	media := op.RequestMedia
+	if media == "" {
+		media = contentJSON
+	}
+	want = []string{media}
+	for _, f := range p.fields {
+		if f.Kind == "part" {
+			want = append(want, contentMultipart)
+			break
+		}
+	}
+	if p.body < 0 && len(want) == 1 {
+		return want, true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return want, err == nil && slices.Contains(want, mt)
 }
 
 // isJSON: application/json and its 3GPP and IETF variants

@@ -3,11 +3,14 @@ package httpsbi
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/free5gc/openapi/models"
 
 	"github.com/tern5g/tern/sbi"
 	"github.com/tern5g/tern/sbi/openapitest"
@@ -108,6 +111,84 @@ func TestBadRequests(t *testing.T) {
 			t.Errorf("%s %s: %d %s, want %d problem+json", tc.method, tc.path, res.StatusCode, res.Header.Get("Content-Type"), tc.status)
 		}
 	}
+}
+
+// TestMethodNotAllowed: a method the resource does not have is 405 with
+// the methods it has in Allow (RFC 9110 §15.5.6) and no 404 cause: the
+// resource exists (TS 29.500 Table 5.2.7.2-1 has no cause for 405).
+func TestMethodNotAllowed(t *testing.T) {
+	root, hc := startH2C(t, NewHandler(nil, opstest.NewProducer()))
+	for _, tc := range []struct{ method, path, allow string }{
+		{"DELETE", "/nausf-auth/v1/ue-authentications", "POST"},
+		{"POST", "/nudm-uecm/v1/imsi-001010000000001/registrations/amf-3gpp-access", "PUT, PATCH, GET"},
+		{"PUT", "/nnrf-nfm/v1/subscriptions/sub1", "DELETE"},
+		{"GET", sbi.CallbackSMContextStatus + "imsi-001010000000001/1/1", "POST"},
+	} {
+		req, _ := http.NewRequest(tc.method, root+tc.path, nil)
+		res, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pd models.ProblemDetails
+		err = json.NewDecoder(res.Body).Decode(&pd)
+		res.Body.Close()
+		if res.StatusCode != http.StatusMethodNotAllowed || res.Header.Get("Allow") != tc.allow {
+			t.Errorf("%s %s: %d, Allow %q; want 405, Allow %q", tc.method, tc.path, res.StatusCode, res.Header.Get("Allow"), tc.allow)
+		}
+		if err != nil || pd.Status != http.StatusMethodNotAllowed || pd.Cause == sbi.CauseResourceURIStructureNotFound {
+			t.Errorf("%s %s: problem %+v (%v)", tc.method, tc.path, pd, err)
+		}
+	}
+}
+
+// TestMediaTypes: each operation takes the media type its OpenAPI names
+// (TS 29.500 §5.4): JSON where JSON is required, merge-patch+json and
+// json-patch+json where those are, a form for the token request; anything
+// else is 415, saying what is accepted (RFC 9110 §15.5.16, RFC 5789 §2.2).
+func TestMediaTypes(t *testing.T) {
+	p := opstest.NewProducer()
+	root, hc := startH2C(t, NewHandler(nil, p))
+	const ueau = "/nudm-ueau/v1/imsi-001010000000001/security-information/generate-auth-data"
+	const uecm = "/nudm-uecm/v1/imsi-001010000000001/registrations/amf-3gpp-access"
+	const nfm = "/nnrf-nfm/v1/nf-instances/" + opstest.NFID
+	for _, tc := range []struct {
+		method, path, ct, body string
+		status                 int
+		accept                 string
+	}{
+		{"POST", ueau, "application/x-www-form-urlencoded", "servingNetworkName=5G%3Amnc001.mcc001.3gppnetwork.org&ausfInstanceId=x", 415, "application/json"},
+		{"POST", ueau, "application/merge-patch+json", `{"servingNetworkName":"5G:mnc001.mcc001.3gppnetwork.org"}`, 415, "application/json"},
+		{"POST", ueau, "application/json; charset=utf-8", `{"servingNetworkName":"5G:mnc001.mcc001.3gppnetwork.org","ausfInstanceId":"x"}`, 200, ""},
+		{"PATCH", uecm, "application/json", `{"guami":{"plmnId":{"mcc":"001","mnc":"01"},"amfId":"010041"},"purgeFlag":true}`, 415, "application/merge-patch+json"},
+		{"PATCH", uecm, "application/merge-patch+json", `{"guami":{"plmnId":{"mcc":"001","mnc":"01"},"amfId":"010041"},"purgeFlag":true}`, 204, ""},
+		{"PATCH", nfm, "application/json", `[{"op":"replace","path":"/nfStatus","value":"REGISTERED"}]`, 415, "application/json-patch+json"},
+		{"PATCH", nfm, "application/merge-patch+json", `[{"op":"replace","path":"/nfStatus","value":"REGISTERED"}]`, 415, "application/json-patch+json"},
+		{"POST", "/oauth2/token", "application/json", `{"grant_type":"client_credentials"}`, 415, "application/x-www-form-urlencoded"},
+		{"POST", "/nsmf-pdusession/v1/sm-contexts", "text/plain", "x", 415, "application/json, multipart/related"},
+	} {
+		req, _ := http.NewRequest(tc.method, root+tc.path, strings.NewReader(tc.body))
+		req.Header.Set("Content-Type", tc.ct)
+		res, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != tc.status {
+			t.Errorf("%s %s as %s: %d, want %d", tc.method, tc.path, tc.ct, res.StatusCode, tc.status)
+			continue
+		}
+		if tc.status != 415 {
+			continue
+		}
+		if got := res.Header.Get("Accept"); got != tc.accept || res.Header.Get("Content-Type") != contentProblem {
+			t.Errorf("%s %s as %s: Accept %q, %s; want Accept %q, problem+json", tc.method, tc.path, tc.ct, got, res.Header.Get("Content-Type"), tc.accept)
+		}
+		if got := res.Header.Get("Accept-Patch"); tc.method == "PATCH" && got != tc.accept {
+			t.Errorf("%s %s: Accept-Patch %q, want %q", tc.method, tc.path, got, tc.accept)
+		}
+	}
+	// What tern's own client sends is what each operation declares: the
+	// round trip of every operation (TestRoundTrip) passes this check.
 }
 
 // Whatever arrives, the handler answers (2xx or a problem), never panics.

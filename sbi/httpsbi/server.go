@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -111,9 +112,10 @@ func (h *Handler) Operations() []*ops.Op {
 	return out
 }
 
-// match finds the route for method and path, filling params. A path that
-// some route has under another method reports allowed.
-func (h *Handler) match(method, path string, params map[string]string) (r *route, pathKnown bool) {
+// match finds the route for method and path, filling params. When no
+// route has the method but some serve the path under others, allowed
+// lists those methods.
+func (h *Handler) match(method, path string, params map[string]string) (r *route, allowed []string) {
 	segs := strings.Split(path, "/")
 	for i := range h.routes {
 		rt := &h.routes[i]
@@ -138,7 +140,7 @@ func (h *Handler) match(method, path string, params map[string]string) (r *route
 			continue
 		}
 		if rt.op.Method != method {
-			pathKnown = true
+			allowed = appendMethod(allowed, rt.op.Method)
 			continue
 		}
 		for j, s := range rt.segs {
@@ -150,27 +152,39 @@ func (h *Handler) match(method, path string, params map[string]string) (r *route
 				params[s[1:len(s)-1]] = v
 			}
 		}
-		return rt, true
+		return rt, nil
 	}
 	for i := range h.callbacks {
 		rt := &h.callbacks[i]
 		if strings.HasPrefix(path, rt.op.Callback) && strings.HasSuffix(path, rt.op.CallbackSuffix) {
 			if rt.op.Method != method {
-				return nil, true
+				allowed = appendMethod(allowed, rt.op.Method)
+				continue
 			}
-			return rt, true
+			return rt, nil
 		}
 	}
-	return nil, pathKnown
+	return nil, allowed
+}
+
+func appendMethod(ms []string, m string) []string {
+	if slices.Contains(ms, m) {
+		return ms
+	}
+	return append(ms, m)
 }
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	params := make(map[string]string, 2)
-	rt, known := h.match(r.Method, r.URL.EscapedPath(), params)
+	rt, allowed := h.match(r.Method, r.URL.EscapedPath(), params)
 	if rt == nil {
-		if known {
-			writeProblem(w, sbi.NewProblem(http.StatusMethodNotAllowed, sbi.CauseResourceURIStructureNotFound, "%s not allowed on %s", r.Method, r.URL.Path))
+		if len(allowed) > 0 {
+			// RFC 9110 §15.5.6: a 405 lists the methods the resource
+			// has. TS 29.500 Table 5.2.7.2-1 defines no cause for it
+			// (the resource exists, so no 404 cause fits): none is given.
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			writeProblem(w, sbi.NewProblem(http.StatusMethodNotAllowed, "", "%s not allowed on %s; allowed: %s", r.Method, r.URL.Path, strings.Join(allowed, ", ")))
 			return
 		}
 		writeProblem(w, sbi.NewProblem(http.StatusNotFound, sbi.CauseResourceURIStructureNotFound, "no operation at %s", r.URL.Path))
@@ -221,6 +235,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(body) > maxBody {
 		writeProblem(w, sbi.NewProblem(http.StatusRequestEntityTooLarge, sbi.CauseMandatoryIEIncorrect, "body over %d bytes", maxBody))
 		return
+	}
+	if len(body) > 0 {
+		if want, ok := requestMediaOK(op, p, r.Header.Get("Content-Type")); !ok {
+			// RFC 9110 §15.5.16 (with Accept, §12.5.1) and RFC 5789
+			// §2.2 (Accept-Patch): say what the operation takes. TS
+			// 29.500 Table 5.2.7.2-1 has no cause for 415.
+			w.Header().Set("Accept", strings.Join(want, ", "))
+			if op.Method == http.MethodPatch {
+				w.Header().Set("Accept-Patch", strings.Join(want, ", "))
+			}
+			writeProblem(w, sbi.NewProblem(http.StatusUnsupportedMediaType, "", "%s takes %s, not %q", op.Name, strings.Join(want, " or "), r.Header.Get("Content-Type")))
+			return
+		}
 	}
 	if err := decodeBody(p, v, r.Header.Get("Content-Type"), body); err != nil {
 		writeError(w, op, err)
