@@ -75,12 +75,43 @@ func New(cfg Config, udr sbi.DataRepository, logger *slog.Logger) (*UDM, error) 
 	return u, nil
 }
 
+// checkSUPI is the first step of every operation on a UE's resource:
+// a SUPI in the URI (path variable param, "{supi}" or "{ueId}") that is no
+// IMSI SUPI is refused before anything is looked up, 400
+// MANDATORY_IE_INCORRECT naming it (TS 29.500 §5.2.7.2), not sent on to
+// the UDR to come back as a missing resource.
+func checkSUPI(param, supi string) error {
+	if _, err := identity.ParseSUPI(supi); err != nil {
+		return sbi.IncorrectIE(param, "%v", err)
+	}
+	return nil
+}
+
+// fromUDR is the UDM's answer when its data repository refused or failed
+// a request about supi: the subscriber or the data missing as such (404
+// USER_NOT_FOUND, DATA_NOT_FOUND), anything else the UDM's own failure
+// (500 SYSTEM_FAILURE): the UDR's detail (its resource paths, its
+// transport's errors) goes to the log, not to the consumer.
+func (u *UDM) fromUDR(op string, supi string, err error) error {
+	switch sbi.CauseOf(err) {
+	case sbi.CauseUserNotFound:
+		return sbi.NewProblem(http.StatusNotFound, sbi.CauseUserNotFound, "%s", supi)
+	case sbi.CauseDataNotFound:
+		return sbi.NewProblem(http.StatusNotFound, sbi.CauseDataNotFound, "%s", supi)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("udm: %s: %w", op, err)
+	}
+	u.log.Warn("data repository request failed", "op", op, "supi", supi, "err", err)
+	return sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "%s: the data repository failed (%d %s)", op, sbi.StatusOf(err), sbi.CauseOf(err))
+}
+
 // resolveSUPI returns the SUPI for a SUPI or SUCI (SIDF, TS 33.501 §6.12.3).
 func (u *UDM) resolveSUPI(supiOrSuci string) (string, error) {
 	if strings.HasPrefix(supiOrSuci, "suci-") {
 		s, err := suci.Parse(supiOrSuci)
 		if err != nil {
-			return "", sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "supiOrSuci: %v", err)
+			return "", sbi.IncorrectIE("{supiOrSuci}", "%v", err)
 		}
 		if !u.schemes[s.Scheme] {
 			return "", sbi.NewProblem(http.StatusNotImplemented, sbi.CauseUnsupportedProtectionScheme, "no home network key for protection scheme %v", s.Scheme)
@@ -88,7 +119,7 @@ func (u *UDM) resolveSUPI(supiOrSuci string) (string, error) {
 		supi, err := suci.Deconceal(s, u.hnKeys)
 		switch {
 		case errors.Is(err, suci.ErrMalformed):
-			return "", sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "supiOrSuci: %v", err)
+			return "", sbi.IncorrectIE("{supiOrSuci}", "%v", err)
 		case errors.Is(err, suci.ErrUnsupportedScheme):
 			return "", sbi.NewProblem(http.StatusNotImplemented, sbi.CauseUnsupportedProtectionScheme, "%v", err)
 		case err != nil:
@@ -98,8 +129,8 @@ func (u *UDM) resolveSUPI(supiOrSuci string) (string, error) {
 		}
 		return supi, nil
 	}
-	if _, err := identity.ParseSUPI(supiOrSuci); err != nil {
-		return "", sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "supiOrSuci: %v", err)
+	if err := checkSUPI("{supiOrSuci}", supiOrSuci); err != nil {
+		return "", err
 	}
 	return supiOrSuci, nil
 }
@@ -115,12 +146,20 @@ func decodeHex(field, s string, n int) ([]byte, error) {
 // GenerateAuthData implements sbi.UDMUEAuthentication (TS 33.501 §6.1.3.2
 // steps 2-3, TS 29.503 §5.4.2.2).
 func (u *UDM) GenerateAuthData(ctx context.Context, supiOrSuci string, req *models.Udm_UEAU_AuthenticationInfoRequest) (*models.Udm_UEAU_AuthenticationInfoResult, error) {
-	if req == nil || req.ServingNetworkName == "" {
-		return nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "servingNetworkName")
+	// TS 29.503 AuthenticationInfoRequest: servingNetworkName and
+	// ausfInstanceId are mandatory.
+	if req == nil {
+		req = &models.Udm_UEAU_AuthenticationInfoRequest{}
+	}
+	var m mandatory
+	m.need("/servingNetworkName", req.ServingNetworkName != "")
+	m.need("/ausfInstanceId", req.AusfInstanceId != "")
+	if err := m.err(); err != nil {
+		return nil, err
 	}
 	snn := req.ServingNetworkName
 	if err := kdf.ValidateSNN(snn); err != nil {
-		return nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "servingNetworkName: %v", err)
+		return nil, sbi.IncorrectIE("/servingNetworkName", "%v", err)
 	}
 	supi, err := u.resolveSUPI(supiOrSuci)
 	if err != nil {
@@ -130,7 +169,7 @@ func (u *UDM) GenerateAuthData(ctx context.Context, supiOrSuci string, req *mode
 
 	sub, err := u.udr.QueryAuthenticationSubscription(ctx, supi)
 	if err != nil {
-		return nil, fmt.Errorf("udm: %w", err)
+		return nil, u.fromUDR("authentication-subscription", supi, err)
 	}
 	if sub.AuthenticationMethod != models.Udr_DR_AuthMethod_5_G_AKA {
 		return nil, sbi.NewProblem(http.StatusNotImplemented, sbi.CauseAuthenticationRejected, "%s: authentication method %q not supported", supi, sub.AuthenticationMethod)
@@ -146,10 +185,13 @@ func (u *UDM) GenerateAuthData(ctx context.Context, supiOrSuci string, req *mode
 	// UDR raise SQN_HE to SQN_MS before allocating the next SQN.
 	sqnMS := ""
 	if ri := req.ResynchronizationInfo; ri != nil {
-		rnd, err1 := decodeHex("resynchronizationInfo.rand", ri.Rand, milenage.KeyLen)
-		auts, err2 := decodeHex("resynchronizationInfo.auts", ri.Auts, milenage.AUTSLen)
-		if err := errors.Join(err1, err2); err != nil {
-			return nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "%v", err)
+		rnd, err := decodeHex("rand", ri.Rand, milenage.KeyLen)
+		if err != nil {
+			return nil, sbi.IncorrectIE("/resynchronizationInfo/rand", "%v", err)
+		}
+		auts, err := decodeHex("auts", ri.Auts, milenage.AUTSLen)
+		if err != nil {
+			return nil, sbi.IncorrectIE("/resynchronizationInfo/auts", "%v", err)
 		}
 		ms, err := milenage.VerifyAUTS(k, opc, rnd, auts)
 		if err != nil {
@@ -161,7 +203,7 @@ func (u *UDM) GenerateAuthData(ctx context.Context, supiOrSuci string, req *mode
 	}
 	seq, err := u.udr.AllocateSQN(ctx, supi, sqnMS)
 	if err != nil {
-		return nil, fmt.Errorf("udm: %w", err)
+		return nil, u.fromUDR("SQN allocation", supi, err)
 	}
 	sqn, err := decodeHex("sequenceNumber.sqn", seq.Sqn, milenage.SQNLen)
 	if err != nil {
@@ -200,17 +242,24 @@ func (u *UDM) GenerateAuthData(ctx context.Context, supiOrSuci string, req *mode
 // ConfirmAuth implements sbi.UDMUEAuthentication (TS 33.501 §6.1.4.1a):
 // the last authentication result per SUPI is kept for later procedures.
 func (u *UDM) ConfirmAuth(ctx context.Context, supi string, event *models.Udm_UEAU_AuthEvent) error {
-	if event == nil {
-		return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "authEvent")
+	if err := checkSUPI("{supi}", supi); err != nil {
+		return err
 	}
-	if _, err := identity.ParseSUPI(supi); err != nil {
-		return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "supi: %v", err)
+	// TS 29.503 AuthEvent: nfInstanceId, success, timeStamp, authType and
+	// servingNetworkName are mandatory (success, a boolean, cannot be
+	// told absent from false here).
+	if event == nil {
+		event = &models.Udm_UEAU_AuthEvent{}
+	}
+	var m mandatory
+	m.need("/nfInstanceId", event.NfInstanceId != "")
+	m.need("/timeStamp", event.TimeStamp != nil)
+	m.need("/authType", event.AuthType != "")
+	m.need("/servingNetworkName", event.ServingNetworkName != "")
+	if err := m.err(); err != nil {
+		return err
 	}
 	ev := *event
-	if ev.TimeStamp == nil {
-		now := time.Now()
-		ev.TimeStamp = &now
-	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if ev.AuthRemovalInd {
@@ -233,11 +282,32 @@ func (u *UDM) LastAuthEvent(supi string) (models.Udm_UEAU_AuthEvent, bool) {
 	return *ev, true
 }
 
+// mandatory collects the mandatory members a request body lacks, by
+// their JSON Pointers.
+type mandatory []string
+
+func (m *mandatory) need(pointer string, present bool) {
+	if !present {
+		*m = append(*m, pointer)
+	}
+}
+
+// err is 400 MANDATORY_IE_MISSING naming every member lacking, or nil.
+func (m mandatory) err() error {
+	if len(m) == 0 {
+		return nil
+	}
+	return sbi.MissingIE(m...)
+}
+
 // GetAmData implements sbi.SubscriberDataManagement (TS 29.503 §5.2.2.2.3).
 func (u *UDM) GetAmData(ctx context.Context, supi string, plmn identity.PLMN) (*models.Udm_SDM_AccessAndMobilitySubscriptionData, error) {
+	if err := checkSUPI("{supi}", supi); err != nil {
+		return nil, err
+	}
 	am, err := u.udr.QueryAmData(ctx, supi, u.servingPLMN(supi, plmn))
 	if err != nil {
-		return nil, fmt.Errorf("udm: %w", err)
+		return nil, u.fromUDR("am-data", supi, err)
 	}
 	// The UDR and UDM models are the same TS 29.503 type under two names.
 	out := models.Udm_SDM_AccessAndMobilitySubscriptionData(*am)
@@ -246,9 +316,12 @@ func (u *UDM) GetAmData(ctx context.Context, supi string, plmn identity.PLMN) (*
 
 // GetNSSAI implements sbi.SubscriberDataManagement (TS 29.503 §5.2.2.2.2).
 func (u *UDM) GetNSSAI(ctx context.Context, supi string, plmn identity.PLMN) (*models.Udm_SDM_Nssai, error) {
+	if err := checkSUPI("{supi}", supi); err != nil {
+		return nil, err
+	}
 	am, err := u.udr.QueryAmData(ctx, supi, u.servingPLMN(supi, plmn))
 	if err != nil {
-		return nil, fmt.Errorf("udm: %w", err)
+		return nil, u.fromUDR("am-data", supi, err)
 	}
 	if am.Nssai == nil {
 		return nil, sbi.NewProblem(http.StatusNotFound, sbi.CauseDataNotFound, "%s: no subscribed NSSAI", supi)
@@ -258,10 +331,13 @@ func (u *UDM) GetNSSAI(ctx context.Context, supi string, plmn identity.PLMN) (*m
 
 // GetSmData implements sbi.SubscriberDataManagement (TS 29.503 §5.2.2.2.5).
 func (u *UDM) GetSmData(ctx context.Context, supi string, q sbi.SmDataQuery) ([]models.Udm_SDM_SessionManagementSubscriptionData, error) {
+	if err := checkSUPI("{supi}", supi); err != nil {
+		return nil, err
+	}
 	q.PLMN = u.servingPLMN(supi, q.PLMN)
 	sm, err := u.udr.QuerySmData(ctx, supi, q)
 	if err != nil {
-		return nil, fmt.Errorf("udm: %w", err)
+		return nil, u.fromUDR("sm-data", supi, err)
 	}
 	if len(sm.IndividualSmSubsData) == 0 {
 		return nil, sbi.NewProblem(http.StatusNotFound, sbi.CauseDataNotFound, "%s: no SM subscription data for the query", supi)
@@ -272,9 +348,12 @@ func (u *UDM) GetSmData(ctx context.Context, supi string, q sbi.SmDataQuery) ([]
 // GetSmfSelectData implements sbi.SubscriberDataManagement (TS 29.503
 // §5.2.2.2.7).
 func (u *UDM) GetSmfSelectData(ctx context.Context, supi string, plmn identity.PLMN) (*models.Udm_SDM_SmfSelectionSubscriptionData, error) {
+	if err := checkSUPI("{supi}", supi); err != nil {
+		return nil, err
+	}
 	sel, err := u.udr.QuerySmfSelectData(ctx, supi, u.servingPLMN(supi, plmn))
 	if err != nil {
-		return nil, fmt.Errorf("udm: %w", err)
+		return nil, u.fromUDR("smf-selection-subscription-data", supi, err)
 	}
 	if len(sel.SubscribedSnssaiInfos) == 0 {
 		return nil, sbi.NewProblem(http.StatusNotFound, sbi.CauseDataNotFound, "%s: no SMF selection subscription data", supi)
@@ -294,8 +373,21 @@ func (u *UDM) GetSmfSelectData(ctx context.Context, supi string, plmn identity.P
 // (Nudm_UECM_DeregistrationNotification) because the interfaces carry no
 // callbacks; the AMF detects the change when its context is reused.
 func (u *UDM) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *models.Udm_UECM_Amf3GppAccessRegistration) error {
-	if reg == nil || reg.AmfInstanceId == "" {
-		return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "amfInstanceId")
+	if err := checkSUPI("{ueId}", supi); err != nil {
+		return err
+	}
+	// TS 29.503 Amf3GppAccessRegistration: amfInstanceId,
+	// deregCallbackUri, guami and ratType are mandatory.
+	if reg == nil {
+		reg = &models.Udm_UECM_Amf3GppAccessRegistration{}
+	}
+	var m mandatory
+	m.need("/amfInstanceId", reg.AmfInstanceId != "")
+	m.need("/deregCallbackUri", reg.DeregCallbackUri != "")
+	m.need("/guami", reg.Guami != nil)
+	m.need("/ratType", reg.RatType != "")
+	if err := m.err(); err != nil {
+		return err
 	}
 	r := *reg
 	r.Supi = supi
@@ -322,7 +414,7 @@ func (u *UDM) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *model
 			}
 		}
 		u.mu.Unlock()
-		return fmt.Errorf("udm: %w", err)
+		return u.fromUDR("am-data", supi, err)
 	}
 	if old != nil && old.AmfInstanceId != r.AmfInstanceId {
 		u.log.Info("serving AMF changed", "supi", supi, "old", old.AmfInstanceId, "new", r.AmfInstanceId)
@@ -335,13 +427,20 @@ func (u *UDM) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *model
 // GUAMI differs from the registration's) is refused with 403
 // INVALID_GUAMI, so that it cannot remove its successor's registration.
 func (u *UDM) DeregisterAMF3GPPAccess(ctx context.Context, supi string, mod *models.Udm_UECM_Amf3GppAccessRegistrationModification) error {
+	if err := checkSUPI("{ueId}", supi); err != nil {
+		return err
+	}
+	// TS 29.503 Amf3GppAccessRegistrationModification: guami is mandatory.
+	if mod == nil || mod.Guami == nil {
+		return sbi.MissingIE("/guami")
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	reg, ok := u.amf3GPP[supi]
 	if !ok {
 		return sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "%s: no AMF registered for 3GPP access", supi)
 	}
-	if mod != nil && mod.Guami != nil && reg.Guami != nil && !sameGUAMI(mod.Guami, reg.Guami) {
+	if reg.Guami != nil && !sameGUAMI(mod.Guami, reg.Guami) {
 		return sbi.NewProblem(http.StatusForbidden, sbi.CauseInvalidGUAMI, "%s: the registered AMF has another GUAMI", supi)
 	}
 	delete(u.amf3GPP, supi)
@@ -350,6 +449,9 @@ func (u *UDM) DeregisterAMF3GPPAccess(ctx context.Context, supi string, mod *mod
 
 // GetAMF3GPPAccess implements sbi.UEContextManagement.
 func (u *UDM) GetAMF3GPPAccess(ctx context.Context, supi string) (*models.Udm_UECM_Amf3GppAccessRegistration, error) {
+	if err := checkSUPI("{ueId}", supi); err != nil {
+		return nil, err
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	r, ok := u.amf3GPP[supi]

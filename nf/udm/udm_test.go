@@ -44,8 +44,17 @@ func newUDM(t *testing.T, cfg Config) (*UDM, *store.Store) {
 	return u, st
 }
 
+const ausfID = "6f1c0b0e-0000-4000-8000-000000000003"
+
 func request() *models.Udm_UEAU_AuthenticationInfoRequest {
-	return &models.Udm_UEAU_AuthenticationInfoRequest{ServingNetworkName: kdf.ServingNetworkName(plmn)}
+	return &models.Udm_UEAU_AuthenticationInfoRequest{ServingNetworkName: kdf.ServingNetworkName(plmn), AusfInstanceId: ausfID}
+}
+
+// registration is an AMF's Nudm_UECM registration with every mandatory
+// member (TS 29.503 Amf3GppAccessRegistration).
+func registration(amfID string) *models.Udm_UECM_Amf3GppAccessRegistration {
+	return &models.Udm_UECM_Amf3GppAccessRegistration{AmfInstanceId: amfID, DeregCallbackUri: "http://amf.example/dereg",
+		Guami: &models.Guami{PlmnId: &models.PlmnIdNid{Mcc: "208", Mnc: "93"}, AmfId: "cafe00"}, RatType: models.RatType_NR}
 }
 
 // Each vector uses a fresh SQN (TS 33.102 Annex C: SEQ+1, IND cycles) that
@@ -121,7 +130,8 @@ func TestGenerateAuthDataErrors(t *testing.T) {
 		want *sbi.ProblemDetails
 	}{
 		{"no request", store.DemoSUPI(1), nil, sbi.ErrMandatoryIEMissing},
-		{"bad snn", store.DemoSUPI(1), &models.Udm_UEAU_AuthenticationInfoRequest{ServingNetworkName: "5G:foo"}, sbi.ErrMandatoryIEIncorrect},
+		{"no ausfInstanceId", store.DemoSUPI(1), &models.Udm_UEAU_AuthenticationInfoRequest{ServingNetworkName: kdf.ServingNetworkName(plmn)}, sbi.ErrMandatoryIEMissing},
+		{"bad snn", store.DemoSUPI(1), &models.Udm_UEAU_AuthenticationInfoRequest{ServingNetworkName: "5G:foo", AusfInstanceId: ausfID}, sbi.ErrMandatoryIEIncorrect},
 		{"bad supi", "imsi-12", request(), sbi.ErrMandatoryIEIncorrect},
 		{"bad suci", "suci-0-208", request(), sbi.ErrMandatoryIEIncorrect},
 		{"unknown supi", "imsi-208930000000077", request(), sbi.ErrUserNotFound},
@@ -129,7 +139,7 @@ func TestGenerateAuthDataErrors(t *testing.T) {
 		{"unknown key id", unknownKey.String(), request(), sbi.ErrAuthenticationRejected},
 		{"scheme without key", profB.String(), request(), &sbi.ProblemDetails{Cause: sbi.CauseUnsupportedProtectionScheme}},
 		{"bad resync", store.DemoSUPI(1), &models.Udm_UEAU_AuthenticationInfoRequest{
-			ServingNetworkName:    kdf.ServingNetworkName(plmn),
+			ServingNetworkName: kdf.ServingNetworkName(plmn), AusfInstanceId: ausfID,
 			ResynchronizationInfo: &models.Udm_UEAU_ResynchronizationInfo{Rand: "00", Auts: "00"},
 		}, sbi.ErrMandatoryIEIncorrect},
 	} {
@@ -190,7 +200,7 @@ func TestUECM(t *testing.T) {
 	if _, err := u.GetAMF3GPPAccess(ctx, supi); !errors.Is(err, sbi.ErrContextNotFound) {
 		t.Fatalf("before registration: %v", err)
 	}
-	reg := &models.Udm_UECM_Amf3GppAccessRegistration{AmfInstanceId: "amf-1", RatType: models.RatType_NR}
+	reg := registration("amf-1")
 	if err := u.RegisterAMF3GPPAccess(ctx, supi, reg); err != nil {
 		t.Fatal(err)
 	}
@@ -199,22 +209,23 @@ func TestUECM(t *testing.T) {
 	if err != nil || got.AmfInstanceId != "amf-1" || got.Supi != supi || got.RegistrationTime == nil {
 		t.Fatalf("registration = %+v, %v", got, err)
 	}
-	if err := u.RegisterAMF3GPPAccess(ctx, supi, &models.Udm_UECM_Amf3GppAccessRegistration{AmfInstanceId: "amf-2"}); err != nil {
+	if err := u.RegisterAMF3GPPAccess(ctx, supi, registration("amf-2")); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := u.GetAMF3GPPAccess(ctx, supi); got.AmfInstanceId != "amf-2" {
 		t.Fatalf("serving AMF = %s, want amf-2", got.AmfInstanceId)
 	}
-	if err := u.DeregisterAMF3GPPAccess(ctx, supi, nil); err != nil {
+	purge := &models.Udm_UECM_Amf3GppAccessRegistrationModification{Guami: reg.Guami, PurgeFlag: true}
+	if err := u.DeregisterAMF3GPPAccess(ctx, supi, purge); err != nil {
 		t.Fatal(err)
 	}
-	if err := u.DeregisterAMF3GPPAccess(ctx, supi, nil); !errors.Is(err, sbi.ErrContextNotFound) {
+	if err := u.DeregisterAMF3GPPAccess(ctx, supi, purge); !errors.Is(err, sbi.ErrContextNotFound) {
 		t.Fatalf("second deregistration: %v", err)
 	}
 	if err := u.RegisterAMF3GPPAccess(ctx, supi, &models.Udm_UECM_Amf3GppAccessRegistration{}); !errors.Is(err, sbi.ErrMandatoryIEMissing) {
 		t.Fatalf("no amfInstanceId: %v", err)
 	}
-	if err := u.RegisterAMF3GPPAccess(ctx, "imsi-208930000000077", &models.Udm_UECM_Amf3GppAccessRegistration{AmfInstanceId: "amf-1"}); !errors.Is(err, sbi.ErrUserNotFound) {
+	if err := u.RegisterAMF3GPPAccess(ctx, "imsi-208930000000077", registration("amf-1")); !errors.Is(err, sbi.ErrUserNotFound) {
 		t.Fatalf("unknown: %v", err)
 	}
 	if _, err := u.GetAMF3GPPAccess(ctx, "imsi-208930000000077"); !errors.Is(err, sbi.ErrContextNotFound) {
@@ -230,13 +241,13 @@ func TestUECMRegistrationOfADeletedSubscriber(t *testing.T) {
 	u, st := newUDM(t, Config{})
 	ctx := context.Background()
 	supi := store.DemoSUPI(1)
-	if err := u.RegisterAMF3GPPAccess(ctx, supi, &models.Udm_UECM_Amf3GppAccessRegistration{AmfInstanceId: "amf-1"}); err != nil {
+	if err := u.RegisterAMF3GPPAccess(ctx, supi, registration("amf-1")); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Delete(supi); err != nil {
 		t.Fatal(err)
 	}
-	if err := u.RegisterAMF3GPPAccess(ctx, supi, &models.Udm_UECM_Amf3GppAccessRegistration{AmfInstanceId: "amf-2"}); !errors.Is(err, sbi.ErrUserNotFound) {
+	if err := u.RegisterAMF3GPPAccess(ctx, supi, registration("amf-2")); !errors.Is(err, sbi.ErrUserNotFound) {
 		t.Fatalf("registration of a deleted subscriber: %v", err)
 	}
 	if got, err := u.GetAMF3GPPAccess(ctx, supi); err != nil || got.AmfInstanceId != "amf-1" {
