@@ -43,9 +43,9 @@ const (
 	// smf-select-data (TS 29.503 §5.2.2.2.7).
 	OpUDMGetSmfSelectData Operation = "Nudm_SDM_Get_SmfSelectData"
 	// Nudm_UECM, TS 29.503 §5.3.
-	OpUDMRegisterAMF3GPP   Operation = "Nudm_UECM_Registration_Amf3GppAccess"
-	OpUDMDeregisterAMF3GPP Operation = "Nudm_UECM_Deregistration_Amf3GppAccess"
-	OpUDMGetAMF3GPP        Operation = "Nudm_UECM_Get_Amf3GppAccess"
+	OpUDMRegisterAMF3GPP Operation = "Nudm_UECM_Registration_Amf3GppAccess"
+	OpUDMUpdateAMF3GPP   Operation = "Nudm_UECM_Update_Amf3GppAccess"
+	OpUDMGetAMF3GPP      Operation = "Nudm_UECM_Get_Amf3GppAccess"
 	// Nnssf_NSSelection, TS 29.531 §5.2.
 	OpNSSFSelectForRegistration Operation = "Nnssf_NSSelection_Get_Registration"
 	// Nnrf_NFManagement / Nnrf_NFDiscovery / Nnrf_AccessToken, TS 29.510

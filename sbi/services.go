@@ -78,11 +78,13 @@ type UEContextManagement interface {
 	// becomes the serving AMF of supi. Errors: CauseUserNotFound,
 	// CauseMandatoryIEMissing.
 	RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *models.Udm_UECM_Amf3GppAccessRegistration) error
-	// DeregisterAMF3GPPAccess is Nudm_UECM_Deregistration of the serving
-	// AMF: the registration modification with purgeFlag set (TS 29.503
-	// §5.3.2.4.2, HTTP PATCH). mod names the AMF by its GUAMI.
-	// Errors: CauseContextNotFound.
-	DeregisterAMF3GPPAccess(ctx context.Context, supi string, mod *models.Udm_UECM_Amf3GppAccessRegistrationModification) error
+	// UpdateAMF3GPPAccess is the registration's modification (TS 29.503
+	// §5.3.2.4, HTTP PATCH), mod naming the serving AMF by its GUAMI: with
+	// purgeFlag it is the AMF's Nudm_UECM_Deregistration and removes the
+	// registration; without, it updates the members mod carries (pei,
+	// imsVoPs, ...) and the registration stays. Errors:
+	// CauseContextNotFound, CauseInvalidGUAMI, CauseMandatoryIEMissing.
+	UpdateAMF3GPPAccess(ctx context.Context, supi string, mod *models.Udm_UECM_Amf3GppAccessRegistrationModification) error
 	// GetAMF3GPPAccess is Nudm_UECM_Get for the amf-3gpp-access data set.
 	// Errors: CauseContextNotFound.
 	GetAMF3GPPAccess(ctx context.Context, supi string) (*models.Udm_UECM_Amf3GppAccessRegistration, error)

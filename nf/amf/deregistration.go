@@ -60,7 +60,7 @@ func (u *ue) deregisterAtUDM() {
 		return
 	}
 	ctx, cancel := u.amf.callCtx()
-	err := u.amf.deps.UECM.DeregisterAMF3GPPAccess(ctx, u.supi, &models.Udm_UECM_Amf3GppAccessRegistrationModification{
+	err := u.amf.deps.UECM.UpdateAMF3GPPAccess(ctx, u.supi, &models.Udm_UECM_Amf3GppAccessRegistrationModification{
 		Guami: guamiModel(u.amf.cfg.guamis[0]), PurgeFlag: true})
 	cancel()
 	if err != nil && sbi.CauseOf(err) != sbi.CauseContextNotFound {

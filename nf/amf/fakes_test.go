@@ -277,14 +277,16 @@ func (h *fakeHN) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *mo
 	return nil
 }
 
-func (h *fakeHN) DeregisterAMF3GPPAccess(ctx context.Context, supi string, _ *models.Udm_UECM_Amf3GppAccessRegistrationModification) error {
+func (h *fakeHN) UpdateAMF3GPPAccess(ctx context.Context, supi string, mod *models.Udm_UECM_Amf3GppAccessRegistrationModification) error {
 	h.deregCalls.Add(1)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.uecmRegs[supi] == nil {
 		return sbi.ErrContextNotFound
 	}
-	delete(h.uecmRegs, supi)
+	if mod != nil && mod.PurgeFlag { // TS 29.503: only a purge deregisters
+		delete(h.uecmRegs, supi)
+	}
 	return nil
 }
 

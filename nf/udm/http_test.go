@@ -139,3 +139,56 @@ func do(t *testing.T, root, method, path, ct, body string) models.ProblemDetails
 	pd.Status = int32(res.StatusCode)
 	return pd
 }
+
+// TestUECMUpdateOverHTTP: TS 29.503 §5.3.2.4, the PATCH of the AMF's
+// registration. A modification carrying guami and pei (no purgeFlag)
+// updates the registration and keeps it; another AMF's GUAMI is 403
+// INVALID_GUAMI; only purgeFlag removes it (the AMF's deregistration).
+func TestUECMUpdateOverHTTP(t *testing.T) {
+	root := httpUDM(t, false)
+	path := "/nudm-uecm/v1/" + store.DemoSUPI(1) + "/registrations/amf-3gpp-access"
+	guami := `"guami":{"plmnId":{"mcc":"208","mnc":"93"},"amfId":"cafe00"}`
+	reg := `{"amfInstanceId":"6f1c0b0e-0000-4000-8000-000000000001","deregCallbackUri":"http://amf.example/dereg",` + guami + `,"ratType":"NR"}`
+	if pd := do(t, root, "PUT", path, "application/json", reg); pd.Status != http.StatusCreated {
+		t.Fatalf("registration: %+v", pd)
+	}
+	if pd := do(t, root, "PATCH", path, "application/merge-patch+json", `{`+guami+`,"pei":"imeisv-4370816125816151"}`); pd.Status != http.StatusNoContent {
+		t.Fatalf("update: %+v", pd)
+	}
+	got := get3GPPRegistration(t, root, path)
+	if got == nil || got.Pei != "imeisv-4370816125816151" || got.AmfInstanceId != "6f1c0b0e-0000-4000-8000-000000000001" {
+		t.Fatalf("after the update without purgeFlag: %+v, want the registration kept with the new pei", got)
+	}
+	other := `{"guami":{"plmnId":{"mcc":"208","mnc":"93"},"amfId":"cafe01"},"purgeFlag":true}`
+	if pd := do(t, root, "PATCH", path, "application/merge-patch+json", other); pd.Status != http.StatusForbidden || pd.Cause != sbi.CauseInvalidGUAMI {
+		t.Fatalf("purge by another AMF: %+v, want 403 INVALID_GUAMI", pd)
+	}
+	if get3GPPRegistration(t, root, path) == nil {
+		t.Fatal("another AMF's purge removed the registration")
+	}
+	if pd := do(t, root, "PATCH", path, "application/merge-patch+json", `{`+guami+`,"purgeFlag":true}`); pd.Status != http.StatusNoContent {
+		t.Fatalf("purge: %+v", pd)
+	}
+	if got := get3GPPRegistration(t, root, path); got != nil {
+		t.Fatalf("after the purge: %+v, want none", got)
+	}
+}
+
+// get3GPPRegistration reads the registration at path (Nudm_UECM_Get), nil
+// when there is none (404 CONTEXT_NOT_FOUND).
+func get3GPPRegistration(t *testing.T, root, path string) *models.Udm_UECM_Amf3GppAccessRegistration {
+	t.Helper()
+	res, err := httpsbi.NewClient(nil).Get(root + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode == http.StatusNotFound {
+		return nil
+	}
+	var reg models.Udm_UECM_Amf3GppAccessRegistration
+	if res.StatusCode != http.StatusOK || json.NewDecoder(res.Body).Decode(&reg) != nil {
+		t.Fatalf("GET %s: %d", path, res.StatusCode)
+	}
+	return &reg
+}

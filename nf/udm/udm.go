@@ -422,11 +422,21 @@ func (u *UDM) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *model
 	return nil
 }
 
-// DeregisterAMF3GPPAccess implements sbi.UEContextManagement: the purge
-// of TS 29.503 §5.3.2.4.2. An AMF that is no longer the serving one (its
-// GUAMI differs from the registration's) is refused with 403
-// INVALID_GUAMI, so that it cannot remove its successor's registration.
-func (u *UDM) DeregisterAMF3GPPAccess(ctx context.Context, supi string, mod *models.Udm_UECM_Amf3GppAccessRegistrationModification) error {
+// UpdateAMF3GPPAccess implements sbi.UEContextManagement: the PATCH of the
+// AMF's registration for 3GPP access with an
+// Amf3GppAccessRegistrationModification (TS 29.503 §5.3.2.4). Its guami
+// names the AMF: one that is no longer the serving AMF (another GUAMI) is
+// refused with 403 INVALID_GUAMI, so that it cannot change or remove its
+// successor's registration.
+//
+// Only a modification with purgeFlag removes the registration (the
+// serving AMF's own deregistration, TS 23.502 §4.2.2.3.2 step 4). Without
+// it the registration stays and the members the modification carries
+// (pei, imsVoPs, backupAmfInfo, epsInterworkingInfo, the capabilities it
+// sets) replace the registration's, as the merge patch says (RFC 7396).
+// A capability patched to false or a member to null cannot be told from
+// one left out once decoded into the model, so those keep their value.
+func (u *UDM) UpdateAMF3GPPAccess(ctx context.Context, supi string, mod *models.Udm_UECM_Amf3GppAccessRegistrationModification) error {
 	if err := checkSUPI("{ueId}", supi); err != nil {
 		return err
 	}
@@ -443,7 +453,28 @@ func (u *UDM) DeregisterAMF3GPPAccess(ctx context.Context, supi string, mod *mod
 	if reg.Guami != nil && !sameGUAMI(mod.Guami, reg.Guami) {
 		return sbi.NewProblem(http.StatusForbidden, sbi.CauseInvalidGUAMI, "%s: the registered AMF has another GUAMI", supi)
 	}
-	delete(u.amf3GPP, supi)
+	if mod.PurgeFlag {
+		delete(u.amf3GPP, supi)
+		return nil
+	}
+	// A new value, not the stored one changed: readers use a registration
+	// they took from the map after unlocking (SubscriberChanged).
+	r := *reg
+	if mod.Pei != "" {
+		r.Pei = mod.Pei
+	}
+	if mod.ImsVoPs != "" {
+		r.ImsVoPs = mod.ImsVoPs
+	}
+	if mod.BackupAmfInfo != nil {
+		r.BackupAmfInfo = mod.BackupAmfInfo
+	}
+	if mod.EpsInterworkingInfo != nil {
+		r.EpsInterworkingInfo = mod.EpsInterworkingInfo
+	}
+	r.UeSrvccCapability = r.UeSrvccCapability || mod.UeSrvccCapability
+	r.UeMINTCapability = r.UeMINTCapability || mod.UeMINTCapability
+	u.amf3GPP[supi] = &r
 	return nil
 }
 

@@ -216,10 +216,10 @@ func TestUECM(t *testing.T) {
 		t.Fatalf("serving AMF = %s, want amf-2", got.AmfInstanceId)
 	}
 	purge := &models.Udm_UECM_Amf3GppAccessRegistrationModification{Guami: reg.Guami, PurgeFlag: true}
-	if err := u.DeregisterAMF3GPPAccess(ctx, supi, purge); err != nil {
+	if err := u.UpdateAMF3GPPAccess(ctx, supi, purge); err != nil {
 		t.Fatal(err)
 	}
-	if err := u.DeregisterAMF3GPPAccess(ctx, supi, purge); !errors.Is(err, sbi.ErrContextNotFound) {
+	if err := u.UpdateAMF3GPPAccess(ctx, supi, purge); !errors.Is(err, sbi.ErrContextNotFound) {
 		t.Fatalf("second deregistration: %v", err)
 	}
 	if err := u.RegisterAMF3GPPAccess(ctx, supi, &models.Udm_UECM_Amf3GppAccessRegistration{}); !errors.Is(err, sbi.ErrMandatoryIEMissing) {

@@ -92,8 +92,8 @@ func (c *Client) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *mo
 	return err
 }
 
-func (c *Client) DeregisterAMF3GPPAccess(ctx context.Context, supi string, mod *models.Udm_UECM_Amf3GppAccessRegistrationModification) error {
-	_, err := call[DeregisterAMFRequest, Empty](ctx, c.c, UDMDeregisterAMF, &DeregisterAMFRequest{Supi: supi, Modification: mod})
+func (c *Client) UpdateAMF3GPPAccess(ctx context.Context, supi string, mod *models.Udm_UECM_Amf3GppAccessRegistrationModification) error {
+	_, err := call[UpdateAMFRequest, Empty](ctx, c.c, UDMUpdateAMF, &UpdateAMFRequest{Supi: supi, Modification: mod})
 	return err
 }
 

@@ -179,7 +179,7 @@ type RegisterAMFResponse struct {
 	Registration *models.Udm_UECM_Amf3GppAccessRegistration `sbi:"body"`
 }
 
-type DeregisterAMFRequest struct {
+type UpdateAMFRequest struct {
 	Supi         string                                                 `sbi:"path=ueId"`
 	Modification *models.Udm_UECM_Amf3GppAccessRegistrationModification `sbi:"body"`
 }

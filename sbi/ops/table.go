@@ -101,11 +101,11 @@ var (
 			rs.Registration = rq.Registration // the created resource (TS 29.503 §6.2.3.2.3.1)
 			return nil
 		})
-	UDMDeregisterAMF = define(Op{ID: 10, Name: sbi.OpUDMDeregisterAMF3GPP, OperationID: "Update3GppRegistration",
+	UDMUpdateAMF = define(Op{ID: 10, Name: sbi.OpUDMUpdateAMF3GPP, OperationID: "Update3GppRegistration",
 		Method: http.MethodPatch, Path: "/nudm-uecm/v1/{ueId}/registrations/amf-3gpp-access", Status: http.StatusNoContent,
 		RequestMedia: "application/merge-patch+json"},
-		func(ctx context.Context, p sbi.UEContextManagement, rq *DeregisterAMFRequest, _ *Empty) error {
-			return p.DeregisterAMF3GPPAccess(ctx, rq.Supi, rq.Modification)
+		func(ctx context.Context, p sbi.UEContextManagement, rq *UpdateAMFRequest, _ *Empty) error {
+			return p.UpdateAMF3GPPAccess(ctx, rq.Supi, rq.Modification)
 		})
 	UDMGetAMF = define(Op{ID: 11, Name: sbi.OpUDMGetAMF3GPP, OperationID: "Get3GppRegistration",
 		Method: http.MethodGet, Path: "/nudm-uecm/v1/{ueId}/registrations/amf-3gpp-access", Status: http.StatusOK},
@@ -388,7 +388,7 @@ var All = []*Op{
 	AUSFAuthenticate, AUSFConfirm5gAka,
 	UDMGenerateAuthData, UDMConfirmAuth,
 	UDMGetAmData, UDMGetNSSAI, UDMGetSmData, UDMGetSmfSelectData,
-	UDMRegisterAMF, UDMDeregisterAMF, UDMGetAMF,
+	UDMRegisterAMF, UDMUpdateAMF, UDMGetAMF,
 	NSSFSelect,
 	NRFRegister, NRFDeregister, NRFDiscover,
 	UDRQueryAuthSubscription, UDRAllocateSQN, UDRQueryAmData, UDRQuerySmData, UDRQuerySmfSelectData,

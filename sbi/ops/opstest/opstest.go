@@ -138,8 +138,8 @@ func (p *Producer) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *
 	return nil
 }
 
-func (p *Producer) DeregisterAMF3GPPAccess(ctx context.Context, supi string, mod *models.Udm_UECM_Amf3GppAccessRegistrationModification) error {
-	p.record(sbi.OpUDMDeregisterAMF3GPP, supi, mod)
+func (p *Producer) UpdateAMF3GPPAccess(ctx context.Context, supi string, mod *models.Udm_UECM_Amf3GppAccessRegistrationModification) error {
+	p.record(sbi.OpUDMUpdateAMF3GPP, supi, mod)
 	if fails(supi) {
 		return sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "none")
 	}
@@ -485,9 +485,11 @@ func Run(t *testing.T, c *ops.Client, p *Producer, callbackRoot string) {
 	// Nudm_UECM.
 	reg := AMFRegistration()
 	check(sbi.OpUDMRegisterAMF3GPP, c.RegisterAMF3GPPAccess(ctx, SUPI, reg), SUPI, reg)
+	upd := &models.Udm_UECM_Amf3GppAccessRegistrationModification{Guami: reg.Guami, Pei: "imeisv-4370816125816151"}
+	check(sbi.OpUDMUpdateAMF3GPP, c.UpdateAMF3GPPAccess(ctx, SUPI, upd), SUPI, upd)
 	mod := &models.Udm_UECM_Amf3GppAccessRegistrationModification{Guami: reg.Guami, PurgeFlag: true}
-	check(sbi.OpUDMDeregisterAMF3GPP, c.DeregisterAMF3GPPAccess(ctx, SUPI, mod), SUPI, mod)
-	wantProblem(sbi.OpUDMDeregisterAMF3GPP, c.DeregisterAMF3GPPAccess(ctx, FailSUPI, mod), 404, sbi.CauseContextNotFound)
+	check(sbi.OpUDMUpdateAMF3GPP, c.UpdateAMF3GPPAccess(ctx, SUPI, mod), SUPI, mod)
+	wantProblem(sbi.OpUDMUpdateAMF3GPP, c.UpdateAMF3GPPAccess(ctx, FailSUPI, mod), 404, sbi.CauseContextNotFound)
 	got, err := c.GetAMF3GPPAccess(ctx, SUPI)
 	check(sbi.OpUDMGetAMF3GPP, err, SUPI)
 	same(sbi.OpUDMGetAMF3GPP, got, AMFRegistration())
