@@ -497,7 +497,7 @@ func (u *ue) onPDUSessionResourceReleaseResponse(r *ranUE, m *ngap.PDUSessionRes
 // may ask for the same PDU session ID again before this notification
 // arrives, and the new session must survive it.
 func (u *ue) onSMContextReleased(id uint8, uri string) {
-	if s := u.sessions[id]; s != nil && s.statusURI == uri {
+	if s := u.sessions[id]; s != nil && sameStatusURI(s.statusURI, uri) {
 		u.log.Debug("SM context released by the SMF", "pdu_session_id", id)
 		u.forgetSession(s)
 	}
@@ -698,6 +698,19 @@ const (
 	smContextStatusPath = sbi.CallbackSMContextStatus
 	deregNotifyPath     = sbi.CallbackDeregistration
 )
+
+// sameStatusURI reports whether a notification's uri names the context
+// whose smContextStatusUri was given: by the path from the callback prefix
+// on, which the creation number makes unique. The apiRoot before it does
+// not take part: the HTTP binding hands the AMF the request's path only,
+// and a peer may write the authority differently (a name for an address).
+// Without this the notification of a released context went unheard and
+// the AMF released the context again at deregistration (404 at the SMF).
+func sameStatusURI(given, uri string) bool {
+	_, g, ok1 := strings.Cut(given, smContextStatusPath)
+	_, n, ok2 := strings.Cut(uri, smContextStatusPath)
+	return ok1 && ok2 && g == n
+}
 
 // parseStatusURI reads the UE and PDU session ID from a URI made by
 // smContextStatusURI.

@@ -77,6 +77,9 @@ type fakeSMF struct {
 	ctxs    map[string]*smContext
 	calls   []smfCall
 	cbErrs  []error
+	// staleReleases counts ReleaseSMContext calls for a context the SMF
+	// no longer has (404): released already, and said so.
+	staleReleases int
 
 	wg sync.WaitGroup // async callbacks
 }
@@ -341,6 +344,9 @@ func (f *fakeSMF) ReleaseSMContext(ctx context.Context, ref string, req *sbi.SMC
 	f.mu.Lock()
 	c := f.ctxs[ref]
 	delete(f.ctxs, ref)
+	if c == nil {
+		f.staleReleases++
+	}
 	f.mu.Unlock()
 	if c == nil {
 		return sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "%s", ref)
