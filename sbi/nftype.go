@@ -65,6 +65,15 @@ const (
 	OpUDRQueryAmData           Operation = "Nudr_DataRepository_Query_AmData"
 	OpUDRQuerySmData           Operation = "Nudr_DataRepository_Query_SmData"
 	OpUDRQuerySmfSelectData    Operation = "Nudr_DataRepository_Query_SmfSelectData"
+	// What a UDM that is not tern's uses besides (TS 29.505 §5.2):
+	// authentication-subscription's PATCH, authentication-status and the
+	// amf-3gpp-access context data.
+	OpUDRModifyAuthSubscription = Operation("Nudr_DataRepository_Update_AuthenticationSubscription")
+	OpUDRCreateAuthStatus       = Operation("Nudr_DataRepository_Create_AuthenticationStatus")
+	OpUDRQueryAuthStatus        = Operation("Nudr_DataRepository_Query_AuthenticationStatus")
+	OpUDRQueryAmfContext3gpp    = Operation("Nudr_DataRepository_Query_AmfContext3gpp")
+	OpUDRCreateAmfContext3gpp   = Operation("Nudr_DataRepository_Create_AmfContext3gpp")
+	OpUDRModifyAmfContext3gpp   = Operation("Nudr_DataRepository_Update_AmfContext3gpp")
 )
 
 // Operations of the SMF, AMF and PCF services and the callbacks between NFs.

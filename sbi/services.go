@@ -177,8 +177,14 @@ type DataRepository interface {
 	// EncPermanentKey (K), EncOpcKey (OPc) and AuthenticationManagementField
 	// are hex, unencrypted (tern keeps no transport key). The TS 29.505 model
 	// has no OP field, so for a subscriber provisioned with OP the UDR
-	// derives OPc (TS 35.206 §4.1) before answering. SequenceNumber.Sqn is
-	// the current SQN_HE. Errors: CauseUserNotFound.
+	// derives OPc (TS 35.206 §4.1) before answering.
+	//
+	// SequenceNumber.Sqn is an SQN handed out to this read: SQN_HE
+	// advanced atomically, as by AllocateSQN, so that the reader may put it
+	// in an authentication vector as it is. UDMs that are not tern's (free5GC,
+	// Open5GS) do exactly that with the SQN they read; were it SQN_HE as
+	// stored, two reads would give two UDMs the same SQN. Errors:
+	// CauseUserNotFound.
 	QueryAuthenticationSubscription(ctx context.Context, supi string) (*models.Udr_DR_AuthenticationSubscription, error)
 
 	// AllocateSQN atomically advances the subscriber's SQN_HE to the SQN of
@@ -203,4 +209,44 @@ type DataRepository interface {
 	// subscription-data/{ueId}/{servingPlmnId}/provisioned-data/smf-selection-subscription-data.
 	// Errors: CauseUserNotFound.
 	QuerySmfSelectData(ctx context.Context, supi string, plmn identity.PLMN) (*models.Udr_DR_SmfSelectionSubscriptionData, error)
+}
+
+// AuthenticationDataRepository is the rest of the authentication data of
+// Nudr_DataRepository that a UDM other than tern's uses (TS 29.505:
+// ModifyAuthenticationSubscription, CreateAuthenticationStatus,
+// QueryAuthenticationStatus), served by the UDR.
+type AuthenticationDataRepository interface {
+	// ModifyAuthenticationSubscription applies a JSON Patch (RFC 6902) to
+	// authentication-subscription: the UDM writing back sequenceNumber
+	// (its sqn, as an object at /sequenceNumber or a string at
+	// /sequenceNumber/sqn). SQN_HE only moves forward: a value at or below
+	// what was handed out already changes nothing (TS 33.102 Annex C). Any
+	// other member is the provisioning's. Errors: CauseUserNotFound,
+	// CauseInvalidMsgFormat (a patch that does not apply),
+	// CauseMandatoryIEIncorrect (an sqn that is not 12 hex digits),
+	// CauseModificationNotAllowed (another member).
+	ModifyAuthenticationSubscription(ctx context.Context, supi string, patch []models.PatchItem) error
+	// CreateAuthenticationStatus stores the result of the UE's last
+	// authentication (authentication-status, the AuthEvent the UDM got
+	// from the AUSF). Errors: CauseUserNotFound, CauseMandatoryIEMissing.
+	CreateAuthenticationStatus(ctx context.Context, supi string, ev *models.Udm_UEAU_AuthEvent) error
+	// QueryAuthenticationStatus returns it. Errors: CauseUserNotFound,
+	// CauseDataNotFound.
+	QueryAuthenticationStatus(ctx context.Context, supi string) (*models.Udm_UEAU_AuthEvent, error)
+}
+
+// ContextDataRepository is the UE context data of Nudr_DataRepository
+// for 3GPP access (TS 29.505 context-data/amf-3gpp-access:
+// CreateAmfContext3gpp, AmfContext3gpp, QueryAmfContext3gpp): the serving
+// AMF's registration, which a UDM other than tern's keeps in the UDR,
+// served by the UDR.
+type ContextDataRepository interface {
+	// CreateAmfContext3gpp stores reg, replacing any; created says there
+	// was none. Errors: CauseUserNotFound, CauseMandatoryIEMissing.
+	CreateAmfContext3gpp(ctx context.Context, supi string, reg *models.Udr_DR_Amf3GppAccessRegistration) (created bool, err error)
+	// ModifyAmfContext3gpp applies a JSON Patch (RFC 6902) to it. Errors:
+	// CauseDataNotFound, CauseInvalidMsgFormat, CauseMandatoryIEIncorrect.
+	ModifyAmfContext3gpp(ctx context.Context, supi string, patch []models.PatchItem) error
+	// QueryAmfContext3gpp returns it. Errors: CauseDataNotFound.
+	QueryAmfContext3gpp(ctx context.Context, supi string) (*models.Udr_DR_Amf3GppAccessRegistration, error)
 }

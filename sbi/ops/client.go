@@ -26,25 +26,27 @@ func NewClient(c Caller, nfInstanceID string) *Client {
 }
 
 var (
-	_ sbi.UEAuthentication            = (*Client)(nil)
-	_ sbi.UDMUEAuthentication         = (*Client)(nil)
-	_ sbi.SubscriberDataManagement    = (*Client)(nil)
-	_ sbi.UEContextManagement         = (*Client)(nil)
-	_ sbi.UECMNotifier                = (*Client)(nil)
-	_ sbi.SDMNotifier                 = (*Client)(nil)
-	_ sbi.NetworkSliceSelection       = (*Client)(nil)
-	_ sbi.NFManagement                = (*Client)(nil)
-	_ sbi.NFDiscovery                 = (*Client)(nil)
-	_ sbi.NFStatusNotifier            = (*Client)(nil)
-	_ sbi.AccessTokenService          = (*Client)(nil)
-	_ sbi.DataChangeNotifier          = (*Client)(nil)
-	_ sbi.DataRepository              = (*Client)(nil)
-	_ sbi.PDUSession                  = (*Client)(nil)
-	_ sbi.SMContextStatusNotifier     = (*Client)(nil)
-	_ sbi.Communication               = (*Client)(nil)
-	_ sbi.N1N2TransferFailureNotifier = (*Client)(nil)
-	_ sbi.SMPolicyControl             = (*Client)(nil)
-	_ sbi.SMPolicyNotifier            = (*Client)(nil)
+	_ sbi.UEAuthentication             = (*Client)(nil)
+	_ sbi.UDMUEAuthentication          = (*Client)(nil)
+	_ sbi.SubscriberDataManagement     = (*Client)(nil)
+	_ sbi.UEContextManagement          = (*Client)(nil)
+	_ sbi.UECMNotifier                 = (*Client)(nil)
+	_ sbi.SDMNotifier                  = (*Client)(nil)
+	_ sbi.NetworkSliceSelection        = (*Client)(nil)
+	_ sbi.NFManagement                 = (*Client)(nil)
+	_ sbi.NFDiscovery                  = (*Client)(nil)
+	_ sbi.NFStatusNotifier             = (*Client)(nil)
+	_ sbi.AccessTokenService           = (*Client)(nil)
+	_ sbi.DataChangeNotifier           = (*Client)(nil)
+	_ sbi.DataRepository               = (*Client)(nil)
+	_ sbi.PDUSession                   = (*Client)(nil)
+	_ sbi.SMContextStatusNotifier      = (*Client)(nil)
+	_ sbi.Communication                = (*Client)(nil)
+	_ sbi.N1N2TransferFailureNotifier  = (*Client)(nil)
+	_ sbi.SMPolicyControl              = (*Client)(nil)
+	_ sbi.SMPolicyNotifier             = (*Client)(nil)
+	_ sbi.AuthenticationDataRepository = (*Client)(nil)
+	_ sbi.ContextDataRepository        = (*Client)(nil)
 )
 
 func (c *Client) Authenticate(ctx context.Context, req *models.Ausf_UEAU_AuthenticationInfo) (string, *models.Ausf_UEAU_UEAuthenticationCtx, error) {
@@ -268,4 +270,42 @@ func (c *Client) SMPolicyTerminateNotify(ctx context.Context, uri string, n *mod
 func (c *Client) DataChanged(ctx context.Context, n *models.Udr_DR_DataChangeNotify) error {
 	_, err := call[DataChangedRequest, Empty](ctx, c.c, UDRDataChangeNotify, &DataChangedRequest{Notification: n})
 	return err
+}
+
+func (c *Client) ModifyAuthenticationSubscription(ctx context.Context, supi string, patch []models.PatchItem) error {
+	patch, err := jsonValues(patch)
+	if err != nil {
+		return err
+	}
+	_, err = call[PatchRequest, Empty](ctx, c.c, UDRModifyAuthSubscription, &PatchRequest{Supi: supi, Patch: patch})
+	return err
+}
+
+func (c *Client) CreateAuthenticationStatus(ctx context.Context, supi string, ev *models.Udm_UEAU_AuthEvent) error {
+	_, err := call[AuthStatusRequest, Empty](ctx, c.c, UDRCreateAuthStatus, &AuthStatusRequest{Supi: supi, Event: ev})
+	return err
+}
+
+func (c *Client) QueryAuthenticationStatus(ctx context.Context, supi string) (*models.Udm_UEAU_AuthEvent, error) {
+	rs, err := call[UEIDRequest, AuthStatusResponse](ctx, c.c, UDRQueryAuthStatus, &UEIDRequest{Supi: supi})
+	return rs.Event, err
+}
+
+func (c *Client) CreateAmfContext3gpp(ctx context.Context, supi string, reg *models.Udr_DR_Amf3GppAccessRegistration) (bool, error) {
+	rs, err := call[AmfContext3gppRequest, AmfContext3gppCreated](ctx, c.c, UDRCreateAmfContext3gpp, &AmfContext3gppRequest{Supi: supi, Registration: reg})
+	return rs.Created, err
+}
+
+func (c *Client) ModifyAmfContext3gpp(ctx context.Context, supi string, patch []models.PatchItem) error {
+	patch, err := jsonValues(patch)
+	if err != nil {
+		return err
+	}
+	_, err = call[PatchRequest, Empty](ctx, c.c, UDRModifyAmfContext3gpp, &PatchRequest{Supi: supi, Patch: patch})
+	return err
+}
+
+func (c *Client) QueryAmfContext3gpp(ctx context.Context, supi string) (*models.Udr_DR_Amf3GppAccessRegistration, error) {
+	rs, err := call[UEIDRequest, AmfContext3gppResponse](ctx, c.c, UDRQueryAmfContext3gpp, &UEIDRequest{Supi: supi})
+	return rs.Registration, err
 }

@@ -631,6 +631,69 @@ type DataChangedRequest struct {
 	Notification *models.Udr_DR_DataChangeNotify `sbi:"body"`
 }
 
+// The rest of Nudr_DataRepository (TS 29.505) a UDM other than tern's
+// uses.
+
+// PatchRequest is a JSON Patch (RFC 6902) of a UE's resource.
+type PatchRequest struct {
+	Supi  string             `sbi:"path=ueId"`
+	Patch []models.PatchItem `sbi:"body"`
+}
+
+type AuthStatusRequest struct {
+	Supi  string                     `sbi:"path=ueId"`
+	Event *models.Udm_UEAU_AuthEvent `sbi:"body"`
+}
+
+type AuthStatusResponse struct {
+	Event *models.Udm_UEAU_AuthEvent `sbi:"body"`
+}
+
+type AmfContext3gppRequest struct {
+	Supi         string                                   `sbi:"path=ueId"`
+	Registration *models.Udr_DR_Amf3GppAccessRegistration `sbi:"body"`
+}
+
+type AmfContext3gppResponse struct {
+	Registration *models.Udr_DR_Amf3GppAccessRegistration `sbi:"body"`
+}
+
+// AmfContext3gppCreated answers the PUT of amf-3gpp-access.
+type AmfContext3gppCreated struct {
+	Registration *models.Udr_DR_Amf3GppAccessRegistration `sbi:"body"`
+	Created      bool                                     `sbi:"created"`
+}
+
+// SuccessStatus is 201 with the resource when the PUT created it, 204 when
+// it replaced one (TS 29.505 CreateAmfContext3gpp).
+func (r *AmfContext3gppCreated) SuccessStatus() int {
+	if r.Created {
+		return http.StatusCreated
+	}
+	return http.StatusNoContent
+}
+
+// jsonValues gives each operation of patch its value as encoding/json
+// decodes it into an any (a map for a struct): what the producer gets over
+// HTTP, and what the shared-memory binding can carry.
+func jsonValues(patch []models.PatchItem) ([]models.PatchItem, error) {
+	out := make([]models.PatchItem, len(patch))
+	for i, it := range patch {
+		out[i] = it
+		if it.Value == nil {
+			continue
+		}
+		b, err := json.Marshal(it.Value)
+		if err != nil {
+			return nil, fmt.Errorf("ops: patch operation %d: %w", i, err)
+		}
+		if err := json.Unmarshal(b, &out[i].Value); err != nil {
+			return nil, fmt.Errorf("ops: patch operation %d: %w", i, err)
+		}
+	}
+	return out, nil
+}
+
 func setJSON(q url.Values, name string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {

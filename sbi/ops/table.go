@@ -383,6 +383,51 @@ var UDRDataChangeNotify = define(Op{ID: 40, Name: sbi.OpUDRDataChangeNotify, Ope
 		return p.DataChanged(ctx, rq.Notification)
 	})
 
+// The rest of Nudr_DataRepository that a standard UDM (free5GC's,
+// Open5GS's) calls (TS 29.505), which tern's UDM does not: it writes no
+// SQN back (UDRAllocateSQN and QueryAuthenticationSubscription hand SQNs
+// out), and keeps its own registrations and authentication results.
+var (
+	UDRModifyAuthSubscription = define(Op{ID: 41, Name: sbi.OpUDRModifyAuthSubscription, OperationID: "ModifyAuthenticationSubscription",
+		Method: http.MethodPatch, Path: "/nudr-dr/v2/subscription-data/{ueId}/authentication-data/authentication-subscription", Status: http.StatusNoContent,
+		RequestMedia: "application/json-patch+json"},
+		func(ctx context.Context, p sbi.AuthenticationDataRepository, rq *PatchRequest, _ *Empty) error {
+			return p.ModifyAuthenticationSubscription(ctx, rq.Supi, rq.Patch)
+		})
+	UDRCreateAuthStatus = define(Op{ID: 42, Name: sbi.OpUDRCreateAuthStatus, OperationID: "CreateAuthenticationStatus",
+		Method: http.MethodPut, Path: "/nudr-dr/v2/subscription-data/{ueId}/authentication-data/authentication-status", Status: http.StatusNoContent},
+		func(ctx context.Context, p sbi.AuthenticationDataRepository, rq *AuthStatusRequest, _ *Empty) error {
+			return p.CreateAuthenticationStatus(ctx, rq.Supi, rq.Event)
+		})
+	UDRQueryAuthStatus = define(Op{ID: 43, Name: sbi.OpUDRQueryAuthStatus, OperationID: "QueryAuthenticationStatus",
+		Method: http.MethodGet, Path: "/nudr-dr/v2/subscription-data/{ueId}/authentication-data/authentication-status", Status: http.StatusOK},
+		func(ctx context.Context, p sbi.AuthenticationDataRepository, rq *UEIDRequest, rs *AuthStatusResponse) (err error) {
+			rs.Event, err = p.QueryAuthenticationStatus(ctx, rq.Supi)
+			return err
+		})
+	UDRQueryAmfContext3gpp = define(Op{ID: 44, Name: sbi.OpUDRQueryAmfContext3gpp, OperationID: "QueryAmfContext3gpp",
+		Method: http.MethodGet, Path: "/nudr-dr/v2/subscription-data/{ueId}/context-data/amf-3gpp-access", Status: http.StatusOK},
+		func(ctx context.Context, p sbi.ContextDataRepository, rq *UEIDRequest, rs *AmfContext3gppResponse) (err error) {
+			rs.Registration, err = p.QueryAmfContext3gpp(ctx, rq.Supi)
+			return err
+		})
+	UDRCreateAmfContext3gpp = define(Op{ID: 45, Name: sbi.OpUDRCreateAmfContext3gpp, OperationID: "CreateAmfContext3gpp",
+		Method: http.MethodPut, Path: "/nudr-dr/v2/subscription-data/{ueId}/context-data/amf-3gpp-access", Status: http.StatusCreated, LocationSelf: true},
+		func(ctx context.Context, p sbi.ContextDataRepository, rq *AmfContext3gppRequest, rs *AmfContext3gppCreated) (err error) {
+			rs.Created, err = p.CreateAmfContext3gpp(ctx, rq.Supi, rq.Registration)
+			if rs.Created {
+				rs.Registration = rq.Registration // the created resource
+			}
+			return err
+		})
+	UDRModifyAmfContext3gpp = define(Op{ID: 46, Name: sbi.OpUDRModifyAmfContext3gpp, OperationID: "AmfContext3gpp",
+		Method: http.MethodPatch, Path: "/nudr-dr/v2/subscription-data/{ueId}/context-data/amf-3gpp-access", Status: http.StatusNoContent,
+		RequestMedia: "application/json-patch+json"},
+		func(ctx context.Context, p sbi.ContextDataRepository, rq *PatchRequest, _ *Empty) error {
+			return p.ModifyAmfContext3gpp(ctx, rq.Supi, rq.Patch)
+		})
+)
+
 // All lists every operation; All[i].ID == i+1.
 var All = []*Op{
 	AUSFAuthenticate, AUSFConfirm5gAka,
@@ -399,6 +444,8 @@ var All = []*Op{
 	PCFTerminateNotify,
 	NRFHeartbeat, NRFGetProfile, NRFSubscribe, NRFUnsubscribe, NRFStatusNotify, NRFAccessToken,
 	UDRDataChangeNotify,
+	UDRModifyAuthSubscription, UDRCreateAuthStatus, UDRQueryAuthStatus,
+	UDRQueryAmfContext3gpp, UDRCreateAmfContext3gpp, UDRModifyAmfContext3gpp,
 }
 
 // ByID returns the operation with id, or nil.

@@ -61,6 +61,8 @@ func sbiValues() []any {
 		new(models.Udr_DR_AccessAndMobilitySubscriptionData),
 		new(models.Udr_DR_SmSubsData),
 		new(models.Udr_DR_SmfSelectionSubscriptionData),
+		new([]models.PatchItem),
+		new(models.Udr_DR_Amf3GppAccessRegistration),
 		// Nsmf_PDUSession
 		new(sbi.SMContextCreate),
 		new(sbi.SMContextCreated),
@@ -83,6 +85,7 @@ func sbiValues() []any {
 		new(sbi.ProblemDetails),
 		new(string),
 		new(int32),
+		new(bool),
 	}
 }
 

@@ -375,6 +375,67 @@ func (p *Producer) DataChanged(ctx context.Context, n *models.Udr_DR_DataChangeN
 	return nil
 }
 
+func (p *Producer) ModifyAuthenticationSubscription(ctx context.Context, supi string, patch []models.PatchItem) error {
+	p.record(sbi.OpUDRModifyAuthSubscription, supi, patch)
+	switch {
+	case fails(supi):
+		return notFound
+	case len(patch) > 0 && patch[0].Op == models.PatchOperation_TEST: // fails, as if the value differed
+		return sbi.NewProblem(http.StatusBadRequest, sbi.CauseInvalidMsgFormat, "JSON Patch: operation 0: testing value /sequenceNumber/sqn failed").
+			WithInvalidParam("/0", "failed operation index=0: testing value /sequenceNumber/sqn failed")
+	}
+	return nil
+}
+
+func (p *Producer) CreateAuthenticationStatus(ctx context.Context, supi string, ev *models.Udm_UEAU_AuthEvent) error {
+	p.record(sbi.OpUDRCreateAuthStatus, supi, ev)
+	if fails(supi) {
+		return notFound
+	}
+	return nil
+}
+
+func (p *Producer) QueryAuthenticationStatus(ctx context.Context, supi string) (*models.Udm_UEAU_AuthEvent, error) {
+	p.record(sbi.OpUDRQueryAuthStatus, supi)
+	if fails(supi) {
+		return nil, sbi.NewProblem(http.StatusNotFound, sbi.CauseDataNotFound, "no authentication status")
+	}
+	return AuthEvent(), nil
+}
+
+func (p *Producer) CreateAmfContext3gpp(ctx context.Context, supi string, reg *models.Udr_DR_Amf3GppAccessRegistration) (bool, error) {
+	created := p.Seen(sbi.OpUDRCreateAmfContext3gpp) == nil // the first one creates, the next replace
+	p.record(sbi.OpUDRCreateAmfContext3gpp, supi, reg)
+	if fails(supi) {
+		return false, notFound
+	}
+	return created, nil
+}
+
+func (p *Producer) ModifyAmfContext3gpp(ctx context.Context, supi string, patch []models.PatchItem) error {
+	p.record(sbi.OpUDRModifyAmfContext3gpp, supi, patch)
+	if fails(supi) {
+		return sbi.NewProblem(http.StatusNotFound, sbi.CauseDataNotFound, "no amf-3gpp-access")
+	}
+	return nil
+}
+
+func (p *Producer) QueryAmfContext3gpp(ctx context.Context, supi string) (*models.Udr_DR_Amf3GppAccessRegistration, error) {
+	p.record(sbi.OpUDRQueryAmfContext3gpp, supi)
+	if fails(supi) {
+		return nil, sbi.NewProblem(http.StatusNotFound, sbi.CauseDataNotFound, "no amf-3gpp-access")
+	}
+	r := models.Udr_DR_Amf3GppAccessRegistration(*AMFRegistration())
+	return &r, nil
+}
+
+// AuthEvent is a successful 5G AKA's result, as the AUSF reports it.
+func AuthEvent() *models.Udm_UEAU_AuthEvent {
+	stamp := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	return &models.Udm_UEAU_AuthEvent{NfInstanceId: "6f1c0b0e-0000-4000-8000-000000000003", Success: true,
+		TimeStamp: &stamp, AuthType: models.Udm_UEAU_AuthType_5_G_AKA, ServingNetworkName: "5G:mnc001.mcc001.3gppnetwork.org"}
+}
+
 // SUPI is the subscriber the suite uses.
 const SUPI = "imsi-001010000000001"
 
@@ -587,6 +648,48 @@ func Run(t *testing.T, c *ops.Client, p *Producer, callbackRoot string) {
 	check(sbi.OpUDRQuerySmData, err, SUPI, smq)
 	_, err = c.QuerySmfSelectData(ctx, SUPI, plmn)
 	check(sbi.OpUDRQuerySmfSelectData, err, SUPI, plmn)
+	// What a standard UDM uses besides: free5GC writes the SQN back as
+	// an object, Open5GS as a string at /sequenceNumber/sqn.
+	sqnPatch := []models.PatchItem{{Op: models.PatchOperation_REPLACE, Path: "/sequenceNumber", Value: map[string]any{"sqn": "000000000022"}},
+		{Op: models.PatchOperation_REPLACE, Path: "/sequenceNumber/sqn", Value: "000000000023"}}
+	check(sbi.OpUDRModifyAuthSubscription, c.ModifyAuthenticationSubscription(ctx, SUPI, sqnPatch), SUPI, sqnPatch)
+	// A Go value in a patch arrives as JSON would carry it, whatever the
+	// binding.
+	err = c.ModifyAuthenticationSubscription(ctx, SUPI, []models.PatchItem{{Op: models.PatchOperation_REPLACE, Path: "/sequenceNumber",
+		Value: models.Udr_DR_SequenceNumber{Sqn: "000000000022"}}})
+	check(sbi.OpUDRModifyAuthSubscription, err, SUPI, sqnPatch[:1])
+	err = c.ModifyAuthenticationSubscription(ctx, SUPI, []models.PatchItem{{Op: models.PatchOperation_TEST, Path: "/sequenceNumber/sqn", Value: "ffffffffffff"}})
+	wantProblem(sbi.OpUDRModifyAuthSubscription, err, 400, sbi.CauseInvalidMsgFormat)
+	// The parameter at fault travels with the problem (TS 29.571
+	// invalidParams).
+	var pd *sbi.ProblemDetails
+	if !errors.As(err, &pd) || len(pd.InvalidParams) != 1 || pd.InvalidParams[0].Param != "/0" || pd.InvalidParams[0].Reason == "" {
+		t.Errorf("%s: invalidParams of %#v, want /0 named", sbi.OpUDRModifyAuthSubscription, err)
+	}
+	wantProblem(sbi.OpUDRModifyAuthSubscription, c.ModifyAuthenticationSubscription(ctx, FailSUPI, sqnPatch), 404, sbi.CauseUserNotFound)
+	check(sbi.OpUDRCreateAuthStatus, c.CreateAuthenticationStatus(ctx, SUPI, AuthEvent()), SUPI, AuthEvent())
+	wantProblem(sbi.OpUDRCreateAuthStatus, c.CreateAuthenticationStatus(ctx, FailSUPI, AuthEvent()), 404, sbi.CauseUserNotFound)
+	aev, err := c.QueryAuthenticationStatus(ctx, SUPI)
+	check(sbi.OpUDRQueryAuthStatus, err, SUPI)
+	same(sbi.OpUDRQueryAuthStatus, aev, AuthEvent())
+	_, err = c.QueryAuthenticationStatus(ctx, FailSUPI)
+	wantProblem(sbi.OpUDRQueryAuthStatus, err, 404, sbi.CauseDataNotFound)
+	dreg := models.Udr_DR_Amf3GppAccessRegistration(*AMFRegistration())
+	isNew, err = c.CreateAmfContext3gpp(ctx, SUPI, &dreg)
+	check(sbi.OpUDRCreateAmfContext3gpp, err, SUPI, &dreg)
+	if !isNew {
+		t.Errorf("%s: the first PUT did not create", sbi.OpUDRCreateAmfContext3gpp)
+	}
+	if created, err := c.CreateAmfContext3gpp(ctx, SUPI, &dreg); err != nil || created {
+		t.Errorf("%s: the second PUT: created %v, %v; want a replacement", sbi.OpUDRCreateAmfContext3gpp, created, err)
+	}
+	ctxPatch := []models.PatchItem{{Op: models.PatchOperation_REPLACE, Path: "/pei", Value: "imeisv-4370816125816151"},
+		{Op: models.PatchOperation_ADD, Path: "/purgeFlag", Value: true}}
+	check(sbi.OpUDRModifyAmfContext3gpp, c.ModifyAmfContext3gpp(ctx, SUPI, ctxPatch), SUPI, ctxPatch)
+	wantProblem(sbi.OpUDRModifyAmfContext3gpp, c.ModifyAmfContext3gpp(ctx, FailSUPI, ctxPatch), 404, sbi.CauseDataNotFound)
+	gotCtx, err := c.QueryAmfContext3gpp(ctx, SUPI)
+	check(sbi.OpUDRQueryAmfContext3gpp, err, SUPI)
+	same(sbi.OpUDRQueryAmfContext3gpp, gotCtx, &dreg)
 
 	// Nsmf_PDUSession.
 	sn := sbi.SNSSAIToModel(slice)
