@@ -181,9 +181,12 @@ func (u *UDM) GenerateAuthData(ctx context.Context, supiOrSuci string, req *mode
 		return nil, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "%s: authentication subscription: %v", supi, err)
 	}
 
-	// TS 33.102 §6.3.5, TS 33.501 §6.1.3.3.2: verify AUTS, then let the
-	// UDR raise SQN_HE to SQN_MS before allocating the next SQN.
-	sqnMS := ""
+	// The read handed out an SQN for this vector (see
+	// sbi.DataRepository.QueryAuthenticationSubscription). TS 33.102
+	// §6.3.5, TS 33.501 §6.1.3.3.2: after a synchronisation failure,
+	// verify AUTS, then let the UDR raise SQN_HE to SQN_MS and allocate
+	// the next SQN; the one read is then skipped.
+	seq := sub.SequenceNumber
 	if ri := req.ResynchronizationInfo; ri != nil {
 		rnd, err := decodeHex("rand", ri.Rand, milenage.KeyLen)
 		if err != nil {
@@ -198,12 +201,13 @@ func (u *UDM) GenerateAuthData(ctx context.Context, supiOrSuci string, req *mode
 			log.Warn("resynchronisation rejected", "err", err)
 			return nil, sbi.NewProblem(http.StatusForbidden, sbi.CauseAuthenticationRejected, "%s: AUTS: %v", supi, err)
 		}
-		sqnMS = fmt.Sprintf("%012x", ms)
 		log.Info("resynchronising SQN", "sqnMS", ms)
+		if seq, err = u.udr.AllocateSQN(ctx, supi, fmt.Sprintf("%012x", ms)); err != nil {
+			return nil, u.fromUDR("SQN allocation", supi, err)
+		}
 	}
-	seq, err := u.udr.AllocateSQN(ctx, supi, sqnMS)
-	if err != nil {
-		return nil, u.fromUDR("SQN allocation", supi, err)
+	if seq == nil {
+		return nil, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "%s: the authentication subscription has no sequenceNumber", supi)
 	}
 	sqn, err := decodeHex("sequenceNumber.sqn", seq.Sqn, milenage.SQNLen)
 	if err != nil {

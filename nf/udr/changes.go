@@ -65,6 +65,9 @@ func (u *UDR) Follow(ctx context.Context, feed ChangeFeed, interval time.Duratio
 			u.following.Store(true)
 			for _, c := range cs {
 				u.cache.Delete(c.SUPI) // before the notification: see UDR
+				if c.Deleted {
+					u.ueData.forget(c.SUPI)
+				}
 				notify(c.SUPI, c.Deleted)
 				last = c.Seq
 			}

@@ -5,10 +5,14 @@ package udr
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"reflect"
+	"slices"
 	"strconv"
 	"sync/atomic"
 
@@ -17,6 +21,7 @@ import (
 	"github.com/tern5g/tern/identity"
 	"github.com/tern5g/tern/internal/shardmap"
 	"github.com/tern5g/tern/sbi"
+	"github.com/tern5g/tern/sbi/jsonpatch"
 	"github.com/tern5g/tern/security/milenage"
 	"github.com/tern5g/tern/store"
 )
@@ -90,6 +95,8 @@ type UDR struct {
 
 	following atomic.Bool // Follow is reading the change feed: the cache is coherent
 	cache     *shardmap.Map[string, *cachedSub]
+
+	ueData ueData // authentication-status and amf-3gpp-access (uedata.go)
 }
 
 // cachedSub is a subscriber record as read from the store.
@@ -97,7 +104,11 @@ type cachedSub struct {
 	sub store.Subscriber
 }
 
-var _ sbi.DataRepository = (*UDR)(nil)
+var (
+	_ sbi.DataRepository               = (*UDR)(nil)
+	_ sbi.AuthenticationDataRepository = (*UDR)(nil)
+	_ sbi.ContextDataRepository        = (*UDR)(nil)
+)
 
 // New returns a UDR over st.
 func New(cfg Config, st SubscriberStore, logger *slog.Logger) (*UDR, error) {
@@ -124,7 +135,7 @@ func New(cfg Config, st SubscriberStore, logger *slog.Logger) (*UDR, error) {
 		return nil, fmt.Errorf("udr: reserving SQNs: %w", err)
 	}
 	return &UDR{store: st, indLength: ind, headroom: headroom, log: logger.With("nf", "udr"),
-		cache: shardmap.New[string, *cachedSub](shardmap.HashString)}, nil
+		cache: shardmap.New[string, *cachedSub](shardmap.HashString), ueData: newUEData()}, nil
 }
 
 func (u *UDR) get(supi string) (store.Subscriber, error) {
@@ -154,28 +165,48 @@ func (u *UDR) subscription(supi string) (store.Subscriber, error) {
 	return u.get(supi)
 }
 
-// QueryAuthenticationSubscription implements sbi.DataRepository.
+// QueryAuthenticationSubscription implements sbi.DataRepository: the
+// subscription with, as sequenceNumber, an SQN allocated to this read (see
+// AllocateSQN), which the reader may use in an authentication vector as
+// it is: a UDM that is not tern's (free5GC, Open5GS) reads the SQN and
+// puts it in the vector it computes, so the read must be what hands it
+// out, or two reads, or a read beside tern's own UDM, would issue the same
+// SQN twice (TS 33.102 Annex C.1.1: a fresh SQN per vector). A read whose
+// SQN is not used leaves a gap, which the USIM accepts (Annex C.2.1).
+//
+// Departure from HTTP's safe GET (RFC 9110 §9.2.1): the read changes
+// SQN_HE. Nothing else a read returns changes with it, and tern's own UDM
+// uses this SQN too, so that it costs no extra SQN.
 func (u *UDR) QueryAuthenticationSubscription(ctx context.Context, supi string) (*models.Udr_DR_AuthenticationSubscription, error) {
 	sub, err := u.get(supi)
 	if err != nil {
 		return nil, err
 	}
+	sqn, err := u.allocate(supi, "")
+	if err != nil {
+		return nil, err
+	}
+	return u.authSubscription(sub, sqn)
+}
+
+// authSubscription is sub's TS 29.505 AuthenticationSubscription with sqn
+// as its sequenceNumber.
+func (u *UDR) authSubscription(sub store.Subscriber, sqn uint64) (*models.Udr_DR_AuthenticationSubscription, error) {
 	opc := []byte(sub.OP)
 	if sub.OPType == store.OPTypeOP {
 		// The TS 29.505 model carries only OPc (encOpcKey): derive it here.
+		var err error
 		if opc, err = milenage.OPc(sub.K, sub.OP); err != nil {
-			return nil, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "%s: deriving OPc: %v", supi, err)
+			return nil, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "%s: deriving OPc: %v", sub.SUPI, err)
 		}
 	}
-	// sequenceNumber is SQN_HE; what the store keeps durable is a
-	// reservation at or above it (see AllocateSQN).
 	return &models.Udr_DR_AuthenticationSubscription{
 		AuthenticationMethod:          models.Udr_DR_AuthMethod_5_G_AKA,
 		EncPermanentKey:               hex.EncodeToString(sub.K),
 		EncOpcKey:                     hex.EncodeToString(opc),
 		AuthenticationManagementField: hex.EncodeToString(sub.AMF),
 		AlgorithmId:                   "milenage",
-		SequenceNumber:                u.sqnModel(sub.SQN),
+		SequenceNumber:                u.sqnModel(sqn),
 		Supi:                          sub.SUPI,
 	}, nil
 }
@@ -209,12 +240,22 @@ func NextSQN(cur uint64, indLength int) uint64 {
 // resumes at the reservation. SQNs then jump forward, which the USIM
 // accepts (TS 33.102 Annex C.2.1, C.3), and none is reused.
 func (u *UDR) AllocateSQN(ctx context.Context, supi string, sqnMS string) (*models.Udr_DR_SequenceNumber, error) {
+	sqn, err := u.allocate(supi, sqnMS)
+	if err != nil {
+		return nil, err
+	}
+	return u.sqnModel(sqn), nil
+}
+
+// allocate advances supi's SQN_HE to the next SQN and returns it, first
+// raising SQN_HE to sqnMS (12 hex digits) when that is given and higher.
+func (u *UDR) allocate(supi string, sqnMS string) (uint64, error) {
 	var ms uint64
 	resync := sqnMS != ""
 	if resync {
-		v, err := strconv.ParseUint(sqnMS, 16, 64)
-		if err != nil || len(sqnMS) != 12 {
-			return nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "sqnMS %q is not 12 hex digits", sqnMS)
+		v, err := parseSQN(sqnMS)
+		if err != nil {
+			return 0, sbi.IncorrectIE("/sqn", "sqnMS %q: %v", sqnMS, err)
 		}
 		ms = v
 	}
@@ -229,12 +270,118 @@ func (u *UDR) AllocateSQN(ctx context.Context, supi string, sqnMS string) (*mode
 		return NextSQN(cur, u.indLength), nil
 	})
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, sbi.NewProblem(http.StatusNotFound, sbi.CauseUserNotFound, "%s", supi)
+		return 0, sbi.NewProblem(http.StatusNotFound, sbi.CauseUserNotFound, "%s", supi)
 	}
 	if err != nil {
-		return nil, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "%s: updating SQN: %v", supi, err)
+		return 0, sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "%s: updating SQN: %v", supi, err)
 	}
-	return u.sqnModel(sqn), nil
+	return sqn, nil
+}
+
+// ModifyAuthenticationSubscription implements
+// sbi.AuthenticationDataRepository: the JSON Patch (RFC 6902) of
+// authentication-subscription (TS 29.505 ModifyAuthenticationSubscription)
+// with which a UDM that is not tern's writes the SQN back, after the read
+// that handed the SQN out (QueryAuthenticationSubscription). free5GC
+// replaces /sequenceNumber with an object holding sqn, Open5GS
+// /sequenceNumber/sqn with a string. The patch applies to the resource as
+// it is stored (sequenceNumber: SQN_HE).
+//
+// SQN_HE only moves forward: it becomes the higher of itself and the
+// patched sqn, so that no SQN at or below the patched one is handed out
+// again. A value at or below what was handed out already (a UDM patching
+// SQN+1 after another read or tern's UDM took SQNs beyond it; a
+// resynchronisation to an SQN_MS under SQN_HE) changes nothing and is no
+// error: going back would issue again SQNs that USIMs may have seen, and
+// TS 33.102 Annex C.1.1-C.2.1 asks for fresh SQNs, accepting any gap
+// within Δ. A value past the durable reservation is reserved durably before
+// the answer (store.Store.UpdateSQN), so a crash does not reissue it either.
+// Only the SQN is taken from sequenceNumber: sqnScheme and indLength are
+// the UDR's configuration (udr.indLength), and free5GC's object drops them.
+//
+// An SQN a UDM derives itself from AUTS (free5GC, Open5GS: SQN_MS+33) and
+// patches is its own choice: the UDR cannot keep it from reusing one, only
+// make sure that nothing it hands out afterwards is at or below it.
+//
+// Every other member is the provisioning's (`tern subscriber`): changing
+// it is 403 MODIFICATION_NOT_ALLOWED (TS 29.500 §5.2.7.2), naming it.
+func (u *UDR) ModifyAuthenticationSubscription(ctx context.Context, supi string, patch []models.PatchItem) error {
+	sub, err := u.get(supi)
+	if err != nil {
+		return err
+	}
+	cur, err := u.authSubscription(sub, sub.SQN)
+	if err != nil {
+		return err
+	}
+	doc, err := json.Marshal(cur)
+	if err != nil {
+		return fmt.Errorf("udr: %s: %w", supi, err)
+	}
+	out, err := jsonpatch.Apply(doc, patch)
+	if err != nil {
+		return patchProblem(err)
+	}
+	var before, after map[string]any
+	if err := json.Unmarshal(doc, &before); err != nil {
+		return fmt.Errorf("udr: %s: %w", supi, err)
+	}
+	if err := json.Unmarshal(out, &after); err != nil {
+		return sbi.IncorrectIE("/", "the patched resource is no JSON object: %v", err)
+	}
+	members := map[string]bool{}
+	for m := range before {
+		members[m] = true
+	}
+	for m := range after {
+		members[m] = true
+	}
+	refused := sbi.NewProblem(http.StatusForbidden, sbi.CauseModificationNotAllowed, "%s: only sequenceNumber/sqn may change", supi)
+	for _, m := range slices.Sorted(maps.Keys(members)) {
+		switch {
+		case m == "sequenceNumber" && after[m] == nil:
+			refused.WithInvalidParam("/sequenceNumber", "removed")
+		case m != "sequenceNumber" && !reflect.DeepEqual(before[m], after[m]):
+			refused.WithInvalidParam("/"+m, "provisioned, not patched")
+		}
+	}
+	if len(refused.InvalidParams) > 0 {
+		return refused
+	}
+	var res models.Udr_DR_AuthenticationSubscription
+	if err := json.Unmarshal(out, &res); err != nil || res.SequenceNumber == nil {
+		return sbi.IncorrectIE("/sequenceNumber", "not a SequenceNumber: %v", err)
+	}
+	v, err := parseSQN(res.SequenceNumber.Sqn)
+	if err != nil {
+		return sbi.IncorrectIE("/sequenceNumber/sqn", "%q: %v", res.SequenceNumber.Sqn, err)
+	}
+	n, err := u.store.UpdateSQN(supi, u.headroom, func(cur uint64) (uint64, error) { return max(cur, v), nil })
+	if errors.Is(err, store.ErrNotFound) {
+		return sbi.NewProblem(http.StatusNotFound, sbi.CauseUserNotFound, "%s", supi)
+	}
+	if err != nil {
+		return sbi.NewProblem(http.StatusInternalServerError, sbi.CauseSystemFailure, "%s: updating SQN: %v", supi, err)
+	}
+	u.log.Debug("SQN written back", "supi", supi, "patched", fmt.Sprintf("%012x", v), "sqn_he", fmt.Sprintf("%012x", n))
+	return nil
+}
+
+// patchProblem answers a JSON Patch that does not apply (an unknown op, a
+// malformed pointer, a path that is not there, a failed test): 400
+// INVALID_MSG_FORMAT (TS 29.500 §5.2.7.2), the operation named in the
+// detail.
+func patchProblem(err error) error {
+	return sbi.NewProblem(http.StatusBadRequest, sbi.CauseInvalidMsgFormat, "JSON Patch: %v", err)
+}
+
+// parseSQN reads an SQN as TS 29.505 writes it: 12 hex digits.
+func parseSQN(s string) (uint64, error) {
+	v, err := strconv.ParseUint(s, 16, 64)
+	if err != nil || len(s) != 12 {
+		return 0, errors.New("not 12 hex digits")
+	}
+	return v, nil
 }
 
 // QueryAmData implements sbi.DataRepository. tern keeps one subscription per

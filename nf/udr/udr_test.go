@@ -76,8 +76,9 @@ func TestAuthenticationSubscription(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The read hands out the SQN after SQN_HE 0: SEQ 1, IND 1.
 	if a.EncPermanentKey != "8baf473f2f8fd09487cccbd7097c6862" || a.EncOpcKey != "8e27b6af0e692e750f32667a3b14605d" ||
-		a.AuthenticationManagementField != "8000" || a.SequenceNumber.Sqn != "000000000000" {
+		a.AuthenticationManagementField != "8000" || a.SequenceNumber.Sqn != "000000000021" {
 		t.Fatalf("demo subscription = %+v", a)
 	}
 	// Provisioned with OP: the UDR answers with the derived OPc.

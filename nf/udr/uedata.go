@@ -1,0 +1,171 @@
+package udr
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/free5gc/openapi/models"
+
+	"github.com/tern5g/tern/sbi"
+	"github.com/tern5g/tern/sbi/jsonpatch"
+)
+
+// ueData is what a UDM that is not tern's keeps in the UDR about a UE
+// (TS 29.505): the result of its last authentication
+// (authentication-status) and its serving AMF's registration
+// (context-data/amf-3gpp-access). tern's UDM keeps both itself.
+//
+// Departure: the UDR keeps them in memory, not in the subscriber store; a
+// restart of the UDR forgets them, as a restart of tern's UDM forgets its
+// own copy. They are context, not subscription: the AMF registers again
+// (TS 23.502 §4.2.2.2.2) and the next authentication writes a new status.
+// A deleted subscriber's go with it (Follow).
+type ueData struct {
+	mu         sync.Mutex
+	authStatus map[string]*models.Udm_UEAU_AuthEvent
+	amf3GPP    map[string]*models.Udr_DR_Amf3GppAccessRegistration
+}
+
+func newUEData() ueData {
+	return ueData{
+		authStatus: make(map[string]*models.Udm_UEAU_AuthEvent),
+		amf3GPP:    make(map[string]*models.Udr_DR_Amf3GppAccessRegistration),
+	}
+}
+
+// forget drops what is kept about supi (its subscriber was deleted).
+func (d *ueData) forget(supi string) {
+	d.mu.Lock()
+	delete(d.authStatus, supi)
+	delete(d.amf3GPP, supi)
+	d.mu.Unlock()
+}
+
+// CreateAuthenticationStatus implements sbi.AuthenticationDataRepository
+// (TS 29.505 CreateAuthenticationStatus): ev replaces the UE's status.
+func (u *UDR) CreateAuthenticationStatus(ctx context.Context, supi string, ev *models.Udm_UEAU_AuthEvent) error {
+	if ev == nil {
+		return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "AuthEvent")
+	}
+	if _, err := u.get(supi); err != nil {
+		return err
+	}
+	c := *ev
+	u.ueData.mu.Lock()
+	u.ueData.authStatus[supi] = &c
+	u.ueData.mu.Unlock()
+	return nil
+}
+
+// QueryAuthenticationStatus implements sbi.AuthenticationDataRepository
+// (TS 29.505 QueryAuthenticationStatus).
+func (u *UDR) QueryAuthenticationStatus(ctx context.Context, supi string) (*models.Udm_UEAU_AuthEvent, error) {
+	u.ueData.mu.Lock()
+	ev := u.ueData.authStatus[supi]
+	u.ueData.mu.Unlock()
+	if ev == nil {
+		return nil, u.missing(supi, "authentication-status")
+	}
+	c := *ev
+	return &c, nil
+}
+
+// CreateAmfContext3gpp implements sbi.ContextDataRepository (TS 29.505
+// CreateAmfContext3gpp): reg replaces the UE's registration.
+func (u *UDR) CreateAmfContext3gpp(ctx context.Context, supi string, reg *models.Udr_DR_Amf3GppAccessRegistration) (bool, error) {
+	if err := checkRegistration(reg); err != nil {
+		return false, err
+	}
+	if _, err := u.get(supi); err != nil {
+		return false, err
+	}
+	c := *reg
+	u.ueData.mu.Lock()
+	_, had := u.ueData.amf3GPP[supi]
+	u.ueData.amf3GPP[supi] = &c
+	u.ueData.mu.Unlock()
+	return !had, nil
+}
+
+// ModifyAmfContext3gpp implements sbi.ContextDataRepository (TS 29.505
+// AmfContext3gpp): the JSON Patch (RFC 6902) of the registration, applied
+// whole or not at all. The result must still be a registration with its
+// mandatory members.
+func (u *UDR) ModifyAmfContext3gpp(ctx context.Context, supi string, patch []models.PatchItem) error {
+	u.ueData.mu.Lock()
+	reg := u.ueData.amf3GPP[supi]
+	if reg == nil {
+		u.ueData.mu.Unlock()
+		return u.missing(supi, "amf-3gpp-access")
+	}
+	defer u.ueData.mu.Unlock()
+	doc, err := json.Marshal(reg)
+	if err != nil {
+		return fmt.Errorf("udr: %s: %w", supi, err)
+	}
+	out, err := jsonpatch.Apply(doc, patch)
+	if err != nil {
+		return patchProblem(err)
+	}
+	var res models.Udr_DR_Amf3GppAccessRegistration
+	if err := json.Unmarshal(out, &res); err != nil {
+		return sbi.IncorrectIE("/", "the patched registration: %v", err)
+	}
+	if err := checkRegistration(&res); err != nil {
+		return err
+	}
+	u.ueData.amf3GPP[supi] = &res
+	return nil
+}
+
+// QueryAmfContext3gpp implements sbi.ContextDataRepository (TS 29.505
+// QueryAmfContext3gpp).
+func (u *UDR) QueryAmfContext3gpp(ctx context.Context, supi string) (*models.Udr_DR_Amf3GppAccessRegistration, error) {
+	u.ueData.mu.Lock()
+	reg := u.ueData.amf3GPP[supi]
+	u.ueData.mu.Unlock()
+	if reg == nil {
+		return nil, u.missing(supi, "amf-3gpp-access")
+	}
+	c := *reg
+	return &c, nil
+}
+
+// checkRegistration: TS 29.503 Amf3GppAccessRegistration's mandatory
+// members, amfInstanceId, deregCallbackUri, guami and ratType.
+func checkRegistration(reg *models.Udr_DR_Amf3GppAccessRegistration) error {
+	if reg == nil {
+		reg = &models.Udr_DR_Amf3GppAccessRegistration{}
+	}
+	var missing []string
+	for _, m := range []struct {
+		pointer string
+		present bool
+	}{
+		{"/amfInstanceId", reg.AmfInstanceId != ""},
+		{"/deregCallbackUri", reg.DeregCallbackUri != ""},
+		{"/guami", reg.Guami != nil},
+		{"/ratType", reg.RatType != ""},
+	} {
+		if !m.present {
+			missing = append(missing, m.pointer)
+		}
+	}
+	if missing != nil {
+		return sbi.MissingIE(missing...)
+	}
+	return nil
+}
+
+// missing is the 404 for a UE's resource the UDR does not hold:
+// USER_NOT_FOUND for an unknown subscriber, DATA_NOT_FOUND otherwise (TS
+// 29.504 §6.1.7.3).
+func (u *UDR) missing(supi, resource string) error {
+	if _, err := u.get(supi); err != nil {
+		return err
+	}
+	return sbi.NewProblem(http.StatusNotFound, sbi.CauseDataNotFound, "%s: no %s", supi, resource)
+}
