@@ -471,3 +471,25 @@ func TestServiceTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestCause5GMMString: 5GMM causes print with their TS 24.501 Table
+// 9.11.3.2.1 names (the table's wording, first letter in lower case).
+func TestCause5GMMString(t *testing.T) {
+	for c, want := range map[Cause5GMM]string{
+		Cause5GSServicesNotAllowed:          "#7 5GS services not allowed",
+		CauseUEIdentityCannotBeDerived:      "#9 UE identity cannot be derived by the network",
+		CauseImplicitlyDeregistered:         "#10 implicitly de-registered",
+		CauseTANotAllowed:                   "#12 tracking area not allowed",
+		CauseSynchFailure:                   "#21 synch failure",
+		CauseNoNetworkSlicesAvailable:       "#62 no network slices available",
+		CauseNgKSIAlreadyInUse:              "#71 ngKSI already in use",
+		73:                                  "#73 serving network not authorized",
+		CauseDNNNotSupportedOrNotSubscribed: "#91 DNN not supported or not subscribed in the slice",
+		CauseProtocolErrorUnspecified:       "#111 protocol error, unspecified",
+		200:                                 "#200",
+	} {
+		if got := c.String(); got != want {
+			t.Errorf("cause %d: %q, want %q", uint8(c), got, want)
+		}
+	}
+}

@@ -133,6 +133,67 @@ const (
 	CauseProtocolErrorUnspecified          Cause5GMM = 111
 )
 
+// cause5GMMNames are the cause values of TS 24.501 Table 9.11.3.2.1
+// (Rel-17), worded as the table words them (first letter in lower case,
+// as the 5GSM names are).
+var cause5GMMNames = map[Cause5GMM]string{
+	3:   "illegal UE",
+	5:   "PEI not accepted",
+	6:   "illegal ME",
+	7:   "5GS services not allowed",
+	9:   "UE identity cannot be derived by the network",
+	10:  "implicitly de-registered",
+	11:  "PLMN not allowed",
+	12:  "tracking area not allowed",
+	13:  "roaming not allowed in this tracking area",
+	15:  "no suitable cells in tracking area",
+	20:  "MAC failure",
+	21:  "synch failure",
+	22:  "congestion",
+	23:  "UE security capabilities mismatch",
+	24:  "security mode rejected, unspecified",
+	26:  "non-5G authentication unacceptable",
+	27:  "N1 mode not allowed",
+	28:  "restricted service area",
+	31:  "redirection to EPC required",
+	43:  "LADN not available",
+	62:  "no network slices available",
+	65:  "maximum number of PDU sessions reached",
+	67:  "insufficient resources for specific slice and DNN",
+	69:  "insufficient resources for specific slice",
+	71:  "ngKSI already in use",
+	72:  "non-3GPP access to 5GCN not allowed",
+	73:  "serving network not authorized",
+	74:  "temporarily not authorized for this SNPN",
+	75:  "permanently not authorized for this SNPN",
+	76:  "not authorized for this CAG or authorized for CAG cells only",
+	77:  "wireline access area not allowed",
+	78:  "PLMN not allowed to operate at the present UE location",
+	79:  "UAS services not allowed",
+	80:  "disaster roaming for the determined PLMN with disaster condition not allowed",
+	90:  "payload was not forwarded",
+	91:  "DNN not supported or not subscribed in the slice",
+	92:  "insufficient user-plane resources for the PDU session",
+	93:  "onboarding services terminated",
+	95:  "semantically incorrect message",
+	96:  "invalid mandatory information",
+	97:  "message type non-existent or not implemented",
+	98:  "message type not compatible with the protocol state",
+	99:  "information element non-existent or not implemented",
+	100: "conditional IE error",
+	101: "message not compatible with the protocol state",
+	111: "protocol error, unspecified",
+}
+
+// String is the cause number and its name, e.g. "#7 5GS services not
+// allowed" (TS 24.501 §9.11.3.2); a value the table does not name is "#N".
+func (c Cause5GMM) String() string {
+	if s, ok := cause5GMMNames[c]; ok {
+		return fmt.Sprintf("#%d %s", uint8(c), s)
+	}
+	return fmt.Sprintf("#%d", uint8(c))
+}
+
 // KSINoKey is the NAS key set identifier value "no key is available"
 // (TS 24.501 §9.11.3.32).
 const KSINoKey = 7

@@ -74,14 +74,6 @@ type Cause struct {
 	Value uint8
 }
 
-func (c Cause) String() string {
-	g := [...]string{"radioNetwork", "transport", "nas", "protocol", "misc"}
-	if int(c.Group) < len(g) {
-		return fmt.Sprintf("%s(%d)", g[c.Group], c.Value)
-	}
-	return fmt.Sprintf("cause(%d,%d)", c.Group, c.Value)
-}
-
 // Cause values used by tern (TS 38.413 §9.3.1.2).
 const (
 	// radioNetwork
