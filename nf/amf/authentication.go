@@ -196,10 +196,10 @@ func (u *ue) onAuthenticationFailure(m *nas.AuthenticationFailure) {
 		})
 	case nas.CauseMACFailure, nas.CauseNon5GAuthenticationUnacceptable:
 		// #20/#26: the network may be using the wrong identity mapping.
-		u.log.Info("authentication failure from UE", "cause", uint8(m.Cause))
+		u.log.Info("authentication failure from UE", "cause", m.Cause.String())
 		u.authenticationFailed()
 	default:
-		u.log.Info("authentication failure from UE", "cause", uint8(m.Cause))
+		u.log.Info("authentication failure from UE", "cause", m.Cause.String())
 		u.rejectAuthentication()
 	}
 }

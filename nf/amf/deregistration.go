@@ -132,6 +132,11 @@ func (u *ue) startNetworkDeregistration(cause nas.Cause5GMM, reRegister bool) {
 		u.networkDeregistrationDone()
 		return
 	}
+	attrs := []any{"reregister", reRegister}
+	if cause != 0 {
+		attrs = append(attrs, "cause", cause.String())
+	}
+	u.log.Info("network deregistration: Deregistration Request sent", attrs...)
 	// TS 23.502 §4.2.2.3.3 step 2: the SM contexts are released while the
 	// UE is told.
 	u.releaseSessions(models.Smf_PDUSess_Cause_REL_DUE_TO_UNSPECIFIED_REASON)

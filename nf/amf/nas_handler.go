@@ -209,7 +209,7 @@ func (u *ue) dispatch(in nasIn) {
 	case *nas.DeregistrationAcceptUETerminated:
 		u.onNetworkDeregistrationAccept()
 	case *nas.Status5GMM:
-		u.log.Info("5GMM STATUS from UE", "cause", uint8(m.Cause))
+		u.log.Info("5GMM STATUS from UE", "cause", m.Cause.String())
 	default:
 		// TS 24.501 §7.4: message type not implemented / not compatible.
 		u.log.Info("unexpected 5GMM message", "type", in.msg.MessageType().String())

@@ -2,6 +2,8 @@ package amf
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/tern5g/tern/identity"
 	"github.com/tern5g/tern/nas"
@@ -227,7 +229,8 @@ func (a *AMF) handleNGSetup(g *gnb, req *ngap.NGSetupRequest) {
 	if cause != nil {
 		wait := ngap.TimeToWait5s
 		fail := &ngap.NGSetupFailure{Cause: *cause, TimeToWait: &wait}
-		g.log.Info("NG Setup rejected", "cause", cause.String(), "gnb_id", req.GlobalRANNodeID.GNBID)
+		g.log.Info("NG Setup rejected", append([]any{"cause", cause.String(), "gnb_id", req.GlobalRANNodeID.GNBID},
+			a.taMismatch(req.SupportedTAs)...)...)
 		a.stats.ngSetupFailures.Add(1)
 		if err := g.send(0, fail); err != nil {
 			g.log.Warn("NG Setup Failure not sent", "err", err)
@@ -301,6 +304,51 @@ func (a *AMF) servedTAIs(tas []ngap.SupportedTA) ([]identity.TAI, *ngap.Cause) {
 		return nil, &causeSliceNotSupported
 	}
 	return served, nil
+}
+
+// taMismatch is what a refused NG Setup or RAN Configuration Update logs
+// beside its cause (TS 38.413 §8.7.1.4, §8.7.2.4): why the gNB's supported
+// TAs were refused, the TAs, PLMNs and slices it broadcasts, and the TAIs
+// this AMF serves (amf.tais), so that an operator sees which TAC or PLMN
+// does not match without a capture.
+func (a *AMF) taMismatch(tas []ngap.SupportedTA) []any {
+	var plmnOK, taiOK bool
+	var gnbTAs []string
+	for _, ta := range tas {
+		for _, bp := range ta.BroadcastPLMNs {
+			if a.cfg.plmnIndex(bp.PLMN) >= 0 {
+				plmnOK = true
+			}
+			if _, ok := a.cfg.taSlices[identity.TAI{PLMN: bp.PLMN, TAC: ta.TAC}]; ok {
+				taiOK = true
+			}
+			gnbTAs = append(gnbTAs, describeTA(bp.PLMN, ta.TAC, bp.Slices))
+		}
+	}
+	var why string
+	switch {
+	case !plmnOK:
+		why = "no PLMN the gNB broadcasts is one of amf.tais"
+	case !taiOK:
+		why = "no TAC the gNB serves is in amf.tais for its PLMN"
+	default:
+		why = "no slice the gNB supports in a TA of amf.tais is one amf.tais gives that TA"
+	}
+	amfTAIs := make([]string, 0, len(a.cfg.tais))
+	for _, t := range a.cfg.tais {
+		amfTAIs = append(amfTAIs, describeTA(t.PLMN, t.TAC, a.cfg.taSlices[t]))
+	}
+	return []any{"why", why, "gnb_tas", strings.Join(gnbTAs, "; "), "amf_tais", strings.Join(amfTAIs, "; ")}
+}
+
+// describeTA is a TA as the configuration writes it: PLMN, decimal TAC
+// (amf.tais[].tac) and slices.
+func describeTA(plmn identity.PLMN, tac uint32, slices []identity.SNSSAI) string {
+	ss := make([]string, len(slices))
+	for i, s := range slices {
+		ss[i] = s.String()
+	}
+	return fmt.Sprintf("plmn %s tac %d slices %s", plmn, tac, strings.Join(ss, ","))
 }
 
 // gnbsOf returns the set-up associations of the node with Global RAN Node

@@ -359,7 +359,7 @@ func (u *ue) endRegistration() {
 // rejectRegistration sends Registration Reject (TS 24.501 §5.5.1.2.5) and
 // releases the UE.
 func (u *ue) rejectRegistration(cause nas.Cause5GMM) {
-	u.log.Info("registration rejected", "cause", uint8(cause))
+	u.log.Info("registration rejected", "cause", cause.String())
 	u.sendNASMessage(&nas.RegistrationReject{Cause: cause})
 	u.amf.stats.regRejects.Add(1)
 	u.outcome = procedures.Rejected

@@ -275,16 +275,20 @@ func (a *AMF) handleRANConfigurationUpdate(g *gnb, m *ngap.RANConfigurationUpdat
 	cur := g.node.Load()
 	next := *cur
 	var cause *ngap.Cause
+	var mismatch []any // why the supported TAs were refused, for the log
 	if m.GlobalRANNodeID != nil && *m.GlobalRANNodeID != cur.id {
 		// The node's identity is what NG Setup gave; an association does
 		// not change node.
 		cause = &ngap.Cause{Group: ngap.CauseMisc, Value: ngap.MiscUnspecified}
 	} else if m.SupportedTAs != nil {
 		next.tais, cause = a.servedTAIs(m.SupportedTAs)
+		if cause != nil {
+			mismatch = a.taMismatch(m.SupportedTAs)
+		}
 	}
 	if cause != nil {
 		wait := ngap.TimeToWait5s
-		g.log.Info("RAN Configuration Update rejected", "cause", cause.String())
+		g.log.Info("RAN Configuration Update rejected", append([]any{"cause", cause.String()}, mismatch...)...)
 		if err := g.send(0, &ngap.RANConfigurationUpdateFailure{Cause: *cause, TimeToWait: &wait}); err != nil {
 			g.log.Warn("RAN Configuration Update Failure not sent", "err", err)
 		}

@@ -127,6 +127,6 @@ func (u *ue) onSecurityModeReject(m *nas.SecurityModeReject) {
 	u.stopNASTimer()
 	u.common.step = commonNone
 	u.smc = securityModeProc{}
-	u.log.Info("Security Mode Reject", "cause", uint8(m.Cause))
+	u.log.Info("Security Mode Reject", "cause", m.Cause.String())
 	u.abortProcedure(causeNASUnspecified)
 }

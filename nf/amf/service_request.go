@@ -212,7 +212,7 @@ func (u *ue) endServiceRequest() {
 // releases the connection. A UE told to register again (#9, #10) keeps no
 // context here.
 func (u *ue) rejectService(cause nas.Cause5GMM) {
-	u.log.Info("service request rejected", "cause", uint8(cause))
+	u.log.Info("service request rejected", "cause", cause.String())
 	u.amf.stats.serviceRejects.Add(1)
 	u.sendNASMessage(&nas.ServiceReject{Cause: cause})
 	if u.st.proc == procServiceRequest {

@@ -88,7 +88,7 @@ func (u *UE) HandleNAS(pdu []byte) {
 		// An SMC must come with header type 3 (TS 24.501 §4.4.5).
 		u.discardLocked("security mode command with header "+hdr.String(), nil)
 	case *nas.Status5GMM:
-		u.log.Info("5GMM STATUS from network", "cause", m.Cause)
+		u.log.Info("5GMM STATUS from network", "cause", m.Cause.String())
 	case *nas.DLNASTransport:
 		if m.PayloadContainerType == nas.PayloadN1SMInformation {
 			u.handleSMLocked(m)
@@ -251,7 +251,7 @@ func (u *UE) onAuthenticationRequestLocked(m *nas.AuthenticationRequest) {
 			u.discardLocked("authentication", err)
 			return
 		}
-		u.log.Info("authentication failure", "cause", fail.Cause, "err", err)
+		u.log.Info("authentication failure", "cause", fail.Cause.String(), "err", err)
 		u.authCause = fail.Cause
 		u.stats.AuthFailures++
 		u.lastRAND, u.lastRES = nil, nil
@@ -350,7 +350,7 @@ func (u *UE) handleSecurityModeCommandLocked(pdu []byte) {
 }
 
 func (u *UE) rejectSMCLocked(cause nas.Cause5GMM, why string) {
-	u.log.Info("security mode reject", "cause", cause, "why", why)
+	u.log.Info("security mode reject", "cause", cause.String(), "why", why)
 	// Sent unprotected: the UE could not accept the new context.
 	pdu, err := nas.Encode(&nas.SecurityModeReject{Cause: cause})
 	if err == nil {

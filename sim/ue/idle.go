@@ -30,7 +30,7 @@ const DefaultT3512 = 54 * time.Minute
 type ServiceRejectError struct{ Cause nas.Cause5GMM }
 
 func (e *ServiceRejectError) Error() string {
-	return fmt.Sprintf("ue: service request rejected, 5GMM cause #%d", e.Cause)
+	return fmt.Sprintf("ue: service request rejected, 5GMM cause %s", e.Cause)
 }
 
 // Errors of the idle-mode procedures.
@@ -241,7 +241,7 @@ func (u *UE) onServiceAcceptLocked(m *nas.ServiceAccept) {
 	}
 	for _, c := range m.PDUSessionReactivationResultErrorCause {
 		failed |= 1 << (c.PSI & 15)
-		u.log.Info("user plane not re-established", "psi", c.PSI, "cause", c.Cause)
+		u.log.Info("user plane not re-established", "psi", c.PSI, "cause", c.Cause.String())
 	}
 	for id := uint8(1); id <= 15; id++ {
 		if failed&(1<<id) != 0 && u.sessions[id] != nil {
@@ -270,7 +270,7 @@ func (u *UE) onServiceRejectLocked(m *nas.ServiceReject) {
 	u.stats.ServiceRejects++
 	u.svcReject = m.Cause
 	rej := &ServiceRejectError{Cause: m.Cause}
-	u.log.Info("service request rejected", "cause", m.Cause)
+	u.log.Info("service request rejected", "cause", m.Cause.String())
 	switch m.Cause {
 	case nas.CauseUEIdentityCannotBeDerived:
 		// #9: delete the 5G-GUTI, TAI list and ngKSI, 5GMM-DEREGISTERED,
@@ -360,7 +360,7 @@ func (u *UE) onNetworkDeregistrationLocked(m *nas.DeregistrationRequestUETermina
 		u.forgetIdentityLocked()
 		reregister = false
 	}
-	u.log.Info("deregistered by the network", "cause", m.Cause, "reregister", reregister)
+	u.log.Info("deregistered by the network", "cause", m.Cause.String(), "reregister", reregister)
 	u.mm = mmDeregistered
 	u.releaseAllSessionsLocked(ErrNetworkDeregistered)
 	u.dropUplinkLocked(0)

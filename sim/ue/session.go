@@ -85,7 +85,7 @@ func (e *SessionRejectError) Error() string {
 type NotForwardedError struct{ Cause nas.Cause5GMM }
 
 func (e *NotForwardedError) Error() string {
-	return fmt.Sprintf("ue: 5GSM message not forwarded by the AMF, 5GMM cause #%d", e.Cause)
+	return fmt.Sprintf("ue: 5GSM message not forwarded by the AMF, 5GMM cause %s", e.Cause)
 }
 
 // Errors of 5GSM procedures.
@@ -525,7 +525,7 @@ func (u *UE) handleSMLocked(dl *nas.DLNASTransport) {
 			}
 			return
 		}
-		u.discardLocked(fmt.Sprintf("DL NAS transport with 5GMM cause #%d for no procedure", dl.Cause), nil)
+		u.discardLocked(fmt.Sprintf("DL NAS transport with 5GMM cause %s for no procedure", dl.Cause), nil)
 		return
 	}
 	sm, err := nas.DecodeSM(dl.Payload)
@@ -563,7 +563,7 @@ func (u *UE) handleSMLocked(dl *nas.DLNASTransport) {
 		s.state = smActive
 		u.endSMLocked(s, time.Now(), &SessionRejectError{Message: "release", Cause: m.Cause})
 	case *nas.Status5GSM:
-		u.log.Info("5GSM STATUS from network", "psi", m.PDUSessionID(), "cause", m.Cause)
+		u.log.Info("5GSM STATUS from network", "psi", m.PDUSessionID(), "cause", m.Cause.String())
 		// §6.5.2 (UE side of 5GSM status): a STATUS naming the PTI of a
 		// running procedure ends it.
 		if s != nil && s.proc != smProcNone && s.pti == m.PTI() && m.PTI() != 0 {
@@ -624,7 +624,7 @@ func (u *UE) onEstablishmentAcceptLocked(s *pduSession, m *nas.PDUSessionEstabli
 		s.info.DNN = m.DNN
 	}
 	if m.Cause != 0 {
-		u.log.Info("PDU session accepted with cause", "psi", s.id, "cause", m.Cause)
+		u.log.Info("PDU session accepted with cause", "psi", s.id, "cause", m.Cause.String())
 	}
 	s.state = smActive
 	s.nasDone, s.nasAt = true, time.Now()
@@ -703,7 +703,7 @@ func (u *UE) onReleaseCommandLocked(s *pduSession, m *nas.PDUSessionReleaseComma
 		u.removeSessionLocked(s)
 	default:
 		u.stats.NetworkReleases++
-		u.log.Info("PDU session released by the network", "psi", s.id, "cause", m.Cause)
+		u.log.Info("PDU session released by the network", "psi", s.id, "cause", m.Cause.String())
 		if s.proc != smProcNone {
 			u.endSMLocked(s, t, ErrSessionReleased)
 		}

@@ -502,7 +502,7 @@ var (
 type RejectError struct{ Cause nas.Cause5GMM }
 
 func (e *RejectError) Error() string {
-	return fmt.Sprintf("ue: registration rejected, 5GMM cause #%d", e.Cause)
+	return fmt.Sprintf("ue: registration rejected, 5GMM cause %s", e.Cause)
 }
 
 // AuthFailureError wraps the end of a procedure after the UE itself refused
@@ -513,7 +513,7 @@ type AuthFailureError struct {
 }
 
 func (e *AuthFailureError) Error() string {
-	return fmt.Sprintf("ue: sent Authentication Failure #%d: %v", e.Cause, e.Err)
+	return fmt.Sprintf("ue: sent Authentication Failure %s: %v", e.Cause, e.Err)
 }
 
 func (e *AuthFailureError) Unwrap() error { return e.Err }
