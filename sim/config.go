@@ -13,6 +13,7 @@ import (
 
 	"github.com/tern5g/tern/gtpu"
 	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/nas"
 	"github.com/tern5g/tern/sctp"
 	"github.com/tern5g/tern/security/suci"
 	"github.com/tern5g/tern/sim/gnb"
@@ -107,6 +108,12 @@ type Config struct {
 	// OnSession, when set, is told of every PDU session a UE establishes
 	// (with its TUN up in TUN mode), from that UE's worker goroutine.
 	OnSession func(supi string, s SessionOutcome)
+	// OnDeregistered, when set, is told of every deregistration the
+	// network starts (TS 24.501 §5.5.2.3), with its 5GMM cause (0: none
+	// given) and whether the UE registers again by itself. It is called
+	// from the gNB's reader while the UE handles the request: it must not
+	// block or call the UE.
+	OnDeregistered func(supi string, cause nas.Cause5GMM, reregister bool)
 
 	// Idle mode (ue.Config): InactivityTimeout releases a connected UE
 	// without user-plane packets for that long to CM-IDLE (0 = never);

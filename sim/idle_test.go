@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -236,14 +237,14 @@ func (c *testCore) connected(supi string) bool {
 	return false
 }
 
-// deregisterUE sends a Deregistration Request (UE terminated) to the
-// connected UE of supi.
-func (c *testCore) deregisterUE(supi string, reRegister bool) bool {
+// deregisterUE sends a Deregistration Request (UE terminated) with cause
+// (0: none) to the connected UE of supi.
+func (c *testCore) deregisterUE(supi string, reRegister bool, cause nas.Cause5GMM) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, u := range c.ues {
 		if u.supi == supi && u.sec != nil {
-			c.dl(u, &nas.DeregistrationRequestUETerminated{AccessType: nas.Access3GPP, ReRegistrationRequired: reRegister},
+			c.dl(u, &nas.DeregistrationRequestUETerminated{AccessType: nas.Access3GPP, ReRegistrationRequired: reRegister, Cause: cause},
 				nas.IntegrityProtectedAndCiphered, u.send)
 			return true
 		}
@@ -430,6 +431,7 @@ func TestRunServiceRejected(t *testing.T) {
 // TestRunNetworkDeregistration: deregistered by the network with
 // "re-registration required", every UE answers, loses its sessions and
 // registers again by itself; the scenario's deregistration then works.
+// Config.OnDeregistered hears of each deregistration with its cause.
 func TestRunNetworkDeregistration(t *testing.T) {
 	d := DefaultConfig()
 	core := newTestCore(t, d.K, d.OPc)
@@ -437,13 +439,20 @@ func TestRunNetworkDeregistration(t *testing.T) {
 	cfg := sessionConfig(core, upf)
 	cfg.UEs, cfg.Concurrency = 4, 4
 	cfg.Scenario, _ = ParseScenario("register,session,deregister")
+	var mu sync.Mutex
+	told := map[string]string{}
+	cfg.OnDeregistered = func(supi string, cause nas.Cause5GMM, reregister bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		told[supi] = fmt.Sprintf("%s %v", cause, reregister)
+	}
 	var waitErr error
 	cfg.AfterStep = func(sr StepResult) {
 		if sr.Step != StepSession {
 			return
 		}
 		for i := range cfg.UEs {
-			if !core.deregisterUE("imsi-"+cfg.imsi(i), true) {
+			if !core.deregisterUE("imsi-"+cfg.imsi(i), true, nas.CauseImplicitlyDeregistered) {
 				waitErr = fmt.Errorf("UE %d not connected", i)
 				return
 			}
@@ -477,6 +486,13 @@ func TestRunNetworkDeregistration(t *testing.T) {
 	}
 	if n, _, _, _ := upf.count(); n != 0 {
 		t.Fatalf("UPF holds %d sessions", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range cfg.UEs {
+		if got := told["imsi-"+cfg.imsi(i)]; got != "#10 implicitly de-registered true" {
+			t.Errorf("UE %d: told %q", i, got)
+		}
 	}
 }
 

@@ -557,6 +557,11 @@ func (c Config) NewUE(i int, obs ue.Observer, log *slog.Logger) (*ue.UE, error) 
 	if err != nil {
 		return nil, fmt.Errorf("sim: ue %d: %w", i, err)
 	}
+	var onDereg func(nas.Cause5GMM, bool)
+	if f := c.OnDeregistered; f != nil {
+		supi := card.SUPI()
+		onDereg = func(cause nas.Cause5GMM, rereg bool) { f(supi, cause, rereg) }
+	}
 	u, err := ue.New(ue.Config{
 		USIM:           card,
 		ServingPLMN:    c.PLMN,
@@ -565,10 +570,11 @@ func (c Config) NewUE(i int, obs ue.Observer, log *slog.Logger) (*ue.UE, error) 
 		IA:             c.IA,
 		Timeout:        c.Timeout,
 		// Idle mode
-		InactivityTimeout:    c.InactivityTimeout,
-		PeriodicRegistration: c.PeriodicRegistration,
-		Observer:             obs,
-		Logger:               log,
+		InactivityTimeout:       c.InactivityTimeout,
+		PeriodicRegistration:    c.PeriodicRegistration,
+		OnNetworkDeregistration: onDereg,
+		Observer:                obs,
+		Logger:                  log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sim: ue %d: %w", i, err)

@@ -361,6 +361,9 @@ func (u *UE) onNetworkDeregistrationLocked(m *nas.DeregistrationRequestUETermina
 		reregister = false
 	}
 	u.log.Info("deregistered by the network", "cause", m.Cause.String(), "reregister", reregister)
+	if f := u.cfg.OnNetworkDeregistration; f != nil {
+		f(m.Cause, reregister)
+	}
 	u.mm = mmDeregistered
 	u.releaseAllSessionsLocked(ErrNetworkDeregistered)
 	u.dropUplinkLocked(0)

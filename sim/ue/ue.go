@@ -146,8 +146,13 @@ type Config struct {
 	// container TS 24.501 §4.4.6 has a UE use: for cores that do not open
 	// the container. Off by default.
 	OuterServiceRequestIEs bool
-	Observer               Observer // optional
-	Logger                 *slog.Logger
+	// OnNetworkDeregistration, when set, is told of each deregistration
+	// the network starts (TS 24.501 §5.5.2.3.2): its 5GMM cause (0: none
+	// given) and whether the UE will register again by itself. It runs
+	// with the UE locked: it must not block or call the UE.
+	OnNetworkDeregistration func(cause nas.Cause5GMM, reregister bool)
+	Observer                Observer // optional
+	Logger                  *slog.Logger
 }
 
 // DefaultUplinkBuffer is the default Config.UplinkBuffer.
