@@ -137,18 +137,22 @@ func runDemo(args []string) error {
 	if w := c.Capture(); w != nil {
 		scfg.N3Tap = w
 	}
-	start := time.Now()
-	res, err := sim.Run(ctx, scfg)
-	if err != nil {
-		return err
-	}
-	elapsed := time.Since(start)
-
-	report.WriteTable(os.Stdout, "Procedures (latency windows of the L25GC paper, measured at the simulated RAN):", res.Summaries)
-	fmt.Println()
-	for _, s := range res.Steps {
+	// Each step is reported as it ends, so that a long run shows progress
+	// and an interrupted one has said what it did.
+	scfg.AfterStep = func(s sim.StepResult) {
 		fmt.Printf("  step %-11s %4d ok  %3d failed  %3d skipped  all UEs in %v\n", s.Step, s.OK, s.Failed, s.Skipped, s.Wall.Round(time.Microsecond))
 	}
+	start := time.Now()
+	res, err := sim.Run(ctx, scfg)
+	if res == nil {
+		return err
+	}
+	// An interrupted run (Ctrl-C) has deregistered its UEs and still
+	// reports what it did, as tern sim does.
+	elapsed := time.Since(start)
+
+	fmt.Println()
+	report.WriteTable(os.Stdout, "Procedures (latency windows of the L25GC paper, measured at the simulated RAN):", res.Summaries)
 	st := c.Stats()
 	a := st.AMF
 	fmt.Printf("\ncore (AMF counters): %d NG Setups, %d registrations completed, %d 5G-AKA runs (%d rejected, %d resyncs),\n"+
@@ -168,6 +172,12 @@ func runDemo(args []string) error {
 	fmt.Printf("total %v\n", elapsed.Round(time.Millisecond))
 	if *capture != "" {
 		fmt.Printf("capture: %s (tshark -r %s -d udp.port==%d,sctp: N2 as NGAP, PFCP on 8805 and GTP-U on 2152 decode as they are)\n", *capture, *capture, port)
+	}
+	if errors.Is(err, context.Canceled) {
+		return errors.New("interrupted: the report is of what ran; the UEs were deregistered")
+	}
+	if err != nil {
+		return err
 	}
 	if *jsonPath != "" {
 		doc := report.NewDoc("demo", map[string]any{"ues": *ues, "gnbs": *gnbs, "concurrency": *conc, "scenario": sc.String()})

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"os"
@@ -8,9 +11,74 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tern5g/tern/store"
 )
+
+// TestMain runs tern itself, not the tests, when a test starts this binary
+// with TERN_TEST_MAIN set: to run a command as its own process (under a
+// signal, e.g.).
+func TestMain(m *testing.M) {
+	if os.Getenv("TERN_TEST_MAIN") != "" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// TestDemoInterruptReports: Ctrl-C on tern demo reports what ran, as tern
+// sim does, and exits 1 saying it was interrupted (issue 37: it printed
+// nothing). The demo runs as a process of its own (this binary, TestMain)
+// and gets SIGINT once its first step is reported.
+func TestDemoInterruptReports(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a core")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// 40 steps of 16 UEs one at a time: long enough (half a second or more) that
+	// the signal lands well before the end.
+	steps := strings.Repeat("register,deregister,", 19) + "register,deregister"
+	cmd := exec.CommandContext(ctx, os.Args[0], "demo", "--ues", "16", "--concurrency", "1", "--gnbs", "1", "--scenario", steps)
+	cmd.Env = append(os.Environ(), "TERN_TEST_MAIN=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	stepLines := 0
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		line := sc.Text()
+		out.WriteString(line + "\n")
+		if strings.HasPrefix(strings.TrimSpace(line), "step ") {
+			if stepLines++; stepLines == 1 {
+				cmd.Process.Signal(os.Interrupt)
+			}
+		}
+	}
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("tern demo after SIGINT: %v, want exit status 1\nstdout:\n%s\nstderr:\n%s", err, out.String(), stderr.String())
+	}
+	if stepLines == 0 || stepLines >= 40 {
+		t.Errorf("%d of 40 steps reported; want the run cut short after the first", stepLines)
+	}
+	for _, want := range []string{"Procedures", "registration", "core (AMF counters)", "total "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the interrupted demo's report lacks %q:\n%s", want, out.String())
+		}
+	}
+	if !strings.Contains(stderr.String(), "interrupted") {
+		t.Errorf("stderr %q does not say the demo was interrupted", stderr.String())
+	}
+}
 
 // TestDemo runs the README's demo command in-process, small: it fails if
 // any procedure fails.

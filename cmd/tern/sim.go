@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -24,6 +25,7 @@ import (
 	"github.com/tern5g/tern/gtpu"
 	"github.com/tern5g/tern/identity"
 	"github.com/tern5g/tern/lab"
+	"github.com/tern5g/tern/nas"
 	"github.com/tern5g/tern/report"
 	"github.com/tern5g/tern/sctp"
 	"github.com/tern5g/tern/security/suci"
@@ -47,9 +49,12 @@ In the namespace lab (tern lab up), with the core started by
 
   ip netns exec tern-ran tern sim --lab --hold --tun --ues 2 --dnns internet,ims
 
-registers the UEs, gives each session a TUN device and prints
+registers the UEs, gives each session a TUN device, prints each session as
+it comes up and then
   tern sim ready: 4 PDU sessions held (...): SUPI DNN IP TUN, ...
-then waits for SIGINT/SIGTERM before releasing and deregistering; meanwhile
+(SUPI DNN IP without --tun), then waits for SIGINT/SIGTERM before
+releasing and deregistering; a UE the network deregisters meanwhile is
+printed with the cause. Meanwhile
   ip netns exec tern-ran ping -I uesimtun0 192.0.2.1
   ip netns exec tern-ran curl --interface uesimtun1 http://192.0.2.1:8080/
   ip netns exec tern-ran iperf3 -c 192.0.2.1 --bind-dev uesimtun0 -B <IP>
@@ -97,7 +102,7 @@ background while any scenario runs.
 
 		labMode      = fs.Bool("lab", false, "run in the ran namespace of 'tern lab up': AMF "+lab.CoreN3.String()+":38412 over SCTP over UDP, gNB N3 "+lab.RANN3.String()+":2152 (gNB i>0: 10.100.3.(10+i), added to n3), data target "+lab.DNServer.String())
 		labPrefix    = fs.String("prefix", "tern", "with --lab: the lab's namespace prefix; tern sim must run in <prefix>-ran")
-		hold         = fs.Bool("hold", false, "after the scenario (default then: register,session), print the sessions on one ready line, wait for SIGINT/SIGTERM, then release and deregister")
+		hold         = fs.Bool("hold", false, "after the scenario (default then: register,session), print the sessions (SUPI, DNN, IP, TUN) on one ready line, wait for SIGINT/SIGTERM, then release and deregister")
 		dnns         = fs.String("dnns", strings.Join(d.DNNs, ","), "comma-separated DNNs: the session step establishes one PDU session on each")
 		n3           = fs.String("n3", "", "the gNBs' GTP-U addresses (IP:port, gNB i uses entry i mod n; a fixed port needs one per gNB); default 127.0.1.(i+1):2152 for gNB i, beside the UPF's 127.0.0.1:2152")
 		dataTarget   = fs.String("data-target", d.DataTarget.String(), "data network host of the ping and transfer steps")
@@ -205,7 +210,13 @@ background while any scenario runs.
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	held := &heldSessions{}
+	if *hold {
+		// Each session is shown as it comes up, TUN or not: a hold is for
+		// using the sessions, which needs their addresses.
+		held.out = os.Stdout
+	}
 	cfg.OnSession = held.add
+	cfg.OnDeregistered = printNetworkDeregistration(os.Stdout)
 	if *labMode {
 		if err := checkNamespace(*labPrefix + "-ran"); err != nil {
 			return err
@@ -257,7 +268,7 @@ background while any scenario runs.
 				return
 			}
 			holding.Store(true)
-			fmt.Println(held.readyLine(cfg.TUN))
+			fmt.Println(held.readyLine())
 			select {
 			case <-release:
 			case <-ctx.Done():
@@ -462,6 +473,9 @@ func labSimConfig(cfg *sim.Config, set map[string]bool) (cleanup func(), err err
 // sim.Config.OnSession: sim.Result lists them only once Run returns, and a
 // hold needs them while the run waits between steps.
 type heldSessions struct {
+	// out, when set, gets a line for each session as it comes up.
+	out io.Writer
+
 	mu  sync.Mutex
 	ues []string                        // SUPIs in order of first session
 	by  map[string][]sim.SessionOutcome // in establishment order
@@ -479,24 +493,50 @@ func (l *heldSessions) add(supi string, s sim.SessionOutcome) {
 	}
 	l.by[supi] = append(l.by[supi], s)
 	l.n++
+	if l.out != nil {
+		fmt.Fprintf(l.out, "tern sim: PDU session up: %s\n", describeSession(supi, s))
+	}
+}
+
+// describeSession is "SUPI DNN IP", with the TUN device in TUN mode.
+func describeSession(supi string, s sim.SessionOutcome) string {
+	d := fmt.Sprintf("%s %s %s", supi, s.DNN, s.Address)
+	if s.TUN != "" {
+		d += " " + s.TUN
+	}
+	return d
 }
 
 // readyLine is the hold's ready line: "tern sim ready: N PDU sessions held
-// (...): SUPI DNN IP TUN, SUPI DNN IP TUN, ...". Without TUN mode the
-// sessions have no device and are only counted.
-func (l *heldSessions) readyLine(tun bool) string {
+// (...): SUPI DNN IP [TUN], SUPI DNN IP [TUN], ...".
+func (l *heldSessions) readyLine() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !tun {
-		return "tern sim ready: PDU sessions held without TUN devices (--tun lists them); SIGINT or SIGTERM releases them"
-	}
 	var parts []string
 	for _, supi := range l.ues {
 		for _, s := range l.by[supi] {
-			parts = append(parts, fmt.Sprintf("%s %s %s %s", supi, s.DNN, s.Address, s.TUN))
+			parts = append(parts, describeSession(supi, s))
 		}
 	}
 	return fmt.Sprintf("tern sim ready: %d PDU sessions held (SIGINT or SIGTERM releases them): %s", l.n, strings.Join(parts, ", "))
+}
+
+// printNetworkDeregistration is sim.Config.OnDeregistered for tern sim:
+// a line on w for each UE the network deregisters, with the 5GMM cause
+// by name (TS 24.501 §5.5.2.3), so that a hold does not lose UEs
+// silently.
+func printNetworkDeregistration(w io.Writer) func(supi string, cause nas.Cause5GMM, reregister bool) {
+	return func(supi string, cause nas.Cause5GMM, reregister bool) {
+		why := "no cause given"
+		if cause != 0 {
+			why = "5GMM cause " + cause.String()
+		}
+		then := "it does not register again"
+		if reregister {
+			then = "it registers again"
+		}
+		fmt.Fprintf(w, "tern sim: %s deregistered by the network, %s; %s\n", supi, why, then)
+	}
 }
 
 func splitList(s string) []string {

@@ -20,7 +20,6 @@ import (
 	"github.com/tern5g/tern/lab"
 	"github.com/tern5g/tern/nf/smf"
 	"github.com/tern5g/tern/sctp"
-	"github.com/tern5g/tern/sim"
 	"github.com/tern5g/tern/store"
 )
 
@@ -50,21 +49,6 @@ func TestLabConfig(t *testing.T) {
 	// The defaults themselves are untouched (the SMF's UPF list is copied).
 	if config.Default().SMF.UPFs[0].N3 == core {
 		t.Error("labConfig changed the defaults' smf.upfs")
-	}
-}
-
-// TestHeldSessionsReadyLine: the hold's ready line lists the sessions the
-// simulator reported, each UE's in establishment order.
-func TestHeldSessionsReadyLine(t *testing.T) {
-	held := &heldSessions{}
-	held.add("imsi-1", sim.SessionOutcome{DNN: "internet", Address: "10.60.0.2", TUN: "uesimtun0"})
-	held.add("imsi-2", sim.SessionOutcome{DNN: "internet", Address: "10.60.0.3", TUN: "uesimtun1"})
-	held.add("imsi-1", sim.SessionOutcome{DNN: "ims", Address: "10.61.0.2", TUN: "uesimtun2"})
-	got := held.readyLine(true)
-	want := "tern sim ready: 3 PDU sessions held (SIGINT or SIGTERM releases them): " +
-		"imsi-1 internet 10.60.0.2 uesimtun0, imsi-1 ims 10.61.0.2 uesimtun2, imsi-2 internet 10.60.0.3 uesimtun1"
-	if got != want {
-		t.Errorf("ready line\n got %s\nwant %s", got, want)
 	}
 }
 
