@@ -497,34 +497,47 @@ type uplink struct {
 }
 
 func startUplink(ctx context.Context, ues []*benchUE, pps int) *uplink {
-	ctx, cancel := context.WithCancel(ctx)
-	t := &uplink{cancel: cancel, done: make(chan struct{})}
 	dst := netip.MustParseAddr("192.0.2.1")
 	pkts := make([][]byte, len(ues))
 	for i, u := range ues {
 		pkts[i] = ipv4pkt.AppendUDP(nil, u.addr, dst, 9000, 9000, make([]byte, 32))
 	}
+	next := 0
+	return startGenerator(ctx, pps, func() error {
+		u := ues[next]
+		err := u.u.SendData(u.psi, pkts[next])
+		next = (next + 1) % len(ues)
+		return err
+	})
+}
+
+// startGenerator calls send pps times a second until stopped, counting
+// what it sent and what send refused. Every millisecond it sends what is
+// due by then since the start, so that any rate comes out right: a fixed
+// count per tick would be at least 1,000 a second (issue 37: --pps 100
+// sent 1,000).
+func startGenerator(ctx context.Context, pps int, send func() error) *uplink {
+	ctx, cancel := context.WithCancel(ctx)
+	t := &uplink{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(t.done)
-		const tick = time.Millisecond
-		per := max(pps/int(time.Second/tick), 1)
-		tk := time.NewTicker(tick)
+		tk := time.NewTicker(time.Millisecond)
 		defer tk.Stop()
-		next := 0
+		start := time.Now()
+		var done int64
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-tk.C:
 			}
-			for range per {
-				u := ues[next]
-				if err := u.u.SendData(u.psi, pkts[next]); err == nil {
+			due := int64(time.Since(start).Seconds() * float64(pps))
+			for ; done < due; done++ {
+				if err := send(); err == nil {
 					t.sent.Add(1)
 				} else {
 					t.refused.Add(1)
 				}
-				next = (next + 1) % len(ues)
 			}
 		}
 	}()
