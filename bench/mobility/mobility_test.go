@@ -2,8 +2,11 @@ package mobility
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/tern5g/tern/report"
 )
 
 // TestPagingRuns runs a small paging experiment end to end: the windows
@@ -59,5 +62,25 @@ func TestHandoverRuns(t *testing.T) {
 	}
 	for _, r := range res.Results() {
 		t.Logf("%s %s: median %.0f %s, extra %v", r.Name, r.Variant, r.Median, r.Unit, r.Extra)
+	}
+}
+
+// TestOneMedianPerWindow: the progress lines and the table give a window
+// the same median, whatever the number of trials (issue 37: with
+// --trials 2 the line gave the upper sample and the table the lower).
+func TestOneMedianPerWindow(t *testing.T) {
+	for _, ds := range [][]time.Duration{
+		{3 * time.Millisecond, time.Millisecond},
+		{4, 1, 3, 2},
+		{5, 1, 4},
+		{7},
+	} {
+		table := report.Summarize("handover", slices.Clone(ds), 0).Median
+		if got := median(ds); got != table {
+			t.Errorf("%v: progress median %v, table median %v", ds, got, table)
+		}
+	}
+	if median(nil) != 0 {
+		t.Error("median of no window")
 	}
 }

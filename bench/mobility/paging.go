@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tern5g/tern/internal/poll"
+	"github.com/tern5g/tern/report"
 	"github.com/tern5g/tern/sim/ue"
 )
 
@@ -278,11 +279,12 @@ func quantileDelay(ds []Delay, q float64) time.Duration {
 	return v[min(len(v)-1, int(q*float64(len(v))))]
 }
 
+// median is the median the tables and the JSON give (report.Summarize's,
+// the nearest rank): the progress lines must show the same figure for a
+// window (issue 37: with 2 trials the lines gave the upper sample, the
+// table the lower).
 func median(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
 	v := slices.Clone(ds)
 	slices.Sort(v)
-	return v[len(v)/2]
+	return report.Quantile(v, 0.5)
 }
