@@ -35,7 +35,11 @@ type Config struct {
 	// headers show it would take longer runs on a prefix of the trace
 	// (Linear at 100k rules costs ~100 us a packet). Default 0.5 s.
 	PassBudget time.Duration
-	Log        io.Writer
+	// Log gets the run's progress (nil: none): each workload as it is
+	// prepared, each round, and while a step lasts, every ProgressEvery
+	// (default DefaultProgressEvery) a line naming it.
+	Log           io.Writer
+	ProgressEvery time.Duration
 }
 
 // Row is one classifier on one workload.
@@ -144,8 +148,11 @@ func Run(cfg Config) ([]Row, error) {
 	// of them, which the median leaves out. The cost: every workload's
 	// classifiers stay live until the rounds end (the default run peaks
 	// at about 6 GB resident).
+	p := startProgress(cfg.Log, cfg.ProgressEvery)
+	defer p.end()
 	var ms []*measure
-	for _, mk := range jobs {
+	for i, mk := range jobs {
+		p.begin("loading workload %d of %d", i+1, len(jobs))
 		j, err := mk()
 		if err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
@@ -154,19 +161,21 @@ func Run(cfg Config) ([]Row, error) {
 			j.trace = j.trace[:cfg.MaxTrace]
 		}
 		kinds := j.kinds(cfg.Kinds, defaultKinds)
-		logf("%s: %d rules, %d headers\n", j.name, len(j.rules), len(j.trace))
-		m, err := prepare(cfg, kinds, j)
+		logf("%s: %d rules, %d headers (workload %d of %d)\n", j.name, len(j.rules), len(j.trace), i+1, len(jobs))
+		m, err := prepare(cfg, kinds, j, p)
 		if err != nil {
 			return nil, err
 		}
 		ms = append(ms, m)
 	}
 	for r := range cfg.Passes {
+		p.begin("lookup round %d of %d", r+1, cfg.Passes)
 		for _, m := range ms {
 			m.round()
 		}
 		logf("round %d of %d done\n", r+1, cfg.Passes)
 	}
+	p.end()
 	var rows []Row
 	for _, m := range ms {
 		rs := m.finish()
@@ -199,7 +208,9 @@ func headers(ps []classbench.Packet) []classify.Header {
 
 // runJob measures one workload on its own: prepare, every round, finish.
 func runJob(cfg Config, kinds []classify.Kind, j job) ([]Row, error) {
-	m, err := prepare(cfg, kinds, j)
+	p := startProgress(cfg.Log, cfg.ProgressEvery)
+	defer p.end()
+	m, err := prepare(cfg, kinds, j, p)
 	if err != nil {
 		return nil, err
 	}
@@ -222,8 +233,8 @@ type measure struct {
 }
 
 // prepare builds the classifiers of job j, sizes their passes, checks
-// them against Linear and readies their updates.
-func prepare(cfg Config, kinds []classify.Kind, j job) (*measure, error) {
+// them against Linear and readies their updates, naming each step to p.
+func prepare(cfg Config, kinds []classify.Kind, j job, p *progress) (*measure, error) {
 	m := &measure{j: j, rows: make([]Row, len(kinds)), cs: make([]classify.Classifier, len(kinds)),
 		traces: make([][]classify.Header, len(kinds)),
 		cpus:   report.AffinityCPUs(), stolen: true}
@@ -235,6 +246,7 @@ func prepare(cfg Config, kinds []classify.Kind, j job) (*measure, error) {
 		j.trace = j.trace[:sessionHeaders]
 	}
 	for i, k := range kinds {
+		p.begin("%s: building %s from %d rules", j.name, k, len(j.rules))
 		before := liveHeap()
 		start := time.Now()
 		c, err := classify.Build(k, j.rules)
@@ -260,6 +272,7 @@ func prepare(cfg Config, kinds []classify.Kind, j job) (*measure, error) {
 	// Every classifier must give Linear's answer on the headers every
 	// classifier ran.
 	if li := slices.Index(kinds, classify.KindLinear); li >= 0 {
+		p.begin("%s: checking every classifier against linear", j.name)
 		check := m.traces[li]
 		for _, tr := range m.traces {
 			if len(tr) < len(check) {
@@ -286,6 +299,7 @@ func prepare(cfg Config, kinds []classify.Kind, j job) (*measure, error) {
 		if k == classify.KindLinear && len(j.rules) > 10_000 {
 			n = min(n, 200) // each Linear update copies the whole list
 		}
+		p.begin("%s: timing %d inserts and deletes of %s", j.name, n, k)
 		ins, del, err := updates(k, j.rules, n)
 		if err != nil {
 			return nil, err

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -100,4 +102,43 @@ func TestUpdatesCycle(t *testing.T) {
 	if ins, del, err := updates(classify.KindLinear, workload.Session(2, 1).Rules[:1], 9); err != nil || len(ins)+len(del) != 0 {
 		t.Errorf("one rule: %d inserts, %d deletes, %v; want none", len(ins), len(del), err)
 	}
+}
+
+// TestProgressNamesLongSteps: a step that lasts is named on the log while
+// it runs, with how long so far; a short one is not (issue 37: bench
+// classify --quick was silent for 27 s while it built a classifier).
+func TestProgressNamesLongSteps(t *testing.T) {
+	var log lockedWriter
+	p := startProgress(&log, 20*time.Millisecond)
+	p.begin("building partitionsort")
+	time.Sleep(120 * time.Millisecond)
+	p.begin("a short step")
+	p.end()
+	out := log.String()
+	if !strings.Contains(out, "... building partitionsort (") {
+		t.Errorf("a 120 ms step with reminders every 20 ms left no line: %q", out)
+	}
+	if strings.Contains(out, "a short step") {
+		t.Errorf("a step that ended at once was reminded of: %q", out)
+	}
+	// Without a log there is nothing to write to, and end still returns.
+	startProgress(nil, time.Millisecond).end()
+}
+
+// lockedWriter is a strings.Builder written from any goroutine.
+type lockedWriter struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }
