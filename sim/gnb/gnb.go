@@ -35,6 +35,7 @@ import (
 
 	"github.com/tern5g/tern/gtpu"
 	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/internal/udpstat"
 	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/sctp"
 )
@@ -64,6 +65,10 @@ type Config struct {
 	N3PeerPort uint16
 	// N3Tap, when set, sees every GTP-U datagram of this gNB (for pcap).
 	N3Tap sctp.PacketTap
+	// N3ReadBuffer is the N3 socket's receive buffer in bytes (SO_RCVBUF;
+	// 0: the system's default). Datagrams that find it full are dropped by
+	// the kernel and counted in N3Socket's Drops.
+	N3ReadBuffer int
 	// OnMessage, when set, sees every NGAP message the gNB receives, after
 	// the gNB has handled it (called on the reader goroutine). For tests.
 	OnMessage func(ngap.Message)
@@ -233,7 +238,7 @@ func Dial(ctx context.Context, cfg Config) (*GNB, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.SetupTimeout)
 	defer cancel()
 
-	up, err := listenN3(cfg.N3Addr, cfg.N3Tap)
+	up, err := listenN3(cfg.N3Addr, cfg.N3Tap, cfg.N3ReadBuffer)
 	if err != nil {
 		return nil, fmt.Errorf("gnb %d: %w", cfg.GNBID, err)
 	}
@@ -345,6 +350,10 @@ func (g *GNB) Close() error {
 
 // N3Addr returns the bound N3 (GTP-U) address.
 func (g *GNB) N3Addr() netip.AddrPort { return g.n3.Addr() }
+
+// N3Socket returns the kernel's counters of the N3 socket: the datagrams
+// it dropped (receive buffer full) and the bytes it holds unread.
+func (g *GNB) N3Socket() (udpstat.Counters, error) { return udpstat.Read(g.n3.conn) }
 
 // N3Counters returns the user-plane counters.
 func (g *GNB) N3Counters() N3Counters {

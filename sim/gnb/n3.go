@@ -46,7 +46,7 @@ type n3 struct {
 	uplink, downlink, unknownTEID, malformed, echoes, errorIndications, sendErrors atomic.Int64
 }
 
-func listenN3(addr string, tap sctp.PacketTap) (*n3, error) {
+func listenN3(addr string, tap sctp.PacketTap, readBuffer int) (*n3, error) {
 	if addr == "" {
 		addr = DefaultN3Addr
 	}
@@ -62,6 +62,12 @@ func listenN3(addr string, tap sctp.PacketTap) (*n3, error) {
 	conn, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(ap))
 	if err != nil {
 		return nil, fmt.Errorf("n3 listen %s: %w", addr, err)
+	}
+	if readBuffer > 0 {
+		if err := conn.SetReadBuffer(readBuffer); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("n3 %s: receive buffer: %w", addr, err)
+		}
 	}
 	n := &n3{conn: conn, ip: ap.Addr(), self: conn.LocalAddr().(*net.UDPAddr).AddrPort(), done: make(chan struct{}), nextTEI: 1, tap: tap}
 	n.bufs.New = func() any {

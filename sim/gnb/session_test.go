@@ -354,7 +354,7 @@ func TestPDUSessionsGoWithTheUEContext(t *testing.T) {
 
 func TestN3AddressChecked(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:2152", "[::1]:2152", "nonsense"} {
-		if _, err := listenN3(addr, nil); err == nil {
+		if _, err := listenN3(addr, nil, 0); err == nil {
 			t.Errorf("N3 address %q accepted", addr)
 		}
 	}

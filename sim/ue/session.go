@@ -994,10 +994,12 @@ func (u *UE) sendDataIdle(id uint8, dp *dataPath, pkt []byte) error {
 // probe (if any) sees it first, then the sink.
 func (u *UE) HandleData(id uint8, pkt []byte) {
 	if id == 0 || id > 15 {
+		u.droppedDownlink.Add(1)
 		return
 	}
 	dp := u.data[id].Load()
 	if dp == nil {
+		u.droppedDownlink.Add(1)
 		return
 	}
 	dp.downlink.Add(1)

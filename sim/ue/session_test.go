@@ -151,6 +151,12 @@ func TestSessionEstablishModifyRelease(t *testing.T) {
 	if ds, _ := u.DataStats(1); got != 2 || ds.Uplink != 1 || ds.Downlink != 2 || ds.Unclaimed != 1 {
 		t.Fatalf("probe saw %d, stats %+v", got, ds)
 	}
+	// Downlink for a session the UE does not have is dropped, and counted.
+	u.HandleData(3, pkt)
+	u.HandleData(16, pkt)
+	if n := u.Stats().DroppedDownlink; n != 2 {
+		t.Fatalf("%d downlink packets for no session counted, want 2", n)
+	}
 
 	// Network-requested modification: new AMBR and a second QoS rule.
 	a.sendSM(&nas.PDUSessionModificationCommand{

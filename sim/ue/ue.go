@@ -285,6 +285,10 @@ type Stats struct {
 	// Mobility
 	Handovers       int // handovers that moved the UE
 	MobilityUpdates int // registration updates after them (a TA outside the TAI list)
+
+	// User plane: downlink packets for a PDU session the UE does not
+	// have (released, or never established), dropped.
+	DroppedDownlink int64
 }
 
 // UE is one simulated UE.
@@ -338,6 +342,9 @@ type UE struct {
 	initialProt  bool   // the initial message went integrity protected
 	lastWindow   time.Duration
 	stats        Stats
+	// droppedDownlink is Stats.DroppedDownlink, counted by HandleData
+	// without the lock.
+	droppedDownlink atomic.Int64
 
 	// idle mode (idle.go)
 	icsAt      time.Time     // the gNB's Initial Context Setup Response in this procedure
@@ -484,7 +491,9 @@ func (u *UE) LastWindow() time.Duration {
 func (u *UE) Stats() Stats {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.stats
+	st := u.stats
+	st.DroppedDownlink = u.droppedDownlink.Load()
+	return st
 }
 
 // ForgetSecurityContext drops the stored 5G NAS security context (the GUTI
