@@ -44,6 +44,9 @@ type bedConfig struct {
 	GNBs int
 	// HandoverData is the SMF's handover mode ("forwarding" or "smart").
 	HandoverData string
+	// N3ReadBuffer is the gNBs' N3 socket receive buffer (0: the system's
+	// default).
+	N3ReadBuffer int
 	Log          *slog.Logger
 }
 
@@ -116,7 +119,8 @@ func newBed(ctx context.Context, c bedConfig) (*bed, error) {
 	sc := sim.DefaultConfig()
 	for i := range c.GNBs {
 		gc := gnb.Config{AMFAddr: b.core.N2Addr(), Transport: cfg.AMF.SCTP, GNBID: uint32(100 + i),
-			PLMN: sc.PLMN, TAC: uint32(i + 1), Slices: sc.Slices, N3PeerPort: b.core.UPF.N3Addr().Port(), Logger: log}
+			PLMN: sc.PLMN, TAC: uint32(i + 1), Slices: sc.Slices, N3PeerPort: b.core.UPF.N3Addr().Port(),
+			N3ReadBuffer: c.N3ReadBuffer, Logger: log}
 		var g *gnb.GNB
 		for try := 0; ; try++ {
 			// Another process may hold GTP-U on the address drawn: draw

@@ -59,24 +59,15 @@ type HandoverMode struct {
 	// handovers; Threshold the delay above which a packet counts as
 	// delayed.
 	Baseline, Threshold time.Duration
-	// DL counts the stream's packets from just before the first handover
-	// to 50 ms after the last one.
-	DL Window
+	// DL counts the stream's packets from 20 ms before the first handover
+	// to 50 ms after the last one; Loss says where the lost ones went.
+	DL   Window
+	Loss Loss
 	// Trace is the first handover's per-packet delays with the stream
 	// clock's instants of its start and end.
 	Trace                []Delay
 	TraceStart, TraceEnd int64
 	Failures             int
-	// Where packets went missing, over the whole run: the UPF's drops by
-	// reason, and the gNBs' (forwarding and hold buffers full, forwarding
-	// after the End Marker, G-PDUs for a TEID they no longer have).
-	UPFDrops map[string]uint64
-	RANDrops RANDrops
-}
-
-// RANDrops are the simulated gNBs' downlink drops.
-type RANDrops struct {
-	Forwarding, Held, UnknownTEID int64
 }
 
 // Handover runs the experiment, one mode after another.
@@ -117,7 +108,7 @@ func handoverMode(ctx context.Context, c HandoverConfig, mode string) (*Handover
 	default:
 		return nil, fmt.Errorf("unknown mode %q (want %s, %s or %s)", mode, ModeXn, ModeN2Forwarding, ModeN2Smart)
 	}
-	b, err := newBed(ctx, bedConfig{UEs: 1, GNBs: 2, HandoverData: data})
+	b, err := newBed(ctx, bedConfig{UEs: 1, GNBs: 2, HandoverData: data, N3ReadBuffer: c.GNBReadBuffer})
 	if err != nil {
 		return nil, err
 	}
@@ -132,11 +123,14 @@ func handoverMode(ctx context.Context, c HandoverConfig, mode string) (*Handover
 	m.Baseline, m.Threshold = measureBaseline(ctx, s)
 	c.Log("handover %s: baseline one-way delay %v at %d pps; delayed means above %v", mode, m.Baseline, c.PPS, m.Threshold)
 
+	// The window is every packet of this run of the stream: the counters
+	// that attribute its losses start with it.
+	counters := b.lossCounters(bu)
+	from := s.Mark()
 	sctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); s.Run(sctx) }()
 	time.Sleep(20 * time.Millisecond)
-	from := s.Mark()
 	for trial := range c.Trials {
 		target := b.gnbs[0]
 		if bu.port.GNB() == target {
@@ -165,14 +159,11 @@ func handoverMode(ctx context.Context, c HandoverConfig, mode string) (*Handover
 	m.Trace = first.Delays
 	m.DL.Delays = nil
 	m.Window = b.rec.Samples(proc)
-	m.UPFDrops = b.core.UPF.Stats().Pipeline.Drops
-	for _, g := range b.gnbs {
-		c := g.Counters().Handover
-		m.RANDrops.Forwarding += c.ForwardDropped
-		m.RANDrops.Held += c.HeldDropped
-		m.RANDrops.UnknownTEID += g.N3Counters().UnknownTEID
-	}
+	m.Loss = b.attributeLoss(ctx, bu, counters, m.DL, from, to)
 	c.Log("handover %s: %d trials, window median %v; downlink %d sent, %d lost, %d reordered, %d delayed",
 		mode, c.Trials, median(m.Window), m.DL.Sent, m.DL.Lost, m.DL.Reordered, m.DL.Delayed)
+	if m.Loss.Lost > 0 {
+		c.Log("handover %s: %s", mode, m.Loss)
+	}
 	return m, nil
 }

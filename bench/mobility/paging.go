@@ -30,7 +30,11 @@ type Setup struct {
 	// Trials is how many times the procedure runs (default 20): pagings of
 	// one UE, handovers per mode.
 	Trials int
-	Log    Logger
+	// GNBReadBuffer is the simulated gNBs' N3 socket receive buffer in
+	// bytes (0: the system's default); a small one makes the kernel drop
+	// stream packets there, which the loss attribution shows.
+	GNBReadBuffer int
+	Log           Logger
 }
 
 // Logger is what the experiments print progress to (nil: nothing).
@@ -80,8 +84,10 @@ type PagingResult struct {
 	// and nothing happening: the reference, measured in the same run.
 	Baseline time.Duration
 	// DL counts the stream's packets over every trial's window, from the
-	// moment the UE is idle to 50 ms after it is back.
-	DL Window
+	// moment the UE is idle to 50 ms after it is back; Loss says where the
+	// lost ones went.
+	DL   Window
+	Loss Loss
 	// Threshold is the delay above which a packet counts as delayed.
 	Threshold time.Duration
 	// Trace is the first trial's per-packet delays (for the plot), with
@@ -140,7 +146,7 @@ func (b *bed) goIdle(ctx context.Context, bus ...*benchUE) error {
 }
 
 func pagingTrials(ctx context.Context, c PagingConfig, res *PagingResult) error {
-	b, err := newBed(ctx, bedConfig{UEs: 1, GNBs: 1})
+	b, err := newBed(ctx, bedConfig{UEs: 1, GNBs: 1, N3ReadBuffer: c.GNBReadBuffer})
 	if err != nil {
 		return err
 	}
@@ -158,6 +164,7 @@ func pagingTrials(ctx context.Context, c PagingConfig, res *PagingResult) error 
 			res.Failures++
 			return fmt.Errorf("paging trial %d: %w", trial, err)
 		}
+		counters := b.lossCounters(bu)
 		start := s.Mark()
 		sctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
@@ -182,6 +189,7 @@ func pagingTrials(ctx context.Context, c PagingConfig, res *PagingResult) error 
 		end := s.Mark()
 		time.Sleep(20 * time.Millisecond) // in-flight packets land
 		w := s.Analyze(start, end, res.Threshold)
+		res.Loss.add(b.attributeLoss(ctx, bu, counters, w, start, end))
 		res.DL.Sent += w.Sent
 		res.DL.Received += w.Received
 		res.DL.Lost += w.Lost
@@ -200,7 +208,7 @@ func pagingTrials(ctx context.Context, c PagingConfig, res *PagingResult) error 
 
 // pagingConcurrent pages n idle UEs at once, Rounds times.
 func pagingConcurrent(ctx context.Context, c PagingConfig, n int, res *PagingResult) error {
-	b, err := newBed(ctx, bedConfig{UEs: n, GNBs: 1})
+	b, err := newBed(ctx, bedConfig{UEs: n, GNBs: 1, N3ReadBuffer: c.GNBReadBuffer})
 	if err != nil {
 		return err
 	}

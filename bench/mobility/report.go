@@ -43,11 +43,11 @@ func latency(name, variant, unit string, ds []time.Duration, failures int) repor
 }
 
 // dlResult is the count row of a stream window (unit count; fields sent,
-// lost, reordered, delayed).
-func dlResult(name, variant string, w Window, threshold time.Duration, failures int) report.Result {
+// lost, reordered, delayed, and loss: where the lost packets went).
+func dlResult(name, variant string, w Window, loss Loss, threshold time.Duration, failures int) report.Result {
 	return report.Result{Name: name, Variant: variant, Unit: "count", Count: w.Sent, Failures: failures,
 		Extra: map[string]any{"sent": w.Sent, "received": w.Received, "lost": w.Lost, "reordered": w.Reordered,
-			"delayed": w.Delayed, "delayed_threshold_us": us(threshold)}}
+			"delayed": w.Delayed, "delayed_threshold_us": us(threshold), "loss": loss}}
 }
 
 // Results are the JSON rows of the paging experiment (names scripts
@@ -56,7 +56,7 @@ func (r *PagingResult) Results() []report.Result {
 	out := []report.Result{
 		latency("paging", "unit", "us", r.Unit, r.Failures),
 		latency("paging-full", "unit", "us", r.Full, r.Failures),
-		dlResult("paging-dl", "unit", r.DL, r.Threshold, r.Failures),
+		dlResult("paging-dl", "unit", r.DL, r.Loss, r.Threshold, r.Failures),
 	}
 	out[0].Extra = map[string]any{"baseline_delay_us": us(r.Baseline), "l25gc_ms": ms(l25gcPaging), "free5gc_ms": ms(free5gcPaging)}
 	for _, n := range sortedKeys(r.Concurrent) {
@@ -77,6 +77,9 @@ func (r *PagingResult) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "  reference: the stream's one-way delay with the UE connected, median %.1f us\n", us(r.Baseline))
 	fmt.Fprintf(w, "  downlink while idle and paged: %d sent, %d lost, %d reordered, %d delayed (above %.0f us)\n",
 		r.DL.Sent, r.DL.Lost, r.DL.Reordered, r.DL.Delayed, us(r.Threshold))
+	if r.Loss.Lost > 0 {
+		fmt.Fprintf(w, "  where they went: %s\n", r.Loss)
+	}
 	if m := unit.Median; m > 0 {
 		fmt.Fprintf(w, "  paging window median %.0f us: L25GC 27 ms is %.0fx, free5GC 56 ms %.0fx [published figures, their hardware]\n",
 			us(m), float64(l25gcPaging)/float64(m), float64(free5gcPaging)/float64(m))
@@ -162,7 +165,7 @@ func (r *HandoverResult) Results() []report.Result {
 	for _, m := range r.Modes {
 		row := latency("handover", m.Mode, "us", m.Window, m.Failures)
 		row.Extra = map[string]any{"baseline_delay_us": us(m.Baseline), "l25gc_ms": ms(l25gcHandover), "free5gc_ms": ms(free5gcHandover)}
-		out = append(out, row, dlResult("handover-dl", m.Mode, m.DL, m.Threshold, m.Failures))
+		out = append(out, row, dlResult("handover-dl", m.Mode, m.DL, m.Loss, m.Threshold, m.Failures))
 	}
 	return out
 }
@@ -184,9 +187,8 @@ func (r *HandoverResult) WriteTable(w io.Writer) {
 		fmt.Fprintf(w, "  %-15s %12.1f %8d %6d %10d %8d %11.0f us\n", m.Mode, us(m.Baseline), m.DL.Sent, m.DL.Lost, m.DL.Reordered, m.DL.Delayed, us(m.Threshold))
 	}
 	for _, m := range r.Modes {
-		if m.DL.Lost > 0 || len(m.UPFDrops) > 0 || m.RANDrops != (RANDrops{}) {
-			fmt.Fprintf(w, "  %s drops: UPF %v; gNBs: forwarding %d, held %d, unknown TEID %d\n",
-				m.Mode, m.UPFDrops, m.RANDrops.Forwarding, m.RANDrops.Held, m.RANDrops.UnknownTEID)
+		if m.Loss.Lost > 0 {
+			fmt.Fprintf(w, "  %s: %s\n", m.Mode, m.Loss)
 		}
 	}
 	for i, m := range r.Modes {

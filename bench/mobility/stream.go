@@ -32,6 +32,9 @@ type Stream struct {
 	max  int64 // highest sequence number received, -1 = none
 	// outOfOrder counts packets that arrived after a higher sequence number.
 	outOfOrder int
+	// refused counts packets the UPF's N6 did not take (inject failed):
+	// sent, so in the windows, and lost at the generator.
+	refused int64
 }
 
 // arrival is one received packet.
@@ -96,7 +99,12 @@ func (s *Stream) Run(ctx context.Context) {
 			batch = append(batch, bufs[i])
 		}
 		if len(batch) > 0 {
-			_ = s.inject(batch...) // a packet the UPF could not take is lost, and counted so
+			if err := s.inject(batch...); err != nil {
+				// A batch the UPF could not take is lost at the generator.
+				s.mu.Lock()
+				s.refused += int64(len(batch))
+				s.mu.Unlock()
+			}
 		}
 	}
 }
@@ -146,6 +154,13 @@ func udpPayload(b []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return b[ihl+8:], true
+}
+
+// Refused is how many packets the UPF's N6 did not take so far.
+func (s *Stream) Refused() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
 }
 
 // Sent is how many packets were sent so far.

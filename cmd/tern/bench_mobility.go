@@ -110,7 +110,7 @@ func benchHandover(args []string) error {
 	}
 	for _, m := range res.Modes {
 		if m.DL.Lost > 0 {
-			return fmt.Errorf("handover %s: %d downlink packets lost", m.Mode, m.DL.Lost)
+			return fmt.Errorf("handover %s: downlink %s", m.Mode, m.Loss)
 		}
 	}
 	return nil
