@@ -44,11 +44,18 @@ type bedConfig struct {
 	GNBs int
 	// HandoverData is the SMF's handover mode ("forwarding" or "smart").
 	HandoverData string
-	// N3ReadBuffer is the gNBs' N3 socket receive buffer (0: the system's
-	// default).
+	// N3ReadBuffer is the gNBs' N3 socket receive buffer (default
+	// DefaultGNBReadBuffer).
 	N3ReadBuffer int
 	Log          *slog.Logger
 }
+
+// DefaultGNBReadBuffer is the simulated gNBs' N3 receive buffer in the
+// experiments, the UPF's own N3 buffer: with the system's default (about
+// 200 KiB, some 270 stream packets) a gNB reader descheduled for 30 ms on
+// a loaded machine overflowed it, and the simulator, not the core, lost
+// packets (issue 37).
+const DefaultGNBReadBuffer = 4 << 20
 
 // bed is a core with its gNBs and UEs.
 type bed struct {
@@ -84,6 +91,9 @@ func newBed(ctx context.Context, c bedConfig) (*bed, error) {
 	dir, err := os.MkdirTemp("", "tern-bench-mobility-")
 	if err != nil {
 		return nil, err
+	}
+	if c.N3ReadBuffer <= 0 {
+		c.N3ReadBuffer = DefaultGNBReadBuffer
 	}
 	b := &bed{dir: dir, rec: report.NewRecorder(), log: log}
 	ok := false

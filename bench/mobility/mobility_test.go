@@ -26,7 +26,7 @@ func TestPagingRuns(t *testing.T) {
 		t.Fatalf("failures %d, %d unit windows, %d full, concurrent %v", res.Failures, len(res.Unit), len(res.Full), res.Concurrent)
 	}
 	if res.DL.Sent == 0 || res.DL.Lost != 0 || res.DL.Reordered != 0 {
-		t.Errorf("downlink over the trials: %+v", res.DL)
+		t.Errorf("downlink over the trials: %+v: %s", res.DL, res.Loss)
 	}
 	t.Logf("unit %v, full %v, baseline %v, concurrent %v, DL sent %d delayed %d", res.Unit, res.Full, res.Baseline, res.Concurrent, res.DL.Sent, res.DL.Delayed)
 }
@@ -52,7 +52,7 @@ func TestHandoverRuns(t *testing.T) {
 			t.Errorf("%s: %d failures, %d windows", m.Mode, m.Failures, len(m.Window))
 		}
 		if m.DL.Sent == 0 || m.DL.Lost != 0 {
-			t.Errorf("%s: downlink %+v", m.Mode, m.DL)
+			t.Errorf("%s: downlink %+v: %s", m.Mode, m.DL, m.Loss)
 		}
 		if m.Mode == ModeN2Smart && m.DL.Reordered != 0 {
 			t.Errorf("%s: %d packets reordered", m.Mode, m.DL.Reordered)

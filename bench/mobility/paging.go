@@ -31,8 +31,8 @@ type Setup struct {
 	// one UE, handovers per mode.
 	Trials int
 	// GNBReadBuffer is the simulated gNBs' N3 socket receive buffer in
-	// bytes (0: the system's default); a small one makes the kernel drop
-	// stream packets there, which the loss attribution shows.
+	// bytes (default DefaultGNBReadBuffer); a small one makes the kernel
+	// drop stream packets there, which the loss attribution shows.
 	GNBReadBuffer int
 	Log           Logger
 }

@@ -65,9 +65,10 @@ type Config struct {
 	N3PeerPort uint16
 	// N3Tap, when set, sees every GTP-U datagram of this gNB (for pcap).
 	N3Tap sctp.PacketTap
-	// N3ReadBuffer is the N3 socket's receive buffer in bytes (SO_RCVBUF;
-	// 0: the system's default). Datagrams that find it full are dropped by
-	// the kernel and counted in N3Socket's Drops.
+	// N3ReadBuffer is the N3 socket's receive buffer in bytes (0: the
+	// system's default; beyond net.core.rmem_max only with
+	// CAP_NET_ADMIN). Datagrams that find it full are dropped by the
+	// kernel and counted in N3Socket's Drops.
 	N3ReadBuffer int
 	// OnMessage, when set, sees every NGAP message the gNB receives, after
 	// the gNB has handled it (called on the reader goroutine). For tests.
