@@ -234,12 +234,20 @@ func cutLast(name string) (parent, last string, ok bool) {
 // logPrefix is the file:line a t.Log or t.Skip line starts with.
 var logPrefix = regexp.MustCompile(`^\s*[\w.-]+\.go:\d+: `)
 
-// reason is what a skipped test said: its lines but the result line, the
-// file:line prefixes dropped (so that tests skipping for one reason group
-// together), joined.
+// reason is what a skipped test said: the last entry it logged (t.Skip's
+// message comes last; a t.Log before it, such as a description of the
+// namespaces it built, is not the reason), its file:line prefix dropped
+// so that tests skipping for one reason group together, its continuation
+// lines joined.
 func reason(lines []string) string {
+	last := -1
+	for i, l := range lines {
+		if logPrefix.MatchString(l) {
+			last = i
+		}
+	}
 	var parts []string
-	for _, l := range lines {
+	for _, l := range lines[max(last, 0):] {
 		if strings.HasPrefix(strings.TrimSpace(l), "--- SKIP: ") {
 			continue
 		}

@@ -43,6 +43,11 @@ func TestMaybeFail(t *testing.T) {
 		t.Fatal("failed as asked")
 	}
 }
+
+func TestLogThenSkip(t *testing.T) {
+	t.Log("built a namespace\nwith two lines")
+	t.Skip("needs the thing: absent")
+}
 `,
 	"bad/b_test.go": "package bad\n\nimport \"testing\"\n\nfunc TestX(t *testing.T) { undefinedFunction() }\n",
 }
@@ -80,8 +85,8 @@ func TestRun(t *testing.T) {
 	}
 	for _, want := range []string{
 		"ok  \tfixture\t",
-		"\nskipped: 3 test(s) in 1 package(s)",
-		"  fixture: needs the thing: absent\n      TestSkipped, TestSkippedToo\n",
+		"\nskipped: 4 test(s) in 1 package(s)",
+		"  fixture: needs the thing: absent\n      TestSkipped, TestSkippedToo, TestLogThenSkip\n",
 		"  fixture: first line second line\n      TestSub/a\n",
 	} {
 		if !strings.Contains(got, want) {
@@ -111,7 +116,7 @@ func TestRun(t *testing.T) {
 		"FAIL\tfixture\t",
 		"undefined: undefinedFunction", // the build error
 		"FAIL\tfixture/bad [build failed]",
-		"\nskipped: 3 test(s)",
+		"\nskipped: 4 test(s)",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("failing run: no %q in\n%s", want, got)
