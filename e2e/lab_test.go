@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/tern5g/tern/gtpu"
+	"github.com/tern5g/tern/internal/syncbuf"
 	"github.com/tern5g/tern/lab"
 )
 
@@ -73,27 +74,10 @@ type proc struct {
 	cmd    *exec.Cmd
 	lines  chan string // stdout, line by line
 	stdout bytes.Buffer
-	stderr lockedBuffer
+	stderr syncbuf.Buffer
 	mu     sync.Mutex // guards stdout
 	done   chan struct{}
 	err    error // Wait's, once done is closed
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // startTern runs tern with args inside namespace ns and waits (30 s at

@@ -6,13 +6,13 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/tern5g/tern/classify"
 	"github.com/tern5g/tern/classify/classbench"
 	"github.com/tern5g/tern/classify/workload"
+	"github.com/tern5g/tern/internal/syncbuf"
 )
 
 // TestSessionJob: a per-session table is measured with ForTable beside
@@ -108,7 +108,7 @@ func TestUpdatesCycle(t *testing.T) {
 // it runs, with how long so far; a short one is not (issue 37: bench
 // classify --quick was silent for 27 s while it built a classifier).
 func TestProgressNamesLongSteps(t *testing.T) {
-	var log lockedWriter
+	var log syncbuf.Buffer
 	p := startProgress(&log, 20*time.Millisecond)
 	p.begin("building partitionsort")
 	time.Sleep(120 * time.Millisecond)
@@ -123,22 +123,4 @@ func TestProgressNamesLongSteps(t *testing.T) {
 	}
 	// Without a log there is nothing to write to, and end still returns.
 	startProgress(nil, time.Millisecond).end()
-}
-
-// lockedWriter is a strings.Builder written from any goroutine.
-type lockedWriter struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }

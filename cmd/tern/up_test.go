@@ -11,12 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/tern5g/tern/config"
 	"github.com/tern5g/tern/internal/freeport"
+	"github.com/tern5g/tern/internal/syncbuf"
 	"github.com/tern5g/tern/lab"
 	"github.com/tern5g/tern/nf/smf"
 	"github.com/tern5g/tern/sctp"
@@ -52,24 +52,6 @@ func TestLabConfig(t *testing.T) {
 	}
 }
 
-// syncBuffer is stdout for a command running in another goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestUpReadyLineFollowsReadiness: tern up whose only UPF is not running
 // does not print "tern core ready" (its /readyz says 503): it says what it
 // waits for, and stops cleanly.
@@ -97,7 +79,7 @@ func TestUpReadyLineFollowsReadiness(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out syncBuffer
+	var out syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- up(ctx, []string{"--config", path, "--store", filepath.Join(dir, "subs.db"), "--demo-subscribers", "1"}, &out)

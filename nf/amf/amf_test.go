@@ -6,13 +6,13 @@ import (
 	"log/slog"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/internal/syncbuf"
 	"github.com/tern5g/tern/nas"
 	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/security/kdf"
@@ -69,7 +69,7 @@ func TestNGSetupFailure(t *testing.T) {
 // and what did not match: the TAC and PLMN the gNB serves, and the TAIs
 // the AMF is configured with (issue 37: "misc(4)" and nothing else).
 func TestNGSetupFailureLogsTAs(t *testing.T) {
-	var logs lockedLog
+	var logs syncbuf.Buffer
 	cfg := testConfig()
 	a, err := New(cfg, newFakeHN().deps(), slog.New(&dupKeyHandler{inner: slog.NewTextHandler(&logs, nil)}))
 	if err != nil {
@@ -80,7 +80,7 @@ func TestNGSetupFailureLogsTAs(t *testing.T) {
 	g.send(0, ngSetupRequest(testPLMN, 99, identity.SNSSAI{SST: 1, SD: 0x010203}))
 	expect[*ngap.NGSetupFailure](t, g.recv())
 	// The log line is written before the failure is sent.
-	line := logs.find("NG Setup rejected")
+	line := logs.Line("NG Setup rejected")
 	for _, want := range []string{
 		`cause="misc(4) unknown-PLMN-or-SNPN"`,
 		`why="no TAC the gNB serves is in amf.tais for its PLMN"`,
@@ -94,33 +94,9 @@ func TestNGSetupFailureLogsTAs(t *testing.T) {
 	g = attachGNB(t, a)
 	g.send(0, ngSetupRequest(identity.PLMN{MCC: "001", MNC: "01"}, 1, identity.SNSSAI{SST: 1, SD: identity.NoSD}))
 	expect[*ngap.NGSetupFailure](t, g.recv())
-	if line := logs.find("gnb_tas=\"plmn 00101"); !strings.Contains(line, `why="no PLMN the gNB broadcasts is one of amf.tais"`) {
+	if line := logs.Line("gnb_tas=\"plmn 00101"); !strings.Contains(line, `why="no PLMN the gNB broadcasts is one of amf.tais"`) {
 		t.Errorf("unknown PLMN logged as %q", line)
 	}
-}
-
-// lockedLog collects log output written from any goroutine.
-type lockedLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// find returns the first line containing s, "" if none.
-func (l *lockedLog) find(s string) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for line := range strings.Lines(l.b.String()) {
-		if strings.Contains(line, s) {
-			return line
-		}
-	}
-	return ""
 }
 
 func TestGarbledPDUErrorIndication(t *testing.T) {

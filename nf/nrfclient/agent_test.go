@@ -1,18 +1,17 @@
 package nrfclient_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/free5gc/openapi/models"
 
+	"github.com/tern5g/tern/internal/syncbuf"
 	"github.com/tern5g/tern/nf/nrf"
 	"github.com/tern5g/tern/nf/nrfclient"
 	"github.com/tern5g/tern/sbi"
@@ -186,24 +185,6 @@ func TestAgentConfig(t *testing.T) {
 	}
 }
 
-// logBuffer collects what a logger writes from other goroutines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // An NF started beside its NRF may ask before the NRF listens (the
 // README's script starts them all at once): that normal start logs no
 // failure. An NRF that stays away is reported once at Warn, with the error,
@@ -211,7 +192,7 @@ func (l *logBuffer) String() string {
 func TestAgentQuietWhileTheNRFComesUp(t *testing.T) {
 	f := newFake(t, nrf.Config{})
 	f.setDown(true)
-	var log logBuffer
+	var log syncbuf.Buffer
 	a, err := nrfclient.NewAgent(nrfclient.AgentConfig{NRF: f, Profile: amfProfile(t), RetryMin: 2 * time.Millisecond, RetryMax: 10 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	if err != nil {
@@ -227,7 +208,7 @@ func TestAgentQuietWhileTheNRFComesUp(t *testing.T) {
 	}
 
 	f.setDown(true)
-	var log2 logBuffer
+	var log2 syncbuf.Buffer
 	a, err = nrfclient.NewAgent(nrfclient.AgentConfig{NRF: f, Profile: amfProfile(t), RetryMin: 2 * time.Millisecond, RetryMax: 10 * time.Millisecond,
 		QuietFor: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&log2, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	if err != nil {
