@@ -77,7 +77,7 @@ type UEContextManagement interface {
 	// RegisterAMF3GPPAccess is Nudm_UECM_Registration: reg.AmfInstanceId
 	// becomes the serving AMF of supi. Errors: CauseUserNotFound,
 	// CauseMandatoryIEMissing.
-	RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *models.Udm_UECM_Amf3GppAccessRegistration) error
+	RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *models.Udm_UECM_Amf3GppAccessRegistration) (created bool, err error)
 	// UpdateAMF3GPPAccess is the registration's modification (TS 29.503
 	// §5.3.2.4, HTTP PATCH), mod naming the serving AMF by its GUAMI: with
 	// purgeFlag it is the AMF's Nudm_UECM_Deregistration and removes the

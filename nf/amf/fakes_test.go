@@ -267,14 +267,15 @@ func (h *fakeHN) GetSmData(ctx context.Context, supi string, q sbi.SmDataQuery) 
 	return out, nil
 }
 
-func (h *fakeHN) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *models.Udm_UECM_Amf3GppAccessRegistration) error {
+func (h *fakeHN) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *models.Udm_UECM_Amf3GppAccessRegistration) (bool, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.subs[supi] == nil {
-		return sbi.ErrUserNotFound
+		return false, sbi.ErrUserNotFound
 	}
+	_, had := h.uecmRegs[supi]
 	h.uecmRegs[supi] = reg
-	return nil
+	return !had, nil
 }
 
 func (h *fakeHN) UpdateAMF3GPPAccess(ctx context.Context, supi string, mod *models.Udm_UECM_Amf3GppAccessRegistrationModification) error {

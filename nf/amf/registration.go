@@ -160,7 +160,7 @@ func (u *ue) completeRegistration() {
 			Pei:                    u.pei,
 			Supi:                   u.supi,
 		}
-		if err := a.deps.UECM.RegisterAMF3GPPAccess(ctx, u.supi, reg); err != nil {
+		if _, err := a.deps.UECM.RegisterAMF3GPPAccess(ctx, u.supi, reg); err != nil {
 			u.log.Info("Nudm_UECM_Registration failed", "err", err)
 			u.rejectRegistration(causeForSBIError(err))
 			return

@@ -152,6 +152,11 @@ func TestUECMUpdateOverHTTP(t *testing.T) {
 	if pd := do(t, root, "PUT", path, "application/json", reg); pd.Status != http.StatusCreated {
 		t.Fatalf("registration: %+v", pd)
 	}
+	// The same PUT again replaces the registration: 200 OK, not 201 (TS
+	// 29.503 §5.3.2.2.2, 3GppRegistration's responses).
+	if pd := do(t, root, "PUT", path, "application/json", reg); pd.Status != http.StatusOK {
+		t.Fatalf("registration replaced: %+v, want 200", pd)
+	}
 	if pd := do(t, root, "PATCH", path, "application/merge-patch+json", `{`+guami+`,"pei":"imeisv-4370816125816151"}`); pd.Status != http.StatusNoContent {
 		t.Fatalf("update: %+v", pd)
 	}

@@ -371,14 +371,15 @@ func (u *UDM) GetSmfSelectData(ctx context.Context, supi string, plmn identity.P
 }
 
 // RegisterAMF3GPPAccess implements sbi.UEContextManagement (TS 29.503
-// §5.3.2.2.2). A registration from a different AMF replaces the old one.
+// §5.3.2.2.2). A registration from a different AMF replaces the old one;
+// created says whether there was none (201 Created, else 200 OK).
 //
 // Departure from the spec: the UDM does not notify the old AMF
 // (Nudm_UECM_DeregistrationNotification) because the interfaces carry no
 // callbacks; the AMF detects the change when its context is reused.
-func (u *UDM) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *models.Udm_UECM_Amf3GppAccessRegistration) error {
+func (u *UDM) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *models.Udm_UECM_Amf3GppAccessRegistration) (created bool, err error) {
 	if err := checkSUPI("{ueId}", supi); err != nil {
-		return err
+		return false, err
 	}
 	// TS 29.503 Amf3GppAccessRegistration: amfInstanceId,
 	// deregCallbackUri, guami and ratType are mandatory.
@@ -391,7 +392,7 @@ func (u *UDM) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *model
 	m.need("/guami", reg.Guami != nil)
 	m.need("/ratType", reg.RatType != "")
 	if err := m.err(); err != nil {
-		return err
+		return false, err
 	}
 	r := *reg
 	r.Supi = supi
@@ -418,12 +419,12 @@ func (u *UDM) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *model
 			}
 		}
 		u.mu.Unlock()
-		return u.fromUDR("am-data", supi, err)
+		return false, u.fromUDR("am-data", supi, err)
 	}
 	if old != nil && old.AmfInstanceId != r.AmfInstanceId {
 		u.log.Info("serving AMF changed", "supi", supi, "old", old.AmfInstanceId, "new", r.AmfInstanceId)
 	}
-	return nil
+	return old == nil, nil
 }
 
 // UpdateAMF3GPPAccess implements sbi.UEContextManagement: the PATCH of the

@@ -201,16 +201,16 @@ func TestUECM(t *testing.T) {
 		t.Fatalf("before registration: %v", err)
 	}
 	reg := registration("amf-1")
-	if err := u.RegisterAMF3GPPAccess(ctx, supi, reg); err != nil {
-		t.Fatal(err)
+	if created, err := u.RegisterAMF3GPPAccess(ctx, supi, reg); err != nil || !created {
+		t.Fatalf("first registration: created %v, %v", created, err)
 	}
 	reg.AmfInstanceId = "changed" // the UDM keeps its own copy
 	got, err := u.GetAMF3GPPAccess(ctx, supi)
 	if err != nil || got.AmfInstanceId != "amf-1" || got.Supi != supi || got.RegistrationTime == nil {
 		t.Fatalf("registration = %+v, %v", got, err)
 	}
-	if err := u.RegisterAMF3GPPAccess(ctx, supi, registration("amf-2")); err != nil {
-		t.Fatal(err)
+	if created, err := u.RegisterAMF3GPPAccess(ctx, supi, registration("amf-2")); err != nil || created {
+		t.Fatalf("registration replaced: created %v, %v", created, err)
 	}
 	if got, _ := u.GetAMF3GPPAccess(ctx, supi); got.AmfInstanceId != "amf-2" {
 		t.Fatalf("serving AMF = %s, want amf-2", got.AmfInstanceId)
@@ -222,10 +222,10 @@ func TestUECM(t *testing.T) {
 	if err := u.UpdateAMF3GPPAccess(ctx, supi, purge); !errors.Is(err, sbi.ErrContextNotFound) {
 		t.Fatalf("second deregistration: %v", err)
 	}
-	if err := u.RegisterAMF3GPPAccess(ctx, supi, &models.Udm_UECM_Amf3GppAccessRegistration{}); !errors.Is(err, sbi.ErrMandatoryIEMissing) {
+	if _, err := u.RegisterAMF3GPPAccess(ctx, supi, &models.Udm_UECM_Amf3GppAccessRegistration{}); !errors.Is(err, sbi.ErrMandatoryIEMissing) {
 		t.Fatalf("no amfInstanceId: %v", err)
 	}
-	if err := u.RegisterAMF3GPPAccess(ctx, "imsi-208930000000077", registration("amf-1")); !errors.Is(err, sbi.ErrUserNotFound) {
+	if _, err := u.RegisterAMF3GPPAccess(ctx, "imsi-208930000000077", registration("amf-1")); !errors.Is(err, sbi.ErrUserNotFound) {
 		t.Fatalf("unknown: %v", err)
 	}
 	if _, err := u.GetAMF3GPPAccess(ctx, "imsi-208930000000077"); !errors.Is(err, sbi.ErrContextNotFound) {
@@ -241,13 +241,13 @@ func TestUECMRegistrationOfADeletedSubscriber(t *testing.T) {
 	u, st := newUDM(t, Config{})
 	ctx := context.Background()
 	supi := store.DemoSUPI(1)
-	if err := u.RegisterAMF3GPPAccess(ctx, supi, registration("amf-1")); err != nil {
+	if _, err := u.RegisterAMF3GPPAccess(ctx, supi, registration("amf-1")); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Delete(supi); err != nil {
 		t.Fatal(err)
 	}
-	if err := u.RegisterAMF3GPPAccess(ctx, supi, registration("amf-2")); !errors.Is(err, sbi.ErrUserNotFound) {
+	if _, err := u.RegisterAMF3GPPAccess(ctx, supi, registration("amf-2")); !errors.Is(err, sbi.ErrUserNotFound) {
 		t.Fatalf("registration of a deleted subscriber: %v", err)
 	}
 	if got, err := u.GetAMF3GPPAccess(ctx, supi); err != nil || got.AmfInstanceId != "amf-1" {

@@ -89,9 +89,9 @@ func (c *Client) GetSmfSelectData(ctx context.Context, supi string, plmn identit
 	return rs.Data, err
 }
 
-func (c *Client) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *models.Udm_UECM_Amf3GppAccessRegistration) error {
-	_, err := call[RegisterAMFRequest, RegisterAMFResponse](ctx, c.c, UDMRegisterAMF, &RegisterAMFRequest{Supi: supi, Registration: reg})
-	return err
+func (c *Client) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *models.Udm_UECM_Amf3GppAccessRegistration) (bool, error) {
+	rs, err := call[RegisterAMFRequest, RegisterAMFResponse](ctx, c.c, UDMRegisterAMF, &RegisterAMFRequest{Supi: supi, Registration: reg})
+	return rs.Created, err
 }
 
 func (c *Client) UpdateAMF3GPPAccess(ctx context.Context, supi string, mod *models.Udm_UECM_Amf3GppAccessRegistrationModification) error {

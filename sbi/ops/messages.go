@@ -177,6 +177,16 @@ type RegisterAMFRequest struct {
 
 type RegisterAMFResponse struct {
 	Registration *models.Udm_UECM_Amf3GppAccessRegistration `sbi:"body"`
+	Created      bool                                       `sbi:"created"`
+}
+
+// SuccessStatus is 201 when the PUT created the registration, 200 when it
+// replaced the UE's (TS 29.503 §5.3.2.2.2; 3GppRegistration's responses).
+func (r *RegisterAMFResponse) SuccessStatus() int {
+	if r.Created {
+		return http.StatusCreated
+	}
+	return http.StatusOK
 }
 
 type UpdateAMFRequest struct {

@@ -95,10 +95,12 @@ var (
 	UDMRegisterAMF = define(Op{ID: 9, Name: sbi.OpUDMRegisterAMF3GPP, OperationID: "3GppRegistration",
 		Method: http.MethodPut, Path: "/nudm-uecm/v1/{ueId}/registrations/amf-3gpp-access", Status: http.StatusCreated, LocationSelf: true},
 		func(ctx context.Context, p sbi.UEContextManagement, rq *RegisterAMFRequest, rs *RegisterAMFResponse) error {
-			if err := p.RegisterAMF3GPPAccess(ctx, rq.Supi, rq.Registration); err != nil {
+			created, err := p.RegisterAMF3GPPAccess(ctx, rq.Supi, rq.Registration)
+			if err != nil {
 				return err
 			}
-			rs.Registration = rq.Registration // the created resource (TS 29.503 §6.2.3.2.3.1)
+			// The resource, created or replaced (TS 29.503 §6.2.3.2.3.1).
+			rs.Registration, rs.Created = rq.Registration, created
 			return nil
 		})
 	UDMUpdateAMF = define(Op{ID: 10, Name: sbi.OpUDMUpdateAMF3GPP, OperationID: "Update3GppRegistration",

@@ -130,12 +130,12 @@ func (p *Producer) GetSmfSelectData(ctx context.Context, supi string, plmn ident
 		"1": {DnnInfos: []models.Udm_SDM_DnnInfo{{Dnn: "internet", DefaultDnnIndicator: true}}}}}, nil
 }
 
-func (p *Producer) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *models.Udm_UECM_Amf3GppAccessRegistration) error {
+func (p *Producer) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *models.Udm_UECM_Amf3GppAccessRegistration) (bool, error) {
 	p.record(sbi.OpUDMRegisterAMF3GPP, supi, reg)
 	if fails(supi) {
-		return notFound
+		return false, notFound
 	}
-	return nil
+	return true, nil
 }
 
 func (p *Producer) UpdateAMF3GPPAccess(ctx context.Context, supi string, mod *models.Udm_UECM_Amf3GppAccessRegistrationModification) error {
@@ -545,7 +545,9 @@ func Run(t *testing.T, c *ops.Client, p *Producer, callbackRoot string) {
 
 	// Nudm_UECM.
 	reg := AMFRegistration()
-	check(sbi.OpUDMRegisterAMF3GPP, c.RegisterAMF3GPPAccess(ctx, SUPI, reg), SUPI, reg)
+	regCreated, err := c.RegisterAMF3GPPAccess(ctx, SUPI, reg)
+	check(sbi.OpUDMRegisterAMF3GPP, err, SUPI, reg)
+	same(sbi.OpUDMRegisterAMF3GPP, regCreated, true)
 	upd := &models.Udm_UECM_Amf3GppAccessRegistrationModification{Guami: reg.Guami, Pei: "imeisv-4370816125816151"}
 	check(sbi.OpUDMUpdateAMF3GPP, c.UpdateAMF3GPPAccess(ctx, SUPI, upd), SUPI, upd)
 	mod := &models.Udm_UECM_Amf3GppAccessRegistrationModification{Guami: reg.Guami, PurgeFlag: true}
