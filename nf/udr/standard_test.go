@@ -303,6 +303,11 @@ func TestAuthStatusAndAMFContext(t *testing.T) {
 		t.Fatalf("PUT amf-3gpp-access again: %d, want 204", status)
 	}
 	problem("PUT", ctxPath, "application/json", `{"amfInstanceId":"6f1c0b0e-0000-4000-8000-000000000001"}`, 400, sbi.CauseMandatoryIEMissing)
+	// free5GC's UDM replaces /pei of a registration that has none
+	// (jsonpatch.Options.ReplaceAbsent).
+	if st, pd := p.patch(ctxPath, `[{"op":"replace","path":"/pei","value":"imeisv-4370816125816150"}]`); st != 204 {
+		t.Fatalf("PATCH replacing the absent pei: %d %+v", st, pd)
+	}
 	purge := `[{"op":"replace","path":"/guami","value":{"plmnId":{"mcc":"208","mnc":"93"},"amfId":"cafe00"}},` +
 		`{"op":"add","path":"/purgeFlag","value":true},{"op":"add","path":"/pei","value":"imeisv-4370816125816151"}]`
 	if st, pd := p.patch(ctxPath, purge); st != 204 {

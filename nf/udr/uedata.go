@@ -94,6 +94,10 @@ func (u *UDR) CreateAmfContext3gpp(ctx context.Context, supi string, reg *models
 // AmfContext3gpp): the JSON Patch (RFC 6902) of the registration, applied
 // whole or not at all. The result must still be a registration with its
 // mandatory members.
+//
+// Departure: a replace of a member the registration lacks adds it
+// (jsonpatch.Options.ReplaceAbsent), where RFC 6902 §4.3 fails the patch:
+// free5GC's UDM replaces /pei whether or not the registration has one.
 func (u *UDR) ModifyAmfContext3gpp(ctx context.Context, supi string, patch []models.PatchItem) error {
 	u.ueData.mu.Lock()
 	reg := u.ueData.amf3GPP[supi]
@@ -106,7 +110,7 @@ func (u *UDR) ModifyAmfContext3gpp(ctx context.Context, supi string, patch []mod
 	if err != nil {
 		return fmt.Errorf("udr: %s: %w", supi, err)
 	}
-	out, err := jsonpatch.Apply(doc, patch)
+	out, err := jsonpatch.ApplyWith(doc, patch, jsonpatch.Options{ReplaceAbsent: true})
 	if err != nil {
 		return patchProblem(err)
 	}

@@ -8,6 +8,8 @@ package jsonpatch
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -25,6 +27,23 @@ const MaxGrowth = 1 << 20
 // difference between an absent value member and "value": null; both are
 // taken as null.
 func Apply(doc []byte, patch []models.PatchItem) ([]byte, error) {
+	return ApplyWith(doc, patch, Options{})
+}
+
+// Options are departures from RFC 6902 that a resource may choose.
+type Options struct {
+	// ReplaceAbsent applies a replace whose target is a member missing
+	// from an object as an add of that member. RFC 6902 §4.3 requires the
+	// target to exist, but deployed 3GPP consumers replace members a
+	// resource may lack (free5GC's UDM patches /pei of an AMF
+	// registration that has none), and an encoder that leaves out empty
+	// members makes "absent" and "empty" the same resource. A replace of
+	// a missing array element, or under a missing parent, still fails.
+	ReplaceAbsent bool
+}
+
+// ApplyWith is Apply with the departures o allows.
+func ApplyWith(doc []byte, patch []models.PatchItem, o Options) ([]byte, error) {
 	ops := make(jsonpatch.Patch, 0, len(patch))
 	for i, it := range patch {
 		op, err := operation(it)
@@ -38,7 +57,60 @@ func Apply(doc []byte, patch []models.PatchItem) ([]byte, error) {
 	opts.AllowMissingPathOnRemove = false
 	opts.EnsurePathExistsOnAdd = false
 	opts.AccumulatedCopySizeLimit = MaxGrowth
-	return ops.ApplyWithOptions(doc, opts) // a new document; doc is left as it was
+	if !o.ReplaceAbsent || !slices.ContainsFunc(patch, func(it models.PatchItem) bool { return it.Op == models.PatchOperation_REPLACE }) {
+		return ops.ApplyWithOptions(doc, opts) // a new document; doc is left as it was
+	}
+	// One operation at a time, each replace judged against the document
+	// the operations before it made. The library copies before it
+	// changes, so doc is left as it was whatever fails.
+	for i, op := range ops {
+		if patch[i].Op == models.PatchOperation_REPLACE && absentMember(doc, patch[i].Path) {
+			add, err := operation(models.PatchItem{Op: models.PatchOperation_ADD, Path: patch[i].Path, Value: patch[i].Value})
+			if err != nil {
+				return nil, fmt.Errorf("operation %d: %w", i, err)
+			}
+			op = add
+		}
+		next, err := jsonpatch.Patch{op}.ApplyWithOptions(doc, opts)
+		if err != nil {
+			return nil, fmt.Errorf("operation %d: %w", i, err)
+		}
+		doc = next
+	}
+	return doc, nil
+}
+
+// absentMember reports whether pointer names a member missing from an
+// object that doc has (RFC 6901 evaluation up to the last token).
+func absentMember(doc []byte, pointer string) bool {
+	if pointer == "" {
+		return false
+	}
+	var v any
+	if json.Unmarshal(doc, &v) != nil {
+		return false
+	}
+	tokens := strings.Split(pointer[1:], "/")
+	for i, tok := range tokens {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~") // RFC 6901 §4: ~1 first
+		switch c := v.(type) {
+		case map[string]any:
+			next, ok := c[tok]
+			if !ok {
+				return i == len(tokens)-1
+			}
+			v = next
+		case []any:
+			n, err := strconv.Atoi(tok)
+			if err != nil || n < 0 || n >= len(c) {
+				return false
+			}
+			v = c[n]
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // operation converts one PatchItem to the library's operation, checking

@@ -43,34 +43,62 @@ var rfc6902AppendixA = []struct{ name, doc, patch, want string }{
 
 func TestRFC6902AppendixA(t *testing.T) {
 	for _, c := range rfc6902AppendixA {
-		var patch []models.PatchItem
-		if err := json.Unmarshal([]byte(c.patch), &patch); err != nil {
-			t.Fatalf("%s: %v", c.name, err)
+		check(t, c.name, c.doc, c.patch, c.want, Options{})
+	}
+}
+
+// With ReplaceAbsent, a replace of a member an object lacks adds it (what
+// free5GC's UDM sends for an AMF registration without pei), judged
+// against the document the operations before it made; everything else is
+// as RFC 6902 says, and without the option the same replace fails (§4.3).
+func TestReplaceAbsent(t *testing.T) {
+	cases := []struct{ name, doc, patch, want string }{
+		{"absent member", `{"guami":{"amfId":"cafe00"}}`, `[{"op":"replace","path":"/pei","value":"imeisv-1"}]`,
+			`{"guami":{"amfId":"cafe00"},"pei":"imeisv-1"}`},
+		{"absent nested member", `{"a":{}}`, `[{"op":"replace","path":"/a/b~1c","value":1}]`, `{"a":{"b/c":1}}`},
+		{"present member", `{"pei":"x"}`, `[{"op":"replace","path":"/pei","value":"y"}]`, `{"pei":"y"}`},
+		{"removed by the operation before", `{"pei":"x"}`, `[{"op":"remove","path":"/pei"},{"op":"replace","path":"/pei","value":"y"}]`, `{"pei":"y"}`},
+		{"missing parent", `{}`, `[{"op":"replace","path":"/a/b","value":1}]`, ""},
+		{"missing array element", `{"a":[1]}`, `[{"op":"replace","path":"/a/1","value":2}]`, ""},
+		{"atomic", `{"a":1}`, `[{"op":"replace","path":"/b","value":2},{"op":"test","path":"/a","value":9}]`, ""},
+	}
+	for _, c := range cases {
+		check(t, c.name, c.doc, c.patch, c.want, Options{ReplaceAbsent: true})
+	}
+	check(t, "absent member, RFC 6902", cases[0].doc, cases[0].patch, "", Options{})
+}
+
+// check applies patch to doc with o and compares with want ("" for an
+// error), and that doc was left as it was.
+func check(t *testing.T, name, docText, patchText, want string, o Options) {
+	t.Helper()
+	var patch []models.PatchItem
+	if err := json.Unmarshal([]byte(patchText), &patch); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	doc := []byte(docText)
+	got, err := ApplyWith(doc, patch, o)
+	if string(doc) != docText {
+		t.Errorf("%s: the input document changed to %s", name, doc)
+	}
+	if want == "" {
+		if err == nil {
+			t.Errorf("%s: applied, giving %s; want an error", name, got)
 		}
-		doc := []byte(c.doc)
-		got, err := Apply(doc, patch)
-		if string(doc) != c.doc {
-			t.Errorf("%s: the input document changed to %s", c.name, doc)
-		}
-		if c.want == "" {
-			if err == nil {
-				t.Errorf("%s: applied, giving %s; want an error", c.name, got)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%s: %v", c.name, err)
-			continue
-		}
-		var g, w any
-		if err := json.Unmarshal(got, &g); err != nil {
-			t.Fatalf("%s: result %s: %v", c.name, got, err)
-		}
-		_ = json.Unmarshal([]byte(c.want), &w)
-		gj, _ := json.Marshal(g) // sorted keys: comparable
-		wj, _ := json.Marshal(w)
-		if !bytes.Equal(gj, wj) {
-			t.Errorf("%s: %s, want %s", c.name, gj, wj)
-		}
+		return
+	}
+	if err != nil {
+		t.Errorf("%s: %v", name, err)
+		return
+	}
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("%s: result %s: %v", name, got, err)
+	}
+	_ = json.Unmarshal([]byte(want), &w)
+	gj, _ := json.Marshal(g) // sorted keys: comparable
+	wj, _ := json.Marshal(w)
+	if !bytes.Equal(gj, wj) {
+		t.Errorf("%s: %s, want %s", name, gj, wj)
 	}
 }
