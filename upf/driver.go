@@ -69,19 +69,28 @@ func (u *UPF) openDriver(ctx context.Context) (name string, d ioDriver, err erro
 	return "", nil, u.inUseFirst(fmt.Errorf("driver auto: none opened ("+strings.Join(format, "; ")+")", args...))
 }
 
-// inUseFirst puts a taken N3 address at the head of err, the drivers'
-// failure: of what auto tries the portable driver comes last, so the one
-// reason an operator can act on (another UPF, often another tern up,
-// holds the port) ended a long list of why xdp and afxdp declined.
+// inUseFirst puts what another UPF holds at the head of err, the
+// drivers' failure: a taken N3 address, an N6 device another process has
+// open, or a UE pool routed elsewhere. Of what auto tries the portable
+// driver comes last, so the one reason an operator can act on (another
+// UPF, often another tern up) ended a long list of why xdp and afxdp
+// declined.
 func (u *UPF) inUseFirst(err error) error {
-	if !errors.Is(err, syscall.EADDRINUSE) {
-		return err
+	var device *portable.DeviceInUseError
+	var pool *portable.PoolInUseError
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		who := ""
+		if owner := sockowner.UDP(u.n3); owner != "" {
+			who = " by " + owner
+		}
+		return fmt.Errorf("N3 %s is in use%s: %w", u.n3, who, err)
+	case errors.As(err, &device):
+		return fmt.Errorf("%v: %w", device, err)
+	case errors.As(err, &pool):
+		return fmt.Errorf("%v: %w", pool, err)
 	}
-	who := ""
-	if owner := sockowner.UDP(u.n3); owner != "" {
-		who = " by " + owner
-	}
-	return fmt.Errorf("N3 %s is in use%s: %w", u.n3, who, err)
+	return err
 }
 
 // open opens one driver.

@@ -106,6 +106,9 @@ func Open(cfg Config, p *upfu.Pipeline, logger *slog.Logger) (*Driver, error) {
 	d := &Driver{cfg: cfg, p: p, log: logger, conn: conn, n3: rc}
 	for _, n6 := range cfg.N6 {
 		f, err := tundev.Open(n6.TUN)
+		if errors.Is(err, unix.EBUSY) {
+			err = &DeviceInUseError{Device: n6.TUN, Holders: tundev.Holders(n6.TUN)}
+		}
 		if err != nil {
 			d.closeAll()
 			return nil, fmt.Errorf("portable: N6 %s: %w", n6.TUN, err)

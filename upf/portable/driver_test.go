@@ -276,6 +276,16 @@ func TestPoolRoutedElsewhere(t *testing.T) {
 			t.Fatalf("after the second UPF with pool %s, %s goes to %s", p, pool, dev)
 		}
 	}
+	// The same device name: the kernel gives a TUN device one holder, and
+	// the second UPF is told whose it is.
+	_, err = open("tern-first", "10.63.0.0/16")
+	var busy *portable.DeviceInUseError
+	if !errors.As(err, &busy) || !strings.Contains(err.Error(), fmt.Sprintf("process %d (", os.Getpid())) {
+		t.Fatalf("second UPF with device tern-first: %v; want it refused naming this process", err)
+	}
+	if dev := routedTo(pool); dev != "tern-first" {
+		t.Fatalf("after the second UPF with device tern-first, %s goes to %s", pool, dev)
+	}
 	// A pool inside a network reached through a gateway, beside the first.
 	lan := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "tern-lan"}, PeerName: "tern-lan-peer"}
 	if err := netlink.LinkAdd(lan); err != nil {

@@ -34,6 +34,20 @@ func (e *PoolInUseError) Error() string {
 		"give this one pools of its own (upf.n6[].pool and smf.dnns[].pool) or stop the other", what, holders(e.Holders))
 }
 
+// DeviceInUseError says that an N6 device's name is taken by a TUN device
+// another process holds open (the kernel refuses a second holder: EBUSY):
+// another UPF with the same upf.n6[].tun, whose pool is routed there.
+type DeviceInUseError struct {
+	Device  string
+	Holders []tundev.Holder
+}
+
+func (e *DeviceInUseError) Error() string {
+	return fmt.Sprintf("N6 device %s is in use, %s: another UPF serves its pool; "+
+		"give this one devices and pools of its own (upf.n6[].tun, upf.n6[].pool and smf.dnns[].pool) or stop the other",
+		e.Device, holders(e.Holders))
+}
+
 func holders(hs []tundev.Holder) string {
 	if len(hs) == 0 {
 		return "held by no process seen here"
