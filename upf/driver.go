@@ -86,9 +86,9 @@ func (u *UPF) inUseFirst(err error) error {
 		}
 		return fmt.Errorf("N3 %s is in use%s: %w", u.n3, who, err)
 	case errors.As(err, &device):
-		return fmt.Errorf("%v: %w", device, err)
+		return fmt.Errorf("%s: %w", device.Summary(), err)
 	case errors.As(err, &pool):
-		return fmt.Errorf("%v: %w", pool, err)
+		return fmt.Errorf("%s: %w", pool.Summary(), err)
 	}
 	return err
 }

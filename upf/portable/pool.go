@@ -21,6 +21,12 @@ type PoolInUseError struct {
 }
 
 func (e *PoolInUseError) Error() string {
+	return e.Summary() + ": another UPF serves these addresses and would lose its downlink; " +
+		"give this one pools of its own (upf.n6[].pool and smf.dnns[].pool) or stop the other"
+}
+
+// Summary is the error's first part: what is in the way and who holds it.
+func (e *PoolInUseError) Summary() string {
 	var what string
 	switch {
 	case e.Route == e.Pool:
@@ -30,8 +36,7 @@ func (e *PoolInUseError) Error() string {
 	default:
 		what = fmt.Sprintf("UE pool %s is routed to device %s already, within %s", e.Pool, e.Device, e.Route)
 	}
-	return fmt.Sprintf("%s, %s: another UPF serves these addresses and would lose its downlink; "+
-		"give this one pools of its own (upf.n6[].pool and smf.dnns[].pool) or stop the other", what, holders(e.Holders))
+	return what + ", " + holders(e.Holders)
 }
 
 // DeviceInUseError says that an N6 device's name is taken by a TUN device
@@ -43,9 +48,13 @@ type DeviceInUseError struct {
 }
 
 func (e *DeviceInUseError) Error() string {
-	return fmt.Sprintf("N6 device %s is in use, %s: another UPF serves its pool; "+
-		"give this one devices and pools of its own (upf.n6[].tun, upf.n6[].pool and smf.dnns[].pool) or stop the other",
-		e.Device, holders(e.Holders))
+	return e.Summary() + ": another UPF serves its pool; " +
+		"give this one devices and pools of its own (upf.n6[].tun, upf.n6[].pool and smf.dnns[].pool) or stop the other"
+}
+
+// Summary is the error's first part: the device and who holds it.
+func (e *DeviceInUseError) Summary() string {
+	return fmt.Sprintf("N6 device %s is in use, %s", e.Device, holders(e.Holders))
 }
 
 func holders(hs []tundev.Holder) string {
