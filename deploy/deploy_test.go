@@ -200,3 +200,61 @@ func TestComposeSimBuilds(t *testing.T) {
 		t.Errorf("compose.yaml: sim builds %v as %q, the core %v as %q", sim.Build, sim.Image, core.Build, core.Image)
 	}
 }
+
+// TestMakeToolsWaitsForDpkgLock: make tools passes apt-get the dpkg lock
+// timeout, so that it waits for an apt run already going on a fresh
+// machine (unattended-upgrades at boot) instead of giving up. It runs the
+// target with a PATH on which nothing the tests use is installed and
+// apt-get, sudo and debconf-set-selections are stand-ins that record how
+// they were called.
+func TestMakeToolsWaitsForDpkgLock(t *testing.T) {
+	makeCmd, err := exec.LookPath("make")
+	if err != nil {
+		t.Skip("needs make")
+	}
+	bin := t.TempDir()
+	calls := filepath.Join(t.TempDir(), "calls")
+	// Shell built-ins only: nothing else is on PATH.
+	record := "#!/bin/sh\necho \"${0##*/} $*\" >> " + calls + "\n"
+	for name, script := range map[string]string{
+		"apt-get":                record,
+		"debconf-set-selections": record + "while read -r line; do :; done\n",
+		"sudo":                   "#!/bin/sh\nexec \"$@\"\n",
+	} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What the recipe runs besides them, from this machine.
+	for _, name := range []string{"id", "env", "ls"} {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			t.Skipf("needs %s", name)
+		}
+		if err := os.Symlink(p, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(makeCmd, "-s", "-C", "..", "tools")
+	cmd.Env = append(os.Environ(), "PATH="+bin)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make tools: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(calls)
+	if err != nil {
+		t.Fatalf("make tools called no apt-get: %v", err)
+	}
+	var apt int
+	for line := range strings.Lines(string(b)) {
+		if !strings.HasPrefix(line, "apt-get ") {
+			continue
+		}
+		apt++
+		if !strings.Contains(line, "-o DPkg::Lock::Timeout=120") {
+			t.Errorf("apt-get called without the dpkg lock timeout: %s", line)
+		}
+	}
+	if apt != 2 {
+		t.Errorf("apt-get called %d times, want 2 (update, install):\n%s", apt, b)
+	}
+}
