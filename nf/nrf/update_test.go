@@ -15,6 +15,7 @@ import (
 
 	"github.com/tern5g/tern/sbi"
 	"github.com/tern5g/tern/sbi/httpsbi"
+	"github.com/tern5g/tern/sbi/jsonpatch"
 )
 
 func patchOf(t *testing.T, s string) []models.PatchItem {
@@ -110,6 +111,10 @@ func TestUpdateRefusesBadPatch(t *testing.T) {
 		{"bad nfStatus", `[{"op":"replace","path":"/nfStatus","value":"ASLEEP"}]`, 400, sbi.CauseMandatoryIEIncorrect},
 		{"mistyped attribute", `[{"op":"add","path":"/priority","value":"high"}]`, 400, sbi.CauseMandatoryIEIncorrect},
 		{"bad supiRanges pattern", `[{"op":"add","path":"/udmInfo","value":{"supiRanges":[{"pattern":"(["}]}}]`, 400, sbi.CauseOptionalIEIncorrect},
+		// sbi/jsonpatch's bounds, the UDR's too: one heart-beat operation
+		// more than jsonpatch.MaxOperations.
+		{"too many operations", "[" + strings.Repeat(`{"op":"replace","path":"/nfStatus","value":"REGISTERED"},`, jsonpatch.MaxOperations) +
+			`{"op":"replace","path":"/nfStatus","value":"REGISTERED"}]`, 400, sbi.CauseInvalidMsgFormat},
 	} {
 		p, err := n.Update(ctx, "udm-1", patchOf(t, c.patch))
 		var pd *sbi.ProblemDetails

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tern5g/tern/sbi"
 	"github.com/tern5g/tern/sbi/httpsbi"
+	"github.com/tern5g/tern/sbi/jsonpatch"
 	"github.com/tern5g/tern/sbi/openapitest"
 	"github.com/tern5g/tern/store"
 )
@@ -345,6 +346,48 @@ func TestAuthStatusAndAMFContext(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPatchBounds: a JSON Patch over sbi/jsonpatch's bounds (the NRF's
+// too) is 400 INVALID_MSG_FORMAT on both resources a UDM patches, and
+// changes nothing: one operation more than jsonpatch.MaxOperations, and a
+// registration grown past jsonpatch.MaxDocument.
+func TestPatchBounds(t *testing.T) {
+	u, st := newUDR(t, Config{})
+	p := serveUDR(t, u, nil)
+	supi := store.DemoSUPI(1)
+	before, _ := st.Get(supi)
+	many := func(op string) string {
+		return "[" + strings.Repeat(op+",", jsonpatch.MaxOperations) + op + "]"
+	}
+	if status, pd := p.patch(authSubsPath(supi), many(`{"op":"replace","path":"/sequenceNumber/sqn","value":"000000000fff"}`)); status != 400 || pd.Cause != sbi.CauseInvalidMsgFormat {
+		t.Errorf("authentication-subscription, %d operations: %d %s (%s)", jsonpatch.MaxOperations+1, status, pd.Cause, pd.Detail)
+	}
+	if after, _ := st.Get(supi); after.SQN != before.SQN {
+		t.Errorf("SQN_HE %#x after a refused patch, was %#x", after.SQN, before.SQN)
+	}
+	ctxPath := "/nudr-dr/v2/subscription-data/" + supi + "/context-data/amf-3gpp-access"
+	reg := `{"amfInstanceId":"6f1c0b0e-0000-4000-8000-000000000001","deregCallbackUri":"http://amf.example/dereg",` +
+		`"guami":{"plmnId":{"mcc":"208","mnc":"93"},"amfId":"cafe00"},"ratType":"NR"}`
+	if status, _, b := p.do("PUT", ctxPath, "application/json", reg); status != 201 {
+		t.Fatalf("PUT amf-3gpp-access: %d %s", status, b)
+	}
+	half := strings.Repeat("0", jsonpatch.MaxDocument/2)
+	for name, patch := range map[string]string{
+		"too many operations": many(`{"op":"replace","path":"/pei","value":"imeisv-4370816125816151"}`),
+		"too large":           `[{"op":"add","path":"/supportedFeatures","value":"` + half + `"},{"op":"copy","from":"/supportedFeatures","path":"/amfEeSubscriptionId"}]`,
+	} {
+		if status, pd := p.patch(ctxPath, patch); status != 400 || pd.Cause != sbi.CauseInvalidMsgFormat {
+			t.Errorf("amf-3gpp-access, %s: %d %s (%s)", name, status, pd.Cause, pd.Detail)
+		}
+	}
+	got, err := u.QueryAmfContext3gpp(context.Background(), supi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Pei != "" || got.SupportedFeatures != "" {
+		t.Errorf("after refused patches: pei %q, supportedFeatures of %d bytes", got.Pei, len(got.SupportedFeatures))
 	}
 }
 

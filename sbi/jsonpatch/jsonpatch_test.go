@@ -3,6 +3,10 @@ package jsonpatch
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/free5gc/openapi/models"
@@ -61,11 +65,93 @@ func TestReplaceAbsent(t *testing.T) {
 		{"missing parent", `{}`, `[{"op":"replace","path":"/a/b","value":1}]`, ""},
 		{"missing array element", `{"a":[1]}`, `[{"op":"replace","path":"/a/1","value":2}]`, ""},
 		{"atomic", `{"a":1}`, `[{"op":"replace","path":"/b","value":2},{"op":"test","path":"/a","value":9}]`, ""},
+		{"array parent", `{"a":[1]}`, `[{"op":"replace","path":"/a/b","value":2}]`, ""},
+		{"null parent", `{"a":null}`, `[{"op":"replace","path":"/a/b","value":2}]`, ""},
+		{"array element", `{"a":[1,2]}`, `[{"op":"replace","path":"/a/1","value":3}]`, `{"a":[1,3]}`},
+		// A token that can be an index keeps RFC 6902's replace, on an
+		// object too (see Options.ReplaceAbsent).
+		{"index-like member", `{"m":{}}`, `[{"op":"replace","path":"/m/1","value":2}]`, ""},
+		{"index-like member present", `{"m":{"1":1}}`, `[{"op":"replace","path":"/m/1","value":2}]`, `{"m":{"1":2}}`},
 	}
 	for _, c := range cases {
 		check(t, c.name, c.doc, c.patch, c.want, Options{ReplaceAbsent: true})
 	}
 	check(t, "absent member, RFC 6902", cases[0].doc, cases[0].patch, "", Options{})
+}
+
+// TestReplaceAbsentCost: with ReplaceAbsent a patch costs what it costs
+// without, one decoding of the document, not one per operation: 64
+// replaces of a member next to a 256 KiB one allocate a small multiple
+// of the document, where judging each replace against a re-parsed
+// document allocated over 64 times it.
+func TestReplaceAbsentCost(t *testing.T) {
+	big := strings.Repeat("x", 256<<10)
+	doc, _ := json.Marshal(map[string]any{"big": big, "guami": map[string]any{"amfId": "cafe00"}})
+	patch := make([]models.PatchItem, MaxOperations)
+	for i := range patch {
+		patch[i] = models.PatchItem{Op: models.PatchOperation_REPLACE, Path: "/pei", Value: fmt.Sprintf("imeisv-%016d", i)}
+	}
+	allocated := func() uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		out, err := ApplyWith(doc, patch, Options{ReplaceAbsent: true})
+		runtime.ReadMemStats(&after)
+		if err != nil || !bytes.Contains(out, []byte(`"pei":"imeisv-0000000000000063"`)) {
+			t.Fatalf("%s, %v", out[len(out)-80:], err)
+		}
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	allocated() // warm up
+	if got, limit := allocated(), uint64(16*len(doc)); got > limit {
+		t.Errorf("%d operations on a %d-byte document allocated %d bytes, more than %d", len(patch), len(doc), got, limit)
+	}
+}
+
+// TestBounds: a patch over MaxOperations, a document, a patch or a
+// result over MaxDocument, and copies that grow the document past it are
+// refused with ErrTooLarge, with or without ReplaceAbsent; at the bounds
+// the patch applies.
+func TestBounds(t *testing.T) {
+	replaces := func(n int) []models.PatchItem {
+		p := make([]models.PatchItem, n)
+		for i := range p {
+			p[i] = models.PatchItem{Op: models.PatchOperation_REPLACE, Path: "/a", Value: i}
+		}
+		return p
+	}
+	half := strings.Repeat("x", MaxDocument/2)
+	withHalf, _ := json.Marshal(map[string]string{"a": "", "h": half})
+	over, _ := json.Marshal(map[string]string{"a": "", "h": half + half})
+	cases := []struct {
+		name  string
+		doc   []byte
+		patch []models.PatchItem
+		ok    bool
+	}{
+		{"MaxOperations", []byte(`{"a":0}`), replaces(MaxOperations), true},
+		{"one operation more", []byte(`{"a":0}`), replaces(MaxOperations + 1), false},
+		{"half the size", withHalf, replaces(1), true},
+		{"document over", over, replaces(1), false},
+		{"patch over", []byte(`{"a":0}`), []models.PatchItem{
+			{Op: models.PatchOperation_ADD, Path: "/b", Value: half},
+			{Op: models.PatchOperation_ADD, Path: "/c", Value: half},
+			{Op: models.PatchOperation_REMOVE, Path: "/b"}, {Op: models.PatchOperation_REMOVE, Path: "/c"}}, false},
+		{"result over", withHalf, []models.PatchItem{{Op: models.PatchOperation_ADD, Path: "/b", Value: half}}, false},
+		{"copies over", withHalf, []models.PatchItem{
+			{Op: models.PatchOperation_COPY, From: "/h", Path: "/b"}, {Op: models.PatchOperation_COPY, From: "/h", Path: "/c"},
+			{Op: models.PatchOperation_REMOVE, Path: "/b"}, {Op: models.PatchOperation_REMOVE, Path: "/c"}}, false},
+	}
+	for _, c := range cases {
+		for _, o := range []Options{{}, {ReplaceAbsent: true}} {
+			_, err := ApplyWith(c.doc, c.patch, o)
+			if c.ok && err != nil {
+				t.Errorf("%s (%+v): %v", c.name, o, err)
+			}
+			if !c.ok && !errors.Is(err, ErrTooLarge) {
+				t.Errorf("%s (%+v): %v, want ErrTooLarge", c.name, o, err)
+			}
+		}
+	}
 }
 
 // check applies patch to doc with o and compares with want ("" for an
