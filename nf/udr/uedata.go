@@ -23,16 +23,25 @@ import (
 // own copy. They are context, not subscription: the AMF registers again
 // (TS 23.502 §4.2.2.2.2) and the next authentication writes a new status.
 // A deleted subscriber's go with it (Follow).
+//
+// mu guards the maps, not what they point to: a value stored is never
+// changed, a write stores a new one, so that a reader may use what it took
+// after unlocking, and a PATCH can be applied without holding mu.
 type ueData struct {
 	mu         sync.Mutex
 	authStatus map[string]*models.Udm_UEAU_AuthEvent
 	amf3GPP    map[string]*models.Udr_DR_Amf3GppAccessRegistration
+
+	// apply is jsonpatch.ApplyWith; tests replace it to act while a
+	// patch is being applied.
+	apply func(doc []byte, patch []models.PatchItem, o jsonpatch.Options) ([]byte, error)
 }
 
 func newUEData() ueData {
 	return ueData{
 		authStatus: make(map[string]*models.Udm_UEAU_AuthEvent),
 		amf3GPP:    make(map[string]*models.Udr_DR_Amf3GppAccessRegistration),
+		apply:      jsonpatch.ApplyWith,
 	}
 }
 
@@ -95,34 +104,63 @@ func (u *UDR) CreateAmfContext3gpp(ctx context.Context, supi string, reg *models
 // whole or not at all. The result must still be a registration with its
 // mandatory members.
 //
+// The patch is applied without holding the UDR's lock, which every UE's
+// authentication-status and amf-3gpp-access share: the result is stored
+// only if the registration is still the one patched (compare and swap),
+// and otherwise the patch applies again to the one that replaced it, so a
+// PUT or another PATCH in between is not lost.
+//
 // Departure: a replace of a member the registration lacks adds it
 // (jsonpatch.Options.ReplaceAbsent), where RFC 6902 §4.3 fails the patch:
 // free5GC's UDM replaces /pei whether or not the registration has one.
 func (u *UDR) ModifyAmfContext3gpp(ctx context.Context, supi string, patch []models.PatchItem) error {
-	u.ueData.mu.Lock()
-	reg := u.ueData.amf3GPP[supi]
-	if reg == nil {
-		u.ueData.mu.Unlock()
-		return u.missing(supi, "amf-3gpp-access")
+	d := &u.ueData
+	for {
+		d.mu.Lock()
+		reg := d.amf3GPP[supi]
+		d.mu.Unlock()
+		if reg == nil {
+			return u.missing(supi, "amf-3gpp-access")
+		}
+		res, err := d.patched(supi, reg, patch)
+		if err != nil {
+			return err
+		}
+		d.mu.Lock()
+		swapped := d.amf3GPP[supi] == reg
+		if swapped {
+			d.amf3GPP[supi] = res
+		}
+		d.mu.Unlock()
+		if swapped {
+			return nil
+		}
+		// Another write of this UE's registration came first; each retry
+		// follows one that succeeded.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 	}
-	defer u.ueData.mu.Unlock()
+}
+
+// patched is reg with patch applied, checked to be a registration still.
+func (d *ueData) patched(supi string, reg *models.Udr_DR_Amf3GppAccessRegistration, patch []models.PatchItem) (*models.Udr_DR_Amf3GppAccessRegistration, error) {
 	doc, err := json.Marshal(reg)
 	if err != nil {
-		return fmt.Errorf("udr: %s: %w", supi, err)
+		return nil, fmt.Errorf("udr: %s: %w", supi, err)
 	}
-	out, err := jsonpatch.ApplyWith(doc, patch, jsonpatch.Options{ReplaceAbsent: true})
+	out, err := d.apply(doc, patch, jsonpatch.Options{ReplaceAbsent: true})
 	if err != nil {
-		return patchProblem(err)
+		return nil, patchProblem(err)
 	}
 	var res models.Udr_DR_Amf3GppAccessRegistration
 	if err := json.Unmarshal(out, &res); err != nil {
-		return sbi.IncorrectIE("/", "the patched registration: %v", err)
+		return nil, sbi.IncorrectIE("/", "the patched registration: %v", err)
 	}
 	if err := checkRegistration(&res); err != nil {
-		return err
+		return nil, err
 	}
-	u.ueData.amf3GPP[supi] = &res
-	return nil
+	return &res, nil
 }
 
 // QueryAmfContext3gpp implements sbi.ContextDataRepository (TS 29.505
