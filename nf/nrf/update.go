@@ -31,6 +31,13 @@ import (
 // NRF stored something else than the patch asked (heartBeatTimer is the
 // NRF's, §5.2.2.2.2), so that the NF learns what the NRF keeps.
 //
+// Departure: a replace of a member the stored profile lacks adds it
+// (jsonpatch.Options.ReplaceAbsent), where RFC 6902 §4.3 fails the patch.
+// The profile is stored in the free5GC model and encoded again for the
+// patch, which leaves out members at their zero value (load, priority,
+// capacity 0): an NF that registered "load": 0 and sends it in its
+// heart-beat ([replace /nfStatus, replace /load]) would otherwise get 400.
+//
 // Errors: 404 CauseNFInstanceNotFound; 400 CauseInvalidMsgFormat for a
 // patch that cannot apply (an unknown op, a malformed JSON Pointer, a
 // path that does not exist, a failing test op); 400
@@ -55,7 +62,7 @@ func (n *NRF) Update(ctx context.Context, nfInstanceID string, patch []models.Pa
 	if err != nil {
 		return nil, fmt.Errorf("nrf: update %s: %w", nfInstanceID, err)
 	}
-	doc, err = jsonpatch.Apply(doc, patch)
+	doc, err = jsonpatch.ApplyWith(doc, patch, jsonpatch.Options{ReplaceAbsent: true})
 	if err != nil {
 		return nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseInvalidMsgFormat, "JSON Patch: %v", err)
 	}

@@ -83,6 +83,26 @@ func TestUpdateAppliesPatch(t *testing.T) {
 	}
 }
 
+// A heart-beat that carries the load the NF registered with, 0, is a
+// heart-beat (204), though the stored profile's encoding leaves out
+// members at their zero value; a replace of such a member sets it
+// (jsonpatch.Options.ReplaceAbsent).
+func TestUpdateReplacesZeroMembers(t *testing.T) {
+	ctx := context.Background()
+	n, _ := newNRF(t, Config{})
+	p := profile("amf-1", sbi.NFTypeAMF, models.Nrf_NFMgmt_ServiceName_NAMF_COMM)
+	p.Load, p.Priority, p.Capacity = 0, 0, 0
+	mustRegister(t, n, p)
+	if got, err := n.Update(ctx, "amf-1", patchOf(t, `[{"op":"replace","path":"/nfStatus","value":"REGISTERED"},{"op":"replace","path":"/load","value":0}]`)); err != nil || got != nil {
+		t.Fatalf("heart-beat with load 0 = %+v, %v; want 204", got, err)
+	}
+	got, err := n.Update(ctx, "amf-1", patchOf(t, `[{"op":"replace","path":"/nfStatus","value":"REGISTERED"},{"op":"replace","path":"/load","value":30},`+
+		`{"op":"replace","path":"/priority","value":2},{"op":"replace","path":"/capacity","value":100},{"op":"replace","path":"/nfServices/0/load","value":40}]`))
+	if err != nil || got == nil || got.Load != 30 || got.Priority != 2 || got.Capacity != 100 || got.NfServices[0].Load != 40 {
+		t.Fatalf("update of load, priority and capacity = %+v, %v", got, err)
+	}
+}
+
 // A patch that does not apply, or whose result is not a valid profile of
 // the same instance, is refused and changes nothing.
 func TestUpdateRefusesBadPatch(t *testing.T) {
