@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -189,6 +190,50 @@ func TestMediaTypes(t *testing.T) {
 	}
 	// What tern's own client sends is what each operation declares: the
 	// round trip of every operation (TestRoundTrip) passes this check.
+}
+
+// TestNoStore: the answers of an operation marked ops.Op.NoStore, errors
+// included, tell every cache not to store them (RFC 9111 §5.2.2.5; Pragma
+// for HTTP/1.0 caches): the read of authentication-subscription, which
+// hands out an SQN with K and OPc, the SQN allocation and the token
+// endpoint (RFC 6749 §5.1). Other answers say nothing of caching.
+func TestNoStore(t *testing.T) {
+	root, hc := startH2C(t, NewHandler(nil, opstest.NewProducer()))
+	authSubs := func(supi string) string {
+		return "/nudr-dr/v2/subscription-data/" + supi + "/authentication-data/authentication-subscription"
+	}
+	const token = "grant_type=client_credentials&nfInstanceId=%s&nfType=AMF&targetNfType=SMF&scope=nsmf-pdusession"
+	for _, tc := range []struct {
+		method, path, ct, body string
+		status                 int
+		noStore                bool
+	}{
+		{"GET", authSubs("imsi-001010000000001"), "", "", 200, true},
+		{"GET", authSubs(opstest.FailSUPI), "", "", 404, true},
+		{"POST", authSubs("imsi-001010000000001") + "/tern-allocate-sqn", "", "", 200, true},
+		{"POST", "/oauth2/token", "application/x-www-form-urlencoded", fmt.Sprintf(token, "6f1c0b0e-0000-4000-8000-000000000002"), 200, true},
+		{"POST", "/oauth2/token", "application/x-www-form-urlencoded", fmt.Sprintf(token, opstest.FailNF), 400, true},
+		{"GET", "/nudr-dr/v2/subscription-data/imsi-001010000000001/00101/provisioned-data/am-data", "", "", 200, false},
+	} {
+		req, _ := http.NewRequest(tc.method, root+tc.path, strings.NewReader(tc.body))
+		if tc.ct != "" {
+			req.Header.Set("Content-Type", tc.ct)
+		}
+		res, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		cc, pragma := res.Header.Get("Cache-Control"), res.Header.Get("Pragma")
+		switch {
+		case res.StatusCode != tc.status:
+			t.Errorf("%s %s: %d, want %d", tc.method, tc.path, res.StatusCode, tc.status)
+		case tc.noStore && (cc != "no-store" || pragma != "no-cache"):
+			t.Errorf("%s %s: %d with Cache-Control %q, Pragma %q; want no-store, no-cache", tc.method, tc.path, res.StatusCode, cc, pragma)
+		case !tc.noStore && (cc != "" || pragma != ""):
+			t.Errorf("%s %s: Cache-Control %q, Pragma %q; want neither", tc.method, tc.path, cc, pragma)
+		}
+	}
 }
 
 // Whatever arrives, the handler answers (2xx or a problem), never panics.

@@ -191,6 +191,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	op := rt.op
+	if op.NoStore {
+		// Set before any answer, so that errors carry it too.
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Pragma", "no-cache")
+	}
 	if h.observe != nil {
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		start := time.Now()
@@ -286,11 +291,6 @@ func writeResponse(w http.ResponseWriter, r *http.Request, op *ops.Op, resp any)
 			}
 		}
 	}
-	if op.OAuth2 {
-		// RFC 6749 §5.1: a token answer is not cached.
-		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set("Pragma", "no-cache")
-	}
 	if op.LocationSelf && status == http.StatusCreated {
 		w.Header().Set("Location", locationOf(r, ""))
 	}
@@ -333,8 +333,6 @@ func writeError(w http.ResponseWriter, op *ops.Op, err error) {
 	var oe *sbi.OAuth2Error
 	if op.OAuth2 && errors.As(err, &oe) {
 		b, _ := json.Marshal(oe.Model())
-		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set("Pragma", "no-cache")
 		writeBody(w, oe.Status, contentJSON, b)
 		return
 	}

@@ -78,9 +78,17 @@ type Op struct {
 	// share a prefix: {notificationUri}/update and /terminate).
 	CallbackSuffix string
 	// OAuth2 marks the token endpoint: its errors are OAuth2 errors
-	// (sbi.OAuth2Error), and its answers must not be cached (RFC 6749
-	// §5.1).
+	// (sbi.OAuth2Error).
 	OAuth2 bool
+	// NoStore: no cache may store an answer of the operation, errors
+	// included (Cache-Control: no-store, RFC 9111 §5.2.2.5, and Pragma:
+	// no-cache for HTTP/1.0 caches, §5.4). TS 29.500 §5.2.2 has the SBI
+	// use Cache-Control as HTTP defines it; these answers carry secrets
+	// or hand something out that must not be handed out twice: the
+	// access token (RFC 6749 §5.1) and the reads that allocate an SQN
+	// (UDRQueryAuthSubscription, a GET, which a cache could otherwise
+	// replay with its SQN, K and OPc to another UDM).
+	NoStore bool
 	// SMError marks operations whose errors carry binary parts
 	// (sbi.SMContextError, TS 29.502 SmContextCreateError/UpdateError).
 	SMError bool

@@ -158,8 +158,12 @@ var (
 
 // Nudr_DataRepository (TS 29.504, TS 29.505).
 var (
+	// UDRQueryAuthSubscription allocates the SQN it answers (see
+	// sbi.DataRepository.QueryAuthenticationSubscription) and carries K
+	// and OPc: no cache may keep it (NoStore).
 	UDRQueryAuthSubscription = define(Op{ID: 16, Name: sbi.OpUDRQueryAuthSubscription, OperationID: "QueryAuthSubsData",
-		Method: http.MethodGet, Path: "/nudr-dr/v2/subscription-data/{ueId}/authentication-data/authentication-subscription", Status: http.StatusOK},
+		Method: http.MethodGet, Path: "/nudr-dr/v2/subscription-data/{ueId}/authentication-data/authentication-subscription", Status: http.StatusOK,
+		NoStore: true},
 		func(ctx context.Context, p sbi.DataRepository, rq *UEIDRequest, rs *AuthSubscriptionResponse) (err error) {
 			rs.Data, err = p.QueryAuthenticationSubscription(ctx, rq.Supi)
 			return err
@@ -169,7 +173,7 @@ var (
 	// lives under a custom operation of the same resource.
 	UDRAllocateSQN = define(Op{ID: 17, Name: sbi.OpUDRAllocateSQN,
 		Method: http.MethodPost, Path: "/nudr-dr/v2/subscription-data/{ueId}/authentication-data/authentication-subscription/tern-allocate-sqn", Status: http.StatusOK,
-		OptionalBody: true},
+		OptionalBody: true, NoStore: true},
 		func(ctx context.Context, p sbi.DataRepository, rq *AllocateSQNRequest, rs *SequenceNumberResponse) (err error) {
 			var sqnMS string
 			if rq.Body != nil {
@@ -367,9 +371,12 @@ var (
 		})
 	// NRFAccessToken is the OAuth2 client credentials grant (TS 29.510
 	// §5.4.2.2): a form-encoded request, answered with the token or an
-	// OAuth2 error (RFC 6749 §5.2), not ProblemDetails.
+	// OAuth2 error (RFC 6749 §5.2), not ProblemDetails, neither of which
+	// may be cached (RFC 6749 §5.1; TS 29.510's OpenAPI lists
+	// Cache-Control and Pragma on both).
 	NRFAccessToken = define(Op{ID: 39, Name: sbi.OpNRFAccessToken, OperationID: "AccessTokenRequest",
-		Method: http.MethodPost, Path: "/oauth2/token", Status: http.StatusOK, RequestMedia: "application/x-www-form-urlencoded", OAuth2: true},
+		Method: http.MethodPost, Path: "/oauth2/token", Status: http.StatusOK, RequestMedia: "application/x-www-form-urlencoded",
+		OAuth2: true, NoStore: true},
 		func(ctx context.Context, p sbi.AccessTokenService, rq *AccessTokenRequest, rs *AccessTokenResponse) (err error) {
 			rs.Token, err = p.AccessToken(ctx, rq.Req)
 			return err
