@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"strings"
 
 	"github.com/free5gc/openapi/models"
 
@@ -70,9 +71,12 @@ func (n *NRF) Update(ctx context.Context, nfInstanceID string, patch []models.Pa
 	if err := json.Unmarshal(doc, &asked); err != nil {
 		return nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect, "the patched profile: %v", err)
 	}
-	if asked.NfInstanceId != nfInstanceID {
+	if !strings.EqualFold(asked.NfInstanceId, nfInstanceID) {
 		return nil, sbi.NewProblem(http.StatusForbidden, sbi.CauseModificationNotAllowed, "nfInstanceId %q: the instance is %q", asked.NfInstanceId, nfInstanceID)
 	}
+	// The same UUID, the case of its hex digits aside (RFC 4122 §3): the
+	// instance keeps the ID it is registered under.
+	asked.NfInstanceId = nfInstanceID
 	if asked.NfStatus == "" { // mandatory; NFRegister's default does not apply to a removal
 		return nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "nfStatus")
 	}

@@ -214,4 +214,20 @@ func TestUpdateAndRegisterOverHTTP(t *testing.T) {
 	if addrs, _ := body["ipv4Addresses"].([]any); st != 200 || len(addrs) != 2 || addrs[1] != "10.0.0.4" {
 		t.Fatalf("PATCH add: %d %v; want 200 with the profile", st, body)
 	}
+
+	// A UUID is the same in either case (RFC 4122 §3): a body or a patch
+	// that spells the URI's instance in upper case names it, and the
+	// instance keeps the URI's spelling, which its Location has.
+	const id2 = "5a2e7c1e-8d0b-4c1e-9a55-3c1b8e7d2f0a"
+	uri2 := "/nnrf-nfm/v1/nf-instances/" + id2
+	st, body, hdr = do(http.MethodPut, uri2, "application/json", `{"nfInstanceId":"`+strings.ToUpper(id2)+`","nfType":"AUSF","nfStatus":"REGISTERED"}`)
+	if st != 201 || body["nfInstanceId"] != id2 || !strings.HasSuffix(hdr.Get("Location"), uri2) {
+		t.Fatalf("PUT naming the instance in upper case: %d %v, Location %q; want 201 with nfInstanceId %s", st, body, hdr.Get("Location"), id2)
+	}
+	if st, body, _ := do(http.MethodGet, uri2, "", ""); st != 200 || body["nfInstanceId"] != id2 {
+		t.Fatalf("GET the Location: %d %v", st, body)
+	}
+	if st, body, _ := do(http.MethodPatch, uri2, patch, `[{"op":"replace","path":"/nfInstanceId","value":"`+strings.ToUpper(id2)+`"}]`); st != 204 {
+		t.Fatalf("PATCH nfInstanceId in upper case: %d %v; want 204", st, body)
+	}
 }

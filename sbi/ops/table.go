@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/tern5g/tern/sbi"
 )
@@ -135,10 +136,15 @@ var (
 			}
 			// TS 29.510 §5.2.2.2.2: the profile registers at the URI's
 			// nfInstanceID; one naming another instance would be stored
-			// where its Location does not point.
+			// where its Location does not point. A UUID is the same
+			// whatever the case of its hex digits (RFC 4122 §3): the
+			// instance takes the URI's spelling, which its Location has.
 			if rq.Profile != nil && rq.Profile.NfInstanceId != rq.ID {
-				return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect,
-					"nfInstanceId %q differs from the URI's %q", rq.Profile.NfInstanceId, rq.ID)
+				if !strings.EqualFold(rq.Profile.NfInstanceId, rq.ID) {
+					return sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEIncorrect,
+						"nfInstanceId %q differs from the URI's %q", rq.Profile.NfInstanceId, rq.ID)
+				}
+				rq.Profile.NfInstanceId = rq.ID
 			}
 			rs.Profile, rs.Created, err = p.Register(ctx, rq.Profile)
 			return err
