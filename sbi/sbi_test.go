@@ -131,3 +131,38 @@ func TestOAuth2Error(t *testing.T) {
 		t.Fatalf("model round trip: %+v", back)
 	}
 }
+
+// TestCheckAmf3GppAccessRegistration: TS 29.503 Amf3GppAccessRegistration's
+// required members, each absent one named, in the order of the data type.
+func TestCheckAmf3GppAccessRegistration(t *testing.T) {
+	full := models.Udm_UECM_Amf3GppAccessRegistration{AmfInstanceId: "6f1c0b0e-0000-4000-8000-000000000001",
+		DeregCallbackUri: "http://amf.example/dereg", Guami: &models.Guami{AmfId: "cafe00"}, RatType: models.RatType_NR}
+	noGuami := full
+	noGuami.Guami, noGuami.RatType = nil, ""
+	for _, c := range []struct {
+		name string
+		reg  *models.Udm_UECM_Amf3GppAccessRegistration
+		want []string
+	}{
+		{"complete", &full, nil},
+		{"nil", nil, []string{"/amfInstanceId", "/deregCallbackUri", "/guami", "/ratType"}},
+		{"no guami nor ratType", &noGuami, []string{"/guami", "/ratType"}},
+	} {
+		err := CheckAmf3GppAccessRegistration(c.reg)
+		var got []string
+		var p *ProblemDetails
+		if errors.As(err, &p) {
+			if p.Status != 400 || p.Cause != CauseMandatoryIEMissing {
+				t.Errorf("%s: %v", c.name, err)
+			}
+			for _, ip := range p.InvalidParams {
+				got = append(got, ip.Param)
+			}
+		} else if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: invalidParams %q, want %q", c.name, got, c.want)
+		}
+	}
+}

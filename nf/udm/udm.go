@@ -381,17 +381,7 @@ func (u *UDM) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *model
 	if err := checkSUPI("{ueId}", supi); err != nil {
 		return false, err
 	}
-	// TS 29.503 Amf3GppAccessRegistration: amfInstanceId,
-	// deregCallbackUri, guami and ratType are mandatory.
-	if reg == nil {
-		reg = &models.Udm_UECM_Amf3GppAccessRegistration{}
-	}
-	var m mandatory
-	m.need("/amfInstanceId", reg.AmfInstanceId != "")
-	m.need("/deregCallbackUri", reg.DeregCallbackUri != "")
-	m.need("/guami", reg.Guami != nil)
-	m.need("/ratType", reg.RatType != "")
-	if err := m.err(); err != nil {
+	if err := sbi.CheckAmf3GppAccessRegistration(reg); err != nil {
 		return false, err
 	}
 	r := *reg

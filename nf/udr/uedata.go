@@ -176,30 +176,10 @@ func (u *UDR) QueryAmfContext3gpp(ctx context.Context, supi string) (*models.Udr
 	return &c, nil
 }
 
-// checkRegistration: TS 29.503 Amf3GppAccessRegistration's mandatory
-// members, amfInstanceId, deregCallbackUri, guami and ratType.
+// checkRegistration: the registration has the mandatory members of TS
+// 29.503 Amf3GppAccessRegistration, the type TS 29.505 stores.
 func checkRegistration(reg *models.Udr_DR_Amf3GppAccessRegistration) error {
-	if reg == nil {
-		reg = &models.Udr_DR_Amf3GppAccessRegistration{}
-	}
-	var missing []string
-	for _, m := range []struct {
-		pointer string
-		present bool
-	}{
-		{"/amfInstanceId", reg.AmfInstanceId != ""},
-		{"/deregCallbackUri", reg.DeregCallbackUri != ""},
-		{"/guami", reg.Guami != nil},
-		{"/ratType", reg.RatType != ""},
-	} {
-		if !m.present {
-			missing = append(missing, m.pointer)
-		}
-	}
-	if missing != nil {
-		return sbi.MissingIE(missing...)
-	}
-	return nil
+	return sbi.CheckAmf3GppAccessRegistration((*models.Udm_UECM_Amf3GppAccessRegistration)(reg))
 }
 
 // missing is the 404 for a UE's resource the UDR does not hold:
