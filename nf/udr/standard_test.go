@@ -101,8 +101,16 @@ func (p *peer) patch(path, patch string) (int, models.ProblemDetails) {
 	return st, pd
 }
 
-// free5GC's UDM writes SQN+1 back as an object at /sequenceNumber, Open5GS's
-// (after a resynchronisation) a string at /sequenceNumber/sqn.
+// free5GC's UDM on free5gc/openapi's Release 17 models (the TS 29.505
+// AuthenticationSubscription this UDR serves) writes SQN+1 back as an
+// object at /sequenceNumber; Open5GS's (after a resynchronisation) a
+// string at /sequenceNumber/sqn. Those are the UDMs these fixtures cover.
+// An older free5GC UDM, on free5GC's earlier models, patches a string at
+// /sequenceNumber, which is refused (TestModifyAuthenticationSubscriptionErrors),
+// but it cannot authenticate with this UDR in the first place: it reads K
+// from permanentKey.permanentKeyValue and OPc from opc.opcValue, where TS
+// 29.505 has encPermanentKey and encOpcKey, and rejects the UE before any
+// write-back.
 func free5GCPatch(sqn uint64) string {
 	return fmt.Sprintf(`[{"op":"replace","path":"/sequenceNumber","value":{"sqn":"%012x"}}]`, sqn)
 }
@@ -226,6 +234,7 @@ func TestModifyAuthenticationSubscriptionErrors(t *testing.T) {
 		{"missing path", `[{"op":"replace","path":"/nothing/sqn","value":"000000000100"}]`, 400, sbi.CauseInvalidMsgFormat, "", "", ""},
 		{"failed test", `[{"op":"test","path":"/sequenceNumber/sqn","value":"ffffffffffff"},{"op":"replace","path":"/sequenceNumber/sqn","value":"000000000100"}]`, 400, sbi.CauseInvalidMsgFormat, "", "", ""},
 		{"sqn not hex", open5GSPatch(0)[:len(open5GSPatch(0))-16] + `"00000000zz00"}]`, 400, sbi.CauseMandatoryIEIncorrect, "/sequenceNumber/sqn", "", ""},
+		{"older free5GC's string", `[{"op":"replace","path":"/sequenceNumber","value":"000000000100"}]`, 400, sbi.CauseMandatoryIEIncorrect, "/sequenceNumber", "", ""},
 		{"plain JSON", free5GCPatch(0x100), 415, "", "", "application/json", "application/json-patch+json"},
 	} {
 		ct := "application/json-patch+json"

@@ -282,9 +282,13 @@ func (u *UDR) allocate(supi string, sqnMS string) (uint64, error) {
 // sbi.AuthenticationDataRepository: the JSON Patch (RFC 6902) of
 // authentication-subscription (TS 29.505 ModifyAuthenticationSubscription)
 // with which a UDM that is not tern's writes the SQN back, after the read
-// that handed the SQN out (QueryAuthenticationSubscription). free5GC
-// replaces /sequenceNumber with an object holding sqn, Open5GS
-// /sequenceNumber/sqn with a string. The patch applies to the resource as
+// that handed the SQN out (QueryAuthenticationSubscription). free5GC (on
+// free5gc/openapi's Release 17 models) replaces /sequenceNumber with an
+// object holding sqn, Open5GS /sequenceNumber/sqn with a string. An older
+// free5GC, on its own earlier models, replaces /sequenceNumber with a
+// string, refused as not a SequenceNumber: it reads K and OPc from
+// members TS 29.505 does not have, so it cannot authenticate with this
+// UDR at all. The patch applies to the resource as
 // it is stored (sequenceNumber: SQN_HE).
 //
 // SQN_HE only moves forward: it becomes the higher of itself and the
