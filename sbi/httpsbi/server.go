@@ -238,7 +238,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(body) > maxBody {
-		writeProblem(w, sbi.NewProblem(http.StatusRequestEntityTooLarge, sbi.CauseMandatoryIEIncorrect, "body over %d bytes", maxBody))
+		writeProblem(w, sbi.NewProblem(http.StatusRequestEntityTooLarge, "", "body over %d bytes", maxBody))
 		return
 	}
 	if len(body) > 0 {
