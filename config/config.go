@@ -169,6 +169,7 @@ func Parse(b []byte) (Config, error) {
 	c.AMF = c.AMF.WithDefaults()
 	c.SMF = c.SMF.WithDefaults()
 	c.PCF = c.PCF.WithDefaults()
+	c.trimAPIRoots()
 	if err := c.Validate(); err != nil {
 		return Config{}, err
 	}
@@ -377,9 +378,22 @@ func checkListenAddr(s string) error {
 	return nil
 }
 
+// trimAPIRoots drops the trailing '/' of every apiRoot in the document: a
+// URI is the apiRoot followed by "/nxxx-yyy/v1/..." (TS 29.501 §4.4.1), and
+// "http://10.0.0.1:8000/" has always worked as sbi.nrf, amf.apiRoot or
+// smf.apiRoot (their users trim it), so it is normalised, not refused.
+func (c *Config) trimAPIRoots() {
+	for _, r := range []*string{&c.SBI.NRF, &c.AMF.APIRoot, &c.SMF.APIRoot, &c.NRF.APIRoot} {
+		if *r != "" {
+			*r = strings.TrimRight(*r, "/")
+		}
+	}
+}
+
 // checkAPIRoot accepts "" and an apiRoot (TS 29.501 §4.4.1): http or https,
-// an authority, optionally a path prefix, with no query, fragment or
-// trailing '/' (URIs are the apiRoot followed by "/nxxx-yyy/v1/...").
+// an authority, optionally a path prefix, with no query or fragment. A
+// trailing '/' is accepted: Parse trims it, and the SBI clients trim what
+// a flag sets after Parse.
 func checkAPIRoot(s string) error {
 	if s == "" {
 		return nil
@@ -387,9 +401,6 @@ func checkAPIRoot(s string) error {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		return fmt.Errorf("%q is not an apiRoot: want http:// or https://, a host and an optional port, like http://10.0.0.1:8000", s)
-	}
-	if strings.HasSuffix(s, "/") {
-		return fmt.Errorf("%q ends with /", s)
 	}
 	return nil
 }

@@ -266,7 +266,7 @@ func TestValuesOutsideTheirDomain(t *testing.T) {
 		{"amf:\n  instanceId: amf-1\n", "amf.instanceId"},
 		{"nrf:\n  instanceId: 6f0c1f0e-0000-4000-8000-00000000000\n", "nrf.instanceId"},
 		{"sbi:\n  nrf: 127.0.0.1:29510\n", "sbi.nrf"},
-		{"smf:\n  apiRoot: http://10.0.0.2:8000/\n", "smf.apiRoot"},
+		{"smf:\n  apiRoot: http://10.0.0.2:8000?x=1\n", "smf.apiRoot"},
 		{"amf:\n  apiRoot: ftp://10.0.0.1\n", "amf.apiRoot"},
 		{"amf:\n  sctp:\n    maxMissedHeartbeats: -1\n", "amf.sctp.maxMissedHeartbeats"},
 	} {
@@ -284,6 +284,30 @@ func TestValuesOutsideTheirDomain(t *testing.T) {
 	// A UPF reached over PFCP instead of the embedded one.
 	if _, err := Parse([]byte("upf:\n  embedded: false\nsmf:\n  upfs:\n    - {name: upf, n4: \"10.100.4.2:8805\", n3: 10.100.3.2, dnns: [internet, ims]}\n")); err != nil {
 		t.Fatalf("remote UPF: %v", err)
+	}
+}
+
+// TestAPIRootTrailingSlash: an apiRoot ending in / worked before the
+// apiRoots were checked (the SBI clients trim it), so an upgrade must not
+// refuse it: it is trimmed, and what the NFs are given has no slash.
+func TestAPIRootTrailingSlash(t *testing.T) {
+	c, err := Parse([]byte("sbi:\n  nrf: http://10.0.0.1:8000/\namf:\n  apiRoot: http://10.0.0.2:8000/\n" +
+		"smf:\n  apiRoot: https://smf.example/prefix/\nnrf:\n  apiRoot: http://10.0.0.1:8000/\n"))
+	if err != nil {
+		t.Fatalf("apiRoots ending in /: %v", err)
+	}
+	if c.SBI.NRF != "http://10.0.0.1:8000" || c.AMF.APIRoot != "http://10.0.0.2:8000" ||
+		c.SMF.APIRoot != "https://smf.example/prefix" || c.NRF.APIRoot != "http://10.0.0.1:8000" {
+		t.Errorf("not trimmed: sbi.nrf %q, amf %q, smf %q, nrf %q", c.SBI.NRF, c.AMF.APIRoot, c.SMF.APIRoot, c.NRF.APIRoot)
+	}
+	// tern nf --nrf sets sbi.nrf after Parse: Validate takes it, and the
+	// NRF's apiRoot comes out trimmed.
+	c.SBI.NRF = "http://10.0.0.9:8000/"
+	if err := c.Validate(); err != nil {
+		t.Fatalf("--nrf ending in /: %v", err)
+	}
+	if got := c.SBI.NRFRoot(); got != "http://10.0.0.9:8000" {
+		t.Errorf("NRFRoot = %q", got)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tern5g/tern/sbi/shm"
@@ -79,7 +80,7 @@ func DefaultSBI() SBI {
 // NRFRoot is the NRF's apiRoot.
 func (s SBI) NRFRoot() string {
 	if s.NRF != "" {
-		return s.NRF
+		return strings.TrimRight(s.NRF, "/")
 	}
 	return s.Scheme + "://" + s.Listen["nrf"]
 }
