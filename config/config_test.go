@@ -245,6 +245,20 @@ func TestDocumentAnchorsAndMerges(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "smf.dnns[1].mtuu") || !strings.Contains(err.Error(), "did you mean mtu?") {
 		t.Fatalf("misspelt key brought in by a merge: %v", err)
 	}
+	// A merge into a map (sbi.listen), which the decoder takes: one
+	// mapping or a list of them, and what it brings in is checked too.
+	c, err = Parse([]byte("sbi:\n  listen:\n    <<: {nrf: \"10.0.0.1:8000\", amf: \"10.0.0.1:8001\"}\n    smf: \"10.0.0.1:8002\"\n"))
+	if err != nil || c.SBI.Listen["nrf"] != "10.0.0.1:8000" || c.SBI.Listen["smf"] != "10.0.0.1:8002" {
+		t.Fatalf("merge key in a map: %v %v", err, c.SBI.Listen)
+	}
+	c, err = Parse([]byte("sbi:\n  listen: {<<: [{nrf: \"10.0.0.1:8000\"}, {amf: \"10.0.0.1:8001\"}], smf: \"10.0.0.1:8002\"}\n"))
+	if err != nil || c.SBI.Listen["amf"] != "10.0.0.1:8001" {
+		t.Fatalf("merge key with a list in a map: %v %v", err, c.SBI.Listen)
+	}
+	_, err = Parse([]byte("sbi:\n  listen:\n    <<: {nrf: [10.0.0.1]}\n"))
+	if err == nil || !strings.Contains(err.Error(), "sbi.listen.nrf: want a string") {
+		t.Fatalf("a list brought into a map of strings: %v", err)
+	}
 }
 
 // TestValuesOutsideTheirDomain: values that used to pass `tern config` and

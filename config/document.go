@@ -83,7 +83,14 @@ func checkNode(n *yaml.Node, t reflect.Type, path string) error {
 			return documentError(n, path, "want a mapping (key: value lines), not %s", describe(n))
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if err := checkNode(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value)); err != nil {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Tag == "!!merge" { // as in a struct: the merged mappings' entries are this map's
+				if err := checkMerge(v, t, path); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := checkNode(v, t.Elem(), join(path, k.Value)); err != nil {
 				return err
 			}
 		}
