@@ -269,31 +269,15 @@ func (c *Config) Validate() error {
 	if err := c.UPF.Config.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	// Each NF names its own fields, as a path ("amf.tais[0].tac: ...") or
-	// after its name ("ausf: servingPlmns[0]: ..."); both read as a path
-	// from the document's root.
-	for _, v := range []struct {
-		section string
-		check   func() error
-	}{
-		{"amf", c.AMF.Validate},
-		{"ausf", c.AUSF.Validate},
-		{"udm", c.UDM.Validate},
-		{"udr", c.UDR.Validate},
-		{"nssf", c.NSSF.Validate},
-		{"nrf", c.NRF.Validate},
-		{"smf", c.SMF.Validate},
-		{"pcf", c.PCF.Validate},
+	// Each NF names the bad key by its path from the document's root
+	// (amf.tais[0].tac, ausf.servingPlmns[0]), so its error is wrapped as
+	// it is.
+	for _, check := range []func() error{
+		c.AMF.Validate, c.AUSF.Validate, c.UDM.Validate, c.UDR.Validate,
+		c.NSSF.Validate, c.NRF.Validate, c.SMF.Validate, c.PCF.Validate,
 	} {
-		if err := v.check(); err != nil {
-			msg := err.Error()
-			if rest, ok := strings.CutPrefix(msg, v.section+": "); ok {
-				return fmt.Errorf("config: %s.%s", v.section, rest)
-			}
-			if strings.HasPrefix(msg, v.section+".") {
-				return fmt.Errorf("config: %w", err)
-			}
-			return fmt.Errorf("config: %s: %w", v.section, err)
+		if err := check(); err != nil {
+			return fmt.Errorf("config: %w", err)
 		}
 	}
 	return c.crossCheck()

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -325,17 +326,27 @@ func TestAPIRootTrailingSlash(t *testing.T) {
 	}
 }
 
-// TestNFErrorsReadAsPaths: an NF's own check is reported with the key's
-// path from the document's root, however the NF spells it ("amf: amf.x"
-// and "ausf: servingPlmns" were both seen).
+// TestNFErrorsReadAsPaths: an NF's own check names the key by its path
+// from the document's root, and tern config wraps that error as it is
+// (errors.Unwrap gives it back), for every NF section.
 func TestNFErrorsReadAsPaths(t *testing.T) {
 	for doc, want := range map[string]string{
-		"amf:\n  n2Address: 127.0.0.1:99999\n": "config: amf.n2Address: ",
-		"ausf:\n  servingPlmns: [\"x\"]\n":     "config: ausf.servingPlmns[0]: ",
-		"nrf:\n  heartBeatTimer: 1500ms\n":     "config: nrf.heartBeatTimer: ",
+		"amf:\n  n2Address: 127.0.0.1:99999\n":                                            "config: amf.n2Address: ",
+		"ausf:\n  servingPlmns: [\"x\"]\n":                                                "config: ausf.servingPlmns[0]: ",
+		"udm:\n  homeNetworkKeys:\n    - {id: 1, scheme: profileC, privateKey: \"00\"}\n": "config: udm.homeNetworkKeys[0].scheme: ",
+		"udr:\n  indLength: 17\n":                                                         "config: udr.indLength: ",
+		"nssf:\n  tas:\n    - {tac: 0x1000000}\n":                                         "config: nssf.tas[0].tac: ",
+		"nrf:\n  heartBeatTimer: 1500ms\n":                                                "config: nrf.heartBeatTimer: ",
+		"smf:\n  n4Address: 10.0.0.300\n":                                                 "config: smf.n4Address: ",
+		"pcf:\n  dnns:\n    - {dnn: \"\"}\n":                                              "config: pcf.dnns[0].dnn: ",
 	} {
-		if _, err := Parse([]byte(doc)); err == nil || !strings.HasPrefix(err.Error(), want) {
+		_, err := Parse([]byte(doc))
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%q: %v, want %q...", doc, err, want)
+			continue
+		}
+		if inner := errors.Unwrap(err); inner == nil || "config: "+inner.Error() != err.Error() {
+			t.Errorf("%q: %v does not wrap the NF's error as it is (unwraps to %v)", doc, err, inner)
 		}
 	}
 }

@@ -39,18 +39,20 @@ type Config struct {
 // DefaultContextTTL is used when Config.ContextTTL is zero.
 const DefaultContextTTL = 30 * time.Second
 
-// Validate checks the configuration and names the bad field.
+// Validate checks the configuration and names the bad field by its path
+// in tern's configuration file, as ausf.servingPlmns[0]: tern config reports
+// the error as it is.
 func (c *Config) Validate() error {
 	if len(c.ServingPLMNs) == 0 {
-		return errors.New("ausf: servingPlmns: at least one PLMN is required")
+		return errors.New("ausf.servingPlmns: at least one PLMN is required")
 	}
 	for i, p := range c.ServingPLMNs {
 		if _, err := identity.ParsePLMN(p); err != nil {
-			return fmt.Errorf("ausf: servingPlmns[%d]: %w", i, err)
+			return fmt.Errorf("ausf.servingPlmns[%d]: %w", i, err)
 		}
 	}
 	if c.ContextTTL < 0 {
-		return fmt.Errorf("ausf: contextTtl: %v is negative", c.ContextTTL)
+		return fmt.Errorf("ausf.contextTtl: %v is negative", c.ContextTTL)
 	}
 	return nil
 }

@@ -172,7 +172,9 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate checks the configuration and names the bad field.
+// Validate checks the configuration and names the bad field by its path
+// in tern's configuration file, as nrf.heartBeatTimer: tern config reports
+// the error as it is.
 func (c *Config) Validate() error {
 	for _, d := range []struct {
 		name string
@@ -182,30 +184,30 @@ func (c *Config) Validate() error {
 		{"subscriptionValidity", c.SubscriptionValidity}, {"notifyTimeout", c.NotifyTimeout}, {"tokenLifetime", c.TokenLifetime},
 	} {
 		if d.v < 0 {
-			return fmt.Errorf("nrf: %s: %v is negative", d.name, d.v)
+			return fmt.Errorf("nrf.%s: %v is negative", d.name, d.v)
 		}
 		// validityPeriod, heartBeatTimer and the token's expires_in go on
 		// the wire as int32 seconds.
 		if d.v/time.Second > math.MaxInt32 {
-			return fmt.Errorf("nrf: %s: %v is too long", d.name, d.v)
+			return fmt.Errorf("nrf.%s: %v is too long", d.name, d.v)
 		}
 	}
 	// NFs learn the interval as a whole number of seconds.
 	if c.HeartBeatTimer != 0 && (c.HeartBeatTimer < time.Second || c.HeartBeatTimer%time.Second != 0) {
-		return fmt.Errorf("nrf: heartBeatTimer: %v is not a whole number of seconds", c.HeartBeatTimer)
+		return fmt.Errorf("nrf.heartBeatTimer: %v is not a whole number of seconds", c.HeartBeatTimer)
 	}
 	if c.HeartBeatTimer > 24*time.Hour {
-		return fmt.Errorf("nrf: heartBeatTimer: %v is more than a day", c.HeartBeatTimer)
+		return fmt.Errorf("nrf.heartBeatTimer: %v is more than a day", c.HeartBeatTimer)
 	}
 	if c.HeartBeatGrace != 0 && !(c.HeartBeatGrace >= 1 && c.HeartBeatGrace <= 100) { // also rejects NaN
-		return fmt.Errorf("nrf: heartBeatGrace: %v is not between 1 and 100", c.HeartBeatGrace)
+		return fmt.Errorf("nrf.heartBeatGrace: %v is not between 1 and 100", c.HeartBeatGrace)
 	}
 	d := c.withDefaults()
 	if suspend := d.suspendAfter(); d.RemoveAfter <= suspend {
-		return fmt.Errorf("nrf: removeAfter: %v is not longer than heartBeatTimer × heartBeatGrace (%v)", d.RemoveAfter, suspend)
+		return fmt.Errorf("nrf.removeAfter: %v is not longer than heartBeatTimer × heartBeatGrace (%v)", d.RemoveAfter, suspend)
 	}
 	if strings.HasSuffix(c.APIRoot, "/") {
-		return fmt.Errorf("nrf: apiRoot: %q ends with /", c.APIRoot)
+		return fmt.Errorf("nrf.apiRoot: %q ends with /", c.APIRoot)
 	}
 	return nil
 }

@@ -38,7 +38,9 @@ func DefaultConfig() Config {
 	return Config{PLMN: "20893", Supported: []string{"1-010203"}}
 }
 
-// Validate checks the configuration and names the bad field.
+// Validate checks the configuration and names the bad field by its path
+// in tern's configuration file, as nssf.tas[0].tac: tern config reports
+// the error as it is.
 func (c *Config) Validate() error {
 	_, err := c.compile()
 	return err
@@ -56,10 +58,10 @@ func parseList(field string, in []string) ([]identity.SNSSAI, error) {
 	for i, s := range in {
 		v, err := identity.ParseSNSSAI(s)
 		if err != nil {
-			return nil, fmt.Errorf("nssf: %s[%d]: %w", field, i, err)
+			return nil, fmt.Errorf("nssf.%s[%d]: %w", field, i, err)
 		}
 		if slices.Contains(out, v) {
-			return nil, fmt.Errorf("nssf: %s[%d]: %s listed twice", field, i, v)
+			return nil, fmt.Errorf("nssf.%s[%d]: %s listed twice", field, i, v)
 		}
 		out = append(out, v)
 	}
@@ -69,7 +71,7 @@ func parseList(field string, in []string) ([]identity.SNSSAI, error) {
 func (c *Config) compile() (*compiled, error) {
 	plmn, err := identity.ParsePLMN(c.PLMN)
 	if err != nil {
-		return nil, fmt.Errorf("nssf: plmn: %w", err)
+		return nil, fmt.Errorf("nssf.plmn: %w", err)
 	}
 	cc := &compiled{plmn: plmn, perTAC: make(map[uint32][]identity.SNSSAI, len(c.TAs))}
 	if cc.def, err = parseList("supported", c.Supported); err != nil {
@@ -78,10 +80,10 @@ func (c *Config) compile() (*compiled, error) {
 	cc.inPLMN = slices.Clone(cc.def)
 	for i, ta := range c.TAs {
 		if ta.TAC > 0xFFFFFF {
-			return nil, fmt.Errorf("nssf: tas[%d].tac: %#x exceeds 24 bits", i, ta.TAC)
+			return nil, fmt.Errorf("nssf.tas[%d].tac: %#x exceeds 24 bits", i, ta.TAC)
 		}
 		if _, dup := cc.perTAC[ta.TAC]; dup {
-			return nil, fmt.Errorf("nssf: tas[%d].tac: %#06x listed twice", i, ta.TAC)
+			return nil, fmt.Errorf("nssf.tas[%d].tac: %#06x listed twice", i, ta.TAC)
 		}
 		list, err := parseList(fmt.Sprintf("tas[%d].supported", i), ta.Supported)
 		if err != nil {
@@ -95,7 +97,7 @@ func (c *Config) compile() (*compiled, error) {
 		}
 	}
 	if len(cc.inPLMN) == 0 {
-		return nil, errors.New("nssf: supported: no S-NSSAI is supported anywhere")
+		return nil, errors.New("nssf.supported: no S-NSSAI is supported anywhere")
 	}
 	return cc, nil
 }

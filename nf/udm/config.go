@@ -45,7 +45,9 @@ func parseScheme(s string) (suci.Scheme, error) {
 	return 0, fmt.Errorf("%q is neither profileA nor profileB", s)
 }
 
-// Validate checks the configuration and names the bad field.
+// Validate checks the configuration and names the bad field by its path
+// in tern's configuration file, as udm.homeNetworkKeys[0].scheme: tern
+// config reports the error as it is.
 func (c *Config) Validate() error {
 	_, err := c.keys()
 	return err
@@ -60,7 +62,7 @@ func (c *Config) keys() ([]suci.HomeNetworkKey, error) {
 	}
 	seen := map[slot]bool{}
 	for i, k := range c.HomeNetworkKeys {
-		field := fmt.Sprintf("udm: homeNetworkKeys[%d]", i)
+		field := fmt.Sprintf("udm.homeNetworkKeys[%d]", i)
 		scheme, err := parseScheme(k.Scheme)
 		if err != nil {
 			return nil, fmt.Errorf("%s.scheme: %w", field, err)

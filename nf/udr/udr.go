@@ -50,13 +50,15 @@ const DefaultSQNReserve = 1024
 // stays well inside the USIM's Δ.
 const MaxSQNReserve = 1 << 20
 
-// Validate checks the configuration and names the bad field.
+// Validate checks the configuration and names the bad field by its path
+// in tern's configuration file, as udr.indLength: tern config reports
+// the error as it is.
 func (c *Config) Validate() error {
 	if c.IndLength != nil && (*c.IndLength < 0 || *c.IndLength > 16) {
-		return fmt.Errorf("udr: indLength: %d not in 0..16", *c.IndLength)
+		return fmt.Errorf("udr.indLength: %d not in 0..16", *c.IndLength)
 	}
 	if c.SQNReserve != nil && (*c.SQNReserve < 0 || *c.SQNReserve > MaxSQNReserve) {
-		return fmt.Errorf("udr: sqnReserve: %d not in 0..%d", *c.SQNReserve, MaxSQNReserve)
+		return fmt.Errorf("udr.sqnReserve: %d not in 0..%d", *c.SQNReserve, MaxSQNReserve)
 	}
 	return nil
 }
