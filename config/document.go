@@ -151,7 +151,8 @@ func isInt(k reflect.Kind) bool {
 	return (k >= reflect.Int && k <= reflect.Int64) || (k >= reflect.Uint && k <= reflect.Uintptr)
 }
 
-// expected says in words what a value of type t looks like.
+// expected says in words what a scalar of type t looks like (checkNode
+// explains mappings and lists itself).
 func expected(t reflect.Type) string {
 	if t == durationType {
 		return "a duration, like 5s or 500ms"
@@ -168,12 +169,6 @@ func expected(t reflect.Type) string {
 		return "true or false"
 	case k == reflect.String:
 		return "a string"
-	case k == reflect.Struct:
-		return "a mapping of keys"
-	case k == reflect.Slice:
-		return "a list"
-	case k == reflect.Map:
-		return "a mapping"
 	}
 	return t.String()
 }
