@@ -51,8 +51,16 @@ func run(goCmd, dir string, args []string, module string, out, errOut io.Writer)
 	signal.Ignore(os.Interrupt)
 	s := newSummary(module, out)
 	serr := s.read(stdout)
+	if serr != nil {
+		// Read go test's output to its end, or it blocks on a full pipe
+		// and Wait never returns.
+		io.Copy(io.Discard, stdout)
+	}
 	werr := cmd.Wait()
 	s.writeSkips()
+	if serr != nil {
+		fmt.Fprintln(errOut, "testsummary: reading go test's output:", serr)
+	}
 	var exit *exec.ExitError
 	switch {
 	case errors.As(werr, &exit):
@@ -60,10 +68,7 @@ func run(goCmd, dir string, args []string, module string, out, errOut io.Writer)
 	case werr != nil:
 		fmt.Fprintln(errOut, "testsummary:", werr)
 		return 1
-	case serr != nil:
-		fmt.Fprintln(errOut, "testsummary:", serr)
-		return 1
-	case s.failed:
+	case serr != nil, s.failed:
 		return 1
 	}
 	return 0
@@ -86,11 +91,10 @@ func modulePath() string {
 
 // event is one line of go test -json (cmd/test2json).
 type event struct {
-	Action     string
-	Package    string
-	Test       string
-	Output     string
-	ImportPath string // build-output
+	Action  string
+	Package string
+	Test    string
+	Output  string
 }
 
 // test is the output of a running test that plain go test would show if
@@ -108,12 +112,44 @@ type summary struct {
 	module string
 	out    io.Writer
 	tests  map[string]*test // by package + " " + test name
-	skips  []skip
-	failed bool
+	// started lists, by package, the keys of tests in the order they
+	// started, for the tests a dying test binary leaves unfinished.
+	started map[string][]string
+	skips   []skip
+	failed  bool
 }
 
 func newSummary(module string, out io.Writer) *summary {
-	return &summary{module: module, out: out, tests: map[string]*test{}}
+	return &summary{module: module, out: out, tests: map[string]*test{}, started: map[string][]string{}}
+}
+
+// testOf returns the test named name of package pkg, which starts with
+// its first event.
+func (s *summary) testOf(pkg, name string) *test {
+	key := pkg + " " + name
+	t := s.tests[key]
+	if t == nil {
+		t = &test{}
+		s.tests[key] = t
+		s.started[pkg] = append(s.started[pkg], key)
+	}
+	return t
+}
+
+// flushUnfinished prints what the tests of pkg that have not ended
+// printed, in the order they started: a test binary that died (a panic
+// outside the test's goroutine, the -timeout panic, os.Exit, a signal)
+// leaves them without an end, and plain go test shows their output.
+func (s *summary) flushUnfinished(pkg string) {
+	for _, key := range s.started[pkg] {
+		if t, ok := s.tests[key]; ok {
+			for _, l := range t.lines {
+				io.WriteString(s.out, l)
+			}
+			delete(s.tests, key)
+		}
+	}
+	delete(s.started, pkg)
 }
 
 // read consumes the events until EOF, printing as it goes.
@@ -149,31 +185,25 @@ func (s *summary) event(e event) {
 func (s *summary) packageEvent(e event) {
 	switch e.Action {
 	case "output":
+		// The package's result line ("FAIL\tpkg\t1.005s", or the binary's
+		// "FAIL") comes after the tests: those that have not ended died
+		// with the binary, and their lines go before it.
+		if strings.HasPrefix(e.Output, "FAIL") || strings.HasPrefix(e.Output, "ok ") {
+			s.flushUnfinished(e.Package)
+		}
 		if strings.TrimSpace(e.Output) != "PASS" {
 			io.WriteString(s.out, e.Output)
 		}
 	case "fail":
 		s.failed = true
-		// A test binary that died (os.Exit, a signal) leaves the tests
-		// it was running without an end: show what they printed.
-		for key, t := range s.tests {
-			if strings.HasPrefix(key, e.Package+" ") {
-				for _, l := range t.lines {
-					io.WriteString(s.out, l)
-				}
-				delete(s.tests, key)
-			}
-		}
+		s.flushUnfinished(e.Package)
+	case "pass", "skip":
+		s.flushUnfinished(e.Package)
 	}
 }
 
 func (s *summary) testEvent(e event) {
-	key := e.Package + " " + e.Test
-	t := s.tests[key]
-	if t == nil {
-		t = &test{}
-		s.tests[key] = t
-	}
+	t := s.testOf(e.Package, e.Test)
 	switch e.Action {
 	case "output":
 		if !strings.HasPrefix(e.Output, "=== ") { // -v's framing: RUN, PAUSE, CONT, NAME
@@ -186,7 +216,7 @@ func (s *summary) testEvent(e event) {
 		s.failed = true
 		s.end(e, t, true)
 	case "pass":
-		delete(s.tests, key)
+		delete(s.tests, e.Package+" "+e.Test)
 	}
 }
 
@@ -213,11 +243,7 @@ func (s *summary) end(e event, t *test, failed bool) {
 		}
 		return
 	}
-	p := s.tests[e.Package+" "+parent]
-	if p == nil {
-		p = &test{}
-		s.tests[e.Package+" "+parent] = p
-	}
+	p := s.testOf(e.Package, parent)
 	for _, l := range lines {
 		p.lines = append(p.lines, "    "+l)
 	}
