@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/tern5g/tern/lab"
 	"github.com/tern5g/tern/report"
@@ -209,6 +211,32 @@ func TestGeneratorOrder(t *testing.T) {
 			if want := k * int(max(stride, 1)) % n; idx != want {
 				t.Fatalf("stride %d: sessions %v, frame %d wants %d", stride, got, k, want)
 			}
+		}
+	}
+}
+
+// TestLiveRefused: the errors that make TestSmoke skip rather than fail.
+// EPERM and EOPNOTSUPP are the kernel refusing live frames on any kernel;
+// EINVAL is that only before 5.18, which lacks BPF_F_TEST_XDP_LIVE_FRAMES:
+// on a newer kernel it is a fault of the run.
+func TestLiveRefused(t *testing.T) {
+	wrap := func(e error) error { return fmt.Errorf("program xdp_gen: run: %w", e) }
+	for _, c := range []struct {
+		err     error
+		release string
+		want    bool
+	}{
+		{wrap(unix.EPERM), "6.8.0-45-generic", true},
+		{wrap(unix.EOPNOTSUPP), "6.8.0-45-generic", true},
+		{wrap(unix.EINVAL), "5.15.0-91-generic", true},
+		{wrap(unix.EINVAL), "4.19.0", true},
+		{wrap(unix.EINVAL), "5.18.0", false},
+		{wrap(unix.EINVAL), "6.8.0-45-generic", false},
+		{wrap(unix.EINVAL), "", false},
+		{wrap(unix.ENOMEM), "5.15.0", false},
+	} {
+		if got := liveRefusedOn(c.err, c.release); got != c.want {
+			t.Errorf("liveRefusedOn(%v, %q) = %v, want %v", c.err, c.release, got, c.want)
 		}
 	}
 }
