@@ -143,6 +143,10 @@ type Result struct {
 	// after the core had recovered (goal 0): the UPF answered them with
 	// an Error Indication, so it had no session for them.
 	Sent, LostOutage, LostAfter int64
+	// Skipped counts the uplink packets the generator did not send: they
+	// fell due while it was descheduled, beyond the burst it may send to
+	// catch up (maxBurst). Not lost: the offered rate was that much lower.
+	Skipped int64
 	// Failures counts UEs whose traffic or session did not come back.
 	Failures int
 }
@@ -171,9 +175,9 @@ func Run(ctx context.Context, c Config) ([]Result, error) {
 		if err != nil {
 			return out, fmt.Errorf("restore: %s: %w", d, err)
 		}
-		c.Log("%s: detect %v, recovered %v, restored %d, released %d, re-registered %d, stale %d, lost %d (outage) + %d (after), failures %d",
+		c.Log("%s: detect %v, recovered %v, restored %d, released %d, re-registered %d, stale %d, lost %d (outage) + %d (after), failures %d, not sent %d (generator behind)",
 			d, r.Detect.Round(time.Millisecond), r.Recovered.Round(time.Millisecond), r.Restored, r.Released, r.Reregistered,
-			r.Stale, r.LostOutage, r.LostAfter, r.Failures)
+			r.Stale, r.LostOutage, r.LostAfter, r.Failures, r.Skipped)
 		out = append(out, r)
 	}
 	return out, nil
@@ -373,7 +377,7 @@ func (b *bed) upfRestart(ctx context.Context) (Result, error) {
 	r := Result{Drill: DrillUPFRestart}
 	before := b.core.SMF.Stats()
 	regs := b.core.AMF.Stats().Registrations
-	sent0, refused0 := b.traffic.sent.Load(), b.traffic.refused.Load()
+	sent0, refused0, skipped0 := b.traffic.sent.Load(), b.traffic.refused.Load(), b.traffic.skipped.Load()
 
 	if err := b.upf.Kill(); err != nil {
 		return r, err
@@ -411,6 +415,7 @@ func (b *bed) upfRestart(ctx context.Context) (Result, error) {
 	r.LostAfter = b.errorIndications() - ei1
 	r.LostOutage = (sentBack - sent0) + (ei1 - ei0) + (b.traffic.refused.Load() - refused0)
 	r.Sent = b.traffic.sent.Load() - sent0
+	r.Skipped = b.traffic.skipped.Load() - skipped0
 	r.Reregistered = int(b.core.AMF.Stats().Registrations - regs)
 	r.Stale = b.stale()
 	r.Failures = r.Released
@@ -422,7 +427,7 @@ func (b *bed) upfRestart(ctx context.Context) (Result, error) {
 func (b *bed) ranFault(ctx context.Context, name string, fault func(context.Context) error) (Result, error) {
 	r := Result{Drill: name}
 	smf0, regs := b.core.SMF.Stats(), b.core.AMF.Stats().Registrations
-	sent0, refused0, ei0 := b.traffic.sent.Load(), b.traffic.refused.Load(), b.errorIndications()
+	sent0, refused0, skipped0, ei0 := b.traffic.sent.Load(), b.traffic.refused.Load(), b.traffic.skipped.Load(), b.errorIndications()
 	var hit []*benchUE
 	for i, u := range b.ues {
 		if i%len(b.gnbs) == 0 {
@@ -461,6 +466,7 @@ func (b *bed) ranFault(ctx context.Context, name string, fault func(context.Cont
 	r.LostAfter = b.errorIndications() - ei1
 	r.LostOutage = (ei1 - ei0) + (b.traffic.refused.Load() - refused0)
 	r.Sent = b.traffic.sent.Load() - sent0
+	r.Skipped = b.traffic.skipped.Load() - skipped0
 	smf1 := b.core.SMF.Stats()
 	r.Released = int(smf1.Released-smf0.Released) - 1 // the probe's own session
 	r.Restored = len(hit) - r.Failures - r.Released
@@ -492,6 +498,7 @@ func (c closer) Kill() error { return c.u.Close() }
 type uplink struct {
 	sent    atomic.Int64
 	refused atomic.Int64 // the UE had no user plane to send on
+	skipped atomic.Int64 // due beyond maxBurst after a stall: not sent
 	cancel  context.CancelFunc
 	done    chan struct{}
 }
@@ -511,20 +518,30 @@ func startUplink(ctx context.Context, ues []*benchUE, pps int) *uplink {
 	})
 }
 
+// maxBurst is how many packets the generator sends back to back at most
+// to catch up when it fell behind: 10 ms of the rate, and no fewer than
+// bench/upf's paceBurst (32). After a longer stall (the machine loaded,
+// the generator descheduled for a second) what fell due beyond it is
+// skipped and counted: sent at once, it would overflow socket buffers in
+// a bench that measures loss.
+func maxBurst(pps int) int64 { return max(32, int64(pps)/100) }
+
 // startGenerator calls send pps times a second until stopped, counting
 // what it sent and what send refused. Every millisecond it sends what is
 // due by then since the start, so that any rate comes out right: a fixed
 // count per tick would be at least 1,000 a second (issue 37: --pps 100
-// sent 1,000).
+// sent 1,000). It catches up at most maxBurst at a time (skipped counts
+// the rest).
 func startGenerator(ctx context.Context, pps int, send func() error) *uplink {
 	ctx, cancel := context.WithCancel(ctx)
 	t := &uplink{cancel: cancel, done: make(chan struct{})}
+	burst := maxBurst(pps)
 	go func() {
 		defer close(t.done)
 		tk := time.NewTicker(time.Millisecond)
 		defer tk.Stop()
 		start := time.Now()
-		var done int64
+		var done int64 // packets due so far that were sent, refused or skipped
 		for {
 			select {
 			case <-ctx.Done():
@@ -532,6 +549,10 @@ func startGenerator(ctx context.Context, pps int, send func() error) *uplink {
 			case <-tk.C:
 			}
 			due := int64(time.Since(start).Seconds() * float64(pps))
+			if behind := due - done; behind > burst {
+				t.skipped.Add(behind - burst)
+				done = due - burst
+			}
 			for ; done < due; done++ {
 				if err := send(); err == nil {
 					t.sent.Add(1)
@@ -566,7 +587,7 @@ func Results(rs []Result) []report.Result {
 				"detect": ms(r.Detect), "recovered": ms(r.Recovered),
 				"restored": r.Restored, "released": r.Released, "reregistered": r.Reregistered,
 				"stale": r.Stale, "failures": r.Failures,
-				"sent": r.Sent, "lost_outage": r.LostOutage, "lost_after": r.LostAfter,
+				"sent": r.Sent, "lost_outage": r.LostOutage, "lost_after": r.LostAfter, "skipped": r.Skipped,
 			},
 		})
 	}

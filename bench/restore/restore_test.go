@@ -2,6 +2,7 @@ package restore
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,5 +61,51 @@ func TestGeneratorRate(t *testing.T) {
 		if got := float64(n.Load()); got < 0.8*want || got > want+1 || g.sent.Load() != n.Load() {
 			t.Errorf("--pps %d: %.0f packets sent in %v (%d counted), want about %.0f", pps, got, window, g.sent.Load(), want)
 		}
+	}
+}
+
+// TestGeneratorCatchUpIsCapped: after the generator stalls (here its
+// send blocks for 300 ms, as a descheduled one would), it catches up at
+// most maxBurst packets back to back, not the 300 that fell due, and
+// counts the rest as skipped; sent and skipped together are the rate.
+func TestGeneratorCatchUpIsCapped(t *testing.T) {
+	const pps = 1000
+	var (
+		mu    sync.Mutex
+		times []time.Time
+	)
+	start := time.Now()
+	g := startGenerator(context.Background(), pps, func() error {
+		mu.Lock()
+		times = append(times, time.Now())
+		first := len(times) == 1
+		mu.Unlock()
+		if first {
+			time.Sleep(300 * time.Millisecond)
+		}
+		return nil
+	})
+	time.Sleep(600 * time.Millisecond)
+	g.stop()
+	window := time.Since(start)
+	mu.Lock()
+	defer mu.Unlock()
+	// The most sends within one millisecond: a burst.
+	most := 0
+	for i, j := 0, 0; i < len(times); i++ {
+		for times[i].Sub(times[j]) > time.Millisecond {
+			j++
+		}
+		most = max(most, i-j+1)
+	}
+	if limit := int(maxBurst(pps)) + 2; most > limit {
+		t.Errorf("%d packets sent back to back after a stall, want at most %d", most, limit)
+	}
+	if s := g.skipped.Load(); s < 200 {
+		t.Errorf("%d packets skipped after a 300 ms stall at %d pps, want about 268", s, pps)
+	}
+	total, want := float64(g.sent.Load()+g.skipped.Load()), pps*window.Seconds()
+	if total < 0.8*want || total > want+1 {
+		t.Errorf("sent %d + skipped %d in %v, want about %.0f", g.sent.Load(), g.skipped.Load(), window, want)
 	}
 }
