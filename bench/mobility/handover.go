@@ -157,11 +157,11 @@ func handoverMode(ctx context.Context, c HandoverConfig, mode string) (*Handover
 	m.DL = s.Analyze(from, to, m.Threshold)
 	first := s.Analyze(m.TraceStart-int64(5*time.Millisecond), m.TraceEnd+int64(10*time.Millisecond), m.Threshold)
 	m.Trace = first.Delays
-	m.DL.Delays = nil
 	m.Window = b.rec.Samples(proc)
-	m.Loss = b.attributeLoss(ctx, bu, counters, m.DL, from, to)
-	c.Log("handover %s: %d trials, window median %v; downlink %d sent, %d lost, %d reordered, %d delayed",
-		mode, c.Trials, median(m.Window), m.DL.Sent, m.DL.Lost, m.DL.Reordered, m.DL.Delayed)
+	m.DL, m.Loss = b.attributeLoss(ctx, bu, counters, m.DL, from, to, m.Threshold)
+	m.DL.Delays = nil
+	c.Log("handover %s: %d trials, window median %v; downlink %d sent, %d lost, %d late (delivered), %d reordered, %d delayed",
+		mode, c.Trials, median(m.Window), m.DL.Sent, m.DL.Lost, m.DL.Late, m.DL.Reordered, m.DL.Delayed)
 	if m.Loss.Lost > 0 {
 		c.Log("handover %s: %s", mode, m.Loss)
 	}

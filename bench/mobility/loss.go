@@ -12,19 +12,21 @@ import (
 )
 
 // Loss says where the packets a stream window lost went. A packet the
-// window counts as lost was sent and not received by the time the window
-// was analysed; each is counted once in one of the places below, from the
-// generator to the UE, or in Unattributed (issue 37: a bench lost 144
-// packets once with every drop counter it showed at zero). The counters
-// are the bed's over the window; the bed carries only the stream, so what
-// they count is the stream's.
+// window counts as lost was sent and never received, even after the wait
+// for those in flight when the window ended (those are late, Window.Late:
+// delivered, not lost); each is counted once in one of the places below,
+// from the generator to the UE, or in Unattributed (issue 37: a bench lost
+// 144 packets once with every drop counter it showed at zero). The
+// counters are the bed's over the window; the bed carries only the stream,
+// so what they count is the stream's, and where they count more than was
+// lost, Overattributed says by how much rather than hiding it.
 type Loss struct {
 	Lost int `json:"lost"`
 	// Generator: packets the UPF's N6 refused (InjectDownlink failed).
 	Generator int64 `json:"generator"`
 	// UPF: the UPF pipeline's drops by reason; UPFSendErrors, its N3
-	// sends that failed; UPFBuffered, packets still in its buffers once
-	// the in-flight ones had landed.
+	// sends that failed; UPFBuffered, how many more packets its buffers
+	// held once the in-flight ones had landed than at the window's start.
 	UPF           map[string]uint64 `json:"upf,omitempty"`
 	UPFSendErrors uint64            `json:"upf_send_errors"`
 	UPFBuffered   int               `json:"upf_buffered"`
@@ -40,11 +42,12 @@ type Loss struct {
 	// UE: packets for a session the UE did not have, or that the stream
 	// did not take.
 	UE int64 `json:"ue"`
-	// InFlight: packets that arrived after the window was analysed: in
-	// flight (UPF, sockets, gNB buffers) when the window ended.
-	InFlight int `json:"in_flight"`
 	// Unattributed: lost packets none of the above accounts for.
 	Unattributed int `json:"unattributed"`
+	// Overattributed: how many more drops the counters above count than
+	// packets were lost (they count a packet of another window, or one
+	// that was delivered after all); 0 where they count no more.
+	Overattributed int `json:"overattributed,omitempty"`
 }
 
 // RANDrops are the simulated gNBs' downlink drops.
@@ -58,7 +61,7 @@ func (d RANDrops) total() int64 { return d.Forwarding + d.Held + d.UnknownTEID }
 
 // attributed is how many lost packets the counters account for.
 func (l Loss) attributed() int64 {
-	n := l.Generator + int64(l.UPFSendErrors) + int64(l.UPFBuffered) + int64(l.N3Socket) + l.RAN.total() + l.UE + int64(l.InFlight)
+	n := l.Generator + int64(l.UPFSendErrors) + int64(l.UPFBuffered) + int64(l.N3Socket) + l.RAN.total() + l.UE
 	for _, v := range l.UPF {
 		n += int64(v)
 	}
@@ -83,13 +86,13 @@ func (l *Loss) add(o Loss) {
 	l.RAN.Held += o.RAN.Held
 	l.RAN.UnknownTEID += o.RAN.UnknownTEID
 	l.UE += o.UE
-	l.InFlight += o.InFlight
 	l.Unattributed += o.Unattributed
+	l.Overattributed += o.Overattributed
 }
 
 // String is the attribution in words: "144 lost: 130 dropped by the
-// kernel at the gNBs' N3 sockets (receive buffer full), 14 in flight at
-// the window's end (arrived later); 0 unattributed".
+// kernel at the gNBs' N3 sockets (receive buffer full), 14 dropped at the
+// UE (no such session); 0 unattributed".
 func (l Loss) String() string {
 	var parts []string
 	add := func(n int64, what string) {
@@ -102,16 +105,18 @@ func (l Loss) String() string {
 		add(int64(l.UPF[k]), "dropped by the UPF ("+k+")")
 	}
 	add(int64(l.UPFSendErrors), "failed UPF N3 sends")
-	add(int64(l.UPFBuffered), "still buffered at the UPF")
+	add(int64(l.UPFBuffered), "still in the UPF's buffers (held since the window began)")
 	add(int64(l.N3Socket), "dropped by the kernel at the gNBs' N3 sockets (receive buffer full)")
 	add(l.RAN.Forwarding, "dropped by a source gNB (forwarding)")
 	add(l.RAN.Held, "dropped by a target gNB (hold buffer full)")
 	add(l.RAN.UnknownTEID, "for a TEID the gNB no longer has")
 	add(l.UE, "dropped at the UE (no such session)")
-	add(int64(l.InFlight), "in flight at the window's end (arrived later)")
 	s := fmt.Sprintf("%d lost: %s; %d unattributed", l.Lost, strings.Join(parts, ", "), l.Unattributed)
 	if len(parts) == 0 {
 		s = fmt.Sprintf("%d lost; %d unattributed", l.Lost, l.Unattributed)
+	}
+	if l.Overattributed > 0 {
+		s += fmt.Sprintf("; the counters count %d more drops than were lost (another window's packets, or delivered ones)", l.Overattributed)
 	}
 	if l.N3SocketUnknown {
 		s += " (the gNBs' socket drops could not be read)"
@@ -129,11 +134,12 @@ type lossCounters struct {
 	socketUnknown bool
 	ran           RANDrops
 	ue            int64
+	buffered      int // packets in the UPF's buffers
 }
 
 func (b *bed) lossCounters(bu *benchUE) lossCounters {
 	st := b.core.UPF.Stats()
-	c := lossCounters{refused: bu.stream.Refused(), upf: st.Pipeline.Drops, upfTxErrors: st.Driver.TxErrors}
+	c := lossCounters{refused: bu.stream.Refused(), upf: st.Pipeline.Drops, upfTxErrors: st.Driver.TxErrors, buffered: st.Pipeline.Buffered}
 	for _, g := range b.gnbs {
 		h := g.Counters().Handover
 		c.ran.Forwarding += h.ForwardDropped
@@ -161,16 +167,25 @@ const (
 	inFlightWait  = 1500 * time.Millisecond
 )
 
-// attributeLoss says where the packets window w of bu's stream, sent in
-// [from, to), lost went, given the counters at the window's start. A
-// window that lost nothing costs nothing; one that did waits for what is
-// still in flight first.
-func (b *bed) attributeLoss(ctx context.Context, bu *benchUE, before lossCounters, w Window, from, to int64) Loss {
-	l := Loss{Lost: w.Lost}
+// attributeLoss settles window w of bu's stream, sent in [from, to)
+// (settle), and says where the packets it lost went, given the counters
+// at the window's start. A window that lost nothing costs nothing.
+func (b *bed) attributeLoss(ctx context.Context, bu *benchUE, before lossCounters, w Window, from, to int64, threshold time.Duration) (Window, Loss) {
+	w = settle(ctx, bu.stream, w, from, to, threshold)
 	if w.Lost == 0 {
-		return l
+		return w, Loss{}
 	}
-	s := bu.stream
+	return w, account(w.Lost, before, b.lossCounters(bu))
+}
+
+// settle waits for the packets of window w (s's, sent in [from, to)) that
+// were still in flight when it was analysed (UPF, sockets, gNB buffers)
+// and analyses it again: those that arrived since are received and
+// counted in Late, not lost. It waits only where w lost packets.
+func settle(ctx context.Context, s *Stream, w Window, from, to int64, threshold time.Duration) Window {
+	if w.Lost == 0 {
+		return w
+	}
 	received := w.Received
 	quiet := time.Now()
 	poll.Until(ctx, inFlightWait, 10*time.Millisecond, func() bool {
@@ -179,8 +194,15 @@ func (b *bed) attributeLoss(ctx context.Context, bu *benchUE, before lossCounter
 		}
 		return time.Since(quiet) >= inFlightQuiet
 	})
-	l.InFlight = received - w.Received
-	after := b.lossCounters(bu)
+	final := s.Analyze(from, to, threshold)
+	final.Late = w.Late + final.Received - w.Received
+	return final
+}
+
+// account attributes lost packets to the counters' changes from before to
+// after.
+func account(lost int, before, after lossCounters) Loss {
+	l := Loss{Lost: lost}
 	l.Generator = after.refused - before.refused
 	for k, v := range after.upf {
 		if d := v - before.upf[k]; d > 0 {
@@ -191,7 +213,9 @@ func (b *bed) attributeLoss(ctx context.Context, bu *benchUE, before lossCounter
 		}
 	}
 	l.UPFSendErrors = after.upfTxErrors - before.upfTxErrors
-	l.UPFBuffered = b.core.UPF.Stats().Pipeline.Buffered
+	// Packets buffered before the window are an earlier window's; where
+	// the buffers shrank, none of this window's is in them.
+	l.UPFBuffered = max(0, after.buffered-before.buffered)
 	l.N3Socket = after.socket - before.socket
 	l.N3SocketUnknown = after.socketUnknown || before.socketUnknown
 	l.RAN = RANDrops{
@@ -200,6 +224,11 @@ func (b *bed) attributeLoss(ctx context.Context, bu *benchUE, before lossCounter
 		UnknownTEID: after.ran.UnknownTEID - before.ran.UnknownTEID,
 	}
 	l.UE = after.ue - before.ue
-	l.Unattributed = max(0, l.Lost-int(l.attributed()))
+	switch a := int(l.attributed()); {
+	case a < lost:
+		l.Unattributed = lost - a
+	case a > lost:
+		l.Overattributed = a - lost
+	}
 	return l
 }

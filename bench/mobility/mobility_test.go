@@ -2,6 +2,7 @@ package mobility
 
 import (
 	"context"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -122,5 +123,56 @@ func TestHandoverLossAttributed(t *testing.T) {
 				t.Errorf("JSON row's loss %#v", r.Extra["loss"])
 			}
 		}
+	}
+}
+
+// TestSettleLatePackets: a packet that arrives after the window was first
+// analysed, while settle waits, is delivered: received and late, not lost.
+func TestSettleLatePackets(t *testing.T) {
+	s := NewStream(func(...[]byte) error { return nil }, netip.MustParseAddrPort("192.0.2.1:9000"), netip.MustParseAddrPort("10.60.0.1:9000"), 1000, 32)
+	from := s.Mark()
+	pkts := make([][]byte, 10)
+	for i := range pkts {
+		pkts[i] = s.packet()
+	}
+	to := s.Mark()
+	for _, p := range pkts[:7] {
+		s.Receive(p)
+	}
+	w := s.Analyze(from, to, time.Hour)
+	if w.Lost != 3 {
+		t.Fatalf("window %+v, want 3 lost", w)
+	}
+	go func() {
+		time.Sleep(30 * time.Millisecond)
+		s.Receive(pkts[7])
+		s.Receive(pkts[8])
+	}()
+	got := settle(context.Background(), s, w, from, to, time.Hour)
+	if got.Sent != 10 || got.Received != 9 || got.Lost != 1 || got.Late != 2 {
+		t.Errorf("settled window: sent %d, received %d, lost %d, late %d; want 10, 9, 1, 2", got.Sent, got.Received, got.Lost, got.Late)
+	}
+}
+
+// TestAccount: losses go to the counters that grew over the window; the
+// UPF's buffers count what they gained, not what they held before; the
+// rest is unattributed, and counters that count more than was lost say
+// so instead of clamping to zero.
+func TestAccount(t *testing.T) {
+	before := lossCounters{refused: 1, socket: 100, buffered: 40, upf: map[string]uint64{"no-session": 5}}
+	after := lossCounters{refused: 3, socket: 104, buffered: 43, upf: map[string]uint64{"no-session": 6}}
+	// 2 generator + 4 socket + 3 buffered + 1 UPF = 10
+	if l := account(12, before, after); l.Generator != 2 || l.N3Socket != 4 || l.UPFBuffered != 3 || l.UPF["no-session"] != 1 ||
+		l.Unattributed != 2 || l.Overattributed != 0 {
+		t.Errorf("12 lost: %+v, want 2 generator, 4 socket, 3 buffered, 1 UPF, 2 unattributed", l)
+	}
+	l := account(7, before, after)
+	if l.Unattributed != 0 || l.Overattributed != 3 || !strings.Contains(l.String(), "3 more drops than were lost") {
+		t.Errorf("7 lost, 10 counted: %+v (%s), want 3 over-attributed, said", l, l)
+	}
+	// Buffers that shrank hold none of this window's packets.
+	after.buffered = 10
+	if l := account(12, before, after); l.UPFBuffered != 0 {
+		t.Errorf("buffers shrank from 40 to 10: %d counted as buffered", l.UPFBuffered)
 	}
 }

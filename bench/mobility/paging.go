@@ -188,11 +188,12 @@ func pagingTrials(ctx context.Context, c PagingConfig, res *PagingResult) error 
 		<-done
 		end := s.Mark()
 		time.Sleep(20 * time.Millisecond) // in-flight packets land
-		w := s.Analyze(start, end, res.Threshold)
-		res.Loss.add(b.attributeLoss(ctx, bu, counters, w, start, end))
+		w, loss := b.attributeLoss(ctx, bu, counters, s.Analyze(start, end, res.Threshold), start, end, res.Threshold)
+		res.Loss.add(loss)
 		res.DL.Sent += w.Sent
 		res.DL.Received += w.Received
 		res.DL.Lost += w.Lost
+		res.DL.Late += w.Late
 		res.DL.Reordered += w.Reordered
 		res.DL.Delayed += w.Delayed
 		res.Full = append(res.Full, time.Duration(recvNs-sentNs))

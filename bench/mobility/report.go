@@ -43,10 +43,11 @@ func latency(name, variant, unit string, ds []time.Duration, failures int) repor
 }
 
 // dlResult is the count row of a stream window (unit count; fields sent,
-// lost, reordered, delayed, and loss: where the lost packets went).
+// received, lost, late (received after the window ended: delivered, not
+// lost), reordered, delayed, and loss: where the lost packets went).
 func dlResult(name, variant string, w Window, loss Loss, threshold time.Duration, failures int) report.Result {
 	return report.Result{Name: name, Variant: variant, Unit: "count", Count: w.Sent, Failures: failures,
-		Extra: map[string]any{"sent": w.Sent, "received": w.Received, "lost": w.Lost, "reordered": w.Reordered,
+		Extra: map[string]any{"sent": w.Sent, "received": w.Received, "lost": w.Lost, "late": w.Late, "reordered": w.Reordered,
 			"delayed": w.Delayed, "delayed_threshold_us": us(threshold), "loss": loss}}
 }
 
@@ -75,8 +76,8 @@ func (r *PagingResult) WriteTable(w io.Writer) {
 	unit := report.Summarize("paging", r.Unit, r.Failures)
 	report.WriteTable(w, "", []report.Summary{unit, report.Summarize("paging-full", r.Full, 0)})
 	fmt.Fprintf(w, "  reference: the stream's one-way delay with the UE connected, median %.1f us\n", us(r.Baseline))
-	fmt.Fprintf(w, "  downlink while idle and paged: %d sent, %d lost, %d reordered, %d delayed (above %.0f us)\n",
-		r.DL.Sent, r.DL.Lost, r.DL.Reordered, r.DL.Delayed, us(r.Threshold))
+	fmt.Fprintf(w, "  downlink while idle and paged: %d sent, %d lost, %d late (delivered after the window), %d reordered, %d delayed (above %.0f us)\n",
+		r.DL.Sent, r.DL.Lost, r.DL.Late, r.DL.Reordered, r.DL.Delayed, us(r.Threshold))
 	if r.Loss.Lost > 0 {
 		fmt.Fprintf(w, "  where they went: %s\n", r.Loss)
 	}
@@ -182,10 +183,11 @@ func (r *HandoverResult) WriteTable(w io.Writer) {
 		ss = append(ss, report.Summarize("handover "+m.Mode, m.Window, m.Failures))
 	}
 	report.WriteTable(w, "", ss)
-	fmt.Fprintf(w, "  %-15s %12s %8s %6s %10s %8s %14s\n", "downlink", "baseline us", "sent", "lost", "reordered", "delayed", "delayed above")
+	fmt.Fprintf(w, "  %-15s %12s %8s %6s %6s %10s %8s %14s\n", "downlink", "baseline us", "sent", "lost", "late", "reordered", "delayed", "delayed above")
 	for _, m := range r.Modes {
-		fmt.Fprintf(w, "  %-15s %12.1f %8d %6d %10d %8d %11.0f us\n", m.Mode, us(m.Baseline), m.DL.Sent, m.DL.Lost, m.DL.Reordered, m.DL.Delayed, us(m.Threshold))
+		fmt.Fprintf(w, "  %-15s %12.1f %8d %6d %6d %10d %8d %11.0f us\n", m.Mode, us(m.Baseline), m.DL.Sent, m.DL.Lost, m.DL.Late, m.DL.Reordered, m.DL.Delayed, us(m.Threshold))
 	}
+	fmt.Fprintf(w, "  (late: arrived after the window ended, delivered, not lost)\n")
 	for _, m := range r.Modes {
 		if m.Loss.Lost > 0 {
 			fmt.Fprintf(w, "  %s: %s\n", m.Mode, m.Loss)

@@ -188,7 +188,11 @@ type Window struct {
 	Reordered int
 	// Delayed: one-way delay above the threshold the analysis was given.
 	Delayed int
-	Delays  []Delay
+	// Late: received, but only after the window was first analysed (in
+	// flight when it ended; settle waits for them): delivered, so in
+	// Received and not in Lost.
+	Late   int
+	Delays []Delay
 }
 
 // Analyze summarises the packets sent in [from, to): those never
