@@ -1,10 +1,13 @@
 // Package sockowner finds the process that holds a local address, so that
 // "address already in use" can say by whom ("N3 127.0.0.1:2152 is in use
 // by pid 4242 (tern up)"). It reads the kernel's socket tables
-// (/proc/net/udp, tcp and their IPv6 twins) for the socket's inode and
-// the processes' descriptors (/proc/PID/fd) for the inode: it sees the
-// network namespace of the calling thread, and only the processes whose
-// descriptors this user may read (all of them for root).
+// (udp, tcp and their IPv6 twins in /proc/thread-self/net) for the
+// socket's inode and the processes' descriptors (/proc/PID/fd) for the
+// inode: it sees the network namespace of the calling thread (a UPF that
+// lab.Do started in a namespace of its own asks about that namespace's
+// ports, not the main thread's, which /proc/net and /proc/self/net show),
+// and only the processes whose descriptors this user may read (all of
+// them for root).
 package sockowner
 
 import (
@@ -33,7 +36,7 @@ var proc = "/proc"
 func describe(proto string, addr netip.AddrPort) string {
 	inodes := map[string]bool{}
 	for _, table := range []string{proto, proto + "6"} {
-		for _, ino := range boundInodes(filepath.Join(proc, "net", table), proto == "tcp", addr) {
+		for _, ino := range boundInodes(filepath.Join(proc, "thread-self", "net", table), proto == "tcp", addr) {
 			inodes[ino] = true
 		}
 	}

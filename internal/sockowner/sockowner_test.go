@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/tern5g/tern/internal/netnstest"
 )
 
 // TestFindsThisProcess: a UDP socket and a listening TCP socket this test
@@ -62,4 +64,25 @@ func TestParseProcAddr(t *testing.T) {
 	if _, ok := parseProcAddr("zz:0868"); ok {
 		t.Error("bad hex accepted")
 	}
+}
+
+// TestCallingThreadsNamespace: a socket bound in the calling thread's
+// network namespace, which is not the main thread's (a UPF that lab.Do
+// started there), is found: the tables read are the calling thread's, not
+// /proc/self/net's, which are the main thread's and would name whoever
+// holds the port there.
+func TestCallingThreadsNamespace(t *testing.T) {
+	me := fmt.Sprintf("pid %d (", os.Getpid())
+	netnstest.Run(t, func() {
+		u, err := net.ListenUDP("udp4", &net.UDPAddr{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer u.Close()
+		ua := u.LocalAddr().(*net.UDPAddr).AddrPort()
+		if got := UDP(ua); !strings.HasPrefix(got, me) {
+			t.Errorf("UDP(%v) in a namespace of its own = %q, want %q...", ua, got, me)
+		}
+	})
 }

@@ -3,25 +3,9 @@ package udpstat
 import (
 	"net"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 )
-
-// TestFind reads a /proc/net/udp table as Linux 6.x writes it.
-func TestFind(t *testing.T) {
-	const table = `   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops            
- 7762: 3078DC7F:2265 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 173352 2 0000000080e4ea63 0        
-12264: 0100007F:0868 00000000:0000 07 00000000:00000C00 00:00000000 00000000     0        0 173538 2 00000000bcf434fa 17       
-`
-	c, ok, err := find(strings.NewReader(table), 173538)
-	if err != nil || !ok || c.Drops != 17 || c.RxQueue != 0xc00 {
-		t.Fatalf("inode 173538: %+v %v %v", c, ok, err)
-	}
-	if _, ok, err := find(strings.NewReader(table), 1); ok || err != nil {
-		t.Fatalf("inode 1: found %v, %v", ok, err)
-	}
-}
 
 // TestReadCountsOverflow: datagrams sent to a socket whose small receive
 // buffer is full are counted as its drops, the ones it holds as queued,
