@@ -9,9 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/tern5g/tern/gtpu"
+	"github.com/tern5g/tern/internal/sockbuf"
 	"github.com/tern5g/tern/sctp"
 )
 
@@ -66,7 +65,7 @@ func listenN3(addr string, tap sctp.PacketTap, readBuffer int) (*n3, error) {
 		return nil, fmt.Errorf("n3 listen %s: %w", addr, err)
 	}
 	if readBuffer > 0 {
-		if err := setReadBuffer(conn, readBuffer); err != nil {
+		if err := sockbuf.SetReadBuffer(conn, readBuffer); err != nil {
 			conn.Close()
 			return nil, fmt.Errorf("n3 %s: receive buffer: %w", addr, err)
 		}
@@ -77,23 +76,6 @@ func listenN3(addr string, tap sctp.PacketTap, readBuffer int) (*n3, error) {
 		return &b
 	}
 	return n, nil
-}
-
-// setReadBuffer sets conn's receive buffer to n bytes: SO_RCVBUFFORCE
-// where the process may (CAP_NET_ADMIN), which goes past
-// net.core.rmem_max; otherwise SO_RCVBUF, which the kernel caps there.
-func setReadBuffer(conn *net.UDPConn, n int) error {
-	rc, err := conn.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var forced error
-	if err := rc.Control(func(fd uintptr) {
-		forced = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, n)
-	}); err == nil && forced == nil {
-		return nil
-	}
-	return conn.SetReadBuffer(n)
 }
 
 // Addr returns the bound N3 address.

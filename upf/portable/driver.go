@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tern5g/tern/internal/sockbuf"
 	"github.com/tern5g/tern/internal/tundev"
 	"github.com/tern5g/tern/upf/upfu"
 )
@@ -99,9 +100,11 @@ func Open(cfg Config, p *upfu.Pipeline, logger *slog.Logger) (*Driver, error) {
 		conn.Close()
 		return nil, fmt.Errorf("portable: N3 raw conn: %w", err)
 	}
-	// Room for bursts while the reader is busy with a batch (the kernel
-	// caps it at net.core.rmem_max/wmem_max).
-	_ = conn.SetReadBuffer(4 << 20)
+	// Room for bursts while the reader is busy with a batch: past
+	// net.core.rmem_max where the UPF may (CAP_NET_ADMIN), as the
+	// simulated gNBs' of the benches (the kernel caps the send buffer at
+	// wmem_max). Without either, the system's default still works.
+	_ = sockbuf.SetReadBuffer(conn, 4<<20)
 	_ = conn.SetWriteBuffer(4 << 20)
 	d := &Driver{cfg: cfg, p: p, log: logger, conn: conn, n3: rc}
 	for _, n6 := range cfg.N6 {
