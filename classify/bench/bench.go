@@ -37,7 +37,9 @@ type Config struct {
 	PassBudget time.Duration
 	// Log gets the run's progress (nil: none): each workload as it is
 	// prepared, each round, and while a step lasts, every ProgressEvery
-	// (default DefaultProgressEvery) a line naming it.
+	// (default DefaultProgressEvery) a line naming it. The run writes to
+	// it from two goroutines, one write at a time: it need not be safe
+	// for concurrent use.
 	Log           io.Writer
 	ProgressEvery time.Duration
 }
@@ -94,11 +96,6 @@ func Run(cfg Config) ([]Row, error) {
 	if defaultKinds {
 		cfg.Kinds = classify.Kinds
 	}
-	logf := func(format string, a ...any) {
-		if cfg.Log != nil {
-			fmt.Fprintf(cfg.Log, format, a...)
-		}
-	}
 	var jobs []func() (job, error)
 	if cfg.Sweep {
 		for _, n := range []int{2, 4, 8, 16, 32, 64, 128, 256, 512} {
@@ -150,6 +147,7 @@ func Run(cfg Config) ([]Row, error) {
 	// at about 6 GB resident).
 	p := startProgress(cfg.Log, cfg.ProgressEvery)
 	defer p.end()
+	logf := p.printf
 	var ms []*measure
 	for i, mk := range jobs {
 		p.begin("loading workload %d of %d", i+1, len(jobs))

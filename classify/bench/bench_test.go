@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -123,4 +124,36 @@ func TestProgressNamesLongSteps(t *testing.T) {
 	}
 	// Without a log there is nothing to write to, and end still returns.
 	startProgress(nil, time.Millisecond).end()
+}
+
+// overlapWriter counts the writes that began while another was under way.
+type overlapWriter struct {
+	busy, overlaps, writes atomic.Int32
+}
+
+func (w *overlapWriter) Write(b []byte) (int, error) {
+	if w.busy.Add(1) > 1 {
+		w.overlaps.Add(1)
+	}
+	time.Sleep(100 * time.Microsecond)
+	w.busy.Add(-1)
+	w.writes.Add(1)
+	return len(b), nil
+}
+
+// TestProgressWritesOneAtATime: the run's own lines and the reminders,
+// written from two goroutines, reach Config.Log one write at a time, so
+// a writer that is not safe for concurrent use (a bytes.Buffer) is fine.
+func TestProgressWritesOneAtATime(t *testing.T) {
+	var w overlapWriter
+	p := startProgress(&w, time.Millisecond)
+	p.begin("a long step")
+	deadline := time.Now().Add(100 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		p.printf("a line of the run\n")
+	}
+	p.end()
+	if n := w.overlaps.Load(); n != 0 {
+		t.Errorf("%d of %d writes began while another was under way", n, w.writes.Load())
+	}
 }

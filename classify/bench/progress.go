@@ -14,12 +14,14 @@ const DefaultProgressEvery = 5 * time.Second
 // starts, and every `every` while it lasts, a line saying it still runs
 // and for how long. A step of the run can take tens of seconds (a
 // 100,000-rule build of a slow classifier on a loaded machine), and
-// `tern bench classify --quick` was silent that long (issue 37).
+// `tern bench classify --quick` was silent that long (issue 37). Its
+// reminders and the run's own lines (printf) are written under one lock,
+// so w (Config.Log) gets one write at a time.
 type progress struct {
 	w     io.Writer
 	every time.Duration
 
-	mu    sync.Mutex
+	mu    sync.Mutex // guards step, since and writes to w
 	step  string
 	since time.Time
 
@@ -48,6 +50,17 @@ func (p *progress) begin(format string, a ...any) {
 	p.step, p.since = fmt.Sprintf(format, a...), time.Now()
 }
 
+// printf writes a line of the run's own to w (nil: nowhere), never at
+// the same time as a reminder.
+func (p *progress) printf(format string, a ...any) {
+	if p.w == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.w, format, a...)
+}
+
 // end stops the reminders.
 func (p *progress) end() {
 	select {
@@ -69,10 +82,9 @@ func (p *progress) remind() {
 		case <-t.C:
 		}
 		p.mu.Lock()
-		step, took := p.step, time.Since(p.since)
-		p.mu.Unlock()
-		if step != "" && took >= p.every {
-			fmt.Fprintf(p.w, "  ... %s (%.0f s so far)\n", step, took.Seconds())
+		if took := time.Since(p.since); p.step != "" && took >= p.every {
+			fmt.Fprintf(p.w, "  ... %s (%.0f s so far)\n", p.step, took.Seconds())
 		}
+		p.mu.Unlock()
 	}
 }
