@@ -143,10 +143,11 @@ func runRegister(ctx context.Context, r registerRun, doc *report.Doc) (failures 
 // minMemoryUEs is the fewest registered UEs the memory per UE is derived
 // from. The core's resident size moves by a few MiB whatever the UEs
 // cost (the garbage collector's heap target, pages touched once), while a
-// UE costs kilobytes (docs/benchmarks.md: about 7 KiB): below this the
-// difference is that noise, and scaling it to 1,000 UEs multiplies it
-// (issue 37: 10 UEs gave a figure per 1,000).
-const minMemoryUEs = 1000
+// UE costs kilobytes (docs/benchmarks.md: about 7 KiB). 1,000 UEs grow it
+// by about 7 MiB, the size of that noise; 10,000 by about 70 MiB, which
+// the noise moves by a few percent. Below that, scaling the growth to
+// 1,000 UEs scales the noise (issue 37: 10 UEs gave a figure per 1,000).
+const minMemoryUEs = 10_000
 
 // rssPerThousandUEs is the core's resident memory growth per 1,000
 // registered UEs, when enough registered to measure it.
