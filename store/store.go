@@ -60,6 +60,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -101,6 +102,12 @@ type Store struct {
 	get *sql.Stmt
 
 	legacyBackup string // where Open kept an imported legacy log, if it did
+
+	// lock is the SQLite file, open with a shared flock for as long as the
+	// Store is (lockShared); nil for PostgreSQL. created is what Open
+	// created, if it did.
+	lock    *os.File
+	created *Creation
 }
 
 // dialect is what differs between engines.
@@ -526,6 +533,10 @@ func (s *Store) Close() error {
 		errs = append(errs, s.durable.Close())
 	}
 	errs = append(errs, s.db.Close())
+	if s.lock != nil {
+		// After the pools: the lock says the database is open.
+		errs = append(errs, s.lock.Close())
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("store: closing: %w", err)
 	}
