@@ -42,6 +42,8 @@ type Core struct {
 	cfg     config.Config
 	log     *slog.Logger
 	store   *store.Store
+	created *store.Creation // the store, when New created it
+	sqns    *sqnReservations
 	capture *pcap.Writer
 
 	NRF  *nrf.NRF
@@ -66,8 +68,10 @@ type Core struct {
 	closeErr  error
 }
 
-// New builds the NFs from cfg, opening (and on first start creating and
-// provisioning) the subscriber store. Nothing listens until Start.
+// New builds the NFs from cfg, opening (on first start creating) the
+// subscriber store. Nothing listens until Start, and the demo subscribers
+// are provisioned only once it succeeded. A New that fails takes back the
+// store it created (Discard).
 func New(cfg config.Config, logger *slog.Logger, opts ...Option) (*Core, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -79,7 +83,7 @@ func New(cfg config.Config, logger *slog.Logger, opts ...Option) (*Core, error) 
 	ok := false
 	defer func() {
 		if !ok {
-			c.Close()
+			c.Discard()
 		}
 	}()
 
@@ -87,18 +91,9 @@ func New(cfg config.Config, logger *slog.Logger, opts ...Option) (*Core, error) 
 	if err != nil {
 		return nil, fmt.Errorf("core: subscriber store: %w", err)
 	}
-	c.store = st
+	c.store, c.created, c.sqns = st, st.Created(), &sqnReservations{Store: st}
 	if b := st.LegacyBackup(); b != "" {
 		logger.Info("converted the legacy subscriber log to SQLite", "store", cfg.Store.Path, "kept", b)
-	}
-	if n := cfg.Store.DemoSubscribers; n > 0 {
-		added, err := st.PutAll(store.DefaultSubscribers(n), false)
-		if err != nil {
-			return nil, fmt.Errorf("core: provisioning demo subscribers: %w", err)
-		}
-		if added > 0 {
-			logger.Info("provisioned demo subscribers", "added", added, "driver", st.Driver())
-		}
 	}
 
 	if cfg.Capture != "" {
@@ -127,7 +122,7 @@ func New(cfg config.Config, logger *slog.Logger, opts ...Option) (*Core, error) 
 	if c.nrf, err = serveAs[sbi.NFManagement](b, "nrf", c.NRF); err != nil {
 		return nil, err
 	}
-	if c.UDR, err = udr.New(cfg.UDR, st, logger); err != nil {
+	if c.UDR, err = udr.New(cfg.UDR, c.sqns, logger); err != nil {
 		return nil, err
 	}
 	udrC, err := serveAs[sbi.DataRepository](b, "udr", c.UDR)
@@ -285,9 +280,11 @@ func (c *Core) pfcpTap() pfcp.PacketTap {
 	return c.capture
 }
 
-// Start registers the NFs with the NRF and opens N2. The NRF's expiry
-// sweeper (nrf.NRF.Start) is not started: the unit's NFs live and die with
-// the process and send no heartbeats, so their registrations must not lapse.
+// Start registers the NFs with the NRF, starts the UPF, N4 and N2, and then
+// provisions the demo subscribers (store.demoSubscribers) the store lacks.
+// The NRF's expiry sweeper (nrf.NRF.Start) is not started: the unit's NFs
+// live and die with the process and send no heartbeats, so their
+// registrations must not lapse.
 func (c *Core) Start(ctx context.Context) error {
 	profiles, err := c.profiles()
 	if err != nil {
@@ -309,8 +306,48 @@ func (c *Core) Start(ctx context.Context) error {
 	if err := c.AMF.Start(ctx); err != nil {
 		return err
 	}
+	// Last, so that a start that fails leaves the store as it found it
+	// (Discard can then take back one it created), and before the change
+	// feed is followed, which need not tell the UDM of them.
+	if err := provisionDemo(c.store, c.cfg.Store.DemoSubscribers, c.sqns, c.log); err != nil {
+		return err
+	}
 	c.followStore()
 	return nil
+}
+
+// provisionDemo adds the n demo subscribers that st lacks, with the SQN
+// reservation the UDR made for the subscribers there when it was built.
+func provisionDemo(st *store.Store, n int, sqns *sqnReservations, log *slog.Logger) error {
+	if n <= 0 {
+		return nil
+	}
+	added, err := st.PutAll(store.DefaultSubscribers(n), false)
+	if err != nil {
+		return fmt.Errorf("core: provisioning demo subscribers: %w", err)
+	}
+	if added == 0 {
+		return nil
+	}
+	log.Info("provisioned demo subscribers", "added", added, "driver", st.Driver())
+	if err := st.ReserveSQNs(sqns.headroom); err != nil {
+		return fmt.Errorf("core: reserving SQNs of the demo subscribers: %w", err)
+	}
+	return nil
+}
+
+// sqnReservations is the store as the UDR sees it: it remembers the SQN
+// headroom the UDR reserves when it is built (udr.New), so that subscribers
+// provisioned after that get the same reservation, and the first
+// authentication of each costs no fsync.
+type sqnReservations struct {
+	*store.Store
+	headroom uint64
+}
+
+func (r *sqnReservations) ReserveSQNs(headroom uint64) error {
+	r.headroom = headroom
+	return r.Store.ReserveSQNs(headroom)
 }
 
 // followStore has the UDR follow the store's change feed and hand each
@@ -422,6 +459,28 @@ func (c *Core) N4Stats() (pfcp.EndpointStats, bool) {
 		return pfcp.EndpointStats{}, false
 	}
 	return c.n4.Stats(), true
+}
+
+// Discard closes the unit of a start that failed, and removes the SQLite
+// store if New created it and nothing was put in it since (no demo
+// subscriber, which Start provisions last, nor any another process added)
+// and no other process has it open (store.Creation.RemoveUnused): a failed
+// start leaves no store behind, and never takes one that is in use.
+func (c *Core) Discard() error {
+	err := c.Close()
+	if c.created == nil {
+		return err
+	}
+	removed, rerr := c.created.RemoveUnused()
+	switch {
+	case rerr != nil:
+		c.log.Warn("keeping the store this failed start created", "store", c.created.Path(), "err", rerr)
+	case removed:
+		c.log.Info("removed the store this failed start created", "store", c.created.Path())
+	default:
+		c.log.Info("keeping the store this failed start created: another process has it open, or put subscribers in it", "store", c.created.Path())
+	}
+	return err
 }
 
 // Close stops N2, then the NFs, N4 and the UPF, then the store and the

@@ -50,6 +50,7 @@ type NF struct {
 
 	nrf   *nrf.NRF
 	store *store.Store
+	sqns  *sqnReservations
 	udr   *udr.UDR
 	smf   *smf.SMF
 	amf   *amf.AMF
@@ -242,12 +243,9 @@ func (n *NF) build(nrfClient *ops.Client) error {
 		if n.store, err = store.OpenDriver(cfg.Store.Driver, cfg.Store.Source()); err != nil {
 			return fmt.Errorf("core: subscriber store: %w", err)
 		}
-		if d := cfg.Store.DemoSubscribers; d > 0 {
-			if _, err := n.store.PutAll(store.DefaultSubscribers(d), false); err != nil {
-				return fmt.Errorf("core: provisioning demo subscribers: %w", err)
-			}
-		}
-		if n.udr, err = udr.New(cfg.UDR, n.store, log); err != nil {
+		// The demo subscribers come in Start, as in the unit (Core.Start).
+		n.sqns = &sqnReservations{Store: n.store}
+		if n.udr, err = udr.New(cfg.UDR, n.sqns, log); err != nil {
 			return err
 		}
 		err = n.serve(n.udr)
@@ -464,7 +462,7 @@ func (n *NF) profile() (*models.Nrf_NFMgmt_NFProfile, error) {
 
 // Start registers with the NRF (in the background: the NF serves before
 // the NRF answers), and starts N2 (AMF), N4 (SMF), the registry's expiry
-// (NRF) or the change feed (UDR).
+// (NRF) or, having provisioned the demo subscribers, the change feed (UDR).
 func (n *NF) Start(ctx context.Context) error {
 	switch n.Name {
 	case "nrf":
@@ -478,6 +476,9 @@ func (n *NF) Start(ctx context.Context) error {
 			return err
 		}
 	case "udr":
+		if err := provisionDemo(n.store, n.cfg.Store.DemoSubscribers, n.sqns, n.log); err != nil {
+			return err
+		}
 		n.follow()
 	}
 	if n.agent != nil {

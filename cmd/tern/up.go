@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -28,7 +25,6 @@ import (
 	"github.com/tern5g/tern/metrics"
 	"github.com/tern5g/tern/nf/smf"
 	"github.com/tern5g/tern/sctp"
-	"github.com/tern5g/tern/store"
 )
 
 // runUp starts the core and runs it until SIGINT or SIGTERM.
@@ -113,30 +109,47 @@ func up(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	log := newLogger(cfg.Log)
 
-	fresh := freshStoreOf(cfg.Store)
+	// Everything that may fail comes before c.Start, whose last step
+	// provisions the demo subscribers: a start that fails leaves the store
+	// as it found it, and Discard removes one it created (and nobody else
+	// uses or filled meanwhile).
 	c, err := core.New(cfg, log)
 	if err != nil {
-		return fresh.remove(err)
+		return err
 	}
-	if err := c.Start(ctx); err != nil {
-		c.Close()
-		return fresh.remove(err)
+	// The servers beside the core; a failed start stops them before it
+	// discards the core, so that nothing of theirs is left in the store's
+	// directory.
+	var servers []io.Closer
+	defer func() {
+		for _, s := range servers {
+			s.Close()
+		}
+	}()
+	fail := func(err error) error {
+		for _, s := range servers {
+			s.Close()
+		}
+		servers = nil
+		c.Discard()
+		return err
 	}
 	if cfg.Metrics.Address != "" {
 		srv, err := metrics.ServeCore(cfg.Metrics.Address, c, log)
 		if err != nil {
-			c.Close()
-			return fresh.remove(err)
+			return fail(err)
 		}
-		defer srv.Close()
+		servers = append(servers, srv)
 	}
 	// The operator API of tern ue (core/operator.go).
 	op, err := core.ServeOperator(core.OperatorSocket(cfg), c.OperatorHandler(), log)
 	if err != nil {
-		c.Close()
-		return fresh.remove(err)
+		return fail(err)
 	}
-	defer op.Close()
+	servers = append(servers, op)
+	if err := c.Start(ctx); err != nil {
+		return fail(err)
+	}
 	// The "ready" line is what `tern bench register` waits for: it comes
 	// when /readyz would say ready (N2 listening, a UPF associated), not
 	// before.
@@ -178,48 +191,6 @@ func awaitReady(ctx context.Context, ready metrics.ReadyFunc, quiet time.Duratio
 		case <-tick.C:
 		}
 	}
-}
-
-// freshStore is the SQLite store a start is about to create, with the
-// directories above it that do not exist yet; empty when the store exists
-// (or is not a file). A start that fails removes it: otherwise every
-// failed start left a new store with its demo subscribers behind, for the
-// next start, with the mistake fixed, to find.
-type freshStore struct {
-	path string
-	dirs []string // innermost first
-}
-
-func freshStoreOf(s config.Store) freshStore {
-	if s.Driver != store.DriverSQLite {
-		return freshStore{}
-	}
-	if _, err := os.Stat(s.Path); !errors.Is(err, fs.ErrNotExist) {
-		return freshStore{}
-	}
-	f := freshStore{path: s.Path}
-	for d := filepath.Dir(s.Path); d != filepath.Dir(d); d = filepath.Dir(d) {
-		if _, err := os.Stat(d); !errors.Is(err, fs.ErrNotExist) {
-			break
-		}
-		f.dirs = append(f.dirs, d)
-	}
-	return f
-}
-
-// remove deletes the store (closed by now) and the directories the start
-// created for it, and returns err, the start's failure.
-func (f freshStore) remove(err error) error {
-	if f.path == "" {
-		return err
-	}
-	if rerr := store.Remove(f.path); rerr != nil {
-		return errors.Join(err, fmt.Errorf("removing the store this start created: %w", rerr))
-	}
-	for _, d := range f.dirs {
-		os.Remove(d) // only if empty: nothing else is lost
-	}
-	return err
 }
 
 // ngapPort is the SCTP port of NGAP (TS 38.412 §7).

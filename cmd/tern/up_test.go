@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tern5g/tern/config"
+	"github.com/tern5g/tern/core"
 	"github.com/tern5g/tern/internal/freeport"
 	"github.com/tern5g/tern/internal/syncbuf"
 	"github.com/tern5g/tern/lab"
@@ -180,6 +181,66 @@ func TestFailedStartLeavesNoStore(t *testing.T) {
 		st.Close()
 		if err != nil {
 			t.Errorf("%q: the store that was there lost its subscriber: %v", fault, err)
+		}
+	}
+}
+
+// TestFailedStartKeepsImportedSubscribers: tern subscriber import --csv
+// into the store a starting core has just created, then the start fails
+// (its N3 port taken): the failed start removes nothing, and the imported
+// subscribers stay. It does not remove the store while the import still
+// has it open either.
+func TestFailedStartKeepsImportedSubscribers(t *testing.T) {
+	held, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	dir := t.TempDir()
+	csv := writeFile(t, "subs.csv", "imsi,k,opc\n208930000000101,"+csvK+","+csvOPc+"\n208930000000102,"+csvK+","+csvOPc+"\n")
+	for i, importerOpen := range []bool{false, true} {
+		db := filepath.Join(dir, fmt.Sprint("new", i), "subs.db")
+		cfg := config.Default()
+		cfg.Log.Level = "error"
+		cfg.Store.Path, cfg.Store.DemoSubscribers = db, 10
+		udp, err := freeport.UDP()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.AMF.SCTP.Transport, cfg.AMF.SCTP.UDPPort = sctp.TransportUDP, udp
+		cfg.UPF.NoN6, cfg.UPF.N3Addr = true, held.LocalAddr().String()
+		c, err := core.New(cfg, nil) // creates the store
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := runSubscriber([]string{"import", "--store", db, "--csv", csv}); err != nil {
+			t.Fatal(err)
+		}
+		var importer *store.Store
+		if importerOpen {
+			// Another process still has the store open (and empty: its
+			// rows deleted again), as an import that has not finished.
+			if importer, err = store.Open(db); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []string{"imsi-208930000000101", "imsi-208930000000102"} {
+				if err := importer.Delete(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := c.Start(context.Background()); err == nil {
+			t.Fatal("a start with its N3 address taken succeeded")
+		}
+		c.Discard()
+		if importer != nil {
+			if err := importer.Put(store.DefaultSubscribers(1)[0]); err != nil {
+				t.Fatal(err)
+			}
+			importer.Close()
+		}
+		if n := storeLen(t, db); n != 2-i {
+			t.Errorf("importer open %v: %d subscribers in %s after the failed start, want %d", importerOpen, n, db, 2-i)
 		}
 	}
 }
