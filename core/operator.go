@@ -149,7 +149,7 @@ type (
 )
 
 // snapshotTimeout bounds how long one request waits for the UEs'
-// executors.
+// executors, at the AMF and at the SMF each.
 const snapshotTimeout = 2 * time.Second
 
 // operatorAPI serves the operator API from an AMF and, where one runs in
@@ -157,11 +157,12 @@ const snapshotTimeout = 2 * time.Second
 type operatorAPI struct {
 	ues      ueSource
 	sessions sessionSource // nil: none in this process
+	timeout  time.Duration // snapshotTimeout, shorter in tests
 }
 
 // OperatorHandler is the operator API of the unit.
 func (c *Core) OperatorHandler() http.Handler {
-	return newOperatorHandler(c.AMF, c.SMF)
+	return newOperatorHandler(c.AMF, c.SMF, snapshotTimeout)
 }
 
 // OperatorHandler is the operator API of an AMF running as its own
@@ -171,14 +172,14 @@ func (n *NF) OperatorHandler() http.Handler {
 	if n.amf == nil {
 		return nil
 	}
-	return newOperatorHandler(n.amf, nil)
+	return newOperatorHandler(n.amf, nil, snapshotTimeout)
 }
 
-func newOperatorHandler(ues ueSource, sessions *smf.SMF) http.Handler {
-	api := &operatorAPI{ues: ues}
-	if sessions != nil {
-		api.sessions = sessions
-	}
+// newOperatorHandler serves the UEs of ues, joined with the sessions of
+// sessions (nil where no SMF runs in the process), waiting at most timeout
+// for each.
+func newOperatorHandler(ues ueSource, sessions sessionSource, timeout time.Duration) http.Handler {
+	api := &operatorAPI{ues: ues, sessions: sessions, timeout: timeout}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ues", api.list)
 	mux.HandleFunc("GET /ues/{supi}", api.show)
@@ -186,24 +187,43 @@ func newOperatorHandler(ues ueSource, sessions *smf.SMF) http.Handler {
 }
 
 func (api *operatorAPI) list(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), snapshotTimeout)
+	// The AMF's snapshots and the SMF's are taken at once, each with a
+	// deadline of its own: a UE busy at the AMF for the whole deadline
+	// must not leave the SMF an expired one, and every other UE's
+	// sessions with it.
+	type sessionsResult struct {
+		bySUPI map[string][]smf.SessionInfo
+		busy   int
+		err    error
+	}
+	var sessions chan sessionsResult
+	if api.sessions != nil {
+		sessions = make(chan sessionsResult, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(r.Context(), api.timeout)
+			defer cancel()
+			var res sessionsResult
+			res.bySUPI, res.busy, res.err = api.sessions.AllSessions(ctx)
+			sessions <- res
+		}()
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), api.timeout)
 	defer cancel()
 	infos, busy, err := api.ues.UEs(ctx)
+	var at sessionsResult
+	if sessions != nil {
+		at = <-sessions
+	}
+	if err == nil {
+		err = at.err
+	}
 	if err != nil {
 		problem(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
-	out := UEList{UEs: make([]UEView, 0, len(infos)), Busy: busy, SMF: api.sessions != nil}
-	var bySUPI map[string][]smf.SessionInfo
-	if api.sessions != nil {
-		bySUPI, out.SessionsBusy, err = api.sessions.AllSessions(ctx)
-		if err != nil {
-			problem(w, http.StatusServiceUnavailable, err.Error())
-			return
-		}
-	}
+	out := UEList{UEs: make([]UEView, 0, len(infos)), Busy: busy, SessionsBusy: at.busy, SMF: api.sessions != nil}
 	for _, u := range infos {
-		out.UEs = append(out.UEs, ueView(u, bySUPI[u.SUPI], api.sessions != nil))
+		out.UEs = append(out.UEs, ueView(u, at.bySUPI[u.SUPI], api.sessions != nil))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -214,7 +234,7 @@ func (api *operatorAPI) show(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, fmt.Sprintf("%q is not a SUPI (imsi-<6-15 digits>)", supi))
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), snapshotTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), api.timeout)
 	defer cancel()
 	u, err := api.ues.UE(ctx, supi)
 	switch {
@@ -229,8 +249,11 @@ func (api *operatorAPI) show(w http.ResponseWriter, r *http.Request) {
 	busy := false
 	if api.sessions != nil {
 		// The AMF's view stands on its own: an SMF busy past the deadline
-		// leaves the sessions as the AMF knows them, and says so.
-		sessions, err = api.sessions.Sessions(ctx, supi)
+		// leaves the sessions as the AMF knows them, and says so. The
+		// SMF's deadline is its own, as in list.
+		sctx, cancel := context.WithTimeout(r.Context(), api.timeout)
+		defer cancel()
+		sessions, err = api.sessions.Sessions(sctx, supi)
 		busy = err != nil
 	}
 	v := ueView(u, sessions, api.sessions != nil)

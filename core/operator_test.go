@@ -121,7 +121,7 @@ func TestOperatorSocketPath(t *testing.T) {
 // TestOperatorAPIRequests: only GET, a malformed SUPI is 400, an unknown
 // one 404, both as problem details.
 func TestOperatorAPIRequests(t *testing.T) {
-	srv := httptest.NewServer(newOperatorHandler(fakeUEs{}, nil))
+	srv := httptest.NewServer(newOperatorHandler(fakeUEs{}, nil, time.Second))
 	defer srv.Close()
 	for _, c := range []struct {
 		method, path string
@@ -233,5 +233,50 @@ func TestNFOperatorHandler(t *testing.T) {
 	var l UEList
 	if err := json.NewDecoder(rsp.Body).Decode(&l); err != nil || rsp.StatusCode != 200 || l.SMF || len(l.UEs) != 0 {
 		t.Errorf("GET /ues of tern nf amf: %d %+v %v; want no UEs and smf false", rsp.StatusCode, l, err)
+	}
+}
+
+// busyAMF has one UE ready and one whose executor stays busy for the whole
+// deadline.
+type busyAMF struct{ fakeUEs }
+
+func (busyAMF) UEs(ctx context.Context) ([]amf.UEInfo, int, error) {
+	<-ctx.Done()
+	l, _, _ := fakeUEs{}.UEs(ctx)
+	return l, 1, nil
+}
+
+// quickSMF answers at once, unless its deadline has already passed.
+type quickSMF struct{}
+
+func (quickSMF) Sessions(ctx context.Context, supi string) ([]smf.SessionInfo, error) {
+	all, _, err := quickSMF{}.AllSessions(ctx)
+	return all[supi], err
+}
+
+func (quickSMF) AllSessions(ctx context.Context) (map[string][]smf.SessionInfo, int, error) {
+	if ctx.Err() != nil {
+		return nil, 1, nil
+	}
+	return map[string][]smf.SessionInfo{"imsi-208930000000001": {{ID: 1, DNN: "internet", UEIP: netip.MustParseAddr("10.60.0.2"), State: "active"}}}, 0, nil
+}
+
+// TestUEListBusyAMFLeavesSMF: a UE busy at the AMF for the whole deadline
+// costs the list that UE, not every UE's sessions: the SMF's snapshot has
+// a deadline of its own.
+func TestUEListBusyAMFLeavesSMF(t *testing.T) {
+	srv := httptest.NewServer(newOperatorHandler(busyAMF{}, quickSMF{}, 100*time.Millisecond))
+	defer srv.Close()
+	rsp, err := srv.Client().Get(srv.URL + "/ues")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rsp.Body.Close()
+	var l UEList
+	if err := json.NewDecoder(rsp.Body).Decode(&l); err != nil {
+		t.Fatal(err)
+	}
+	if l.Busy != 1 || l.SessionsBusy != 0 || len(l.UEs) != 1 || len(l.UEs[0].Sessions) != 1 || l.UEs[0].Sessions[0].UEIP != "10.60.0.2" {
+		t.Fatalf("list %+v: want one UE with its session's address, one busy at the AMF, none at the SMF", l)
 	}
 }

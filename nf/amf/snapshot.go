@@ -156,17 +156,38 @@ func (a *AMF) UEs(ctx context.Context) (ues []UEInfo, busy int, err error) {
 	if posted == 0 && len(all) > 0 {
 		return nil, 0, errClosed
 	}
+	ues, busy = gatherUEs(ctx, ch, posted)
+	return sortUEs(ues), busy, nil
+}
+
+// gatherUEs receives the posted snapshots from ch until ctx ends, and
+// then those already there: a select that has both ready picks either, so
+// without that last pass a deadline spent on one busy UE (or one already
+// past) would drop snapshots the other executors had delivered. busy
+// counts those that never came.
+func gatherUEs(ctx context.Context, ch <-chan snapshot, posted int) (ues []UEInfo, busy int) {
+	add := func(s snapshot) {
+		if s.ok {
+			ues = append(ues, s.info)
+		}
+	}
 	for got := 0; got < posted; got++ {
 		select {
 		case s := <-ch:
-			if s.ok {
-				ues = append(ues, s.info)
-			}
+			add(s)
 		case <-ctx.Done():
-			return sortUEs(ues), posted - got, nil
+			for ; got < posted; got++ {
+				select {
+				case s := <-ch:
+					add(s)
+				default:
+					return ues, posted - got
+				}
+			}
+			return ues, 0
 		}
 	}
-	return sortUEs(ues), 0, nil
+	return ues, 0
 }
 
 func sortUEs(ues []UEInfo) []UEInfo {

@@ -81,20 +81,41 @@ func (s *SMF) AllSessions(ctx context.Context) (bySUPI map[string][]SessionInfo,
 	if posted == 0 && len(ues) > 0 {
 		return nil, 0, errSnapshotClosed
 	}
+	bySUPI, busy = gatherSessions(ctx, ch, posted)
+	return bySUPI, busy, nil
+}
+
+// gatherSessions receives the posted snapshots from ch until ctx ends, and
+// then those already there: a select that has both ready picks either, so
+// without that last pass a deadline spent on one busy UE (or one already
+// past) would drop snapshots the other executors had delivered. busy
+// counts those that never came.
+func gatherSessions(ctx context.Context, ch <-chan sessionsSnapshot, posted int) (bySUPI map[string][]SessionInfo, busy int) {
 	bySUPI = make(map[string][]SessionInfo, posted)
+	add := func(snap sessionsSnapshot) {
+		// A state that left the table has no session left; its UE's new
+		// one, if any, is in ues too or came after the call.
+		if snap.ok && len(snap.sessions) > 0 {
+			bySUPI[snap.sessions[0].SUPI] = snap.sessions
+		}
+	}
 	for got := 0; got < posted; got++ {
 		select {
 		case snap := <-ch:
-			// A state that left the table has no session left; its UE's
-			// new one, if any, is in ues too or came after the call.
-			if snap.ok && len(snap.sessions) > 0 {
-				bySUPI[snap.sessions[0].SUPI] = snap.sessions
-			}
+			add(snap)
 		case <-ctx.Done():
-			return bySUPI, posted - got, nil
+			for ; got < posted; got++ {
+				select {
+				case snap := <-ch:
+					add(snap)
+				default:
+					return bySUPI, posted - got
+				}
+			}
+			return bySUPI, 0
 		}
 	}
-	return bySUPI, 0, nil
+	return bySUPI, 0
 }
 
 // sessionsSnapshot is one UE's copy: ok false for a state that had left
