@@ -44,6 +44,8 @@ type Config struct {
 	Capture string `yaml:"capture,omitempty"`
 	// Metrics is the operations HTTP server of tern up.
 	Metrics Metrics `yaml:"metrics"`
+	// Operator is the operator API that tern ue reads.
+	Operator Operator `yaml:"operator"`
 	// SBI is how the NFs reach each other.
 	SBI SBI `yaml:"sbi"`
 
@@ -81,6 +83,22 @@ type Metrics struct {
 	// fight over a port nobody asked for.
 	Address string `yaml:"address,omitempty"`
 }
+
+// Operator configures the operator API of tern ue list and show, which
+// tern up and tern nf amf serve on a unix socket that only their user may
+// use.
+type Operator struct {
+	// Socket is the socket's path. Empty (the default): derived from the
+	// store, so that tern ue finds it from the same --config or --store:
+	// store.path with ".sock" added (SQLite), or with driver postgres a
+	// socket named after the database in store.path's directory. A core
+	// that cannot create it runs without the operator API, and says so.
+	Socket string `yaml:"socket,omitempty"`
+}
+
+// maxSocketPath is the longest path a unix socket may have on Linux
+// (sun_path is 108 bytes with its terminating NUL).
+const maxSocketPath = 107
 
 // Log configures structured logging.
 type Log struct {
@@ -244,6 +262,9 @@ func (c *Config) Validate() error {
 	}
 	if err := checkListenAddr(c.Metrics.Address); err != nil {
 		return fmt.Errorf("config: metrics.address: %w", err)
+	}
+	if n := len(c.Operator.Socket); n > maxSocketPath {
+		return fmt.Errorf("config: operator.socket: %d bytes, longer than a unix socket's %d", n, maxSocketPath)
 	}
 	if err := checkListenAddr(c.UPF.MetricsAddress); err != nil {
 		return fmt.Errorf("config: upf.metricsAddress: %w", err)

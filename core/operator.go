@@ -11,14 +11,18 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"syscall"
+	"strings"
 	"time"
+	"unicode"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/tern5g/tern/config"
 	"github.com/tern5g/tern/identity"
 	"github.com/tern5g/tern/nf/amf"
 	"github.com/tern5g/tern/nf/smf"
 	"github.com/tern5g/tern/ngap"
+	"github.com/tern5g/tern/store"
 )
 
 // The operator API: a read-only JSON view of the UEs a running core
@@ -27,32 +31,43 @@ import (
 //	GET /ues          every UE context (UEList)
 //	GET /ues/{supi}   one (UEView); 404 when the AMF has none
 //
-// It is served over HTTP/1.1 on a unix socket, not on the operations
-// HTTP server (metrics.address): SUPIs, UE addresses and locations are
-// personal data that have no place on a port opened for Prometheus, the
-// socket's file mode (0600) leaves them to the user the core runs as, and
-// the socket needs no port and no configuration, so `tern ue list` works
-// beside a core started with the defaults. Its place follows the store
-// (OperatorSocket), so the same --config or --store finds it.
+// It is served over HTTP/1.1 on a unix socket that only the core's user
+// (and root) may use, found from the store's configuration
+// (OperatorSocket); docs/architecture.md says why a socket.
 //
 // The UE data comes from the AMF's state machine, each UE's snapshot taken
 // on its executor (amf.AMF.UEs); the UE IPs and UPFs from the SMF's
 // sessions, likewise (smf.SMF.AllSessions), where the SMF runs in the same
 // process.
 
-// OperatorSocketName is the socket's file name, in the directory of the
-// store.
-const OperatorSocketName = "tern.sock"
-
 // OperatorSocket is where a core, or the AMF of `tern nf amf`, started
-// with cfg serves the operator API: tern.sock beside the SQLite store file
-// (with PostgreSQL too, in the directory store.path names).
+// with cfg serves the operator API: operator.socket, or else one socket
+// per store, so that cores on different stores in one directory, and
+// `tern ue` pointed at either, do not meet: the SQLite file with ".sock"
+// added; for PostgreSQL, tern-<host>_<port>_<database>.sock in the
+// directory of store.path.
 func OperatorSocket(cfg config.Config) string {
+	if cfg.Operator.Socket != "" {
+		return cfg.Operator.Socket
+	}
 	p := cfg.Store.Path
 	if p == "" {
 		p = config.DefaultStorePath()
 	}
-	return filepath.Join(filepath.Dir(p), OperatorSocketName)
+	if cfg.Store.Driver != store.DriverPostgres {
+		return p + ".sock"
+	}
+	db, err := store.PostgresDatabase(cfg.Store.DSN)
+	if err != nil {
+		db = "postgres" // the store does not open either
+	}
+	name := strings.Map(func(r rune) rune {
+		if r < 0x80 && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '.' || r == '-') {
+			return r
+		}
+		return '_'
+	}, db)
+	return filepath.Join(filepath.Dir(p), "tern-"+name+".sock")
 }
 
 // UEList is the answer of GET /ues.
@@ -361,6 +376,7 @@ func encodeJSON(w io.Writer, v any) {
 type OperatorServer struct {
 	srv  *http.Server
 	ln   net.Listener
+	lock *os.File // path's lock file, held while serving
 	path string
 	done chan struct{}
 }
@@ -369,29 +385,59 @@ type OperatorServer struct {
 // (sun_path is 108 bytes with its terminating NUL).
 const maxSocketPath = 107
 
-// ServeOperator serves h on a unix socket at path, readable and writable
-// by this user only, until Close. A socket left there by a process that
-// is gone is replaced; one that another process still serves is not.
+// ErrOperatorSocketInUse is ServeOperator's failure when another process
+// serves the socket.
+var ErrOperatorSocketInUse = errors.New("served by another process")
+
+// StartOperator serves h on the operator socket of cfg (OperatorSocket).
+// It fails only where another process serves that socket (another core on
+// the same store): two cores answering for one store would be worse than
+// none. Any other failure (a directory it may not create, such as a
+// read-only $HOME beside a PostgreSQL store; a path too long for a socket)
+// costs the operator API, not the core: it is logged, and StartOperator
+// returns nil, nil.
+func StartOperator(cfg config.Config, h http.Handler, log *slog.Logger) (*OperatorServer, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s, err := ServeOperator(OperatorSocket(cfg), h, log)
+	if errors.Is(err, ErrOperatorSocketInUse) {
+		return nil, err
+	}
+	if err != nil {
+		log.Warn("running without the operator API: tern ue cannot reach this process (set operator.socket to a place it may create)", "err", err)
+		return nil, nil
+	}
+	return s, nil
+}
+
+// ServeOperator serves h on a unix socket at path until Close, to this
+// user and root only. A socket left there by a process that is gone is
+// replaced; one that another process serves is not (ErrOperatorSocketInUse).
+//
+// Whoever serves path holds an exclusive flock on path.lock for as long as
+// it does: the check for a live server, the removal of a stale socket and
+// the bind are one step, so two servers starting at once cannot both
+// remove the stale socket and bind (one of them unlinking the other's live
+// socket, and later, on its way out, the path the other serves).
 func ServeOperator(path string, h http.Handler, log *slog.Logger) (*OperatorServer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if len(path) > maxSocketPath {
-		return nil, fmt.Errorf("core: operator socket %s: the path is longer than a unix socket's %d bytes (choose a shorter store.path)", path, maxSocketPath)
+		return nil, fmt.Errorf("core: operator socket %s: the path is longer than a unix socket's %d bytes (set operator.socket)", path, maxSocketPath)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("core: operator socket: %w", err)
 	}
-	if err := removeStaleSocket(path); err != nil {
+	lock, err := lockSocket(path)
+	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("unix", path)
+	ln, err := listenSocket(path, log)
 	if err != nil {
-		return nil, fmt.Errorf("core: operator socket: %w", err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("core: operator socket: %w", err)
+		unlockSocket(path, lock)
+		return nil, err
 	}
 	s := &OperatorServer{
 		srv: &http.Server{
@@ -400,6 +446,7 @@ func ServeOperator(path string, h http.Handler, log *slog.Logger) (*OperatorServ
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		},
 		ln:   ln,
+		lock: lock,
 		path: path,
 		done: make(chan struct{}),
 	}
@@ -413,43 +460,126 @@ func ServeOperator(path string, h http.Handler, log *slog.Logger) (*OperatorServ
 	return s, nil
 }
 
-// removeStaleSocket removes a socket at path that nobody serves (a core
-// that was killed leaves it behind), and refuses one that is served, or a
-// file that is not a socket.
-func removeStaleSocket(path string) error {
+// lockSocket takes the exclusive flock on path.lock that the server of
+// path holds (ServeOperator), or fails with ErrOperatorSocketInUse.
+func lockSocket(path string) (*os.File, error) {
+	name := path + ".lock"
+	for range 10 {
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("core: operator socket: %w", err)
+		}
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("core: operator socket %s is %w (a core already running on this store?); "+
+				"stop it, or give this one another store (--store, store.path) or operator.socket", path, ErrOperatorSocketInUse)
+		}
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("core: operator socket: locking %s: %w", name, err)
+		}
+		// The server before may have removed the lock file on its way
+		// out (unlockSocket) after this opened it: lock the one there now.
+		held, err := f.Stat()
+		if now, serr := os.Stat(name); err == nil && serr == nil && os.SameFile(held, now) {
+			return f, nil
+		}
+		f.Close()
+	}
+	return nil, fmt.Errorf("core: operator socket: %s keeps being replaced", name)
+}
+
+// unlockSocket removes the lock file, then releases the lock: removed
+// while held, it is never taken from under a server.
+func unlockSocket(path string, lock *os.File) {
+	os.Remove(path + ".lock")
+	lock.Close()
+}
+
+// listenSocket binds the socket at path, replacing a stale one (the caller
+// holds the lock, so nobody serves it), refusing anything else in the way.
+// Connections from other users are refused (peerCheck): the socket's mode,
+// 0600, is set only after the bind.
+func listenSocket(path string, log *slog.Logger) (net.Listener, error) {
 	fi, err := os.Lstat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
+	switch {
+	case err == nil && fi.Mode()&os.ModeSocket == 0:
+		return nil, fmt.Errorf("core: operator socket %s: a file that is not a socket is in the way", path)
+	case err == nil:
+		// A core that was killed left it behind.
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("core: operator socket: removing the stale %s: %w", path, err)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("core: operator socket: %w", err)
 	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
-		return fmt.Errorf("core: operator socket: %w", err)
+		return nil, fmt.Errorf("core: operator socket: %w", err)
 	}
-	if fi.Mode()&os.ModeSocket == 0 {
-		return fmt.Errorf("core: operator socket %s: a file that is not a socket is in the way", path)
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("core: operator socket: %w", err)
 	}
-	c, err := net.DialTimeout("unix", path, time.Second)
-	if err == nil {
+	return peerCheck{ln, log}, nil
+}
+
+// peerCheck accepts connections from processes of this user (the
+// effective uid) and root only (SO_PEERCRED), whatever the socket's file
+// mode, which has the umask's between bind and chmod.
+type peerCheck struct {
+	*net.UnixListener
+	log *slog.Logger
+}
+
+func (l peerCheck) Accept() (net.Conn, error) {
+	for {
+		c, err := l.AcceptUnix()
+		if err != nil {
+			return nil, err
+		}
+		uid, err := peerUID(c)
+		if err == nil && (uid == uint32(os.Geteuid()) || uid == 0) {
+			return c, nil
+		}
+		l.log.Warn("operator API: refused a connection from another user", "uid", uid, "err", err)
 		c.Close()
-		return fmt.Errorf("core: operator socket %s is served by another process (a core already running on this store?); "+
-			"stop it, or give this one another store.path (--store)", path)
 	}
-	if !errors.Is(err, syscall.ECONNREFUSED) {
-		return fmt.Errorf("core: operator socket %s: %w", path, err)
+}
+
+// peerUID is the uid of the process at the other end of c.
+func peerUID(c *net.UnixConn) (uint32, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
 	}
-	if err := os.Remove(path); err != nil {
-		return fmt.Errorf("core: operator socket: removing the stale %s: %w", path, err)
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return 0, err
 	}
-	return nil
+	if cerr != nil {
+		return 0, cerr
+	}
+	return cred.Uid, nil
 }
 
 // Path is the socket's path.
 func (s *OperatorServer) Path() string { return s.path }
 
-// Close stops the server and removes the socket.
+// Close stops the server and removes the socket, then its lock. A nil
+// server (StartOperator ran without one) has nothing to close.
 func (s *OperatorServer) Close() error {
+	if s == nil {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	err := s.srv.Shutdown(ctx)
 	<-s.done
+	unlockSocket(s.path, s.lock)
 	return err
 }

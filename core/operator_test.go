@@ -3,15 +3,20 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -104,17 +109,35 @@ func TestOperatorSocket(t *testing.T) {
 	}
 }
 
-// TestOperatorSocketPath: the socket is beside the store, whatever the
-// driver.
+// TestOperatorSocketPath: the socket is the store's: stores in one
+// directory, or PostgreSQL databases, each have their own, and
+// operator.socket overrides.
 func TestOperatorSocketPath(t *testing.T) {
 	cfg := config.Default()
-	cfg.Store.Path = "/var/lib/tern/subscribers.db"
-	if got := OperatorSocket(cfg); got != "/var/lib/tern/tern.sock" {
+	cfg.Store.Path = "/var/lib/tern/a.db"
+	if got := OperatorSocket(cfg); got != "/var/lib/tern/a.db.sock" {
 		t.Errorf("OperatorSocket = %s", got)
 	}
-	cfg.Store.Driver, cfg.Store.Path = "postgres", ""
-	if got, want := OperatorSocket(cfg), filepath.Join(filepath.Dir(config.DefaultStorePath()), "tern.sock"); got != want {
+	cfg.Store.Path = "/var/lib/tern/b.db"
+	if got := OperatorSocket(cfg); got != "/var/lib/tern/b.db.sock" {
+		t.Errorf("OperatorSocket of another store in the same directory = %s", got)
+	}
+	cfg.Store.Driver = "postgres"
+	cfg.Store.DSN = "postgres://tern@db.example:5433/core1"
+	if got := OperatorSocket(cfg); got != "/var/lib/tern/tern-db.example_5433_core1.sock" {
+		t.Errorf("OperatorSocket with postgres = %s", got)
+	}
+	cfg.Store.DSN = "host=/run/postgresql dbname=core2"
+	if got := OperatorSocket(cfg); got != "/var/lib/tern/tern-_run_postgresql_5432_core2.sock" {
+		t.Errorf("OperatorSocket with postgres over a unix socket = %s", got)
+	}
+	cfg.Store.Path = ""
+	if got, want := OperatorSocket(cfg), filepath.Join(filepath.Dir(config.DefaultStorePath()), "tern-_run_postgresql_5432_core2.sock"); got != want {
 		t.Errorf("OperatorSocket with postgres and no path = %s, want %s", got, want)
+	}
+	cfg.Operator.Socket = "/run/tern/ue.sock"
+	if got := OperatorSocket(cfg); got != "/run/tern/ue.sock" {
+		t.Errorf("OperatorSocket with operator.socket = %s", got)
 	}
 }
 
@@ -278,5 +301,152 @@ func TestUEListBusyAMFLeavesSMF(t *testing.T) {
 	}
 	if l.Busy != 1 || l.SessionsBusy != 0 || len(l.UEs) != 1 || len(l.UEs[0].Sessions) != 1 || l.UEs[0].Sessions[0].UEIP != "10.60.0.2" {
 		t.Fatalf("list %+v: want one UE with its session's address, one busy at the AMF, none at the SMF", l)
+	}
+}
+
+// TestOperatorSocketLock: the server of a socket holds its lock: a second
+// server is refused even where the socket file is gone or looks stale (as
+// when two start at once and the first has just removed a stale socket),
+// so it cannot take the path from the first; once the first stops, the
+// next serves, and nothing is left behind.
+func TestOperatorSocketLock(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "subscribers.db.sock")
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "one") })
+	first, err := ServeOperator(sock, h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The socket file removed under the first server (a racing starter's
+	// removal of what it took for a stale socket).
+	if err := os.Remove(sock); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ServeOperator(sock, h, nil); !errors.Is(err, ErrOperatorSocketInUse) {
+		t.Fatalf("second server while the first serves: %v, want ErrOperatorSocketInUse", err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	second, err := ServeOperator(sock, h, nil)
+	if err != nil {
+		t.Fatalf("after the first stopped: %v", err)
+	}
+	if code, body := unixGet(t, sock, "/"); code != 200 || body != "one" {
+		t.Fatalf("GET: %d %q", code, body)
+	}
+	second.Close()
+	if left, _ := filepath.Glob(sock + "*"); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+
+	// Many at once over a stale socket: one serves, the others are told.
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	var wg sync.WaitGroup
+	servers := make(chan *OperatorServer, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := ServeOperator(sock, h, nil)
+			if err == nil {
+				servers <- s
+			} else if !errors.Is(err, ErrOperatorSocketInUse) {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(servers)
+	n := 0
+	for s := range servers {
+		n++
+		defer s.Close()
+	}
+	if n != 1 {
+		t.Fatalf("%d servers on one socket, want 1", n)
+	}
+	if code, _ := unixGet(t, sock, "/"); code != 200 {
+		t.Fatalf("GET: %d", code)
+	}
+}
+
+// TestOperatorSocketOtherUser: a process of another user is refused
+// whatever the socket's mode (it has the umask's until the chmod after the
+// bind): here the socket and its directory are opened to everyone, and
+// curl run as nobody gets no answer.
+func TestOperatorSocketOtherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run a client as another user")
+	}
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Skip("needs curl, the client run as another user")
+	}
+	dir, err := os.MkdirTemp("", "tern-operator-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "subscribers.db.sock")
+	s, err := ServeOperator(sock, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "secret") }), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for p, mode := range map[string]os.FileMode{dir: 0o755, sock: 0o666} {
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(cred *syscall.Credential) (string, error) {
+		cmd := exec.Command(curl, "-sS", "--max-time", "5", "--unix-socket", sock, "http://tern/ues")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := get(nil); err != nil || out != "secret" {
+		t.Fatalf("curl as root: %q, %v", out, err)
+	}
+	if out, err := get(&syscall.Credential{Uid: 65534, Gid: 65534}); err == nil || strings.Contains(out, "secret") {
+		t.Fatalf("curl as nobody was answered: %q", out)
+	}
+}
+
+// TestStartOperatorWithoutSocket: a socket that cannot be made (its
+// directory under a regular file, as under a read-only $HOME) leaves the
+// process without the operator API, saying so, not without a start; a
+// socket another process serves still refuses it.
+func TestStartOperatorWithoutSocket(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Operator.Socket = filepath.Join(file, "tern.sock")
+	var logged strings.Builder
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	s, err := StartOperator(cfg, http.NotFoundHandler(), log)
+	if s != nil || err != nil {
+		t.Fatalf("StartOperator where no socket can be made: %v, %v; want neither", s, err)
+	}
+	if !strings.Contains(logged.String(), "running without the operator API") {
+		t.Errorf("not said: %q", logged.String())
+	}
+	s.Close() // nothing to close
+
+	cfg.Operator.Socket = filepath.Join(dir, "tern.sock")
+	first, err := StartOperator(cfg, http.NotFoundHandler(), log)
+	if err != nil || first == nil {
+		t.Fatalf("StartOperator: %v", err)
+	}
+	defer first.Close()
+	if _, err := StartOperator(cfg, http.NotFoundHandler(), log); !errors.Is(err, ErrOperatorSocketInUse) {
+		t.Fatalf("StartOperator on a served socket: %v, want ErrOperatorSocketInUse", err)
 	}
 }

@@ -35,3 +35,14 @@ func OpenPostgres(dsn string) (*Store, error) {
 		migrateLock: "SELECT pg_advisory_xact_lock(7242180331)", // any constant key, tern's own
 	}, db, db)
 }
+
+// PostgresDatabase names the database dsn connects to, as host:port/name,
+// for what there must be one of per database rather than per host (the
+// operator socket of the core that uses it).
+func PostgresDatabase(dsn string) (string, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return "", fmt.Errorf("store: postgres connection string: %w", err)
+	}
+	return fmt.Sprintf("%s:%d/%s", cfg.Host, cfg.Port, cfg.Database), nil
+}

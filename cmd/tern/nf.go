@@ -79,6 +79,16 @@ func runControlNF(name string, args []string) error {
 	if err != nil {
 		return err
 	}
+	if h := n.OperatorHandler(); h != nil {
+		// The AMF serves tern ue's operator API (core/operator.go),
+		// claimed before N2 is bound.
+		op, err := core.StartOperator(cfg, h, log)
+		if err != nil {
+			n.Close()
+			return err
+		}
+		defer op.Close()
+	}
 	if err := n.Start(ctx); err != nil {
 		n.Close()
 		return err
@@ -90,15 +100,6 @@ func runControlNF(name string, args []string) error {
 			return err
 		}
 		defer srv.Close()
-	}
-	if h := n.OperatorHandler(); h != nil {
-		// The AMF serves tern ue's operator API (core/operator.go).
-		op, err := core.ServeOperator(core.OperatorSocket(cfg), h, log)
-		if err != nil {
-			n.Close()
-			return err
-		}
-		defer op.Close()
 	}
 	// The "ready" line is what scripts and tests wait for.
 	if a := n.N2Addr(); a != "" {

@@ -24,8 +24,8 @@ func ueUsage() string {
 	return "usage: " + prog() + " ue list|show [flags]\n\n" +
 		"An operator's read-only view of the UEs a running core serves, from the AMF's state machine\n" +
 		"(and the SMF's sessions): RM/CM state, serving gNB and NGAP IDs, PDU sessions and UE IPs.\n" +
-		"It asks the core's operator API on the unix socket tern.sock beside the subscriber store\n" +
-		"(`tern up` and `tern nf amf` serve it), found from the same --config or --store.\n\n" +
+		"It asks the core's operator API on a unix socket (`tern up` and `tern nf amf` serve it),\n" +
+		"found from the same --config or --store: operator.socket, or the store file with .sock added.\n\n" +
 		"  " + prog() + " ue list [--json]\n" +
 		"  " + prog() + " ue show SUPI|IMSI [--json]\n\n" +
 		"Run '" + prog() + " ue COMMAND -h' for its flags."
@@ -56,8 +56,8 @@ type ueFlags struct {
 
 func addUEFlags(fs *flag.FlagSet) ueFlags {
 	return ueFlags{
-		config:  fs.String("config", "", "the YAML configuration the core runs with: its store.path says where the socket is (default: embedded defaults)"),
-		store:   fs.String("store", "", "the store file the core runs with (its --store): the socket is "+core.OperatorSocketName+" beside it"),
+		config:  fs.String("config", "", "the YAML configuration the core runs with: its operator.socket, or its store, says where the socket is (default: embedded defaults)"),
+		store:   fs.String("store", "", "the store file the core runs with (its --store): the socket is that file with .sock added"),
 		socket:  fs.String("socket", "", "the operator socket itself, overriding --config and --store"),
 		json:    fs.Bool("json", false, "print the operator API's JSON"),
 		timeout: fs.Duration("timeout", 10*time.Second, "how long to wait for the core's answer"),

@@ -147,7 +147,7 @@ func lineOf(s, what string) string {
 // it tried and how to start one; a missing SUPI is a usage error.
 func TestUECommandWithoutCore(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "subscribers.db")
-	sock := filepath.Join(filepath.Dir(db), core.OperatorSocketName)
+	sock := db + ".sock"
 	var out, errs strings.Builder
 	if code := run([]string{"ue", "list", "--store", db}, &out, &errs); code != 1 ||
 		!strings.Contains(errs.String(), sock+" does not exist") || !strings.Contains(errs.String(), "up, or") {

@@ -141,8 +141,9 @@ func up(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		servers = append(servers, srv)
 	}
-	// The operator API of tern ue (core/operator.go).
-	op, err := core.ServeOperator(core.OperatorSocket(cfg), c.OperatorHandler(), log)
+	// The operator API of tern ue (core/operator.go). Claimed before N2 and
+	// N3 are bound: a core already running on this store is named as such.
+	op, err := core.StartOperator(cfg, c.OperatorHandler(), log)
 	if err != nil {
 		return fail(err)
 	}

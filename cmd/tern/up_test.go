@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/netip"
@@ -243,4 +244,100 @@ func TestFailedStartKeepsImportedSubscribers(t *testing.T) {
 			t.Errorf("importer open %v: %d subscribers in %s after the failed start, want %d", importerOpen, n, db, 2-i)
 		}
 	}
+}
+
+// upConfig writes a configuration for tern up on the store at db, on free
+// ports, without TUN devices, with extra YAML appended; it returns the
+// file's path.
+func upConfig(t *testing.T, db, extra string) string {
+	t.Helper()
+	n2, err := freeport.UDP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := fmt.Sprintf("log:\n  level: error\nstore:\n  path: %s\n  demoSubscribers: 1\namf:\n  sctp:\n    transport: udp\n    udpPort: %d\nupf:\n  noN6: true\n  n3Addr: 127.0.0.1:0\n%s", db, n2, extra)
+	p := filepath.Join(t.TempDir(), "tern.yaml")
+	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// startUp runs tern up with args until the test ends, once it printed its
+// ready line.
+func startUp(t *testing.T, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncbuf.Buffer
+	done := make(chan error, 1)
+	go func() { done <- up(ctx, args, &out) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("tern up: %v", err)
+		}
+	})
+	deadline := time.After(20 * time.Second)
+	for !strings.Contains(out.String(), "tern core ready") {
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("tern up ended: %v; printed %q", err, out.String())
+		case <-deadline:
+			t.Fatalf("tern up not ready; printed %q", out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// TestUEListFindsItsStoresCore: cores on two stores in one directory each
+// serve their own operator socket, and tern ue asks the one of the store
+// it is given: with only the core on a.db running, --store b.db finds no
+// core rather than a.db's.
+func TestUEListFindsItsStoresCore(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")
+	startUp(t, "--config", upConfig(t, a, ""))
+	var out, errs strings.Builder
+	if err := ueCommand([]string{"list", "--store", a}, &out); err != nil || !strings.Contains(out.String(), "no UEs") {
+		t.Fatalf("ue list --store a.db: %v, %q", err, out.String())
+	}
+	errs.Reset()
+	if code := run([]string{"ue", "list", "--store", b}, &out, &errs); code != 1 || !strings.Contains(errs.String(), b+".sock does not exist") {
+		t.Fatalf("ue list --store b.db with no core on b.db: exit %d, stderr %q", code, errs.String())
+	}
+	startUp(t, "--config", upConfig(t, b, ""))
+	if code := run([]string{"ue", "list", "--store", b}, &out, &errs); code != 0 {
+		t.Fatalf("ue list --store b.db: exit %d, stderr %q", code, errs.String())
+	}
+}
+
+// TestUpSecondCoreOnStoreRefused: a second tern up on the store of a
+// running one (same configuration, so the same ports) is refused for its
+// operator socket, which it claims before it binds N2 and N3, rather than
+// for a port the first holds.
+func TestUpSecondCoreOnStoreRefused(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "subs.db")
+	cfg := upConfig(t, db, "")
+	startUp(t, "--config", cfg)
+	err := up(context.Background(), []string{"--config", cfg}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "served by another process (a core already running on this store?)") {
+		t.Fatalf("second tern up on the store: %v", err)
+	}
+	var out, errs strings.Builder
+	if code := run([]string{"ue", "list", "--config", cfg}, &out, &errs); code != 0 {
+		t.Fatalf("the first core lost its operator socket: exit %d, stderr %q", code, errs.String())
+	}
+}
+
+// TestUpWithoutOperatorSocket: a tern up that cannot make its operator
+// socket (its directory is under a regular file, as under a read-only
+// $HOME) still starts, without tern ue.
+func TestUpWithoutOperatorSocket(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startUp(t, "--config", upConfig(t, filepath.Join(dir, "subs.db"), "operator:\n  socket: "+filepath.Join(file, "tern.sock")+"\n"))
 }
