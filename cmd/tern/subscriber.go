@@ -284,11 +284,16 @@ func servedDNNs(cfg config.Config) []string {
 	return out
 }
 
-// hexValue decodes the value named name, which must be n bytes in hex.
+// hexValue decodes the value named name, which must be n bytes in hex. A
+// bad value is described, never repeated: it may be a key (K, OP, OPc)
+// one digit short, and errors end up in terminals, logs and tickets.
 func hexValue(name, s string, n int) (store.HexBytes, error) {
 	b, err := hex.DecodeString(s)
-	if err != nil || len(b) != n {
-		return nil, fmt.Errorf("%s: want %d hex digits, have %q", name, 2*n, s)
+	switch {
+	case len(s) != 2*n:
+		return nil, fmt.Errorf("%s: want %d hex digits, have %d characters", name, 2*n, len(s))
+	case err != nil:
+		return nil, fmt.Errorf("%s: want %d hex digits, have %d characters that are not all hex digits", name, 2*n, len(s))
 	}
 	return b, nil
 }

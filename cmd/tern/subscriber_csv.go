@@ -45,15 +45,49 @@ type csvRow struct {
 }
 
 // csvErrors are the problems of a file, one line each, all found before
-// anything was written.
+// anything was written: the first maxListed, and how many more.
 type csvErrors struct {
 	file string
-	bad  []string // "line N: what"
+	bad  lineList // "line N: what"
 	rows int      // rows read
 }
 
 func (e *csvErrors) Error() string {
-	return fmt.Sprintf("%s: %d of %d rows are bad, nothing imported:\n  %s", e.file, len(e.bad), e.rows, strings.Join(e.bad, "\n  "))
+	return fmt.Sprintf("%s: %d of %d rows are bad, nothing imported:%s", e.file, e.bad.n(), e.rows, e.bad)
+}
+
+// maxListed is how many lines an error lists: a file of 100,000 bad rows
+// gets a readable error, not a 100,000-line one.
+const maxListed = 20
+
+// lineList keeps the first maxListed lines of a report and counts the
+// others.
+type lineList struct {
+	lines []string
+	more  int
+}
+
+func (l *lineList) add(format string, a ...any) {
+	if len(l.lines) == maxListed {
+		l.more++
+		return
+	}
+	l.lines = append(l.lines, fmt.Sprintf(format, a...))
+}
+
+// n is how many lines were added.
+func (l *lineList) n() int { return len(l.lines) + l.more }
+
+// String is the lines, each on its own indented line, then "and N more".
+func (l lineList) String() string {
+	var b strings.Builder
+	for _, s := range l.lines {
+		b.WriteString("\n  " + s)
+	}
+	if l.more > 0 {
+		fmt.Fprintf(&b, "\n  and %d more", l.more)
+	}
+	return b.String()
 }
 
 // readSubscriberCSV reads and checks every row of the file at path
@@ -112,7 +146,7 @@ func parseSubscriberCSV(cfg config.Config, name string, r io.Reader) ([]csvRow, 
 		var pe *csv.ParseError
 		if errors.As(err, &pe) {
 			e.rows++
-			e.bad = append(e.bad, fmt.Sprintf("line %d: %v", pe.StartLine, pe.Err))
+			e.bad.add("line %d: %v", pe.StartLine, pe.Err)
 			continue
 		}
 		if err != nil {
@@ -121,22 +155,22 @@ func parseSubscriberCSV(cfg config.Config, name string, r io.Reader) ([]csvRow, 
 		e.rows++
 		line, _ := cr.FieldPos(0)
 		if len(rec) != len(cols) {
-			e.bad = append(e.bad, fmt.Sprintf("line %d: %d fields, the header names %d", line, len(rec), len(cols)))
+			e.bad.add("line %d: %d fields, the header names %d", line, len(rec), len(cols))
 			continue
 		}
 		sub, err := csvSubscriber(cfg, cols, rec, named)
 		if err != nil {
-			e.bad = append(e.bad, fmt.Sprintf("line %d: %v", line, err))
+			e.bad.add("line %d: %v", line, err)
 			continue
 		}
 		if first, ok := firstLine[sub.SUPI]; ok {
-			e.bad = append(e.bad, fmt.Sprintf("line %d: %s is also on line %d", line, sub.SUPI, first))
+			e.bad.add("line %d: %s is also on line %d", line, sub.SUPI, first)
 			continue
 		}
 		firstLine[sub.SUPI] = line
 		out = append(out, csvRow{line: line, sub: sub})
 	}
-	if len(e.bad) > 0 {
+	if e.bad.n() > 0 {
 		return nil, e
 	}
 	if len(out) == 0 {
@@ -258,12 +292,11 @@ func importCSV(sf storeFlags, cfg config.Config, path string, replace bool) erro
 		for _, r := range rows {
 			line[r.sub.SUPI] = r.line
 		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "%s: %d subscribers are already in %s, nothing imported (--replace overwrites them):", path, len(exist.SUPIs), where(cfg))
+		var l lineList
 		for _, s := range exist.SUPIs {
-			fmt.Fprintf(&b, "\n  line %d: %s", line[s], s)
+			l.add("line %d: %s", line[s], s)
 		}
-		return errors.New(b.String())
+		return fmt.Errorf("%s: %d subscribers are already in %s, nothing imported (--replace overwrites them):%s", path, len(exist.SUPIs), where(cfg), l)
 	}
 	if err != nil {
 		return err

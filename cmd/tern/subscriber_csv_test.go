@@ -99,7 +99,7 @@ func TestSubscriberImportCSVBadRows(t *testing.T) {
 	}
 	for _, want := range []string{
 		"7 of 8 rows are bad, nothing imported",
-		`line 3: column k: want 32 hex digits, have "zz"`,
+		`line 3: column k: want 32 hex digits, have 2 characters`,
 		`line 4: column dnns: "corp" is not served by the configuration`,
 		"line 5: 3 fields, the header names 4",
 		"line 6: imsi-208930000000001 is also on line 2",
@@ -164,5 +164,54 @@ func TestSubscriberImportCSVExisting(t *testing.T) {
 	}
 	if err := runSubscriber([]string{"import", "--store", db, "--csv", csv, "--from", csv}); err == nil || !strings.Contains(err.Error(), "give one, not both") {
 		t.Fatalf("--csv with --from: %v", err)
+	}
+}
+
+// TestSubscriberImportCSVErrorsBounded: a bad key is described by its
+// length, never repeated (it is a secret, one digit short), and a file of
+// many bad rows, or of many IMSIs already stored, gets the first 20 lines
+// and how many more.
+func TestSubscriberImportCSVErrorsBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("imsi,k,opc\n")
+	keys := make([]string, 30)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%031x", 0xabcdef0000+i) // one digit short
+		fmt.Fprintf(&b, "2089300%08d,%s,%s\n", i, keys[i], csvOPc)
+	}
+	b.WriteString("208930000009999," + csvK + "," + csvOPc[1:] + "\n") // OPc one short
+	db := filepath.Join(t.TempDir(), "subs.db")
+	err := runSubscriber([]string{"import", "--store", db, "--csv", writeFile(t, "bad.csv", b.String())})
+	if err == nil {
+		t.Fatal("imported")
+	}
+	msg := err.Error()
+	for _, k := range append(keys, csvK, csvOPc[1:]) {
+		if strings.Contains(msg, k) {
+			t.Fatalf("the error repeats a key:\n%s", msg)
+		}
+	}
+	if !strings.Contains(msg, "31 of 31 rows are bad") || !strings.Contains(msg, "line 2: column k: want 32 hex digits, have 31 characters") ||
+		strings.Count(msg, "\n  line ") != 20 || !strings.HasSuffix(msg, "\n  and 11 more") {
+		t.Fatalf("error:\n%s\nwant 31 bad rows, the first 20 listed by the length of their key, and 11 more", msg)
+	}
+	if err := runSubscriber([]string{"add", "--store", db, "--imsi", "208930000000101", "--k", csvK[:31] + "x", "--opc", csvOPc}); err == nil ||
+		strings.Contains(err.Error(), csvK[:31]) || !strings.Contains(err.Error(), "32 characters that are not all hex digits") {
+		t.Fatalf("subscriber add with a bad K: %v", err)
+	}
+
+	b.Reset()
+	b.WriteString("imsi,k,opc\n")
+	for i := range 30 {
+		fmt.Fprintf(&b, "2089300%08d,%s,%s\n", i, csvK, csvOPc)
+	}
+	good := writeFile(t, "good.csv", b.String())
+	if err := runSubscriber([]string{"import", "--store", db, "--csv", good}); err != nil {
+		t.Fatal(err)
+	}
+	err = runSubscriber([]string{"import", "--store", db, "--csv", good})
+	if err == nil || !strings.Contains(err.Error(), "30 subscribers are already in") || strings.Count(err.Error(), "\n  line ") != 20 ||
+		!strings.HasSuffix(err.Error(), "\n  and 10 more") {
+		t.Fatalf("import of IMSIs already stored: %v", err)
 	}
 }
