@@ -11,6 +11,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -228,4 +229,57 @@ func (p *pgServer) stop() {
 func (p *pgServer) serverLog() string {
 	b, _ := os.ReadFile(filepath.Join(p.dir, "server.log"))
 	return string(b)
+}
+
+// TestOpenPostgresReadOnly: a read-only open of a PostgreSQL store creates
+// and migrates nothing (a newer tern's subscriber list must not migrate a
+// store an older core runs on), reads what is there, and the server
+// refuses its writes.
+func TestOpenPostgresReadOnly(t *testing.T) {
+	dsn := postgresDSN(t)
+	if _, err := OpenDriverReadOnly(DriverPostgres, dsn); err == nil || !strings.Contains(err.Error(), "no subscriber table") {
+		t.Fatalf("read-only open of an empty database: %v", err)
+	}
+	admin, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	var tables int
+	if err := admin.QueryRow(`SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'public'`).Scan(&tables); err != nil || tables != 0 {
+		t.Fatalf("%d tables after a read-only open (%v), want none", tables, err)
+	}
+
+	w, err := OpenPostgres(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := DefaultSubscribers(1)[0]
+	if err := w.Put(sub); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	r, err := OpenDriverReadOnly(DriverPostgres, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.List(); err != nil || len(got) != 1 {
+		t.Fatalf("List: %d, %v", len(got), err)
+	}
+	if err := r.Delete(sub.SUPI); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Errorf("Delete on a read-only store: %v", err)
+	}
+	r.Close()
+
+	// A store of an older schema (as an older tern's) stays as it is.
+	if _, err := admin.Exec(`UPDATE schema_version SET version = 1`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenDriverReadOnly(DriverPostgres, dsn); err == nil || !strings.Contains(err.Error(), "older than") {
+		t.Fatalf("read-only open of an older schema: %v", err)
+	}
+	var v int
+	if err := admin.QueryRow(`SELECT MAX(version) FROM schema_version`).Scan(&v); err != nil || v != 1 {
+		t.Fatalf("schema version %d after a read-only open (%v), want 1: migrated", v, err)
+	}
 }

@@ -136,14 +136,17 @@ func OpenDriver(driver, source string) (*Store, error) {
 	return nil, fmt.Errorf("store: driver %q is not %s or %s", driver, DriverSQLite, DriverPostgres)
 }
 
-// OpenDriverReadOnly opens the store of driver for reading: a SQLite file
-// with OpenReadOnly, which writes nothing; a PostgreSQL database as
-// OpenDriver does (the server's grants decide what its user may do).
+// OpenDriverReadOnly opens the store of driver for reading only, creating,
+// migrating and writing nothing: a SQLite file with OpenReadOnly, a
+// PostgreSQL database with OpenPostgresReadOnly.
 func OpenDriverReadOnly(driver, source string) (*Store, error) {
-	if driver == DriverSQLite || driver == "" {
+	switch driver {
+	case DriverSQLite, "":
 		return OpenReadOnly(source)
+	case DriverPostgres:
+		return OpenPostgresReadOnly(source)
 	}
-	return OpenDriver(driver, source)
+	return nil, fmt.Errorf("store: driver %q is not %s or %s", driver, DriverSQLite, DriverPostgres)
 }
 
 type sqnStmts struct{ sel, upd *sql.Stmt }
