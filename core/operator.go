@@ -143,8 +143,12 @@ type SessionView struct {
 	// wait-n2-setup, active, modifying, releasing).
 	State string `json:"state,omitempty"`
 	// UserPlane is the session's N2 resources as the AMF sees them
-	// (none, activating, active, deactivated).
+	// (none, activating, active, deactivated); UpCnxState the user-plane
+	// connection as the SMF sees it (TS 29.502 UpCnxState: ACTIVATED,
+	// DEACTIVATED, ACTIVATING). The two disagree while a change is in
+	// flight between them, or when one of them is wrong.
 	UserPlane    string `json:"userPlane,omitempty"`
+	UpCnxState   string `json:"upCnxState,omitempty"`
 	UPF          string `json:"upf,omitempty"`
 	UPFN3        string `json:"upfN3,omitempty"`
 	SMContextRef string `json:"smContextRef,omitempty"`
@@ -322,7 +326,7 @@ func addSMF(sv *SessionView, m smf.SessionInfo) {
 	if m.UEIP.IsValid() {
 		sv.UEIP = m.UEIP.String()
 	}
-	sv.State, sv.UPF = m.State, m.UPF
+	sv.State, sv.UpCnxState, sv.UPF = m.State, m.UpCnx, m.UPF
 	if m.UPFN3.IsValid() {
 		sv.UPFN3 = m.UPFN3.String()
 	}

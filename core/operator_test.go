@@ -208,14 +208,14 @@ func TestUEViewJoin(t *testing.T) {
 		{ID: 3, DNN: "ims", SNSSAI: sn, SMContextRef: "3", UserPlane: "deactivated"},
 	}}
 	at := []smf.SessionInfo{
-		{ID: 1, Ref: "1", DNN: "internet", SNSSAI: sn, UEIP: netip.MustParseAddr("10.60.0.2"), State: "active", UPF: "upf", UPFN3: netip.MustParseAddr("10.100.3.2")},
-		{ID: 2, Ref: "2", DNN: "internet", SNSSAI: sn, UEIP: netip.MustParseAddr("10.60.0.3"), State: "establishing", UPF: "upf"},
+		{ID: 1, Ref: "1", DNN: "internet", SNSSAI: sn, UEIP: netip.MustParseAddr("10.60.0.2"), State: "active", UpCnx: "ACTIVATED", UPF: "upf", UPFN3: netip.MustParseAddr("10.100.3.2")},
+		{ID: 2, Ref: "2", DNN: "internet", SNSSAI: sn, UEIP: netip.MustParseAddr("10.60.0.3"), State: "establishing", UpCnx: "ACTIVATING", UPF: "upf"},
 	}
 	v := ueView(u, at, true)
 	got, _ := json.Marshal(v.Sessions)
-	want := `[{"pduSessionId":1,"dnn":"internet","snssai":"1-010203","ueIp":"10.60.0.2","state":"active","userPlane":"active","upf":"upf","upfN3":"10.100.3.2","smContextRef":"1"},` +
+	want := `[{"pduSessionId":1,"dnn":"internet","snssai":"1-010203","ueIp":"10.60.0.2","state":"active","userPlane":"active","upCnxState":"ACTIVATED","upf":"upf","upfN3":"10.100.3.2","smContextRef":"1"},` +
 		`{"pduSessionId":3,"dnn":"ims","snssai":"1-010203","userPlane":"deactivated","smContextRef":"3"},` +
-		`{"pduSessionId":2,"dnn":"internet","snssai":"1-010203","ueIp":"10.60.0.3","state":"establishing","upf":"upf","smContextRef":"2"}]`
+		`{"pduSessionId":2,"dnn":"internet","snssai":"1-010203","ueIp":"10.60.0.3","state":"establishing","upCnxState":"ACTIVATING","upf":"upf","smContextRef":"2"}]`
 	if string(got) != want {
 		t.Errorf("sessions\n got %s\nwant %s", got, want)
 	}

@@ -285,13 +285,15 @@ func writeUE(w io.Writer, u core.UEView, now time.Time) {
 	fmt.Fprintf(w, "PDU sessions: %d\n", len(u.Sessions))
 	if len(u.Sessions) > 0 {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  ID\tDNN\tS-NSSAI\tUE IP\tSTATE\tUSER PLANE\tUPF")
+		// USER PLANE is the AMF's view of the N2 resources, UP CNX the
+		// SMF's of the user-plane connection.
+		fmt.Fprintln(tw, "  ID\tDNN\tS-NSSAI\tUE IP\tSTATE\tUSER PLANE\tUP CNX (SMF)\tUPF")
 		for _, s := range u.Sessions {
 			upf := s.UPF
 			if s.UPFN3 != "" {
 				upf += " (N3 " + s.UPFN3 + ")"
 			}
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.DNN, s.SNSSAI, dash(s.UEIP), dash(s.State), dash(s.UserPlane), dash(upf))
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.DNN, s.SNSSAI, dash(s.UEIP), dash(s.State), dash(s.UserPlane), dash(s.UpCnxState), dash(upf))
 		}
 		tw.Flush()
 	}

@@ -104,7 +104,7 @@ func TestUEListAndShow(t *testing.T) {
 		t.Errorf("list does not count 2 UEs:\n%s", list)
 	}
 	for _, want := range []string{"SUPI", store.DemoSUPI(1), "5g-guti-", "RM-REGISTERED, CM-CONNECTED, procedure none",
-		"TAI 20893-000001", "connection context", addr[store.DemoSUPI(1)], "internet", "1-010203", "active", cfg.UPF.Name} {
+		"TAI 20893-000001", "connection context", addr[store.DemoSUPI(1)], "internet", "1-010203", "active", "ACTIVATED", cfg.UPF.Name} {
 		if !strings.Contains(showText, want) {
 			t.Errorf("ue show does not say %q:\n%s", want, showText)
 		}
@@ -121,7 +121,7 @@ func TestUEListAndShow(t *testing.T) {
 	}
 	s := v.Sessions[0]
 	if s.ID != 1 || s.DNN != "internet" || s.SNSSAI != "1-010203" || s.UEIP != addr[v.SUPI] || s.State != "active" ||
-		s.UserPlane != "active" || s.UPF != cfg.UPF.Name || s.SMContextRef == "" {
+		s.UserPlane != "active" || s.UpCnxState != "ACTIVATED" || s.UPF != cfg.UPF.Name || s.SMContextRef == "" {
 		t.Errorf("session %+v, want 1 internet %s active at %s", s, addr[v.SUPI], cfg.UPF.Name)
 	}
 
