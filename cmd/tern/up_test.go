@@ -341,3 +341,15 @@ func TestUpWithoutOperatorSocket(t *testing.T) {
 	}
 	startUp(t, "--config", upConfig(t, filepath.Join(dir, "subs.db"), "operator:\n  socket: "+filepath.Join(file, "tern.sock")+"\n"))
 }
+
+// TestUEListWithDefaults: with the default store (here under a temporary
+// $XDG_DATA_HOME), tern ue list needs no flag to find tern up.
+func TestUEListWithDefaults(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	cfg := upConfig(t, config.DefaultStorePath(), "")
+	startUp(t, "--config", cfg)
+	var out strings.Builder
+	if err := ueCommand([]string{"list"}, &out); err != nil || !strings.Contains(out.String(), "no UEs") {
+		t.Fatalf("ue list: %v, %q", err, out.String())
+	}
+}
