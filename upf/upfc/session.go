@@ -190,19 +190,11 @@ func (c *UPFC) establish(req *pfcp.SessionEstablishmentRequest) (*session, []pfc
 // restoredTEIDs takes note of a session an SMF established again with
 // RESTI after this UPF restarted (TS 23.527 §4.3.2, TS 29.244 §5.5.1):
 // its Local F-TEIDs are ones this UPF handed out in its previous life,
-// now held by the session like any other, so CHOOSE never hands them out
-// twice. CHOOSE also continues after the highest of them rather than
-// from 1: a TEID of the previous life that was not restored may still be
-// in a gNB's tunnel (a session the SMF releases rather than restores), and
-// giving it to a new session at once would steer that gNB's stale uplink
-// into it. c.mu held.
+// now held by the session like any other TEID, so CHOOSE never hands them
+// out twice. The other TEIDs of that life are kept from new sessions by
+// where this life's count starts (firstIDs), not here. c.mu held.
 func (c *UPFC) restoredTEIDs(s *session) {
 	c.restored++
-	for teid := range s.teidSet() {
-		if teid >= c.nextTEID {
-			c.nextTEID = teid + 1 // wraps to 0, which allocTEID skips
-		}
-	}
 	c.log.Debug("PFCP session restored (RESTI)", "seid", s.seid, "cp_seid", s.cpSEID, "teids", len(s.teidSet()))
 }
 
@@ -385,8 +377,9 @@ func (u *urrState) report(cur rules.Usage, trigger uint32, now time.Time) pfcp.U
 	return r
 }
 
-// allocSEID returns a local SEID not in use. SEIDs count up from 1 and
-// wrap, so a released SEID is not reused soon. c.mu held.
+// allocSEID returns a local SEID not in use. SEIDs count up from where
+// this life starts (firstIDs) and wrap, so a released SEID is not reused
+// soon, nor one of the previous life. c.mu held.
 func (c *UPFC) allocSEID() (uint64, bool) {
 	for range len(c.sessions) + 2 {
 		seid := c.nextSEID

@@ -178,6 +178,17 @@ func (tx *txn) setPDI(st *pdrState, pdi *pfcp.PDI, prevTEID uint32) *reject {
 // PDR's TEID, since the modification response has no Updated PDR IE in our
 // codec to announce a new one. A TEID set by the CP must not belong to
 // another session.
+//
+// Departure from TS 29.244 §5.5.1 (Rel-17): a UP function that advertises
+// FTUP, as this one does with an N3 address, "shall reject" a new PDR
+// with an F-TEID the CP function chose ("Invalid F-TEID allocation
+// option"), except for a session re-established in a restoration. This
+// one accepts it whether or not the request carries RESTI, and holds the
+// TEID like one it allocated (CHOOSE never hands it out while the session
+// lives): SMF simulators that choose uplink TEIDs themselves (pfcpsim,
+// point 10 of issue 37) and tern bench upf, which builds its frames for
+// TEIDs it chose, would otherwise create no session here. An SMF that
+// asks the UPF to CHOOSE, as tern's does, gets the spec's behaviour.
 func (tx *txn) localTEID(pdrID uint16, f *pfcp.FTEID, prevTEID uint32) (uint32, *reject) {
 	if f == nil {
 		return 0, nil

@@ -170,18 +170,48 @@ func New(cfg Config, dp DataPath, logger *slog.Logger) *UPFC {
 	if cfg.N3Addr.Is4() {
 		features |= FeatureFTUP
 	}
+	// The Recovery Time Stamp has one-second resolution (§8.2.65).
+	recovery = recovery.Truncate(time.Second)
+	seid, teid := firstIDs(recovery)
 	return &UPFC{
 		cfg: cfg, dp: dp, log: logger,
-		// The Recovery Time Stamp has one-second resolution (§8.2.65).
-		recovery: recovery.Truncate(time.Second),
+		recovery: recovery,
 		features: features,
 		assocs:   make(map[string]*association),
 		sessions: make(map[uint64]*session),
 		teids:    make(map[uint32]uint64),
 		places:   make(map[uint32]int),
-		nextSEID: 1,
-		nextTEID: 1,
+		nextSEID: seid,
+		nextTEID: teid,
 	}
+}
+
+// firstIDs are the first SEID and TEID a UPF-C whose life began at
+// recovery hands out: past every one its previous life handed out, so
+// that nothing of that life reaches a session of this one, neither an
+// SMF's request still retransmitted with an old SEID (it would delete or
+// modify the restored session that got the same SEID) nor a gNB's
+// uplink still sent on a TEID of a session that was not restored (TS
+// 23.527 §4.3.2, TS 29.244 §19A). Lives are told apart by their Recovery
+// Time Stamps, a second apart at least (a UPF reached over UDP takes the
+// next whole second, upf.New), and each life counts from its stamp:
+//
+//   - SEIDs (64 bits) from the stamp's seconds times 2^32: a life reaches
+//     the next one's first SEID only after 2^32 establishments per second
+//     it lasted.
+//   - TEIDs (32 bits) from the stamp's seconds times 2^16, modulo 2^32: a
+//     life reaches the next one's first TEID only after more than 65,536
+//     TEIDs per second it lasted, or when it lasted 2^16 s (18 hours) or
+//     more, the start then having come round the TEID space. That is where
+//     this stops promising: a later life may then hand out a TEID of a
+//     session its predecessor did not restore. TEIDs held by restored
+//     sessions (RESTI) are never handed out, whatever their value.
+//
+// The XDP session index places a TEID by its low bits (Config.TEIDPlaces);
+// where the count starts does not matter to it.
+func firstIDs(recovery time.Time) (seid uint64, teid uint32) {
+	sec := uint64(recovery.Unix())
+	return sec << 32, uint32(sec << 16) // allocSEID and allocTEID skip 0
 }
 
 // RecoveryTime is this UPF-C's Recovery Time Stamp.

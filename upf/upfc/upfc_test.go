@@ -1443,23 +1443,38 @@ func TestForwardToAccessNeedsOuterHeader(t *testing.T) {
 	}
 }
 
-// TestRestorationKeepsTEIDs: after a restart (a fresh UPF-C, counting
-// TEIDs from 1 again) an SMF establishes its sessions again with the
-// F-TEIDs this UPF had allocated and RESTI (TS 23.527 §4.3.2, TS 29.244
-// §5.5.1, §8.2.136). Those TEIDs are held: CHOOSE never hands them out
-// again, and it continues after the highest one, so that TEIDs of the
-// previous life that were not restored (a gNB may still send on them) do
-// not go to new sessions either. A restoration that names a TEID a live
-// session holds is refused.
+// TestRestorationKeepsTEIDs: after a restart (a fresh UPF-C with a later
+// Recovery Time Stamp) an SMF establishes some of its sessions again with
+// the F-TEIDs this UPF had allocated and RESTI (TS 23.527 §4.3.2, TS
+// 29.244 §5.5.1, §8.2.136). Those TEIDs are held: CHOOSE never hands them
+// out again; nor does it hand out a TEID of the previous life that was not
+// restored (a gNB may still send on it), nor a SEID of the previous life
+// (a deletion the SMF still retransmits would delete the session that got
+// it). A restoration that names a TEID a live session holds is refused.
 func TestRestorationKeepsTEIDs(t *testing.T) {
-	c, dp, _ := newUPFC(t)
+	before := time.Unix(1_790_000_000, 0)
+	life := func(recovery time.Time) (*UPFC, *fakeDP) {
+		c, dp, _ := newUPFCWith(t, func(c *Config) { c.RecoveryTime, c.TEIDPlaces = recovery, 4096 })
+		return c, dp
+	}
+	old, _ := life(before)
+	oldTEIDs, oldSEIDs := map[uint32]bool{}, map[uint64]bool{}
+	var teids []uint32
+	for i := range 1000 {
+		resp := establish(t, old, establishment(uint64(i+1)))
+		teid := resp.CreatedPDRs[0].LocalFTEID.TEID
+		oldTEIDs[teid], oldSEIDs[resp.UPFSEID.SEID] = true, true
+		teids = append(teids, teid)
+	}
+
+	c, dp := life(before.Add(time.Second))
 	restore := func(cpSEID uint64, teid uint32) *pfcp.SessionEstablishmentRequest {
 		req := establishment(cpSEID)
 		req.CreatePDRs[0].PDI.FTEID = &pfcp.FTEID{TEID: teid, IPv4: n3Addr}
 		req.RESTI = true
 		return req
 	}
-	restored := map[uint32]bool{2: true, 5: true}
+	restored := map[uint32]bool{teids[1]: true, teids[500]: true}
 	for teid := range restored {
 		resp := establish(t, c, restore(uint64(teid), teid))
 		if len(resp.CreatedPDRs) != 0 {
@@ -1468,24 +1483,29 @@ func TestRestorationKeepsTEIDs(t *testing.T) {
 		if got := dp.get(resp.UPFSEID.SEID).TEIDs; !slices.Equal(got, []uint32{teid}) {
 			t.Errorf("restored session installed with TEIDs %#x, want %#x", got, teid)
 		}
+		if oldSEIDs[resp.UPFSEID.SEID] {
+			t.Errorf("restored session got SEID %#x of the UPF's previous life", resp.UPFSEID.SEID)
+		}
 	}
 	seen := map[uint32]bool{}
-	for i := range 4 {
-		resp := establish(t, c, establishment(uint64(100+i)))
+	for i := range 1000 {
+		resp := establish(t, c, establishment(uint64(2000+i)))
 		teid := resp.CreatedPDRs[0].LocalFTEID.TEID
 		switch {
 		case restored[teid] || seen[teid]:
-			t.Errorf("CHOOSE handed out TEID %#x twice", teid)
-		case teid <= 5:
-			t.Errorf("CHOOSE handed out TEID %#x of the UPF's previous life", teid)
+			t.Fatalf("CHOOSE handed out TEID %#x twice", teid)
+		case oldTEIDs[teid]:
+			t.Fatalf("CHOOSE handed out TEID %#x of the UPF's previous life", teid)
+		case oldSEIDs[resp.UPFSEID.SEID]:
+			t.Fatalf("session got SEID %#x of the UPF's previous life", resp.UPFSEID.SEID)
 		}
 		seen[teid] = true
 	}
-	resp := c.HandleSessionEstablishment(context.Background(), restore(200, 5))
+	resp := c.HandleSessionEstablishment(context.Background(), restore(200, teids[500]))
 	checkReject(t, "restoring a held TEID", resp.Cause, resp.OffendingIE, resp.FailedRuleID,
 		expect{cause: pfcp.CauseRuleCreationModificationFailure, rule: ruleID(pfcp.RuleTypePDR, 1)})
-	if st := c.Stats(); st.Restored != 2 || st.TEIDs != 6 {
-		t.Errorf("stats %+v, want 2 restored sessions and 6 TEIDs", st)
+	if st := c.Stats(); st.Restored != 2 || st.TEIDs != 1002 {
+		t.Errorf("stats %+v, want 2 restored sessions and 1002 TEIDs", st)
 	}
 }
 
