@@ -20,8 +20,9 @@ const (
 	DefaultHeartbeatTimeout   = 3 * time.Second  // one heartbeat's wait for its response
 	DefaultHeartbeatRetries   = 3                // heartbeats missed in a row before a UPF is unavailable
 	// DefaultUPFWait is half the UE's T3580 (16 s, TS 24.501 Table
-	// 10.3.2): an establishment that waited this long for a UPF still
-	// gets its answer before the UE sends the request again.
+	// 10.3.2): an establishment that waits for a UPF is answered within
+	// UPFWait of its request, or PFCPTimeout when a UPF left its first
+	// attempt unanswered, so before the UE sends the request again.
 	DefaultUPFWait = 8 * time.Second
 	DefaultMTU     = 1400
 	// DefaultBufferingPackets is the BAR's Suggested Buffering Packets
@@ -106,7 +107,22 @@ type UPFConfig struct {
 	N4   string   `yaml:"n4"`
 	N3   string   `yaml:"n3"` // N3 IPv4 of the UPF, used when the UPF's Created PDR carries no address
 	DNNs []string `yaml:"dnns"`
+	// Restoration is how a session restored at this UPF after it
+	// restarted keeps its uplink (TS 23.527 §4.3.2, TS 29.244 §5.5.1):
+	// "auto" (default) by the UP Function Features the UPF advertised,
+	// "resti" with the F-TEID the gNB has and RESTI, "choose" with a new
+	// F-TEID the UPF chooses and the gNB is sent (docs/restoration.md).
+	// "choose" is for a UPF that advertises FTUP but ignores RESTI (Rel-15)
+	// and so would hand a restored F-TEID to its next new session.
+	Restoration string `yaml:"restoration,omitempty"`
 }
+
+// UPF restoration strategies (UPFConfig.Restoration).
+const (
+	RestorationAuto   = "auto"
+	RestorationRESTI  = "resti"
+	RestorationChoose = "choose"
+)
 
 // TimerConfig holds the SMF's timers.
 type TimerConfig struct {
@@ -127,8 +143,11 @@ type TimerConfig struct {
 	// its request, for a UPF serving its DNN when none is up (one
 	// restoring its sessions after a restart, or not answering) or the
 	// UPF it was sent to turns out to have lost its association: it is
-	// sent again once a UPF is up, and rejected with 5GSM #26 only when
-	// UPFWait has passed.
+	// sent again to another UPF serving the DNN at once, else once one
+	// is up, each attempt ending by UPFWait after the request, and
+	// rejected with 5GSM #26 only when UPFWait has passed. A UPF that
+	// does not answer costs PFCPTimeout: only with PFCPTimeout shorter
+	// than UPFWait is there time left to try again.
 	UPFWait time.Duration `yaml:"upfWait"`
 }
 
@@ -298,7 +317,15 @@ func (c Config) compile() (*servedConfig, error) {
 		if err != nil || !n3.Is4() {
 			return nil, fmt.Errorf("smf.upfs[%d].n3: %q is not an IPv4 address", i, u.N3)
 		}
-		node := &upfNode{name: u.Name, n3: n3, check: make(chan struct{}, 1)}
+		switch u.Restoration {
+		case "":
+			u.Restoration = RestorationAuto
+		case RestorationAuto, RestorationRESTI, RestorationChoose:
+		default:
+			return nil, fmt.Errorf("smf.upfs[%d].restoration: %q, want %q, %q or %q", i, u.Restoration,
+				RestorationAuto, RestorationRESTI, RestorationChoose)
+		}
+		node := &upfNode{name: u.Name, n3: n3, check: make(chan struct{}, 1), restoration: u.Restoration}
 		if len(u.DNNs) == 0 {
 			return nil, fmt.Errorf("smf.upfs[%d].dnns: at least one DNN is required", i)
 		}

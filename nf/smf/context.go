@@ -134,6 +134,13 @@ type smContext struct {
 	upSEID   uint64 // 0 once deleted
 	ulTunnel ngap.GTPTunnel
 	dlTunnel ngap.GTPTunnel // gNB side; valid Addr once known
+	// upLife is the life of the UPF in which the PFCP session was
+	// established (life.go): its N4 requests end with it. n4Lost: the
+	// PFCP session went with the UPF's life and a restoration found the
+	// UPF gone again; the UPF's next association restores it
+	// (restoration.go).
+	upLife *n4Life
+	n4Lost bool
 	// n4Deletion is the session's PFCP deletion once sent (n4.go).
 	n4Deletion *n4Deletion
 	// ulMoved: a restoration gave the session another uplink F-TEID
@@ -141,11 +148,16 @@ type smContext struct {
 	// (restoration.go, settleUplink).
 	ulMoved bool
 
-	// A PDU session establishment waiting for a UPF (restoration.go,
+	// A PDU session establishment waiting for a UPF (wait.go,
 	// holdEstablishment): held while in the SMF's wait list or about to
-	// be retried, holdTimer ending the wait at Timers.UPFWait.
+	// be retried, holdTimer ending the wait at Timers.UPFWait. avoid are
+	// the UPFs that failed it for want of an association or an answer,
+	// passed over until they associate again; waited: it has waited, so
+	// its N4 attempts end with its wait.
 	held      bool
 	holdTimer serial.Timer
+	avoid     []avoidedUPF
+	waited    bool
 
 	// dl is where the session's downlink stands while its user plane is
 	// deactivated (network-triggered service request, TS 23.502 §4.2.3.3);

@@ -206,7 +206,7 @@ func (s *SMF) createContext(ctx context.Context, u *ueState, d *models.Smf_PDUSe
 	// No UPF up for the DNN (one restoring after a restart, or not
 	// answering): the establishment waits for one (wait.go) unless too
 	// many already do.
-	upf := selectUPF(dc)
+	upf := selectUPF(dc, nil)
 	if upf == nil && !s.canWait() {
 		dc.pool.release(ip)
 		deletePolicy()
@@ -242,17 +242,23 @@ func (s *SMF) completeEstablishment(c *smContext) {
 	if c.state != stEstablishing || c.held { // released meanwhile, or waiting
 		return
 	}
-	if c.upf == nil {
-		if c.upf = selectUPF(c.dnn); c.upf == nil {
-			s.holdEstablishment(c, fmt.Errorf("no UPF serving %s is up", c.dnn.name), nil, 0)
+	if c.waited && s.waitLeft(c) <= 0 {
+		s.failEstablishment(c, fmt.Errorf("%w (%v after the request)", errNoUPF, s.cfg.timers.UPFWait))
+		return
+	}
+	if c.upf == nil || !c.upf.serving() {
+		if c.upf = selectUPF(c.dnn, c.avoid); c.upf == nil {
+			s.holdEstablishment(c, fmt.Errorf("no UPF serving %s is up", c.dnn.name))
 			return
 		}
 	}
 	upf, epoch := c.upf, c.upf.epoch.Load()
 	err := s.establishN4(c)
 	if err != nil && waitsForUPF(err) {
+		// Passed over until it has associated again (wait.go).
 		c.upf = nil
-		s.holdEstablishment(c, err, upf, epoch)
+		c.avoid = append(c.avoid, avoidedUPF{upf, epoch})
+		s.holdEstablishment(c, err)
 		return
 	}
 	if err != nil {

@@ -50,6 +50,86 @@ type fakeUPF struct {
 	beats       int         // heartbeats answered
 	features    uint64      // UP Function Features given at association
 	onlyChoose  bool        // refuse an F-TEID the CP sets, even with RESTI
+	// brokenAssoc: answer every establishment "No established PFCP
+	// Association", also after an association (a broken UPF).
+	brokenAssoc bool
+	// reuseSEIDs: a restart counts SEIDs from the start again.
+	reuseSEIDs bool
+	// restiNewTEID: answer a RESTI establishment with a Created PDR
+	// announcing another F-TEID all the same.
+	restiNewTEID bool
+	// holdDeletes, holdMods: a deletion or modification waits for gate
+	// to close (a request the SMF's endpoint will retransmit later) or
+	// for its context to end (the SMF gave it up); holding counts those
+	// waiting, held all that did. Then it is served as the UPF is then.
+	holdDeletes, holdMods, holdEstablishments bool
+	gate                                      chan struct{}
+	holding, held                             int
+	// establishCause, when set, answers every establishment; noFSEID:
+	// an accepted establishment comes without UP F-SEID.
+	establishCause pfcp.Cause
+	noFSEID        bool
+	// noCreatedPDR: an establishment that asks to CHOOSE is accepted
+	// without the Created PDR that would announce the F-TEID.
+	noCreatedPDR bool
+	// deleteCause, when set, answers every deletion; deleting and
+	// maxDeleting count deletions being served at once.
+	deleteCause           pfcp.Cause
+	deleting, maxDeleting int
+}
+
+// hold makes a request wait while *what is set (see fakeUPF.gate).
+func (f *fakeUPF) hold(ctx context.Context, what *bool) error {
+	f.mu.Lock()
+	if !*what {
+		f.mu.Unlock()
+		return nil
+	}
+	gate := f.gate
+	f.holding++
+	f.held++
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.holding--
+		f.mu.Unlock()
+	}()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-gate:
+		return nil
+	}
+}
+
+// holds is how many requests wait for the gate.
+func (f *fakeUPF) holds() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.holding
+}
+
+// loseAssociation loses the association with the SMF, and with it every
+// session, without restarting (same Recovery Time Stamp).
+func (f *fakeUPF) loseAssociation() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	clear(f.sessions)
+	f.unassoc = true
+}
+
+// establishmentsOf is how many establishments with CP SEID seid the UPF
+// got since its last restart.
+func (f *fakeUPF) establishmentsOf(seid uint64) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, r := range f.establishes {
+		if r.CPFSEID.SEID == seid {
+			n++
+		}
+	}
+	return n
 }
 
 func newFakeUPF() *fakeUPF {
@@ -65,6 +145,9 @@ func (f *fakeUPF) restart() {
 	f.unassoc = true
 	f.recovery = f.recovery.Add(time.Second)
 	f.establishes = nil
+	if f.reuseSEIDs {
+		f.nextSEID = 0x1000
+	}
 }
 
 func (f *fakeUPF) setDown(down bool) {
@@ -92,17 +175,26 @@ func (f *fakeUPF) SetupAssociation(ctx context.Context, req *pfcp.AssociationSet
 }
 
 func (f *fakeUPF) EstablishSession(ctx context.Context, req *pfcp.SessionEstablishmentRequest) (*pfcp.SessionEstablishmentResponse, error) {
+	if err := f.hold(ctx, &f.holdEstablishments); err != nil {
+		return nil, err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.down {
 		return nil, errUPFDown
 	}
 	f.establishes = append(f.establishes, req)
-	if f.unassoc {
+	if f.unassoc || f.brokenAssoc {
 		return &pfcp.SessionEstablishmentResponse{Cause: pfcp.CauseNoEstablishedPFCPAssociation}, nil
 	}
 	if f.reject {
 		return &pfcp.SessionEstablishmentResponse{Cause: pfcp.CauseNoResourcesAvailable}, nil
+	}
+	if f.establishCause != 0 {
+		return &pfcp.SessionEstablishmentResponse{Cause: f.establishCause}, nil
+	}
+	if f.noFSEID {
+		return &pfcp.SessionEstablishmentResponse{Cause: pfcp.CauseRequestAccepted}, nil
 	}
 	if ft := req.CreatePDRs[0].PDI.FTEID; f.onlyChoose && ft != nil && !ft.Choose {
 		return &pfcp.SessionEstablishmentResponse{Cause: pfcp.CauseInvalidFTEIDAllocationOption, OffendingIE: pfcp.IEFTEID}, nil
@@ -114,7 +206,7 @@ func (f *fakeUPF) EstablishSession(ctx context.Context, req *pfcp.SessionEstabli
 		Cause:   pfcp.CauseRequestAccepted,
 		UPFSEID: &pfcp.FSEID{SEID: f.nextSEID, IPv4: upfN3},
 	}
-	if ft := req.CreatePDRs[0].PDI.FTEID; ft != nil && ft.Choose {
+	if ft := req.CreatePDRs[0].PDI.FTEID; ft != nil && (ft.Choose && !f.noCreatedPDR || req.RESTI && f.restiNewTEID) {
 		f.nextTEID++
 		rsp.CreatedPDRs = []pfcp.CreatedPDR{{ID: pdrUplink, LocalFTEID: &pfcp.FTEID{TEID: f.nextTEID, IPv4: upfN3}}}
 	}
@@ -122,6 +214,9 @@ func (f *fakeUPF) EstablishSession(ctx context.Context, req *pfcp.SessionEstabli
 }
 
 func (f *fakeUPF) ModifySession(ctx context.Context, seid uint64, req *pfcp.SessionModificationRequest) (*pfcp.SessionModificationResponse, error) {
+	if err := f.hold(ctx, &f.holdMods); err != nil {
+		return nil, err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.down {
@@ -143,9 +238,24 @@ func (f *fakeUPF) ModifySession(ctx context.Context, seid uint64, req *pfcp.Sess
 
 func (f *fakeUPF) DeleteSession(ctx context.Context, seid uint64) (*pfcp.SessionDeletionResponse, error) {
 	f.mu.Lock()
+	f.deleting++
+	f.maxDeleting = max(f.maxDeleting, f.deleting)
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.deleting--
+		f.mu.Unlock()
+	}()
+	if err := f.hold(ctx, &f.holdDeletes); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.down {
 		return nil, errUPFDown
+	}
+	if f.deleteCause != 0 {
+		return &pfcp.SessionDeletionResponse{Cause: f.deleteCause}, nil
 	}
 	if _, ok := f.sessions[seid]; !ok {
 		return &pfcp.SessionDeletionResponse{Cause: pfcp.CauseSessionContextNotFound}, nil

@@ -243,9 +243,7 @@ func (s *SMF) holdDownlink(c *smContext) error {
 // go to the target's DL forwarding tunnel. It returns the UPF's F-TEID.
 func (s *SMF) createForwarding(c *smContext, target ngap.GTPTunnel) (ngap.GTPTunnel, error) {
 	ohr := pfcp.OuterHeaderRemovalGTPUUDPIPv4
-	ctx, cancel := contextWithTimeout(s)
-	defer cancel()
-	resp, err := c.upf.up.ModifySession(ctx, c.upSEID, &pfcp.SessionModificationRequest{
+	resp, err := s.sendModification(c, "forwarding tunnel", &pfcp.SessionModificationRequest{
 		CreatePDRs: []pfcp.CreatePDR{{
 			ID:         pdrForward,
 			Precedence: defaultPrecedence,
@@ -268,12 +266,7 @@ func (s *SMF) createForwarding(c *smContext, target ngap.GTPTunnel) (ngap.GTPTun
 		}},
 	})
 	if err != nil {
-		s.stats.n4Failures.Add(1)
-		return ngap.GTPTunnel{}, fmt.Errorf("%w: upf %s: forwarding tunnel: %w", errN4, c.upf.name, err)
-	}
-	if !resp.Cause.Accepted() {
-		s.stats.n4Failures.Add(1)
-		return ngap.GTPTunnel{}, fmt.Errorf("%w: upf %s: forwarding tunnel rejected: %s", errN4, c.upf.name, resp.Cause)
+		return ngap.GTPTunnel{}, err
 	}
 	c.fwd = true
 	for _, p := range resp.CreatedPDRs {

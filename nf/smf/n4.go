@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/free5gc/openapi/models"
 
@@ -14,11 +15,13 @@ import (
 )
 
 // selectUPF picks the associated UPF serving d with the fewest sessions
-// (TS 23.501 §6.3.3 UPF selection, by DNN and load).
-func selectUPF(d *dnnConf) *upfNode {
+// (TS 23.501 §6.3.3 UPF selection, by DNN and load), passing over those
+// in avoid that have not associated again since they failed the
+// establishment (wait.go).
+func selectUPF(d *dnnConf, avoid []avoidedUPF) *upfNode {
 	var best *upfNode
 	for _, u := range d.upfs {
-		if !u.serving() {
+		if !u.serving() || avoids(avoid, u) {
 			continue
 		}
 		if best == nil || u.sessions.Load() < best.sessions.Load() {
@@ -125,14 +128,32 @@ const upFeatureFTUP uint64 = 1 << 4
 // establishN4 runs the PFCP Session Establishment for c and records the UPF
 // SEID and uplink tunnel. Runs on c's executor.
 func (s *SMF) establishN4(c *smContext) error {
-	return s.runEstablishment(c, s.establishmentRequest(c))
+	return s.runEstablishment(s.group.Context(), c, s.establishmentRequest(c), s.establishmentTimeout(c))
 }
 
-// runEstablishment sends req for c and records what the UPF answered: its
-// SEID and, where it chose it, the uplink F-TEID.
-func (s *SMF) runEstablishment(c *smContext, req *pfcp.SessionEstablishmentRequest) error {
+// establishmentTimeout bounds the N4 attempt of c's establishment: the
+// PFCP deadline, and for an establishment that has waited for a UPF what
+// is left of its wait (Timers.UPFWait from the request), so that it is
+// answered by then (must the UPF not answer).
+func (s *SMF) establishmentTimeout(c *smContext) time.Duration {
+	d := s.cfg.timers.PFCPTimeout
+	if c.waited {
+		d = min(d, time.Until(c.establishing.Add(s.cfg.timers.UPFWait)))
+	}
+	return d
+}
+
+// runEstablishment sends req for c, within ctx, timeout and the UPF's
+// current life, and records what the UPF answered: its SEID and, where it
+// chose it, the uplink F-TEID.
+func (s *SMF) runEstablishment(ctx context.Context, c *smContext, req *pfcp.SessionEstablishmentRequest, timeout time.Duration) error {
 	u := c.upf
-	ctx, cancel := context.WithTimeout(s.group.Context(), s.cfg.timers.PFCPTimeout)
+	life, epoch := u.life.Load(), u.epoch.Load()
+	ctx, cancel, err := n4Context(ctx, life, timeout)
+	if err != nil {
+		s.stats.n4Failures.Add(1)
+		return fmt.Errorf("%w: upf %s: session establishment not sent: %w", errN4, u.name, err)
+	}
 	defer cancel()
 	resp, err := u.up.EstablishSession(ctx, req)
 	if err != nil {
@@ -141,7 +162,7 @@ func (s *SMF) runEstablishment(c *smContext, req *pfcp.SessionEstablishmentReque
 	}
 	if !resp.Cause.Accepted() {
 		s.stats.n4Failures.Add(1)
-		u.lostState(resp.Cause)
+		u.lostState(resp.Cause, epoch)
 		return fmt.Errorf("%w: upf %s: session establishment %w", errN4, u.name, &n4Rejection{resp.Cause, resp.OffendingIE})
 	}
 	if resp.UPFSEID == nil {
@@ -149,7 +170,7 @@ func (s *SMF) runEstablishment(c *smContext, req *pfcp.SessionEstablishmentReque
 		s.stats.n4Failures.Add(1)
 		return fmt.Errorf("%w: upf %s: establishment response without UP F-SEID", errN4, u.name)
 	}
-	c.upSEID = resp.UPFSEID.SEID
+	c.upSEID, c.upLife = resp.UPFSEID.SEID, life
 	u.sessions.Add(1)
 	s.stats.n4Sessions.Add(1)
 	for _, p := range resp.CreatedPDRs {
@@ -167,23 +188,40 @@ func (s *SMF) runEstablishment(c *smContext, req *pfcp.SessionEstablishmentReque
 	return nil
 }
 
-// modifyN4 sends a PFCP Session Modification Request for c. Runs on c's
-// executor.
-func (s *SMF) modifyN4(c *smContext, req *pfcp.SessionModificationRequest) error {
+// sendModification sends req for c's PFCP session, within the PFCP
+// deadline and the life of the UPF the session was established in, and
+// returns the UPF's answer if it accepted it. Runs on c's executor.
+func (s *SMF) sendModification(c *smContext, what string, req *pfcp.SessionModificationRequest) (*pfcp.SessionModificationResponse, error) {
 	if c.upSEID == 0 {
-		return fmt.Errorf("%w: no PFCP session", errN4)
+		return nil, fmt.Errorf("%w: %s: no PFCP session", errN4, what)
 	}
-	ctx, cancel := context.WithTimeout(s.group.Context(), s.cfg.timers.PFCPTimeout)
-	defer cancel()
-	resp, err := c.upf.up.ModifySession(ctx, c.upSEID, req)
+	u := c.upf
+	epoch := u.epoch.Load()
+	ctx, cancel, err := n4Context(s.group.Context(), c.upLife, s.cfg.timers.PFCPTimeout)
 	if err != nil {
 		s.stats.n4Failures.Add(1)
-		return fmt.Errorf("%w: upf %s: session modification: %w", errN4, c.upf.name, err)
+		return nil, fmt.Errorf("%w: upf %s: %s not sent: %w", errN4, u.name, what, err)
+	}
+	defer cancel()
+	resp, err := u.up.ModifySession(ctx, c.upSEID, req)
+	if err != nil {
+		s.stats.n4Failures.Add(1)
+		return nil, fmt.Errorf("%w: upf %s: %s: %w", errN4, u.name, what, err)
 	}
 	if !resp.Cause.Accepted() {
 		s.stats.n4Failures.Add(1)
-		c.upf.lostState(resp.Cause)
-		return fmt.Errorf("%w: upf %s: session modification rejected: %s", errN4, c.upf.name, resp.Cause)
+		u.lostState(resp.Cause, epoch)
+		return nil, fmt.Errorf("%w: upf %s: %s rejected: %s", errN4, u.name, what, resp.Cause)
+	}
+	return resp, nil
+}
+
+// modifyN4 sends a PFCP Session Modification Request for c. Runs on c's
+// executor.
+func (s *SMF) modifyN4(c *smContext, req *pfcp.SessionModificationRequest) error {
+	resp, err := s.sendModification(c, "session modification", req)
+	if err != nil {
+		return err
 	}
 	s.countUsage(c.supi, c.psi, resp.UsageReports)
 	return nil
@@ -236,89 +274,179 @@ func (s *SMF) updateMBR(c *smContext, q qos) error {
 
 // deleteN4 deletes c's PFCP session, if any (TS 23.502 §4.3.4.2 step 2).
 // The SMF forgets the session at once; the deletion itself runs beside
-// the UE's executor, bounded by the PFCP deadline, so that a UPF that is
-// slow to answer, or never answers a deletion it fails (some UPFs send
-// nothing then), holds up neither this UE's next procedure nor the AMF
-// releasing it: it costs one deadline, counted in N4Failures and logged,
-// and is not retried. afterN4 runs what waits for its end. Runs on c's
-// executor.
+// the UE's executor (deletionQueue), bounded by the PFCP deadline, so that
+// a UPF that is slow to answer, or never answers a deletion it fails (some
+// UPFs send nothing then), holds up neither this UE's next procedure nor
+// the AMF releasing it: it costs one deadline, counted in N4Failures and
+// logged, and is not retried. A session whose UPF's life has ended (it
+// restarted) is gone with it: nothing is sent. releaseAddress waits for
+// the deletion's end. Runs on c's executor.
 func (s *SMF) deleteN4(c *smContext) {
 	if c.upSEID == 0 {
 		return
 	}
-	u, seid, supi, psi := c.upf, c.upSEID, c.supi, c.psi
+	d := &n4Deletion{upf: c.upf, seid: c.upSEID, life: c.upLife, supi: c.supi, psi: c.psi}
 	c.upSEID = 0
-	u.sessions.Add(-1)
+	d.upf.sessions.Add(-1)
 	s.stats.n4Sessions.Add(-1)
-	d := &n4Deletion{}
 	c.n4Deletion = d
 	s.stats.n4Deleting.Add(1)
-	del := func() {
-		defer s.stats.n4Deleting.Add(-1)
-		defer d.finish()
-		ctx, cancel := context.WithTimeout(s.group.Context(), s.cfg.timers.PFCPTimeout)
-		defer cancel()
-		resp, err := u.up.DeleteSession(ctx, seid)
-		switch {
-		case err != nil:
-			s.stats.n4Failures.Add(1)
-			s.log.Warn("PFCP session deletion got no answer; the SMF forgets the session", "supi", supi, "psi", psi,
-				"upf", u.name, "seid", seid, "err", err)
-		case !resp.Cause.Accepted():
-			s.stats.n4Failures.Add(1)
-			s.log.Warn("PFCP session deletion rejected; the SMF forgets the session", "supi", supi, "psi", psi,
-				"upf", u.name, "seid", seid, "cause", resp.Cause)
-		default:
-			s.countUsage(supi, psi, resp.UsageReports)
+	s.queueDeletion(d)
+}
+
+// deleteWindow bounds the PFCP session deletions in flight towards one
+// UPF, as restoreWindow bounds restorations: a release of many UEs at once
+// is a burst that would overflow the UPF's socket buffer and wait for
+// retransmissions, and each deletion in flight is a goroutine.
+const deleteWindow = 64
+
+// deletionQueue is a UPF's PFCP session deletions: at most deleteWindow
+// workers send them, the rest wait in order.
+type deletionQueue struct {
+	mu      sync.Mutex
+	queue   []*n4Deletion
+	workers int
+}
+
+// queueDeletion has d sent once one of its UPF's deleteWindow places is
+// free.
+func (s *SMF) queueDeletion(d *n4Deletion) {
+	q := &d.upf.deletions
+	q.mu.Lock()
+	q.queue = append(q.queue, d)
+	if q.workers >= deleteWindow {
+		q.mu.Unlock()
+		return
+	}
+	q.workers++
+	q.mu.Unlock()
+	if !s.group.Go(func() { s.runDeletions(q) }) {
+		// Closing: the UPF drops the SMF's sessions with the association.
+		q.mu.Lock()
+		q.workers--
+		rest := q.queue
+		q.queue = nil
+		q.mu.Unlock()
+		for _, d := range rest {
+			d.finish(true)
+			s.stats.n4Deleting.Add(-1)
 		}
 	}
-	if !s.group.Go(del) {
-		// Closing: the UPF drops the SMF's sessions with the association.
-		d.finish()
-		s.stats.n4Deleting.Add(-1)
+}
+
+// runDeletions is one of a UPF's deletion workers: it sends queued
+// deletions until there are none.
+func (s *SMF) runDeletions(q *deletionQueue) {
+	for {
+		q.mu.Lock()
+		if len(q.queue) == 0 || s.group.Closed() {
+			q.workers--
+			q.mu.Unlock()
+			return
+		}
+		d := q.queue[0]
+		q.queue[0] = nil
+		q.queue = q.queue[1:]
+		q.mu.Unlock()
+		s.runDeletion(d)
 	}
 }
 
-// n4Deletion is a PFCP session deletion in flight, and what waits for its
-// end.
-type n4Deletion struct {
-	mu   sync.Mutex
-	done bool
-	then []func()
+// runDeletion sends d and records whether the UPF is known to have
+// forgotten the session: it accepted the deletion, answered that it has
+// no such session or no association, or its life ended.
+func (s *SMF) runDeletion(d *n4Deletion) {
+	defer s.stats.n4Deleting.Add(-1)
+	u := d.upf
+	ctx, cancel, err := n4Context(s.group.Context(), d.life, s.cfg.timers.PFCPTimeout)
+	if err != nil {
+		d.finish(d.life.ended())
+		return
+	}
+	defer cancel()
+	resp, err := u.up.DeleteSession(ctx, d.seid)
+	gone := false
+	switch {
+	case d.life.ended():
+		gone = true // the UPF restarted meanwhile: the session went with it
+	case err != nil:
+		s.stats.n4Failures.Add(1)
+		s.log.Warn("PFCP session deletion got no answer; the SMF forgets the session and holds its UE address back",
+			"supi", d.supi, "psi", d.psi, "upf", u.name, "seid", d.seid, "err", err)
+	case !resp.Cause.Accepted():
+		s.stats.n4Failures.Add(1)
+		gone = lostAssociation(resp.Cause)
+		s.log.Warn("PFCP session deletion rejected; the SMF forgets the session", "supi", d.supi, "psi", d.psi,
+			"upf", u.name, "seid", d.seid, "cause", resp.Cause, "address_held_back", !gone)
+	default:
+		gone = true
+		s.countUsage(d.supi, d.psi, resp.UsageReports)
+	}
+	d.finish(gone)
 }
 
-// after runs f when the deletion has ended (now, if it has).
-func (d *n4Deletion) after(f func()) {
+// n4Deletion is a PFCP session deletion queued or in flight, and what
+// waits for its end.
+type n4Deletion struct {
+	upf  *upfNode
+	seid uint64
+	life *n4Life
+	supi string
+	psi  uint8
+
+	mu   sync.Mutex
+	done bool
+	gone bool // the UPF is known to hold the session no longer
+	then []func(gone bool)
+}
+
+// after runs f when the deletion has ended (now, if it has), telling
+// whether the UPF is known to have forgotten the session.
+func (d *n4Deletion) after(f func(gone bool)) {
 	d.mu.Lock()
 	if !d.done {
 		d.then = append(d.then, f)
 		d.mu.Unlock()
 		return
 	}
+	gone := d.gone
 	d.mu.Unlock()
-	f()
+	f(gone)
 }
 
-func (d *n4Deletion) finish() {
+func (d *n4Deletion) finish(gone bool) {
 	d.mu.Lock()
-	d.done = true
+	d.done, d.gone = true, gone
 	then := d.then
 	d.then = nil
 	d.mu.Unlock()
 	for _, f := range then {
-		f()
+		f(gone)
 	}
 }
 
-// afterN4 runs f once c's PFCP session deletion, if one was sent, has
-// ended: what must not be reused while the UPF may still hold the session
-// (its UE address) is released through it. Runs on c's executor.
-func (s *SMF) afterN4(c *smContext, f func()) {
-	if c.n4Deletion == nil {
-		f()
+// releaseAddress returns c's UE address ip to its pool once c's PFCP
+// session deletion, if one was sent, has ended and the UPF no longer
+// routes ip to the session; when the UPF may still do so (the deletion
+// got no answer, or was refused), ip is quarantined at that UPF instead,
+// until its life ends (life.go). Runs on c's executor.
+func (s *SMF) releaseAddress(c *smContext, ip netip.Addr) {
+	pool, d := c.dnn.pool, c.n4Deletion
+	if d == nil {
+		pool.release(ip)
 		return
 	}
-	c.n4Deletion.after(f)
+	d.after(func(gone bool) {
+		if gone || d.life.ended() {
+			pool.release(ip)
+			return
+		}
+		d.upf.quarantine.add(pool, ip)
+		if d.life.ended() && d.upf.quarantine.releaseAll() > 0 {
+			// The life ended between the check and the quarantine.
+			s.log.Debug("quarantined UE address released: the UPF restarted", "upf", d.upf.name)
+		}
+	})
 }
 
 func (s *SMF) countUsage(supi string, psi uint8, reports []pfcp.UsageReport) {
@@ -467,9 +595,4 @@ func (s *SMF) dropDownlink(c *smContext) error {
 	return s.modifyN4(c, &pfcp.SessionModificationRequest{
 		UpdateFARs: []pfcp.UpdateFAR{{ID: farDownlink, ApplyAction: &act}},
 	})
-}
-
-// contextWithTimeout bounds one PFCP request of the SMF.
-func contextWithTimeout(s *SMF) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(s.group.Context(), s.cfg.timers.PFCPTimeout)
 }

@@ -15,14 +15,17 @@ package smf
 // (another UPF serving the DNN is); its sessions stay in the SMF. A UPF
 // that answers again with the Recovery Time Stamp the SMF knows lost
 // nothing: it is up again and its sessions stand. One whose Recovery Time
-// Stamp changed restarted and lost every PFCP session (TS 23.527 §4.3.2):
-// after the association is set up again, each session is established again
-// on its UE's executor with the UE IP and rules it had, and the uplink
-// F-TEID the gNB uses: with RESTI at a UPF that allocates F-TEIDs (FTUP),
-// else a new one the gNB is told of (restoreN4), so the UE sees nothing. A
-// session the UPF refuses is released towards the UE with 5GSM cause #39
-// "reactivation requested" so that the UE establishes it again (TS 24.501
-// §6.3.3.2). Establishments meanwhile wait for the UPF (wait.go).
+// Stamp changed restarted and lost every PFCP session (TS 23.527 §4.3.2);
+// so did one that answers a session request "No established PFCP
+// Association" with the stamp it had. Either way its life ends (life.go:
+// the N4 requests still in flight for its sessions stop), the association
+// is set up again, and each session is established again on its UE's
+// executor with the UE IP and rules it had and an uplink F-TEID the gNB
+// can use (restoreN4), so the UE sees nothing. A session the UPF refuses
+// is released towards the UE with 5GSM cause #39 "reactivation requested"
+// so that the UE establishes it again (TS 24.501 §6.3.3.2); one the UPF
+// does not answer (gone again) is kept for its next association.
+// Establishments meanwhile wait for the UPF (wait.go).
 
 import (
 	"context"
@@ -123,9 +126,34 @@ func (s *SMF) superviseUPF(u *upfNode) {
 			// state; set it up again, then restore the sessions.
 			s.log.Warn("UPF restarted (new Recovery Time Stamp); re-associating and restoring its sessions",
 				"upf", u.name, "was", u.knownRecovery(), "now", rec.Format(time.RFC3339))
-			u.setState(upfDown)
+			s.lifeLost(u)
+			u.recovery = rec
 			if err := s.associate(ctx, u, s.cfg.timers.HeartbeatTimeout); err != nil && ctx.Err() == nil {
 				s.log.Warn("PFCP association with the restarted UPF failed; will retry", "upf", u.name, "err", err)
+			}
+		case u.unassociated.Load() != 0:
+			missed = 0
+			if wait := time.Until(u.associatedAt.Add(min(associationRetry, s.cfg.timers.Heartbeat))); wait > 0 {
+				// A UPF that refuses sessions for want of an association
+				// right after one was set up is broken, not restarted:
+				// one association a retry period, not one per refusal.
+				t.Reset(wait)
+				continue
+			}
+			if !u.unassociatedNow() {
+				continue // an association was set up since
+			}
+			// TS 29.244 §6.3.2.2: session requests need the association;
+			// the UPF has none with the SMF although it did not restart
+			// (it released it, or lost it some other way), and with it
+			// the sessions of the SMF. Set it up again and restore them:
+			// without this, every establishment sent there would be
+			// refused until UPFWait.
+			s.log.Warn("UPF answered that it has no PFCP association with the SMF, with the Recovery Time Stamp it had; re-associating and restoring its sessions",
+				"upf", u.name, "recovery", u.knownRecovery())
+			s.lifeLost(u)
+			if err := s.associate(ctx, u, s.cfg.timers.HeartbeatTimeout); err != nil && ctx.Err() == nil {
+				s.log.Warn("PFCP association with the UPF failed; will retry", "upf", u.name, "err", err)
 			}
 		default:
 			missed = 0
@@ -133,19 +161,41 @@ func (s *SMF) superviseUPF(u *upfNode) {
 	}
 }
 
-// lostState is what a UPF that answers a session request with cause says
-// about itself: it has no association or no such session, so it most
-// likely restarted since the last heartbeat. The supervisor is woken for a
-// heartbeat now rather than at the next period, so that restoration starts
-// at once (the request that found out still fails).
-func (u *upfNode) lostState(cause pfcp.Cause) {
-	if cause != pfcp.CauseNoEstablishedPFCPAssociation && cause != pfcp.CauseSessionContextNotFound {
+// lifeLost records that u lost its state: its life ends before the SMF
+// associates again, and its sessions wait for their restoration. Run by
+// u's supervisor.
+func (s *SMF) lifeLost(u *upfNode) {
+	u.setState(upfDown)
+	s.endLife(u)
+	u.mustRestore = true
+}
+
+// lostState is what a UPF that answers a session request sent in
+// association epoch with cause says about itself: it has no association
+// or no such session, so it most likely restarted since the last
+// heartbeat. The supervisor is woken for a heartbeat now rather than at
+// the next period, so that restoration starts at once (the request that
+// found out still fails). "No established PFCP Association" with the
+// Recovery Time Stamp unchanged makes the supervisor associate again, if
+// no association was set up since the request went.
+func (u *upfNode) lostState(cause pfcp.Cause, epoch uint64) {
+	if !lostAssociation(cause) {
 		return
+	}
+	if cause == pfcp.CauseNoEstablishedPFCPAssociation {
+		u.unassociated.Store(epoch + 1)
 	}
 	select {
 	case u.check <- struct{}{}:
 	default: // a check is already due
 	}
+}
+
+// unassociatedNow tells, once, whether the UPF answered in the current
+// association epoch that it has no association.
+func (u *upfNode) unassociatedNow() bool {
+	e := u.unassociated.Swap(0)
+	return e != 0 && e-1 == u.epoch.Load()
 }
 
 // restarted tells whether a peer that advertised was now advertises now:
@@ -155,10 +205,15 @@ func restarted(was, now time.Time) bool {
 	return !was.IsZero() && !now.IsZero() && !now.Equal(was)
 }
 
+// errRestorationInterrupted ends an association whose restoration found
+// the UPF gone again.
+var errRestorationInterrupted = errors.New("restoration interrupted: the UPF is gone again")
+
 // associate sets up the PFCP association with u (TS 29.244 §6.2.6.2),
 // waiting at most timeout for the answer, and, when u's Recovery Time Stamp
-// shows that it restarted since the last association, restores its
-// sessions before u serves again.
+// shows that it restarted since the last association, or its sessions
+// wait for restoration for another reason, restores them before u serves
+// again.
 func (s *SMF) associate(ctx context.Context, u *upfNode, timeout time.Duration) error {
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -172,19 +227,34 @@ func (s *SMF) associate(ctx context.Context, u *upfNode, timeout time.Duration) 
 	if !resp.Cause.Accepted() {
 		return fmt.Errorf("upf %s: association setup rejected: %s", u.name, resp.Cause)
 	}
-	lost := restarted(u.recovery, resp.RecoveryTime)
+	if restarted(u.recovery, resp.RecoveryTime) {
+		// A restart seen first here (the UPF was down), or another one
+		// since the one the supervisor saw.
+		s.lifeLost(u)
+	}
 	id := resp.NodeID
 	u.nodeID.Store(&id)
-	u.features.Store(resp.UPFunctionFeatures)
-	u.epoch.Add(1)
+	prev := u.features.Swap(resp.UPFunctionFeatures)
+	first := u.epoch.Add(1) == 1
+	u.associatedAt = time.Now()
 	if !resp.RecoveryTime.IsZero() {
 		u.recovery = resp.RecoveryTime
 	}
 	s.stats.associations.Add(1)
 	s.log.Info("PFCP association set up", "upf", u.name, "peer", resp.NodeID.String(), "recovery", u.knownRecovery())
-	if lost {
+	if resp.UPFunctionFeatures&upFeatureFTUP == 0 && (first || prev&upFeatureFTUP != 0) {
+		// TS 29.244 §5.5.1: in 5GC only the UPF allocates F-TEIDs, and it
+		// says so with FTUP. The SMF asks it to CHOOSE all the same.
+		s.log.Warn("UPF does not advertise F-TEID allocation (FTUP, TS 29.244 §5.5.1); sessions still ask it to choose their F-TEIDs, and restored ones get new ones the gNB is sent",
+			"upf", u.name, "restoration", u.restoration)
+	}
+	if u.mustRestore {
 		u.setState(upfRestoring)
-		s.restoreSessions(ctx, u)
+		if !s.restoreSessions(ctx, u) {
+			u.setState(upfDown)
+			return fmt.Errorf("upf %s: %w", u.name, errRestorationInterrupted)
+		}
+		u.mustRestore = false
 	}
 	u.setState(upfUp)
 	// Establishments that waited for a UPF go now (wait.go).
@@ -198,13 +268,20 @@ func (s *SMF) associate(ctx context.Context, u *upfNode, timeout time.Duration) 
 const restoreWindow = 64
 
 // restoreSessions establishes again, at u, every PFCP session the SMF had
-// there, one per UE executor and all UEs in parallel, and returns when all
-// are done (TS 23.527 §4.3.2: "the SMF may start re-establishing PFCP
-// sessions ... immediately after the PFCP association setup").
-func (s *SMF) restoreSessions(ctx context.Context, u *upfNode) {
+// there that u's current life does not hold (it went with an earlier life,
+// or an interrupted restoration kept it), one per UE executor and all UEs
+// in parallel, and returns when all are done (TS 23.527 §4.3.2: "the SMF
+// may start re-establishing PFCP sessions ... immediately after the PFCP
+// association setup"). When one finds the UPF gone again (no answer, or
+// no association), the rest are not sent and all are kept for u's next
+// association: restoreSessions returns false.
+func (s *SMF) restoreSessions(ctx context.Context, u *upfNode) bool {
 	start := time.Now()
+	rctx, abort := context.WithCancel(ctx)
+	defer abort()
+	life := u.life.Load()
 	var wg sync.WaitGroup
-	var restored, released atomic.Int64
+	var restored, released, kept atomic.Int64
 	window := make(chan struct{}, restoreWindow)
 	for _, ue := range s.ues.All() {
 		wg.Add(1)
@@ -213,17 +290,26 @@ func (s *SMF) restoreSessions(ctx context.Context, u *upfNode) {
 			window <- struct{}{}
 			defer func() { <-window }()
 			for _, c := range ue.sessions {
-				if c.upf != u || c.upSEID == 0 {
+				if c.upf != u || !(c.n4Lost || c.upSEID != 0 && c.upLife != life) {
 					continue
 				}
-				if err := s.restoreN4(c); err != nil {
+				err := s.restoreN4(rctx, c)
+				switch {
+				case err == nil:
+					restored.Add(1)
+				case waitsForUPF(err):
+					kept.Add(1)
+					if rctx.Err() == nil {
+						s.log.Warn("PFCP session restoration found the UPF gone again; its sessions wait for its next association",
+							"supi", c.supi, "psi", c.psi, "upf", u.name, "err", err)
+					}
+					abort()
+				default:
 					released.Add(1)
 					s.log.Warn("PFCP session not restored; releasing the PDU session for the UE to establish again",
 						"supi", c.supi, "psi", c.psi, "upf", u.name, "err", err)
 					s.networkRelease(c, nas.CauseReactivationRequested)
-					continue
 				}
-				restored.Add(1)
 			}
 			s.tidy(ue)
 		}) {
@@ -235,12 +321,27 @@ func (s *SMF) restoreSessions(ctx context.Context, u *upfNode) {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		return
+		return false
 	}
 	s.stats.sessionsRestored.Add(uint64(restored.Load()))
 	s.stats.sessionsNotRestored.Add(uint64(released.Load()))
+	s.stats.sessionsKept.Add(uint64(kept.Load()))
 	s.log.Info("PFCP sessions restored", "upf", u.name, "restored", restored.Load(), "released", released.Load(),
-		"took", time.Since(start).Round(time.Microsecond))
+		"kept", kept.Load(), "took", time.Since(start).Round(time.Microsecond))
+	return kept.Load() == 0
+}
+
+// restoresWithRESTI tells how u restores a session's uplink F-TEID
+// (UPFConfig.Restoration): with the F-TEID the gNB has and RESTI, or with
+// CHOOSE. Automatically, RESTI where u advertised FTUP.
+func (u *upfNode) restoresWithRESTI() bool {
+	switch u.restoration {
+	case RestorationRESTI:
+		return true
+	case RestorationChoose:
+		return false
+	}
+	return u.features.Load()&upFeatureFTUP != 0
 }
 
 // restoreN4 establishes c's PFCP session again at its restarted UPF, with
@@ -248,53 +349,72 @@ func (s *SMF) restoreSessions(ctx context.Context, u *upfNode) {
 // the gNB, buffering for an idle UE, or dropping while an unreachable UE's
 // paging backs off. Runs on c's executor.
 //
-// The uplink F-TEID is the gNB's end of the N3 tunnel, and who allocated
-// it decides how it survives the restart (TS 23.527 §4.3.2, TS 29.244
-// §5.5.1). A UPF that advertised FTUP allocates its TEIDs and counts them
-// from scratch after a restart: the old F-TEID goes with RESTI (§8.2.136),
-// which tells the UPF it is one of its own, to be held so that it never
-// hands it to another session; the gNB sees nothing. A UPF that did not
-// advertise FTUP, or refuses the old F-TEID, chooses a new one (CHOOSE),
-// and the gNB is told (moveUplink). Sending the old F-TEID as the CP's own
-// choice, without RESTI, is what must not be done: a UPF that allocates
-// TEIDs itself does not reserve it, and gives it to the next new session.
-// Indirect forwarding tunnels of a handover in progress are not restored:
-// the handover's own timer ends them.
-func (s *SMF) restoreN4(c *smContext) error {
-	// The old session died with the UPF.
-	c.upSEID = 0
-	c.upf.sessions.Add(-1)
-	s.stats.n4Sessions.Add(-1)
+// The uplink F-TEID is the gNB's end of the N3 tunnel. tern's SMF always
+// has the UPF allocate it (CHOOSE, TS 29.244 §5.5.1: in 5GC only the UP
+// function allocates F-TEIDs), and a restarted UPF counts its TEIDs from
+// scratch, so the F-TEID must not go back as the SMF's own choice: a UPF
+// that does not know it as its own hands it to its next new session, and
+// both UEs' uplink meet in one tunnel. Where the UPF takes RESTI
+// (restoresWithRESTI) the old F-TEID goes with it (§8.2.136; TS 23.527
+// §4.3.2: the UPF re-establishes the session with the F-TEID it had
+// allocated and keeps it from new sessions), and the gNB sees nothing.
+// Otherwise, or when the UPF refuses the old F-TEID, the UPF chooses a new
+// one (CHOOSE) and the gNB is told (moveUplink). Indirect forwarding
+// tunnels of a handover in progress are not restored: the handover's own
+// timer ends them.
+func (s *SMF) restoreN4(ctx context.Context, c *smContext) error {
+	if c.upSEID != 0 {
+		// The old session died with the UPF's life.
+		c.upSEID = 0
+		c.upf.sessions.Add(-1)
+		s.stats.n4Sessions.Add(-1)
+	}
+	c.n4Lost = false
 	c.fwd = false
-
 	ul := c.ulTunnel
-	if c.upf.features.Load()&upFeatureFTUP != 0 {
+	err := s.restoreUplink(ctx, c, ul)
+	if err != nil && waitsForUPF(err) {
+		c.n4Lost = true // kept for the UPF's next association
+		c.ulTunnel = ul // what the gNB still has
+	}
+	return err
+}
+
+func (s *SMF) restoreUplink(ctx context.Context, c *smContext, ul ngap.GTPTunnel) error {
+	timeout := s.cfg.timers.PFCPTimeout
+	if c.upf.restoresWithRESTI() {
 		req := s.restorationRequest(c)
 		req.CreatePDRs[0].PDI.FTEID = &pfcp.FTEID{TEID: ul.TEID, IPv4: ul.Addr}
 		req.RESTI = true
-		err := s.runEstablishment(c, req)
-		var rej *n4Rejection
+		err := s.runEstablishment(ctx, c, req, timeout)
 		switch {
 		case err == nil:
-			s.stats.restoredSameTEID.Add(1)
-			if c.ulTunnel != ul {
-				// The UPF announced another F-TEID all the same.
-				s.moveUplink(c)
-			}
+			s.settleRestoredUplink(c, ul)
 			return nil
-		case !errors.As(err, &rej) || lostAssociation(rej.cause):
+		case waitsForUPF(err):
 			return err // the UPF is gone again
 		}
 		s.log.Info("restarted UPF refused the session's F-TEID; restoring with a new one", "supi", c.supi, "psi", c.psi,
 			"upf", c.upf.name, "teid", ul.TEID, "err", err)
 	}
-	if err := s.runEstablishment(c, s.restorationRequest(c)); err != nil {
+	// Only the Created PDR gives the new F-TEID: an answer without one
+	// fails (runEstablishment).
+	c.ulTunnel = ngap.GTPTunnel{}
+	if err := s.runEstablishment(ctx, c, s.restorationRequest(c), timeout); err != nil {
 		return err
 	}
-	if c.ulTunnel != ul {
-		s.moveUplink(c)
-	}
+	s.settleRestoredUplink(c, ul)
 	return nil
+}
+
+// settleRestoredUplink counts a restored session by whether its uplink
+// F-TEID is still ul, the one the gNB has, and has the gNB told when not.
+func (s *SMF) settleRestoredUplink(c *smContext, ul ngap.GTPTunnel) {
+	if c.ulTunnel == ul {
+		s.stats.restoredSameTEID.Add(1)
+		return
+	}
+	s.moveUplink(c)
 }
 
 // restorationRequest is c's establishment request with the downlink FAR

@@ -471,22 +471,78 @@ func TestRestorationFallsBackToChoose(t *testing.T) {
 	h.amf.noTransfer(t)
 }
 
-// Only a UPF that did not answer or has lost its association makes an
-// establishment wait; a UPF that refuses the session for another reason,
-// or answers it wrongly, fails it at once.
-func TestWaitsForUPF(t *testing.T) {
-	for _, c := range []struct {
-		err  error
-		want bool
-	}{
-		{fmt.Errorf("%w: upf u: session establishment: %w: %w", errN4, errNoAnswer, context.DeadlineExceeded), true},
-		{fmt.Errorf("%w: upf u: session establishment %w", errN4, &n4Rejection{cause: pfcp.CauseNoEstablishedPFCPAssociation}), true},
-		{fmt.Errorf("%w: upf u: session establishment %w", errN4, &n4Rejection{cause: pfcp.CauseRuleCreationModificationFailure}), false},
-		{fmt.Errorf("%w: upf u: session establishment %w", errN4, &n4Rejection{cause: pfcp.CauseNoResourcesAvailable}), false},
-		{fmt.Errorf("%w: upf u: establishment response without UP F-SEID", errN4), false},
-	} {
-		if got := waitsForUPF(c.err); got != c.want {
-			t.Errorf("waitsForUPF(%v) = %v", c.err, got)
-		}
+// A restoration that finds the UPF gone again (no answer) releases
+// nothing: the sessions not restored yet are kept, the restorations in
+// flight end with the first unanswered one and no more are sent, and the
+// UPF's next association restores them all.
+func TestRestorationInterruptedKeepsSessions(t *testing.T) {
+	cfg := fastSupervision(testConfig())
+	cfg.Timers.Heartbeat = 300 * time.Millisecond // also the association retry period
+	cfg.Timers.PFCPTimeout = 100 * time.Millisecond
+	h := newHarness(t, cfg, pcf.Config{})
+	const n = restoreWindow + 10
+	for i := range n {
+		h.establish(t, fmt.Sprintf("imsi-208930000001%03d", i), 1, "internet")
+	}
+	h.upf.mu.Lock()
+	h.upf.holdEstablishments = true // the restarted UPF answers no establishment
+	h.upf.gate = make(chan struct{})
+	h.upf.mu.Unlock()
+	t.Cleanup(func() { close(h.upf.gate) })
+	h.upf.restart()
+	waitFor(t, "an interrupted restoration", func() bool { return h.smf.Stats().SessionsKept == n })
+	h.amf.noTransfer(t)
+	h.upf.mu.Lock()
+	sent := h.upf.held
+	h.upf.holdEstablishments = false
+	h.upf.mu.Unlock()
+	if sent > restoreWindow {
+		t.Errorf("%d restorations sent to a UPF that answered none, want at most the %d in flight at once", sent, restoreWindow)
+	}
+	waitFor(t, "restoration", func() bool { return h.smf.Stats().SessionsRestored == n })
+	waitFor(t, "UPF up", func() bool { return h.smf.UPFStates()["upf1"] == "up" })
+	if st := h.smf.Stats(); st.SessionsNotRestored != 0 || st.Contexts != n || st.N4Sessions != n || h.upf.live() != n {
+		t.Errorf("stats %+v, UPF holds %d", st, h.upf.live())
+	}
+	h.amf.noTransfer(t)
+}
+
+// A restoration with CHOOSE learns the new F-TEID only from the UPF's
+// Created PDR: an answer without one is a failed restoration (the session
+// is released with #39), not a session kept on the F-TEID the UPF no
+// longer has.
+func TestChooseRestorationNeedsCreatedPDR(t *testing.T) {
+	h := newHarness(t, fastSupervision(testConfig()), pcf.Config{})
+	h.establish(t, testSUPI, 1, "internet")
+	h.upf.mu.Lock()
+	h.upf.onlyChoose, h.upf.noCreatedPDR = true, true
+	h.upf.mu.Unlock()
+	h.upf.restart()
+	tr := h.amf.next(t)
+	if cmd, ok := tr.n1.(*nas.PDUSessionReleaseCommand); !ok || cmd.Cause != nas.CauseReactivationRequested {
+		t.Fatalf("transfer %+v, want a PDU Session Release Command with #39", tr.n1)
+	}
+	waitFor(t, "the restoration's end", func() bool { return h.smf.Stats().SessionsNotRestored == 1 })
+	if st := h.smf.Stats(); st.SessionsNotRestored != 1 || st.SessionsRestored != 0 || st.RestoredSameTEID != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// A restarted UPF that takes the session back with RESTI but announces
+// another F-TEID all the same: the session counts as moved (the gNB is
+// sent the new tunnel), not also as restored with its F-TEID.
+func TestRestorationStatsDisjoint(t *testing.T) {
+	h := newHarness(t, fastSupervision(testConfig()), pcf.Config{})
+	h.establish(t, testSUPI, 1, "internet")
+	h.upf.mu.Lock()
+	h.upf.restiNewTEID = true
+	h.upf.mu.Unlock()
+	h.upf.restart()
+	waitFor(t, "restoration", func() bool { return h.smf.Stats().SessionsRestored == 1 })
+	if tr := h.amf.next(t); tr.n2Type != models.Amf_Comm_NgapIeType_PDU_RES_MOD_REQ {
+		t.Fatalf("transfer %+v, want the new uplink tunnel", tr)
+	}
+	if st := h.smf.Stats(); st.RestoredSameTEID != 0 || st.UplinksMoved != 1 {
+		t.Errorf("RestoredSameTEID %d, UplinksMoved %d: want 0 and 1", st.RestoredSameTEID, st.UplinksMoved)
 	}
 }

@@ -83,8 +83,7 @@ func (s *SMF) releaseResources(c *smContext) {
 		// The address goes back to the pool once the UPF no longer
 		// routes it to this session.
 		c.ueIP = netip.Addr{}
-		pool := c.dnn.pool
-		s.afterN4(c, func() { pool.release(ip) })
+		s.releaseAddress(c, ip)
 	}
 }
 

@@ -88,9 +88,29 @@ type upfNode struct {
 	features atomic.Uint64
 	// epoch counts the associations set up with the UPF.
 	epoch atomic.Uint64
-	// recovery is the UPF's Recovery Time Stamp as last advertised;
-	// written and read by its supervisor only.
-	recovery time.Time
+	// life is the UPF's current life as the SMF knows it (n4Life): every
+	// N4 request of a session established in it ends with it.
+	life atomic.Pointer[n4Life]
+	// unassociated is 1 + the association epoch in which the UPF answered
+	// a session request that it has no association with the SMF (0:
+	// none): its supervisor associates again (restoration.go).
+	unassociated atomic.Uint64
+	// restoration is how a restored session's uplink F-TEID is chosen
+	// here (UPFConfig.Restoration, restoration.go).
+	restoration string
+	// recovery is the UPF's Recovery Time Stamp in its current life;
+	// mustRestore: sessions at the UPF wait for their restoration (its
+	// life ended, or a restoration was interrupted); associatedAt: when
+	// the last association was set up. Written and read by its
+	// supervisor only.
+	recovery     time.Time
+	mustRestore  bool
+	associatedAt time.Time
+	// deletions are the UPF's PFCP session deletions (n4.go).
+	deletions deletionQueue
+	// quarantine are the UE addresses whose deleted sessions the UPF may
+	// still hold (n4.go).
+	quarantine quarantine
 	// nodeID is the Node ID the UPF gave in its last association, for
 	// node-level reports (nil until associated).
 	nodeID atomic.Pointer[pfcp.NodeID]
@@ -165,6 +185,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*SMF, error) {
 		if up, ok := deps.UPFs[u.name]; ok {
 			u.up = up
 		}
+		u.life.Store(newLife(s.group.Context()))
 	}
 	return s, nil
 }
@@ -286,7 +307,7 @@ type counters struct {
 	heartbeatsMissed                                            atomic.Uint64
 	upfFailures                                                 atomic.Uint64
 	sessionsRestored                                            atomic.Uint64
-	sessionsNotRestored                                         atomic.Uint64
+	sessionsNotRestored, sessionsKept                           atomic.Uint64
 	restoredSameTEID, uplinksMoved                              atomic.Uint64
 	establishmentsHeld                                          atomic.Uint64
 	n4Deleting                                                  atomic.Int64
@@ -321,22 +342,28 @@ type Stats struct {
 	// N4 supervision (restoration.go): associations set up (first ones
 	// included), heartbeats that timed out, UPFs marked down after
 	// missing HeartbeatRetries in a row, and PFCP sessions established
-	// again at a restarted UPF or released because that failed.
+	// again at a restarted UPF, released because the UPF refused that,
+	// or kept for the UPF's next association because it was gone again.
 	Associations, HeartbeatsMissed, UPFFailures uint64
 	SessionsRestored, SessionsNotRestored       uint64
-	// Of the sessions restored: RestoredSameTEID kept their uplink
-	// F-TEID (RESTI at a UPF that allocates F-TEIDs), UplinksMoved got a
-	// new one (CHOOSE) that the 5G-AN is sent in a PDU Session Resource
-	// Modify Request.
+	SessionsKept                                uint64
+	// Of the sessions restored (disjoint): RestoredSameTEID kept their
+	// uplink F-TEID (RESTI, or a CHOOSE that gave the same one),
+	// UplinksMoved got another one that the 5G-AN is sent in a PDU
+	// Session Resource Modify Request.
 	RestoredSameTEID, UplinksMoved uint64
 	// EstablishmentsHeld counts establishments that waited for a UPF
 	// (none up for the DNN, or one that had lost its association);
 	// Waiting is how many wait now (wait.go).
 	EstablishmentsHeld uint64
 	Waiting            int
-	// N4Deleting is how many PFCP session deletions await the UPF's
-	// answer (each bounded by Timers.PFCPTimeout).
-	N4Deleting int
+	// N4Deleting is how many PFCP session deletions are queued or await
+	// the UPF's answer (each bounded by Timers.PFCPTimeout once sent, at
+	// most 64 sent at once per UPF). QuarantinedIPs are the UE addresses
+	// of sessions whose deletion the UPF neither confirmed nor proved
+	// needless: held back from the pools until the UPF restarts.
+	N4Deleting     int
+	QuarantinedIPs int
 	// ErrorIndicationReports and NodeReports count PFCP reports of a
 	// broken N3 tunnel (a gNB's GTP-U Error Indication) and of node
 	// events (user plane path failure or recovery); UPFailureDeactivations
@@ -371,6 +398,7 @@ func (s *SMF) Stats() Stats {
 		UPFFailures:            s.stats.upfFailures.Load(),
 		SessionsRestored:       s.stats.sessionsRestored.Load(),
 		SessionsNotRestored:    s.stats.sessionsNotRestored.Load(),
+		SessionsKept:           s.stats.sessionsKept.Load(),
 		RestoredSameTEID:       s.stats.restoredSameTEID.Load(),
 		UplinksMoved:           s.stats.uplinksMoved.Load(),
 		EstablishmentsHeld:     s.stats.establishmentsHeld.Load(),
@@ -382,6 +410,9 @@ func (s *SMF) Stats() Stats {
 	}
 	for _, d := range s.cfg.order {
 		st.IPs[d.name] = d.pool.allocated()
+	}
+	for _, u := range s.cfg.upfs {
+		st.QuarantinedIPs += u.quarantine.len()
 	}
 	return st
 }

@@ -67,20 +67,35 @@ func (h *harness) establishViewed(t *testing.T, supi string, views map[string]*u
 }
 
 // TS 23.527 §4.3.2, TS 29.244 §5.5.1: a UPF that allocates its TEIDs
-// itself restarts, its allocator counting from 1 again. Whether it
-// advertised FTUP (restored with RESTI) or not (restored with CHOOSE, the
-// gNB told of the new tunnel with a PDU Session Resource Modify Request),
-// afterwards every TEID a gNB sends on reaches its own session: restored
-// UEs keep their uplink, new sessions get TEIDs no restored one has, and
-// every session is deleted at the UPF, each release without waiting.
+// itself restarts, its allocator counting from 1 again. Restored with
+// RESTI where it takes it, else with CHOOSE and the gNB told of the new
+// tunnel with a PDU Session Resource Modify Request, afterwards every TEID
+// a gNB sends on reaches its own session: restored UEs keep their uplink,
+// new sessions get TEIDs no restored one has, and every session is
+// deleted at the UPF, each release without waiting. The per-UPF decision
+// (UPFConfig.Restoration):
+//   - auto at a UPF that advertises FTUP and honours RESTI: RESTI;
+//   - choose at a UPF that advertises FTUP but ignores RESTI (Rel-15: the
+//     old F-TEID with RESTI would be taken as the SMF's own choice, which
+//     its allocator hands to the next new session);
+//   - auto at a UPF that allocates on CHOOSE without advertising FTUP:
+//     CHOOSE (it does not claim to know RESTI).
 func TestRestorationWithUPFAllocatedTEIDs(t *testing.T) {
 	for _, c := range []struct {
-		name string
-		ftup bool
-	}{{"FTUP, RESTI", true}, {"no FTUP, CHOOSE", false}} {
+		name        string
+		ftup, resti bool
+		restoration string
+		withRESTI   bool
+	}{
+		{"FTUP honouring RESTI, auto: RESTI", true, true, "", true},
+		{"FTUP ignoring RESTI, choose: CHOOSE", true, false, RestorationChoose, false},
+		{"no FTUP yet allocating, auto: CHOOSE", false, false, RestorationAuto, false},
+	} {
 		t.Run(c.name, func(t *testing.T) {
-			d := newUPFDouble(t, c.ftup)
-			h := newDoubleHarness(t, doubleConfig(), d)
+			d := newUPFDouble(t, c.ftup, c.resti)
+			cfg := doubleConfig()
+			cfg.UPFs[0].Restoration = c.restoration
+			h := newDoubleHarness(t, cfg, d)
 			h.amf.auto = true
 			views := map[string]*ueView{}
 			const restored, fresh = 3, 3
@@ -102,20 +117,21 @@ func TestRestorationWithUPFAllocatedTEIDs(t *testing.T) {
 			d.restart()
 			waitFor(t, "restoration", func() bool { return h.smf.Stats().SessionsRestored == restored })
 			waitFor(t, "UPF up", func() bool { return h.smf.UPFStates()["upf1"] == "up" })
-			if c.ftup {
+			d.mu.Lock()
+			restis := d.restis
+			d.mu.Unlock()
+			if c.withRESTI {
 				h.amf.noTransfer(t)
-				d.mu.Lock()
-				restis := d.restis
-				d.mu.Unlock()
 				if st := h.smf.Stats(); st.RestoredSameTEID != restored || st.UplinksMoved != 0 || restis != restored {
 					t.Errorf("stats %+v, %d RESTI at the UPF", st, restis)
 				}
 			} else {
 				// The sessions whose new TEID differs from the old (at least
 				// two: three sessions on TEIDs 1 to 3 that were on 3 to 5).
-				moved := h.smf.Stats().UplinksMoved
-				if moved < 2 || moved > restored {
-					t.Fatalf("%d uplinks moved", moved)
+				st := h.smf.Stats()
+				moved := st.UplinksMoved
+				if moved < 2 || moved > restored || st.RestoredSameTEID+moved != restored || restis != 0 {
+					t.Fatalf("%d uplinks moved, stats %+v, %d RESTI at the UPF", moved, st, restis)
 				}
 				for range moved {
 					tr := h.amf.next(t)
@@ -133,9 +149,6 @@ func TestRestorationWithUPFAllocatedTEIDs(t *testing.T) {
 					views[tr.supi].ul = m.ULTunnels[0].UL.TEID // what the gNB does (TS 38.413 §8.2.3.2)
 				}
 				h.amf.noTransfer(t)
-				if st := h.smf.Stats(); st.RestoredSameTEID != 0 {
-					t.Errorf("stats %+v", st)
-				}
 			}
 			for i := range fresh {
 				h.establishViewed(t, fmt.Sprintf("imsi-2089300000002%02d", i), views)
@@ -173,12 +186,13 @@ func TestRestorationWithUPFAllocatedTEIDs(t *testing.T) {
 
 // A UPF that never answers a deletion (it failed it, or it is gone)
 // costs each deletion one PFCP deadline beside the UE's executor:
-// releasing a session does not wait for it, the failures are counted, and
-// the UE addresses come back once the deadlines have passed.
+// releasing a session does not wait for it, and the failures are counted.
+// The UE addresses are held back, since the UPF may still route them to
+// the sessions, until the UPF restarts and so forgets them.
 func TestUnansweredDeletionDoesNotStall(t *testing.T) {
 	cfg := doubleConfig()
 	cfg.Timers.PFCPTimeout = time.Second
-	d := newUPFDouble(t, true)
+	d := newUPFDouble(t, true, true)
 	h := newDoubleHarness(t, cfg, d)
 	h.amf.auto = true
 	views := map[string]*ueView{}
@@ -205,8 +219,14 @@ func TestUnansweredDeletionDoesNotStall(t *testing.T) {
 	if took := time.Since(start); took > cfg.Timers.PFCPTimeout+500*time.Millisecond {
 		t.Errorf("the deletions ended %v after the releases, with a PFCP deadline of %v", took, cfg.Timers.PFCPTimeout)
 	}
-	if st := h.smf.Stats(); st.N4Failures != n {
-		t.Errorf("%d N4 failures counted, want %d", st.N4Failures, n)
+	if st := h.smf.Stats(); st.N4Failures != n || st.IPs["internet"] != n || st.QuarantinedIPs != n {
+		t.Errorf("after the deadlines, %d N4 failures counted (want %d), %d addresses allocated and %d held back (want %d)",
+			st.N4Failures, n, st.IPs["internet"], st.QuarantinedIPs, n)
 	}
+	d.restart()
+	waitFor(t, "the addresses to come back", func() bool { return h.smf.Stats().IPs["internet"] == 0 })
 	h.empty(t)
+	if st := h.smf.Stats(); st.QuarantinedIPs != 0 {
+		t.Errorf("%d addresses still held back after the UPF restarted", st.QuarantinedIPs)
+	}
 }

@@ -123,6 +123,7 @@ func TestConfigValidate(t *testing.T) {
 		"served by no UPF": func(c *Config) { c.UPFs[0].DNNs = c.UPFs[0].DNNs[:1] },
 		"t3591":            func(c *Config) { c.Timers.T3591 = -1 },
 		"n4Address":        func(c *Config) { c.N4Address = "host" },
+		"restoration":      func(c *Config) { c.UPFs[0].Restoration = "resti-always" },
 	}
 	for want, mut := range cases {
 		c := DefaultConfig()

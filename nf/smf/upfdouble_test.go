@@ -20,17 +20,19 @@ import (
 //     restart starts the allocator afresh (TEID 1 first);
 //   - a Local F-TEID the CP sets is used as given, but the allocator does
 //     not know it: only with RESTI (PFCPSEReq-Flags, TS 29.244 §8.2.136),
-//     and only when the double advertises FTUP, is it reserved;
+//     and only when the double honours RESTI, is it reserved (a Rel-15
+//     UPF ignores the flag, FTUP or not);
 //   - its uplink table maps a TEID to the session installed last with it
 //     (a later session with the same TEID takes the tunnel over);
 //   - deleting a session whose tunnel another session took over fails, and
 //     the double then sends no answer at all (eUPF's handler returns an
 //     error and nothing is sent); dropDeletes makes it answer no deletion.
 type upfDouble struct {
-	t    *testing.T
-	conn *net.UDPConn
-	n3   netip.Addr
-	ftup bool // advertise FTUP (UP Function Features octet 5 bit 5) and honour RESTI
+	t     *testing.T
+	conn  *net.UDPConn
+	n3    netip.Addr
+	ftup  bool // advertise FTUP (UP Function Features octet 5 bit 5)
+	resti bool // honour RESTI
 
 	mu          sync.Mutex
 	recovery    time.Time
@@ -51,13 +53,13 @@ type doubleSession struct {
 	ue     netip.Addr
 }
 
-func newUPFDouble(t *testing.T, ftup bool) *upfDouble {
+func newUPFDouble(t *testing.T, ftup, resti bool) *upfDouble {
 	t.Helper()
 	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &upfDouble{t: t, conn: conn, n3: upfN3, ftup: ftup, recovery: time.Now().Truncate(time.Second)}
+	d := &upfDouble{t: t, conn: conn, n3: upfN3, ftup: ftup, resti: resti, recovery: time.Now().Truncate(time.Second)}
 	d.reset()
 	done := make(chan struct{})
 	go d.serve(done)
@@ -212,7 +214,7 @@ func (d *upfDouble) establish(m *message.SessionEstablishmentRequest, nodeID *ie
 			}
 			d.allocated[s.teid] = true
 			created = append(created, ie.NewCreatedPDR(ie.NewPDRID(id), ie.NewFTEID(0x01, s.teid, net.IP(d.n3.AsSlice()), nil, 0)))
-		case resti && d.ftup:
+		case resti && d.resti:
 			if d.allocated[f.TEID] {
 				return reject(ie.CauseRuleCreationModificationFailure)
 			}

@@ -10,15 +10,37 @@ import (
 
 // PDU session establishments that wait for a UPF.
 //
-// An establishment needs a UPF serving its DNN that is up. When none is
-// (the UPF is restoring its sessions after a restart, TS 23.527 §4.3.2,
-// or not answering), or the UPF it was sent to turns out to have lost its
-// association (it answers "No established PFCP Association", or nothing,
-// so it most likely restarted since the last heartbeat), the
-// establishment waits rather than fail to the UE: it is sent again as
-// soon as a UPF serving its DNN is up, and rejected with 5GSM #26 only
-// when Timers.UPFWait has passed since the request, or when more than
-// maxWaiting establishments already wait.
+// An establishment needs a UPF serving its DNN that is up. When the UPF
+// it was sent to turns out to have lost its association (it answers "No
+// established PFCP Association", so it most likely restarted since the
+// last heartbeat) or does not answer, that UPF is passed over for this
+// establishment until it has associated again (avoid): the establishment
+// goes at once to another UPF serving the DNN, if one is up. When none is
+// (the only one is restoring its sessions after a restart, TS 23.527
+// §4.3.2, or not answering), the establishment waits rather than fail to
+// the UE: it is sent again as soon as a UPF serving its DNN is up, and
+// rejected with 5GSM #26 only when Timers.UPFWait has passed since the
+// request, or when more than maxWaiting establishments already wait.
+// Each attempt after the first ends by then (establishmentTimeout). So a
+// UPF that keeps refusing gets one request per establishment and
+// association, not a retry loop.
+
+// avoidedUPF is a UPF that failed an establishment, and its association
+// epoch then.
+type avoidedUPF struct {
+	upf   *upfNode
+	epoch uint64
+}
+
+// avoids tells whether u is in avoid and has not associated since.
+func avoids(avoid []avoidedUPF, u *upfNode) bool {
+	for _, a := range avoid {
+		if a.upf == u && a.epoch == u.epoch.Load() {
+			return true
+		}
+	}
+	return false
+}
 
 // maxWaiting bounds the establishments waiting for a UPF at once: beyond
 // it they are rejected at once, as without waiting. A restart of a busy
@@ -83,25 +105,37 @@ var errNoUPF = errors.New("no UPF serving the DNN came up in time")
 func (s *SMF) canWait() bool { return s.waiting.len() < maxWaiting }
 
 // waitsForUPF tells whether the N4 failure err of an establishment is
-// one that waiting may cure: the UPF did not answer, or answered that it
-// has no association with the SMF (it restarted; its supervisor is woken
-// by runEstablishment). Other rejections and malformed answers fail the
-// establishment at once.
+// one that another UPF, or the same one once associated again, may cure:
+// the UPF did not answer, answered that it has no association with the
+// SMF (it restarted; its supervisor is woken by runEstablishment), or its
+// life ended before the request went. Other rejections and malformed
+// answers fail the establishment at once.
 func waitsForUPF(err error) bool {
 	var rej *n4Rejection
 	if errors.As(err, &rej) {
 		return lostAssociation(rej.cause)
 	}
-	return errors.Is(err, errNoAnswer)
+	return errors.Is(err, errNoAnswer) || errors.Is(err, errLifeEnded)
 }
 
-// holdEstablishment makes c wait for a UPF (why says for what), or fails
-// it when its time is up or too many wait. failed is the UPF that just
-// failed c at association epoch (nil: none was up). Runs on c's executor.
-func (s *SMF) holdEstablishment(c *smContext, why error, failed *upfNode, epoch uint64) {
-	left := time.Until(c.establishing.Add(s.cfg.timers.UPFWait))
+// waitLeft is what is left of c's wait for a UPF (Timers.UPFWait from its
+// request).
+func (s *SMF) waitLeft(c *smContext) time.Duration {
+	return time.Until(c.establishing.Add(s.cfg.timers.UPFWait))
+}
+
+// holdEstablishment sends c to another UPF serving its DNN, if one is up
+// and not in c.avoid, or makes it wait for one (why says for what); it
+// fails c when its time is up or too many wait. Runs on c's executor.
+func (s *SMF) holdEstablishment(c *smContext, why error) {
+	left := s.waitLeft(c)
 	if left <= 0 {
 		s.failEstablishment(c, fmt.Errorf("%w (%v after the request): %w", errNoUPF, s.cfg.timers.UPFWait, why))
+		return
+	}
+	c.waited = true
+	if selectUPF(c.dnn, c.avoid) != nil {
+		s.post(c.ue, func() { s.completeEstablishment(c) })
 		return
 	}
 	if !s.waiting.add(c) {
@@ -122,15 +156,9 @@ func (s *SMF) holdEstablishment(c *smContext, why error, failed *upfNode, epoch 
 		}
 	})
 	// A UPF that came up between the failure and now woke the list
-	// without c. The UPF that failed c counts only once associated again:
-	// until its supervisor has seen the restart it still looks up.
-	for _, u := range c.dnn.upfs {
-		if u.serving() && (u != failed || u.epoch.Load() != epoch) {
-			if s.waiting.take(c) {
-				s.post(c.ue, func() { s.retryEstablishment(c) })
-			}
-			return
-		}
+	// without c.
+	if selectUPF(c.dnn, c.avoid) != nil && s.waiting.take(c) {
+		s.post(c.ue, func() { s.retryEstablishment(c) })
 	}
 }
 
