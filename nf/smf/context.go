@@ -144,9 +144,11 @@ type smContext struct {
 	// n4Deletion is the session's PFCP deletion once sent (n4.go).
 	n4Deletion *n4Deletion
 	// ulMoved: a restoration gave the session another uplink F-TEID
-	// than the 5G-AN has; it is told once its user plane is up
+	// than the 5G-AN has; it is told once its user plane is up.
+	// ulMoving: the PDU Session Resource Modify Request that tells it is
+	// out, and the next modify answer from the 5G-AN is its
 	// (restoration.go, settleUplink).
-	ulMoved bool
+	ulMoved, ulMoving bool
 
 	// A PDU session establishment waiting for a UPF (wait.go,
 	// holdEstablishment): held while in the SMF's wait list or about to

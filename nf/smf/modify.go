@@ -163,9 +163,11 @@ func (s *SMF) networkModification(c *smContext, q qos) error {
 	return nil
 }
 
-// runPending starts the policy change that waited for the previous
-// procedure. Runs on c's executor.
+// runPending sends an uplink move that waited for the previous procedure
+// (settleUplink), then starts the policy change that waited for it. Runs
+// on c's executor.
 func (s *SMF) runPending(c *smContext) {
+	s.settleUplink(c)
 	if c.pending == nil || c.state != stActive {
 		return
 	}

@@ -452,13 +452,17 @@ func (s *SMF) moveUplink(c *smContext) {
 }
 
 // settleUplink sends a moved uplink F-TEID (c.ulMoved) to the 5G-AN once
-// the session's user plane is up and no handover is under way: an N2-only
-// PDU Session Resource Modify Request whose transfer carries the UL NG-U
-// UP TNL Modify List (TS 23.502 §4.3.3.2 step 3b, TS 38.413 §8.2.3,
-// §9.3.4.3), through Namf_Communication_N1N2MessageTransfer. An
-// activation or a handover that was already under way carried the old
-// F-TEID; it is sent when that ends. A session whose user plane goes
-// needs nothing more. Runs on c's executor.
+// the session's user plane is up and no handover or modification is
+// under way: an N2-only PDU Session Resource Modify Request whose transfer
+// carries the UL NG-U UP TNL Modify List (TS 23.502 §4.3.3.2 step 3b, TS
+// 38.413 §8.2.3, §9.3.4.3), through Namf_Communication_N1N2MessageTransfer.
+// An activation or a handover that was already under way carried the old
+// F-TEID; it is sent when that ends. While a modification runs its own
+// N2 answer is awaited, and the move would be taken for it: the move is
+// sent when the modification ends (runPending). The 5G-AN's answer comes
+// back as PDU_RES_MOD_RSP or PDU_RES_MOD_FAIL while c.ulMoving (handleN2).
+// A session whose user plane goes needs nothing more: its next activation
+// carries c.ulTunnel. Runs on c's executor.
 func (s *SMF) settleUplink(c *smContext) {
 	if !c.ulMoved {
 		return
@@ -466,6 +470,8 @@ func (s *SMF) settleUplink(c *smContext) {
 	switch {
 	case c.state == stReleasing || c.state == stReleased || c.upCnx == models.Smf_PDUSess_UpCnxState_DEACTIVATED:
 		c.ulMoved = false
+	case c.state == stModifying || c.ulMoving:
+		// After the modification's, or the previous move's, answer.
 	case c.upCnx == models.Smf_PDUSess_UpCnxState_ACTIVATED && c.ho == hoNone && c.dlTunnel.Addr.IsValid():
 		c.ulMoved = false
 		n2, err := ngap.EncodeModifyRequestTransfer(&ngap.PDUSessionResourceModifyRequestTransfer{
@@ -478,10 +484,27 @@ func (s *SMF) settleUplink(c *smContext) {
 		}
 		s.log.Info("uplink tunnel moved by the UPF's restoration; telling the 5G-AN", "supi", c.supi, "psi", c.psi,
 			"teid", c.ulTunnel.TEID)
+		c.ulMoving = true
 		s.send(c, n1n2{n2: n2, n2Type: models.Amf_Comm_NgapIeType_PDU_RES_MOD_REQ}, func() {
 			// The gNB keeps sending to the old F-TEID: take the user
 			// plane down, so that the next activation carries the new one.
+			c.ulMoving = false
 			s.userPlaneFailed(c, "new uplink tunnel not delivered")
 		})
 	}
+}
+
+// uplinkMoveAnswered handles the 5G-AN's answer to the uplink move
+// (settleUplink): a refusal leaves the gNB sending to the old F-TEID, which
+// the restored session no longer has, so the user plane is taken down
+// and the next activation carries the new one (TS 23.502 §4.2.3.2 step 4).
+// Runs on c's executor.
+func (s *SMF) uplinkMoveAnswered(c *smContext, refused bool, cause string) {
+	c.ulMoving = false
+	if !refused {
+		return
+	}
+	s.log.Warn("5G-AN refused the restored session's new uplink tunnel; deactivating the user plane", "supi", c.supi,
+		"psi", c.psi, "teid", c.ulTunnel.TEID, "cause", cause)
+	s.userPlaneFailed(c, "5G-AN refused the new uplink tunnel")
 }

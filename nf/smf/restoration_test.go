@@ -546,3 +546,106 @@ func TestRestorationStatsDisjoint(t *testing.T) {
 		t.Errorf("RestoredSameTEID %d, UplinksMoved %d: want 0 and 1", st.RestoredSameTEID, st.UplinksMoved)
 	}
 }
+
+// modifyFailure is the 5G-AN's PDU Session Resource Modify Unsuccessful
+// Transfer.
+func modifyFailure(t *testing.T) *sbi.SMContextUpdate {
+	t.Helper()
+	b, err := ngap.EncodeModifyUnsuccessfulTransfer(&ngap.PDUSessionResourceModifyUnsuccessfulTransfer{
+		Cause: ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkUnspecified}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &sbi.SMContextUpdate{Data: &models.Smf_PDUSess_SmContextUpdateData{
+		N2SmInfo: &models.RefToBinaryData{ContentId: sbi.ContentIDN2SM}, N2SmInfoType: models.Smf_PDUSess_N2SmInfoType_PDU_RES_MOD_FAIL,
+	}, N2SmInfo: b}
+}
+
+// ulTunnelOf is the uplink tunnel of supi's session 1 at the SMF.
+func (h *harness) ulTunnelOf(t *testing.T, supi string) ngap.GTPTunnel {
+	t.Helper()
+	ul, err := callUE(context.Background(), h.smf, supi, func(u *ueState) (ngap.GTPTunnel, error) { return u.sessions[1].ulTunnel, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ul
+}
+
+// A gNB that refuses the uplink move of a restored session keeps sending
+// to the F-TEID the UPF no longer has: the SMF takes the user plane down
+// (the AMF is asked to release the session's resources in the 5G-AN, TS
+// 23.502 §4.3.7), so that the next activation carries the new F-TEID.
+func TestRefusedUplinkMoveDeactivates(t *testing.T) {
+	h := newHarness(t, fastSupervision(testConfig()), pcf.Config{})
+	ctx := context.Background()
+	ref, _, _ := h.establish(t, testSUPI, 1, "internet")
+	h.upf.mu.Lock()
+	h.upf.onlyChoose = true
+	h.upf.mu.Unlock()
+	h.upf.restart()
+	if tr := h.amf.next(t); tr.n2Type != models.Amf_Comm_NgapIeType_PDU_RES_MOD_REQ {
+		t.Fatalf("transfer %+v, want the new uplink tunnel", tr)
+	}
+	up, err := h.smf.UpdateSMContext(ctx, ref, modifyFailure(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr := h.amf.next(t); tr.n2Type != models.Amf_Comm_NgapIeType_PDU_RES_REL_CMD || tr.n1 != nil {
+		t.Fatalf("transfer %+v, want the session's resources in the 5G-AN released", tr)
+	}
+	if up.Data.UpCnxState != models.Smf_PDUSess_UpCnxState_DEACTIVATED {
+		t.Errorf("user plane %s after the refused move, want DEACTIVATED", up.Data.UpCnxState)
+	}
+	if mod := h.upf.lastMod(t); len(mod.UpdateFARs) != 1 || *mod.UpdateFARs[0].ApplyAction != pfcp.ActionBuffer|pfcp.ActionNotifyCP {
+		t.Errorf("UPF told %+v, want the downlink buffered", mod)
+	}
+	up, err = h.smf.UpdateSMContext(ctx, ref, &sbi.SMContextUpdate{Data: &models.Smf_PDUSess_SmContextUpdateData{UpCnxState: models.Smf_PDUSess_UpCnxState_ACTIVATING}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := ngap.DecodeSetupRequestTransfer(up.N2SmInfo); err != nil || st.ULTunnel != h.ulTunnelOf(t, testSUPI) {
+		t.Errorf("activation carries %+v (%v), want the new tunnel %+v", st, err, h.ulTunnelOf(t, testSUPI))
+	}
+	h.amf.noTransfer(t)
+}
+
+// An uplink move that a restoration makes while a QoS modification awaits
+// the 5G-AN's answer waits for the modification to end: sent at once, its
+// answer would be taken for the modification's. Then it is sent, and its
+// answer is its own.
+func TestUplinkMoveWaitsForModification(t *testing.T) {
+	h := newHarness(t, fastSupervision(testConfig()), pcf.Config{})
+	ctx := context.Background()
+	ref, _, _ := h.establish(t, testSUPI, 1, "internet")
+	if err := h.pcf.UpdatePolicy(ctx, testSUPI, 1, pcf.Change{FiveQI: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if tr := h.amf.next(t); tr.n2Type != models.Amf_Comm_NgapIeType_PDU_RES_MOD_REQ || tr.n1 == nil {
+		t.Fatalf("transfer %+v, want the modification command", tr)
+	}
+	h.upf.mu.Lock()
+	h.upf.onlyChoose = true
+	h.upf.mu.Unlock()
+	h.upf.restart()
+	waitFor(t, "restoration", func() bool { return h.smf.Stats().SessionsRestored == 1 })
+	h.amf.noTransfer(t) // not while the modification runs
+	if _, err := h.smf.UpdateSMContext(ctx, ref, n1Update(t, &nas.PDUSessionModificationComplete{SMHeader: nas.SMHeader{SessionID: 1}})); err != nil {
+		t.Fatal(err)
+	}
+	h.amf.noTransfer(t) // the 5G-AN has not answered the modification yet
+	if _, err := h.smf.UpdateSMContext(ctx, ref, modifyResponse(t)); err != nil {
+		t.Fatal(err)
+	}
+	tr := h.amf.next(t)
+	if m, err := ngap.DecodeModifyRequestTransfer(tr.n2); err != nil || tr.n1 != nil || len(m.ULTunnels) != 1 || m.ULTunnels[0].UL != h.ulTunnelOf(t, testSUPI) {
+		t.Fatalf("transfer %+v (%v), want the new uplink tunnel once the modification ended", tr, err)
+	}
+	if st := h.smf.Stats(); st.Modified != 1 {
+		t.Errorf("%d modifications completed, want 1", st.Modified)
+	}
+	// The move's answer: nothing more to do.
+	if _, err := h.smf.UpdateSMContext(ctx, ref, modifyResponse(t)); err != nil {
+		t.Fatal(err)
+	}
+	h.amf.noTransfer(t)
+}

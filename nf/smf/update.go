@@ -153,6 +153,12 @@ func (s *SMF) handleN2(ctx context.Context, c *smContext, typ models.Smf_PDUSess
 		if _, err := ngap.DecodeModifyResponseTransfer(b); err != nil {
 			return nil, n2Error("modify response transfer: %v", err)
 		}
+		if c.ulMoving {
+			// The answer to the uplink move, sent before any
+			// modification's request (settleUplink).
+			s.uplinkMoveAnswered(c, false, "")
+			return updated(nil, nil, "", c.upCnx), nil
+		}
 		if c.state == stModifying {
 			c.n2Done = true
 			s.maybeFinishModification(c)
@@ -163,6 +169,10 @@ func (s *SMF) handleN2(ctx context.Context, c *smContext, typ models.Smf_PDUSess
 		t, err := ngap.DecodeModifyUnsuccessfulTransfer(b)
 		if err != nil {
 			return nil, n2Error("modify unsuccessful transfer: %v", err)
+		}
+		if c.ulMoving {
+			s.uplinkMoveAnswered(c, true, t.Cause.String())
+			return updated(nil, nil, "", c.upCnx), nil
 		}
 		// The RAN keeps the previous QoS; the NAS part still completes.
 		s.log.Info("RAN could not modify the PDU session", "supi", c.supi, "psi", c.psi, "cause", t.Cause.String())
@@ -255,6 +265,9 @@ func (s *SMF) deactivateUP(c *smContext) (*sbi.SMContextUpdated, error) {
 	c.dlTunnel = ngap.GTPTunnel{}
 	c.dl = dlBuffering
 	c.backoff.Stop()
+	// An uplink move the 5G-AN has not answered goes with the user plane:
+	// the next activation carries the new tunnel.
+	c.ulMoving = false
 	// A handover in progress ends with the user plane.
 	s.dropForwarding(c)
 	c.ho, c.hoTarget = hoNone, ngap.GTPTunnel{}
