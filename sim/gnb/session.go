@@ -304,6 +304,19 @@ func (g *GNB) modifySession(l *leg, id uint8, transfer []byte) ([]byte, *ngap.Ca
 		g.log.Warn("PDU session resource modify request transfer", "psi", id, "err", err)
 		return nil, &ngap.Cause{Group: ngap.CauseProtocol, Value: ngap.ProtocolAbstractSyntaxErrorFalselyConstructedMessage}
 	}
+	// TS 38.413 §8.2.3.2, §9.3.4.3: each UL NG-U UP TNL Modify item names
+	// by its DL NG-U UP TNL Information the tunnel pair whose uplink end
+	// moves. One that names no tunnel of this session is not applied
+	// and the session's modification fails, rather than answered
+	// "modified" while the uplink stays where it was.
+	dl := ngap.GTPTunnel{Addr: g.n3.ip, TEID: s.dlTEID}
+	for _, it := range t.ULTunnels {
+		if it.DL != dl {
+			g.log.Warn("PDU session resource modify: UL tunnel item for a DL tunnel the session does not have",
+				"psi", id, "dl", it.DL.Addr, "dl_teid", it.DL.TEID, "session_dl", dl.Addr, "session_dl_teid", dl.TEID)
+			return nil, &ngap.Cause{Group: ngap.CauseProtocol, Value: ngap.ProtocolSemanticError}
+		}
+	}
 	qfis := slices.Clone(s.qfis)
 	for _, f := range t.QoSFlowsToRelease {
 		qfis = slices.DeleteFunc(qfis, func(q uint8) bool { return q == f.QFI })
@@ -330,9 +343,7 @@ func (g *GNB) modifySession(l *leg, id uint8, transfer []byte) ([]byte, *ngap.Ca
 	// TS 38.413 §8.2.3.2: the UPF's end of the tunnel paired with ours
 	// moves (a UPF that restarted and chose a new F-TEID).
 	for _, it := range t.ULTunnels {
-		if it.DL.TEID == s.dlTEID {
-			s.setUL(it.UL, g.cfg.N3PeerPort)
-		}
+		s.setUL(it.UL, g.cfg.N3PeerPort)
 	}
 	if t.SessionAMBR != nil {
 		a := *t.SessionAMBR

@@ -258,6 +258,33 @@ func TestPDUSessionSetupUserPlaneRelease(t *testing.T) {
 	if s := p.Sessions(); len(s) != 1 || s[0].UL != moved {
 		t.Fatalf("sessions %+v", s)
 	}
+	// An item whose DL tunnel is not the session's (same TEID, another
+	// address; or another TEID) moves nothing and fails the session.
+	for _, dl := range []ngap.GTPTunnel{
+		{Addr: netip.MustParseAddr("192.0.2.99"), TEID: st.DLTunnel.TEID},
+		{Addr: st.DLTunnel.Addr, TEID: st.DLTunnel.TEID + 1},
+	} {
+		mt, err = ngap.EncodeModifyRequestTransfer(&ngap.PDUSessionResourceModifyRequestTransfer{
+			ULTunnels: []ngap.ULTunnelModifyItem{{UL: ngap.GTPTunnel{Addr: ul.Addr, TEID: 0x300}, DL: dl}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.send(stream, &ngap.PDUSessionResourceModifyRequest{AMFUENGAPID: 42, RANUENGAPID: ran, Items: []ngap.PDUSessionResourceModifyItemModReq{
+			{ID: 5, Transfer: mt},
+		}})
+		mr, ok := a.recv().m.(*ngap.PDUSessionResourceModifyResponse)
+		if !ok || len(mr.Modified) != 0 || len(mr.Failed) != 1 || mr.Failed[0].ID != 5 {
+			t.Fatalf("modify response to a UL tunnel item for DL tunnel %+v: %+v", dl, mr)
+		}
+		if ut, err := ngap.DecodeModifyUnsuccessfulTransfer(mr.Failed[0].Transfer); err != nil ||
+			ut.Cause != (ngap.Cause{Group: ngap.CauseProtocol, Value: ngap.ProtocolSemanticError}) {
+			t.Fatalf("modify unsuccessful transfer %+v %v", ut, err)
+		}
+		if s := p.Sessions(); len(s) != 1 || s[0].UL != moved {
+			t.Fatalf("sessions after a UL tunnel item for DL tunnel %+v: %+v", dl, s)
+		}
+	}
 
 	// Release: NAS delivered, session gone, the old TEID unknown.
 	rct, err := ngap.EncodeReleaseCommandTransfer(&ngap.PDUSessionResourceReleaseCommandTransfer{Cause: ngap.Cause{Group: ngap.CauseNAS, Value: ngap.NASNormalRelease}})
