@@ -628,6 +628,37 @@ func TestRequestTimeout(t *testing.T) {
 	}
 }
 
+// A request whose context ends is given up at once: it is not sent
+// again. The SMF relies on it to stop a deletion it is retransmitting to
+// a UPF that restarted before the restored sessions reuse its SEID.
+func TestCancelledRequestNotRetransmitted(t *testing.T) {
+	silent := rawPeer(t)
+	smf := listen(t, EndpointConfig{T1: 20 * time.Millisecond, N1: 10})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := smf.UserPlane(silent.LocalAddr().(*net.UDPAddr).AddrPort()).DeleteSession(ctx, 7)
+		done <- err
+	}()
+	readOne(t, silent) // the original
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	retrans := smf.Stats().Retransmissions
+	buf := make([]byte, 65535)
+	_ = silent.SetReadDeadline(time.Now().Add(150 * time.Millisecond))
+	for {
+		if _, _, err := silent.ReadFromUDPAddrPort(buf); err != nil {
+			break // nothing more came
+		}
+		retrans--
+		if retrans < 0 {
+			t.Fatal("a retransmission after the request was given up")
+		}
+	}
+}
+
 func TestCloseFailsOutstanding(t *testing.T) {
 	silent := rawPeer(t)
 	smf, err := Listen(EndpointConfig{Addr: "127.0.0.1:0", T1: time.Hour})
