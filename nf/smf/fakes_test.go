@@ -164,6 +164,12 @@ func (f *fakeUPF) SetupAssociation(ctx context.Context, req *pfcp.AssociationSet
 	if f.down {
 		return nil, errUPFDown
 	}
+	if f.assocs > 0 && !f.unassoc {
+		// TS 29.244 §6.2.6.2.2, as tern's UPF-C does: a setup from an
+		// associated Node ID replaces the association and deletes its
+		// sessions (no PFCP Session Retention Information).
+		clear(f.sessions)
+	}
 	f.assocs++
 	f.unassoc = false
 	id := f.nodeID

@@ -99,6 +99,9 @@ func (s *SMF) superviseUPF(u *upfNode) {
 		}
 		t.Reset(next())
 		if u.state() == upfDown {
+			if s.partitionOver(ctx, u) {
+				continue
+			}
 			if err := s.associate(ctx, u, s.cfg.timers.HeartbeatTimeout); err != nil && ctx.Err() == nil {
 				s.log.Debug("PFCP association retry failed", "upf", u.name, "err", err)
 			}
@@ -159,6 +162,31 @@ func (s *SMF) superviseUPF(u *upfNode) {
 			missed = 0
 		}
 	}
+}
+
+// partitionOver tells whether u, down for missed heartbeats, answers one
+// again with the Recovery Time Stamp it had: it did not restart, so its
+// association and sessions stand (TS 29.244 §19A) and it serves again as
+// it is. A new Association Setup would instead replace the association,
+// and the UPF delete its sessions with it (§6.2.6.2.2; tern's UPF-C
+// does): the SMF would then believe in sessions the UPF no longer has.
+// A UPF never associated, one whose sessions wait for restoration, or one
+// that answers with another stamp needs the association: false.
+func (s *SMF) partitionOver(ctx context.Context, u *upfNode) bool {
+	if u.epoch.Load() == 0 || u.mustRestore || u.recovery.IsZero() {
+		return false
+	}
+	hctx, cancel := context.WithTimeout(ctx, s.cfg.timers.HeartbeatTimeout)
+	rec, err := u.up.Heartbeat(hctx)
+	cancel()
+	if err != nil || rec.IsZero() || restarted(u.recovery, rec) {
+		return false
+	}
+	s.log.Info("UPF answers heartbeats again with the Recovery Time Stamp it had; its association and sessions stand",
+		"upf", u.name, "recovery", u.knownRecovery())
+	u.setState(upfUp)
+	s.wakeWaiting(u)
+	return true
 }
 
 // lifeLost records that u lost its state: its life ends before the SMF

@@ -307,8 +307,10 @@ func TestUPFFailoverAndReturn(t *testing.T) {
 	if up1.live() != 2 {
 		t.Errorf("upf1 has %d sessions, want its old one and the new one", up1.live())
 	}
-	if st := h.smf.Stats(); st.SessionsRestored != 0 {
-		t.Errorf("%d sessions restored at a UPF that lost nothing", st.SessionsRestored)
+	if st := h.smf.Stats(); st.SessionsRestored != 0 || st.Associations != 2 {
+		// One association each; upf1's survived the partition: a second
+		// one would have had it delete its sessions (§6.2.6.2.2).
+		t.Errorf("%d sessions restored at a UPF that lost nothing, %d associations (want 2)", st.SessionsRestored, st.Associations)
 	}
 }
 
