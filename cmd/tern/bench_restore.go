@@ -59,10 +59,10 @@ func benchRestore(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%-14s %9s %11s %9s %9s %13s %6s %12s %11s %9s\n", "drill", "detect ms", "recovered ms", "restored", "released", "re-registered", "stale", "lost outage", "lost after", "failures")
+	fmt.Printf("%-14s %9s %11s %9s %9s %13s %6s %12s %11s %9s %8s\n", "drill", "detect ms", "recovered ms", "restored", "released", "re-registered", "stale", "lost outage", "lost after", "failures", "skipped")
 	for _, r := range rs {
-		fmt.Printf("%-14s %9.1f %11.1f %9d %9d %13d %6d %12d %11d %9d\n", r.Drill,
-			float64(r.Detect)/1e6, float64(r.Recovered)/1e6, r.Restored, r.Released, r.Reregistered, r.Stale, r.LostOutage, r.LostAfter, r.Failures)
+		fmt.Printf("%-14s %9.1f %11.1f %9d %9d %13d %6d %12d %11d %9d %8d\n", r.Drill,
+			float64(r.Detect)/1e6, float64(r.Recovered)/1e6, r.Restored, r.Released, r.Reregistered, r.Stale, r.LostOutage, r.LostAfter, r.Failures, r.Skipped)
 	}
 	doc := report.NewDoc("restore", params)
 	doc.Add(restore.Results(rs)...)
