@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -64,9 +62,9 @@ func TestSessionJob(t *testing.T) {
 // TestRunRounds: Run measures every workload in rounds, each row getting
 // one pass a round, and the classifiers agree with Linear.
 func TestRunRounds(t *testing.T) {
-	dir := classbench.DefaultDir()
-	if _, err := os.Stat(filepath.Join(dir, "acl1_1k.rules.gz")); err != nil {
-		t.Skipf("no ClassBench sets in %s: %v", dir, err)
+	dir := classbench.TestDir()
+	if err := classbench.Available(dir, "acl1_1k"); err != nil {
+		t.Skipf("no ClassBench sets: %v", err)
 	}
 	cfg := Config{ClassBenchDir: dir, Sets: []string{"acl1_1k", "fw1_1k"}, Kinds: []classify.Kind{classify.KindLinear, classify.KindRankedTuple},
 		Passes: 3, Updates: 5, MaxTrace: 2000, PassBudget: time.Second}

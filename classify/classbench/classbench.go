@@ -257,6 +257,23 @@ func DefaultDir() string {
 	}
 }
 
+// TestDir is where tests find the sets: DefaultDir when it holds them,
+// else the project's shared data beside the clone (../shared/classbench
+// next to the module root), which tests may use and skip without, saying
+// why. Commands never look there (DefaultDir's comment says why).
+func TestDir() string {
+	dir := DefaultDir()
+	if Available(dir, Sets[0]) == nil {
+		return dir
+	}
+	root := filepath.Dir(filepath.Dir(dir)) // DefaultDir is <module>/testdata/classbench
+	shared := filepath.Join(root, "..", "shared", "classbench")
+	if _, err := os.Stat(shared); err == nil {
+		return shared
+	}
+	return dir
+}
+
 // Available reports whether dir holds set (its rules file), with the
 // reason when it does not: for tests to skip and commands to say what is
 // missing.
