@@ -111,6 +111,8 @@ func (d *decoder) value(p *plan, ptr unsafe.Pointer, depth int) error {
 		return nil
 	case opTime:
 		return d.time(ptr)
+	case opAddr, opAddrPort, opPrefix:
+		return d.netip(p, ptr)
 	}
 	if depth >= MaxDepth {
 		return errDeep("decode", d.offset(), ErrMalformed)

@@ -53,6 +53,11 @@
 //	               2 a fixed offset (zigzag varint seconds east of UTC
 //	               follows); then zigzag varint Unix seconds and uvarint
 //	               nanoseconds
+//	netip.Addr,    uvarint length (at most 82), then netip's binary form
+//	AddrPort,      (MarshalBinary: the Addr's 0, 4 or 16 bytes and IPv6
+//	Prefix         zone; then a 2-byte little-endian port, or a 1-byte
+//	               prefix length), which the decoder checks as netip does
+//	               and refuses a prefix length past the address's bits
 //	interface      1 tag byte: 0 nil; 1 bool (1 byte); 2 float64 (8 bytes);
 //	               3 string; 4 []any (uvarint count+1, tagged elements);
 //	               5 map[string]any (uvarint count+1, string key and tagged

@@ -57,6 +57,8 @@ func (c *Codec) encode(b []byte, p *plan, ptr unsafe.Pointer, depth int) ([]byte
 		return append(b, unsafe.Slice((*byte)(ptr), p.len)...), nil
 	case opTime:
 		return appendTime(b, ptr), nil
+	case opAddr, opAddrPort, opPrefix:
+		return appendNetip(b, p.op, ptr)
 	}
 	if depth >= MaxDepth {
 		return b, errDeep("encode", -1, ErrUnsupported)

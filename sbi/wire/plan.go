@@ -38,6 +38,11 @@ const (
 	opMap
 	opStruct
 	opIface
+	// Appended after the others so that the layouts above keep their
+	// hashes: the net/netip values, whose fields are unexported (netip.go).
+	opAddr     // netip.Addr
+	opAddrPort // netip.AddrPort
+	opPrefix   // netip.Prefix
 )
 
 // plan is the compiled layout of one Go type: what the encoder and decoder
@@ -103,6 +108,10 @@ func (b *builder) build(t reflect.Type) (*plan, error) {
 	b.plans[t] = p
 	if t == timeType {
 		p.op = opTime
+		return p, nil
+	}
+	if o, ok := netipOps[t]; ok {
+		p.op = o
 		return p, nil
 	}
 	switch t.Kind() {
