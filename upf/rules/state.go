@@ -101,6 +101,19 @@ type Usage struct {
 	ULPackets, DLPackets uint64
 }
 
+// CountersFrom returns Counters that start at u, every field as it is
+// (Total need not be UL+DL): a URR's count carried over from another
+// instance, which UPF-C restores from its records (issue 36).
+func CountersFrom(u Usage) *Counters {
+	c := &Counters{}
+	c.totalBytes.Store(u.Volume.Total)
+	c.ulBytes.Store(u.Volume.UL)
+	c.dlBytes.Store(u.Volume.DL)
+	c.ulPackets.Store(u.ULPackets)
+	c.dlPackets.Store(u.DLPackets)
+	return c
+}
+
 // Load returns the current counts.
 func (c *Counters) Load() Usage {
 	return Usage{

@@ -345,3 +345,19 @@ func TestBufferPoolConcurrent(t *testing.T) {
 		t.Errorf("pool after all buffers closed: %+v", st)
 	}
 }
+
+// CountersFrom starts at the usage given, field by field, and counts on.
+func TestCountersFrom(t *testing.T) {
+	start := rules.Usage{Volume: rules.Volume{Total: 1000, UL: 600, DL: 399}, ULPackets: 6, DLPackets: 4}
+	c := rules.CountersFrom(start)
+	if got := c.Load(); got != start {
+		t.Fatalf("CountersFrom(%+v).Load() = %+v", start, got)
+	}
+	d, tot := c.Add(rules.Downlink, 1)
+	if d != 400 || tot != 1001 {
+		t.Errorf("after one downlink byte: dir %d total %d, want 400 1001", d, tot)
+	}
+	if got := c.Load(); got.DLPackets != 5 || got.ULPackets != 6 || got.Volume.UL != 600 {
+		t.Errorf("after one downlink packet %+v", got)
+	}
+}
