@@ -693,6 +693,11 @@ type udpControlPlane struct {
 	peer netip.AddrPort
 }
 
+// Peer is the SMF's PFCP address: what a UPF records of the association
+// so that another instance can reach the same SMF (issue 36, UPF-C's
+// records).
+func (c *udpControlPlane) Peer() netip.AddrPort { return c.peer }
+
 func (c *udpControlPlane) ReportSession(ctx context.Context, cpSEID uint64, req *SessionReportRequest) (*SessionReportResponse, error) {
 	return expect[*SessionReportResponse](c.e.request(ctx, c.peer, req, cpSEID))
 }

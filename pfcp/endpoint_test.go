@@ -823,3 +823,25 @@ func (benchCPForTest) HandleSessionReport(ctx context.Context, seid uint64, req 
 func (benchCPForTest) HandleNodeReport(ctx context.Context, req *NodeReportRequest) *NodeReportResponse {
 	return &NodeReportResponse{NodeID: req.NodeID, Cause: CauseRequestAccepted}
 }
+
+// The ControlPlane a UPF gets at association setup over UDP names the
+// SMF's address (Peer), which UPF-C records for another instance.
+func TestControlPlanePeer(t *testing.T) {
+	ctx := context.Background()
+	up := newFakeUP()
+	upf := listen(t, EndpointConfig{NodeID: NodeID{IP: upfAddr}, UP: up})
+	smf := listen(t, EndpointConfig{NodeID: NodeID{IP: smfAddr}, CP: &fakeCP{}})
+	if _, err := smf.UserPlane(upf.Addr()).SetupAssociation(ctx, &AssociationSetupRequest{NodeID: NodeID{IP: smfAddr}, RecoveryTime: smf.RecoveryTime()}); err != nil {
+		t.Fatal(err)
+	}
+	up.mu.Lock()
+	cp := up.cp
+	up.mu.Unlock()
+	p, ok := cp.(interface{ Peer() netip.AddrPort })
+	if !ok {
+		t.Fatalf("%T has no Peer", cp)
+	}
+	if got := p.Peer(); got != smf.Addr() {
+		t.Errorf("Peer %v, want the SMF's %v", got, smf.Addr())
+	}
+}
