@@ -11,7 +11,7 @@ import (
 )
 
 // forwardTo points session upSEID's downlink FAR 2 at the gNB tunnel teid.
-func forwardTo(t *testing.T, c *UPFC, upSEID uint64, teid uint32) {
+func forwardTo(t testing.TB, c *UPFC, upSEID uint64, teid uint32) {
 	t.Helper()
 	r := c.HandleSessionModification(context.Background(), upSEID, &pfcp.SessionModificationRequest{
 		UpdateFARs: []pfcp.UpdateFAR{{ID: 2, ApplyAction: ptr(pfcp.ActionForward), Forwarding: &pfcp.UpdateForwardingParameters{
@@ -23,7 +23,7 @@ func forwardTo(t *testing.T, c *UPFC, upSEID uint64, teid uint32) {
 	}
 }
 
-func dlFAR(t *testing.T, dp *fakeDP, seid uint64) *rules.FAR {
+func dlFAR(t testing.TB, dp *fakeDP, seid uint64) *rules.FAR {
 	t.Helper()
 	s := dp.get(seid)
 	for _, p := range s.PDRs {

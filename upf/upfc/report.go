@@ -124,7 +124,25 @@ func (c *UPFC) sendReport(it *queuedReport) {
 		return
 	}
 	c.mu.Lock()
+	if c.detached(it.seid) {
+		// A restored association not attached yet: the report waits
+		// for Attach (a Downlink Data Report dropped here would not come
+		// again while the buffer holds packets).
+		held := len(c.held) < c.cfg.ReportQueue
+		if held {
+			c.held = append(c.held, *it)
+		}
+		c.mu.Unlock()
+		if !held {
+			q.count(&q.dropped)
+		}
+		return
+	}
+	// Building the report is a step (it moves the URR's measurement on):
+	// its records are out before the report leaves.
+	c.beginStep()
 	cp, cpSEID, req := c.buildReport(it)
+	c.endStep()
 	c.mu.Unlock()
 	if req == nil {
 		q.count(&q.dropped)
@@ -200,6 +218,7 @@ func (c *UPFC) buildReport(it *queuedReport) (pfcp.ControlPlane, uint64, *pfcp.S
 		}
 		c.flushUsage(s.seid)
 		ur := u.report(u.counters.Load(), pfcp.UsageTriggerPeriodic, it.at)
+		c.touched(s.seid)
 		c.rebaseIfLimited(s, u)
 		return a.cp, s.cpSEID, &pfcp.SessionReportRequest{ReportType: pfcp.ReportUSAR, UsageReports: []pfcp.UsageReport{ur}}
 	}
@@ -228,7 +247,10 @@ func (c *UPFC) buildReport(it *queuedReport) (pfcp.ControlPlane, uint64, *pfcp.S
 			// §5.2.2.2.1: the quota is used up; the PDRs' packets stay
 			// dropped (whatever later reports do to the measurement)
 			// until the CP function grants a new quota.
-			u.track.quotaSpent = true
+			if !u.track.quotaSpent {
+				u.track.quotaSpent = true
+				c.touched(s.seid)
+			}
 			if u.spec.Triggers&pfcp.TriggerVolumeQuota != 0 {
 				trigger |= pfcp.UsageTriggerVolumeQuota
 			}
@@ -240,6 +262,7 @@ func (c *UPFC) buildReport(it *queuedReport) (pfcp.ControlPlane, uint64, *pfcp.S
 		// §7.5.8.3 Usage Report with the volume measured at the crossing.
 		use := rules.Usage{Volume: r.Volume, ULPackets: r.ULPackets, DLPackets: r.DLPackets}
 		ur := u.report(use, trigger, it.at)
+		c.touched(s.seid)
 		c.rebaseIfLimited(s, u)
 		req = &pfcp.SessionReportRequest{ReportType: pfcp.ReportUSAR, UsageReports: []pfcp.UsageReport{ur}}
 	case rules.ReportErrorIndication:
@@ -353,15 +376,20 @@ func (c *UPFC) armPeriodic(old, s *session) {
 			want = u.spec.MeasurementPeriod
 		}
 		t := u.track
-		if t.period == want {
+		if t.period == want && (want <= 0 || t.timer != nil) {
 			continue
 		}
-		t.stop()
-		if want <= 0 {
-			continue
+		if t.period != want {
+			t.stop()
+			if want <= 0 {
+				continue
+			}
+			t.period = want
+			t.due = time.Now().Add(want)
 		}
-		t.period = want
-		t.timer = time.AfterFunc(want, func() { c.periodicDue(seid, t) })
+		// A new period, or a restored one (record.go): what is left of it;
+		// an elapsed deadline fires at once.
+		t.timer = time.AfterFunc(time.Until(t.due), func() { c.periodicDue(seid, t) })
 	}
 }
 
@@ -373,9 +401,33 @@ func (c *UPFC) periodicDue(seid uint64, t *urrTrack) {
 		c.mu.Unlock()
 		return // stopped meanwhile
 	}
-	t.timer.Reset(t.period)
+	if d := time.Until(t.due); d > 0 {
+		// Early by the wall clock (a restored deadline), or Attach
+		// raised this report while the timer fired: wait for the due.
+		t.timer.Reset(d)
+		c.mu.Unlock()
+		return
+	}
+	if s := c.sessions[seid]; s == nil || c.assocs[s.assoc] == nil || c.assocs[s.assoc].cp == nil {
+		// A restored association not attached yet: the report stays
+		// due, and Attach raises it (dueReports).
+		c.mu.Unlock()
+		return
+	}
+	now := time.Now()
+	c.beginStep()
+	c.nextPeriod(seid, t, now)
+	c.endStep()
 	c.mu.Unlock()
-	c.enqueue(queuedReport{seid: seid, periodic: t, at: time.Now()})
+	c.enqueue(queuedReport{seid: seid, periodic: t, at: now})
+}
+
+// nextPeriod starts the next period of t, a URR of session seid: a step's
+// change, since the deadline is part of the URR's record. c.mu held.
+func (c *UPFC) nextPeriod(seid uint64, t *urrTrack, now time.Time) {
+	t.due = now.Add(t.period)
+	t.timer.Reset(t.period)
+	c.touched(seid)
 }
 
 // stop ends periodic reporting. c.mu held.
@@ -385,4 +437,5 @@ func (t *urrTrack) stop() {
 		t.timer = nil
 	}
 	t.period = 0
+	t.due = time.Time{}
 }

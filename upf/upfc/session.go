@@ -27,6 +27,11 @@ type session struct {
 	bar  *pfcp.CreateBAR
 
 	snapshot *rules.Session // what the data path executes
+
+	// seq is the session's version (SessionRecord.Seq), +1 at the end of
+	// every step that changed it (endStep). Unlike the rest of a committed
+	// session it is written in place, under UPFC.mu; clone copies it.
+	seq uint64
 }
 
 type pdrState struct {
@@ -66,9 +71,12 @@ type urrTrack struct {
 	// quotaSpent: the volume quota was used up (§5.2.2.2.1). It stays so,
 	// and the PDRs' packets dropped, until an Update URR grants a new one.
 	quotaSpent bool
-	// period and timer: periodic reporting (PERIO, §5.2.2.2.1) every
-	// period; 0 and nil without it.
+	// period, due and timer: periodic reporting (PERIO, §5.2.2.2.1)
+	// every period, the next report due at due; 0, zero and nil without
+	// it. A track restored from its record has period and due and no
+	// timer until armPeriodic arms one for what is left of the period.
 	period time.Duration
+	due    time.Time
 	timer  *time.Timer
 }
 
@@ -127,6 +135,8 @@ func (c *UPFC) HandleSessionEstablishment(_ context.Context, req *pfcp.SessionEs
 	resp := &pfcp.SessionEstablishmentResponse{NodeID: c.cfg.NodeID}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.beginStep()
+	defer c.endStep()
 	s, created, rej := c.establish(req)
 	if rej != nil {
 		c.log.Info("PFCP session establishment rejected", "err", rej)
@@ -205,6 +215,8 @@ func (c *UPFC) HandleSessionModification(_ context.Context, seid uint64, req *pf
 	resp := &pfcp.SessionModificationResponse{}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.beginStep()
+	defer c.endStep()
 	created, reports, rej := c.modify(seid, req)
 	if rej != nil {
 		c.log.Info("PFCP session modification rejected", "seid", seid, "err", rej)
@@ -343,6 +355,8 @@ func (c *UPFC) modify(seid uint64, req *pfcp.SessionModificationRequest) ([]pfcp
 func (c *UPFC) HandleSessionDeletion(_ context.Context, seid uint64) *pfcp.SessionDeletionResponse {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.beginStep()
+	defer c.endStep()
 	s := c.sessions[seid]
 	if s == nil {
 		return &pfcp.SessionDeletionResponse{Cause: pfcp.CauseSessionContextNotFound}
@@ -409,6 +423,7 @@ func (c *UPFC) commit(old, s *session) {
 		c.holdTEID(teid, s.seid)
 	}
 	c.sessions[s.seid] = s
+	c.touched(s.seid)
 	c.armPeriodic(old, s)
 	c.dp.Install(s.snapshot)
 }

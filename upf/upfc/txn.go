@@ -142,6 +142,19 @@ func (tx *txn) updatePDR(u *pfcp.UpdatePDR) *reject {
 // setPDI validates a PDI, parses its SDF filters and resolves its local
 // F-TEID into st. prevTEID is the PDR's TEID before an update (0: none).
 func (tx *txn) setPDI(st *pdrState, pdi *pfcp.PDI, prevTEID uint32) *reject {
+	if rej := checkPDI(st, pdi); rej != nil {
+		return rej
+	}
+	teid, rej := tx.localTEID(st.spec.ID, pdi.FTEID, prevTEID)
+	if rej != nil {
+		return rej
+	}
+	st.teid = teid
+	return nil
+}
+
+// checkPDI validates a PDI and parses its SDF filters into st.
+func checkPDI(st *pdrState, pdi *pfcp.PDI) *reject {
 	id := st.spec.ID
 	if pdi.SourceInterface > pfcp.InterfaceCPFunction {
 		return missingIE(pfcp.CauseMandatoryIEIncorrect, pfcp.IESourceInterface, "PDR %d: source interface %d", id, pdi.SourceInterface)
@@ -164,11 +177,6 @@ func (tx *txn) setPDI(st *pdrState, pdi *pfcp.PDI, prevTEID uint32) *reject {
 		}
 		st.filters = append(st.filters, fd)
 	}
-	teid, rej := tx.localTEID(id, pdi.FTEID, prevTEID)
-	if rej != nil {
-		return rej
-	}
-	st.teid = teid
 	return nil
 }
 
@@ -697,7 +705,22 @@ const supportedTriggers = pfcp.TriggerVolumeThreshold | pfcp.TriggerVolumeQuota 
 // finish checks that every rule reference resolves in the session as it
 // will be, then compiles it.
 func (tx *txn) finish() *reject {
-	s := tx.s
+	if rej := checkRefs(tx.s); rej != nil {
+		return rej
+	}
+	if rej := tx.resolveNetworks(); rej != nil {
+		return rej
+	}
+	snap, rej := tx.c.compile(tx.s, tx.endMarkers)
+	if rej != nil {
+		return rej
+	}
+	tx.s.snapshot = snap
+	return nil
+}
+
+// checkRefs checks that every rule a rule names is in s.
+func checkRefs(s *session) *reject {
 	for _, id := range sortedKeys(s.pdrs) {
 		p := &s.pdrs[id].spec
 		if s.fars[p.FARID] == nil {
@@ -720,14 +743,6 @@ func (tx *txn) finish() *reject {
 			return ruleFailure(pfcp.RuleTypeFAR, id, "unknown BAR %d", *f.BARID)
 		}
 	}
-	if rej := tx.resolveNetworks(); rej != nil {
-		return rej
-	}
-	snap, rej := tx.c.compile(s, tx.endMarkers)
-	if rej != nil {
-		return rej
-	}
-	s.snapshot = snap
 	return nil
 }
 

@@ -3,6 +3,8 @@
 // establishment, modification, deletion and reporting), keeps each session's
 // PDRs, FARs, QERs, URRs and BAR, and compiles every accepted change into an
 // immutable rules.Session that the user-plane pipeline (UPF-U) executes.
+// Its state is kept as versioned records that another instance restores
+// from (record.go).
 package upfc
 
 import (
@@ -89,8 +91,12 @@ type Config struct {
 	// beyond it reports are dropped and counted rather than block UPF-U.
 	ReportQueue int
 	// RecoveryTime is the Recovery Time Stamp advertised (§19A); zero =
-	// now. Truncated to the second.
+	// now. Truncated to the second. An instance restored from records
+	// (Restore) advertises its predecessor's instead.
 	RecoveryTime time.Time
+	// Recorder, when set, gets the record of every object a step changed
+	// (record.go); nil records nothing and costs nothing measurable.
+	Recorder Recorder
 }
 
 // Stats counts what UPF-C holds.
@@ -117,10 +123,14 @@ type Stats struct {
 
 // association is one PFCP association with a CP function (§6.2.6).
 type association struct {
-	nodeID   pfcp.NodeID
+	nodeID pfcp.NodeID
+	// cp is where reports go; nil for an association restored from its
+	// record until Attach gives it one.
 	cp       pfcp.ControlPlane
-	recovery time.Time // the CP's Recovery Time Stamp
-	features uint64    // CP Function Features
+	peer     netip.AddrPort // the CP's PFCP address, where the binding has one
+	recovery time.Time      // the CP's Recovery Time Stamp
+	features uint64         // CP Function Features
+	seq      uint64         // AssociationRecord.Seq
 }
 
 // UPFC implements pfcp.UPHandler. All methods are safe for concurrent use.
@@ -139,6 +149,9 @@ type UPFC struct {
 	nextSEID uint64
 	nextTEID uint32
 	restored uint64 // Stats.Restored
+	seq      uint64 // NodeRecord.Seq
+	step     stepLog
+	held     []queuedReport // reports of detached associations, for Attach
 
 	reports reportQueue
 }
@@ -227,6 +240,9 @@ func (c *UPFC) HandleAssociationSetup(_ context.Context, from pfcp.ControlPlane,
 	key := req.NodeID.String()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.beginStep()
+	defer c.endStep()
+	a := &association{nodeID: req.NodeID, cp: from, peer: peerOf(from), recovery: req.RecoveryTime, features: req.CPFunctionFeatures}
 	if old := c.assocs[key]; old != nil {
 		// §6.2.6.2.2: a new setup from an associated Node ID replaces the
 		// association, whatever the peer's address or Recovery Time Stamp
@@ -236,8 +252,10 @@ func (c *UPFC) HandleAssociationSetup(_ context.Context, from pfcp.ControlPlane,
 		// and its response without PSREI (§8.2.134) tells the CP so.
 		n := c.deleteSessionsOf(key)
 		c.log.Info("PFCP association replaced", "node", key, "sessions_deleted", n)
+		a.seq = old.seq // the replacement is the association's next version
 	}
-	c.assocs[key] = &association{nodeID: req.NodeID, cp: from, recovery: req.RecoveryTime, features: req.CPFunctionFeatures}
+	c.assocs[key] = a
+	c.step.assocs = append(c.step.assocs, key)
 	c.log.Info("PFCP association set up", "node", key)
 	resp.Cause = pfcp.CauseRequestAccepted
 	return resp
@@ -254,12 +272,16 @@ func (c *UPFC) HandleAssociationRelease(_ context.Context, req *pfcp.Association
 	key := req.NodeID.String()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.assocs[key] == nil {
+	a := c.assocs[key]
+	if a == nil {
 		resp.Cause = pfcp.CauseNoEstablishedPFCPAssociation
 		return resp
 	}
+	c.beginStep()
+	defer c.endStep()
 	n := c.deleteSessionsOf(key)
 	delete(c.assocs, key)
+	c.step.released = append(c.step.released, a)
 	c.log.Info("PFCP association released", "node", key, "sessions_deleted", n)
 	resp.Cause = pfcp.CauseRequestAccepted
 	return resp
@@ -280,6 +302,7 @@ func (c *UPFC) deleteSessionsOf(key string) int {
 // dropSession forgets s and withdraws it from the data path. c.mu held.
 func (c *UPFC) dropSession(seid uint64, s *session) {
 	delete(c.sessions, seid)
+	c.step.gone = append(c.step.gone, removed{seid: seid, seq: s.seq})
 	for teid := range s.teidSet() {
 		if c.teids[teid] == seid {
 			c.releaseTEID(teid)

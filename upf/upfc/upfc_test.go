@@ -61,6 +61,7 @@ type fakeCP struct {
 	reports chan sentReport
 	nodes   chan *pfcp.NodeReportRequest // Node Report Requests, when non-nil
 	block   chan struct{}                // when non-nil, ReportSession waits for it
+	sending func()                       // when non-nil, ReportSession calls it first
 	cause   pfcp.Cause
 	err     error
 }
@@ -78,6 +79,9 @@ func (f *fakeCP) ReportNode(ctx context.Context, req *pfcp.NodeReportRequest) (*
 }
 
 func (f *fakeCP) ReportSession(ctx context.Context, cpSEID uint64, req *pfcp.SessionReportRequest) (*pfcp.SessionReportResponse, error) {
+	if f.sending != nil {
+		f.sending()
+	}
 	if f.block != nil {
 		select {
 		case <-f.block:
@@ -155,7 +159,7 @@ func establishment(cpSEID uint64) *pfcp.SessionEstablishmentRequest {
 	}
 }
 
-func establish(t *testing.T, c *UPFC, req *pfcp.SessionEstablishmentRequest) *pfcp.SessionEstablishmentResponse {
+func establish(t testing.TB, c *UPFC, req *pfcp.SessionEstablishmentRequest) *pfcp.SessionEstablishmentResponse {
 	t.Helper()
 	resp := c.HandleSessionEstablishment(context.Background(), req)
 	if resp.Cause != pfcp.CauseRequestAccepted {
@@ -383,7 +387,7 @@ type expect struct {
 
 func ruleID(typ uint8, id uint32) *pfcp.RuleID { return &pfcp.RuleID{Type: typ, ID: id} }
 
-func checkReject(t *testing.T, name string, cause pfcp.Cause, ie uint16, rule *pfcp.RuleID, want expect) {
+func checkReject(t testing.TB, name string, cause pfcp.Cause, ie uint16, rule *pfcp.RuleID, want expect) {
 	t.Helper()
 	if cause != want.cause || ie != want.ie {
 		t.Errorf("%s: cause %v IE %d, want %v IE %d", name, cause, ie, want.cause, want.ie)
@@ -889,7 +893,7 @@ func TestTEIDPlaces(t *testing.T) {
 	}
 }
 
-func waitReport(t *testing.T, cp *fakeCP) sentReport {
+func waitReport(t testing.TB, cp *fakeCP) sentReport {
 	t.Helper()
 	select {
 	case r := <-cp.reports:
@@ -1515,7 +1519,7 @@ func TestRestorationKeepsTEIDs(t *testing.T) {
 // CP-chosen F-TEID alone, a downlink PDR with the UE address, an uplink
 // FAR to the core with only a Destination Interface, a dropping downlink
 // FAR with a zero Outer Header Creation, and QERs with gate and MBR.
-func simulatorEstablishment(t *testing.T, cpSEID uint64, teid uint32, ue string) *pfcp.SessionEstablishmentRequest {
+func simulatorEstablishment(t testing.TB, cpSEID uint64, teid uint32, ue string) *pfcp.SessionEstablishmentRequest {
 	t.Helper()
 	smf, n3 := net.ParseIP(smfNode.IP.String()), net.ParseIP(n3Addr.String())
 	b, err := message.NewSessionEstablishmentRequest(0, 0, 0, 1, 0,

@@ -10,7 +10,7 @@ import (
 )
 
 // urrOf is URR id of the installed snapshot of seid.
-func urrOf(t *testing.T, dp *fakeDP, seid uint64, id uint32) *rules.URR {
+func urrOf(t testing.TB, dp *fakeDP, seid uint64, id uint32) *rules.URR {
 	t.Helper()
 	s := dp.get(seid)
 	if s == nil {
