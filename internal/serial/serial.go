@@ -233,19 +233,32 @@ func (q *Queue) drain() {
 type Timer struct {
 	t   *time.Timer
 	gen uint64
+	// deadline is when the armed timer expires, by the wall clock, so that
+	// a context's record can carry it to another process (StartAt re-arms
+	// it there); zero while stopped.
+	deadline time.Time
 }
 
 // Start (re)arms the timer: after d, fire runs on q unless Stop or Start is
 // called first. Call it from q.
 func (t *Timer) Start(q *Queue, d time.Duration, fire func()) {
+	t.StartAt(q, time.Now().Add(d), fire)
+}
+
+// StartAt (re)arms the timer to expire at deadline, at once (on q, as any
+// expiry) when deadline has passed: the way a timer taken from another
+// process's record is re-armed. Call it from q.
+func (t *Timer) StartAt(q *Queue, deadline time.Time, fire func()) {
 	t.Stop()
 	gen := t.gen
-	t.t = time.AfterFunc(d, func() {
+	t.deadline = deadline
+	t.t = time.AfterFunc(time.Until(deadline), func() {
 		q.Post(func() {
 			if t.gen != gen || t.t == nil {
 				return
 			}
 			t.t = nil
+			t.deadline = time.Time{}
 			fire()
 		})
 	})
@@ -258,12 +271,17 @@ func (t *Timer) Stop() {
 		t.t.Stop()
 		t.t = nil
 	}
+	t.deadline = time.Time{}
 	t.gen++
 }
 
 // Running reports whether the timer is armed (started and neither expired
 // nor stopped).
 func (t *Timer) Running() bool { return t.t != nil }
+
+// Deadline is when the armed timer expires; the zero Time when it is not
+// armed. Call it from the timer's queue.
+func (t *Timer) Deadline() time.Time { return t.deadline }
 
 // Retransmission is the network-side timer rule shared by the 5GMM and 5GSM
 // procedures (TS 24.501 §5.4.1.3.7, §5.4.2.7, §5.4.3.7, §5.5.1.2.8,
@@ -279,7 +297,14 @@ type Retransmission struct {
 // number of sends so far, 1 for the first resend) until maxResends resends
 // have been made; the expiry after the last one calls abort. Call it from q.
 func (r *Retransmission) Start(q *Queue, d time.Duration, maxResends int, resend func(n int), abort func()) {
-	r.sends = 1
+	r.ResumeAt(q, time.Now().Add(d), 1, d, maxResends, resend, abort)
+}
+
+// ResumeAt re-arms the rule as another process's record left it: sends
+// messages sent so far (at least 1), the next expiry at deadline (at once
+// when it has passed), then every d as Start does. Call it from q.
+func (r *Retransmission) ResumeAt(q *Queue, deadline time.Time, sends int, d time.Duration, maxResends int, resend func(n int), abort func()) {
+	r.sends = max(sends, 1)
 	var fire func()
 	fire = func() {
 		if r.sends > maxResends {
@@ -292,7 +317,7 @@ func (r *Retransmission) Start(q *Queue, d time.Duration, maxResends int, resend
 		r.Timer.Start(q, d, fire)
 		resend(n)
 	}
-	r.Timer.Start(q, d, fire)
+	r.Timer.StartAt(q, deadline, fire)
 }
 
 // Stop ends the rule without aborting.

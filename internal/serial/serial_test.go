@@ -1,6 +1,7 @@
 package serial
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -194,6 +195,80 @@ func TestRetransmissionStop(t *testing.T) {
 	if resends.Load() != n || aborted.Load() {
 		t.Fatalf("stopped rule went on: resends %d -> %d, aborted %v", n, resends.Load(), aborted.Load())
 	}
+}
+
+// TestTimerDeadline: an armed timer tells its deadline (what a record of
+// its context carries), a stopped or expired one the zero Time; StartAt
+// with a deadline already past fires at once, on the queue.
+func TestTimerDeadline(t *testing.T) {
+	g := NewGroup()
+	defer g.Close()
+	var q Queue
+	q.Init(g)
+	var tm Timer
+	on := func(f func()) {
+		done := make(chan struct{})
+		q.Post(func() { f(); close(done) })
+		<-done
+	}
+	on(func() {
+		before := time.Now()
+		tm.Start(&q, time.Hour, func() {})
+		if d := tm.Deadline(); d.Before(before.Add(time.Hour)) || d.After(time.Now().Add(time.Hour)) {
+			t.Errorf("deadline %v, want an hour from the start", d)
+		}
+		at := time.Now().Add(30 * time.Minute)
+		tm.StartAt(&q, at, func() {})
+		if !tm.Deadline().Equal(at) {
+			t.Errorf("deadline %v after StartAt(%v)", tm.Deadline(), at)
+		}
+		tm.Stop()
+		if !tm.Deadline().IsZero() || tm.Running() {
+			t.Errorf("stopped timer: deadline %v, running %v", tm.Deadline(), tm.Running())
+		}
+	})
+	fired := make(chan bool, 1)
+	on(func() { tm.StartAt(&q, time.Now().Add(-time.Minute), func() { fired <- tm.Deadline().IsZero() }) })
+	select {
+	case zero := <-fired:
+		if !zero {
+			t.Error("deadline still set in the expiry")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a timer armed for a past deadline did not fire")
+	}
+}
+
+// TestRetransmissionResumeAt: a rule resumed with the sends of another
+// process's record goes on counting from there: with 2 sends made and 4
+// resends allowed, 3 more resends (numbered 2, 3, 4), then the abort.
+func TestRetransmissionResumeAt(t *testing.T) {
+	g := NewGroup()
+	defer g.Close()
+	var q Queue
+	q.Init(g)
+	var r Retransmission
+	var resends []int
+	aborted := make(chan struct{})
+	q.Post(func() {
+		r.ResumeAt(&q, time.Now(), 2, time.Millisecond, 4, func(n int) { resends = append(resends, n) }, func() { close(aborted) })
+		if r.Sends() != 2 {
+			t.Errorf("sends %d after resuming at 2", r.Sends())
+		}
+	})
+	select {
+	case <-aborted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("never aborted")
+	}
+	done := make(chan struct{})
+	q.Post(func() {
+		defer close(done)
+		if fmt.Sprint(resends) != "[2 3 4]" {
+			t.Errorf("resends %v, want [2 3 4]", resends)
+		}
+	})
+	<-done
 }
 
 // TestWorkersReusedAndEndedByClose: a burst over many queues leaves idle
