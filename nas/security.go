@@ -151,6 +151,14 @@ func (c *SecurityContext) IntegrityAlg() uint8 { return c.intAlg }
 // SetBearer sets the BEARER input (Bearer3GPP by default).
 func (c *SecurityContext) SetBearer(b uint8) { c.bearer = b & 0x1F }
 
+// Bearer returns the BEARER input.
+func (c *SecurityContext) Bearer() uint8 { return c.bearer }
+
+// Keys returns KNASenc and KNASint (TS 33.501 §A.8), for a record of the
+// context that another process rebuilds it from (NewSecurityContext with
+// the same algorithms and ngKSI, then SetBearer and SetNextCount).
+func (c *SecurityContext) Keys() (kNASenc, kNASint [16]byte) { return c.kEnc, c.kInt }
+
 // Count returns the NAS COUNT of the last PDU protected or accepted in dir,
 // and false if there was none yet. The AMF derives KgNB from the uplink
 // COUNT of the last accepted uplink PDU (TS 33.501 §6.8.1.2.0, §A.9).
