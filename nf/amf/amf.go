@@ -26,6 +26,7 @@ import (
 	"github.com/tern5g/tern/identity"
 	"github.com/tern5g/tern/internal/procedures"
 	"github.com/tern5g/tern/internal/serial"
+	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/sbi"
 	"github.com/tern5g/tern/sctp"
 )
@@ -84,13 +85,21 @@ type AMF struct {
 	group *serial.Group
 
 	nextAMFUEID atomic.Int64
+	nextUEID    atomic.Uint64 // names UE contexts in records (record.go)
 	ranUEs      *ranUETable
 	gutis       *gutiTable
 	supis       *supiTable
 
+	// sink takes the UE records after each step that changed them; nil:
+	// none (record.go).
+	sink atomic.Pointer[RecordSink]
+
 	mu        sync.Mutex
 	listeners []sctp.Listener
 	gnbs      map[*gnb]struct{}
+	// detached are the gNBs of restored connections that have not
+	// connected to this instance, by Global RAN Node ID (record_restore.go).
+	detached map[ngap.GlobalGNBID]*gnb
 
 	stats counters
 }

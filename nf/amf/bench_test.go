@@ -6,6 +6,7 @@ import (
 
 	"github.com/tern5g/tern/nas"
 	"github.com/tern5g/tern/ngap"
+	"github.com/tern5g/tern/sbi/wire"
 )
 
 // BenchmarkRegistrationDeregistration runs one UE's full initial
@@ -14,11 +15,31 @@ import (
 // and the fake home network's Milenage, so it bounds the AMF's cost from
 // above. Run with -benchmem for allocations.
 func BenchmarkRegistrationDeregistration(b *testing.B) {
+	benchmarkRegistrationDeregistration(b, nil)
+}
+
+// BenchmarkRegistrationDeregistrationRecorded is the same with a
+// RecordSink that encodes every record it gets, as a replicator would
+// (record.go): the price of the deltas.
+func BenchmarkRegistrationDeregistrationRecorded(b *testing.B) {
+	benchmarkRegistrationDeregistration(b, encodingSink{})
+}
+
+type encodingSink struct{}
+
+func (encodingSink) UERecord(r *UERecord) {
+	if _, err := wire.Append(nil, r); err != nil {
+		panic(err)
+	}
+}
+
+func benchmarkRegistrationDeregistration(b *testing.B, sink RecordSink) {
 	hn := newFakeHN()
 	a, err := New(testConfig(), hn.deps(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
+	a.SetRecordSink(sink)
 	b.Cleanup(func() { a.Close() })
 	g := setupGNB(b, a)
 	ues := make([]*testUE, 64)

@@ -288,7 +288,7 @@ func (u *ue) onHandoverRequired(r *ranUE, m *ngap.HandoverRequired) {
 		return
 	}
 	a.stats.handovers.Add(1)
-	u.handoverTime.Start(&u.exec, a.cfg.timers.Handover, u.handoverTimedOut)
+	u.handoverTime.Start(&u.exec, a.cfg.timers.Handover, u.handoverExpired)
 }
 
 // handleHandoverTarget adapts a message of the target's connection: before
@@ -367,7 +367,7 @@ func (u *ue) onHandoverRequestAcknowledge(t *ranUE, m *ngap.HandoverRequestAckno
 		return
 	}
 	u.fire(evHandoverCommand)
-	u.handoverTime.Start(&u.exec, a.cfg.timers.Handover, u.handoverTimedOut)
+	u.handoverTime.Start(&u.exec, a.cfg.timers.Handover, u.handoverExpired)
 }
 
 func (ho *handoverProc) has(id uint8) bool {
@@ -460,12 +460,18 @@ func (u *ue) onHandoverNotify(t *ranUE, m *ngap.HandoverNotify) {
 		s.up = upActive
 	}
 	a.stats.handoversDone.Add(1)
+	u.released = append(u.released, src)
 	if err := src.sendContextRelease(ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkSuccessfulHandover}); err != nil {
 		u.log.Debug("release of the source connection not sent", "err", err)
-		a.ranUEs.delete(src)
-		src.gnb.removeUE(src)
+		u.forgetConnection(src)
 	}
 	u.deliverPending()
+}
+
+// handoverExpired is the expiry of handoverTime, one step of the UE.
+func (u *ue) handoverExpired() {
+	u.handoverTimedOut()
+	u.stepDone()
 }
 
 // handoverTimedOut: the guard of the preparation or execution ran out (the
@@ -536,6 +542,7 @@ func (u *ue) releaseTarget(t *ranUE, cause ngap.Cause) {
 		}
 		return
 	}
+	u.released = append(u.released, t)
 	if err := t.sendContextRelease(cause); err != nil {
 		u.log.Debug("release of the target not sent", "err", err)
 		u.forgetConnection(t)

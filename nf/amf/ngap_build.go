@@ -24,6 +24,9 @@ var (
 
 // send encodes m and sends it on stream (TS 38.412 §7: PPID 60).
 func (g *gnb) send(stream uint16, m ngap.Message) error {
+	if g.conn == nil {
+		return fmt.Errorf("send ngap procedure %d: %w", m.ProcedureCode(), errDetached)
+	}
 	b, err := ngap.Encode(m)
 	if err != nil {
 		return fmt.Errorf("encode ngap procedure %d: %w", m.ProcedureCode(), err)

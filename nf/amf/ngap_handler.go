@@ -433,7 +433,7 @@ func (a *AMF) ourSTMSI(s identity.STMSI) (uint32, bool) {
 // newUE makes an empty UE context in RM-DEREGISTERED / CM-IDLE.
 func (a *AMF) newUE() *ue {
 	a.stats.contexts.Add(1)
-	u := &ue{amf: a, log: a.log}
+	u := &ue{amf: a, log: a.log, id: a.nextUEID.Add(1)}
 	u.exec.Init(a.group)
 	u.setState(ueState{})
 	u.setReachable(true)

@@ -16,7 +16,7 @@ import (
 // UE enters CM-IDLE.
 func (u *ue) startMobileReachable() {
 	u.setReachable(true)
-	u.reachTimer.Start(&u.exec, u.amf.cfg.timers.MobileReachable, u.mobileReachableExpired)
+	u.reachTimer.Start(&u.exec, u.amf.cfg.timers.MobileReachable, u.reachabilityExpired)
 }
 
 // stopReachability stops the timers: the UE has a NAS signalling
@@ -42,7 +42,20 @@ func (u *ue) mobileReachableExpired() {
 		u.pagingFailed()
 	}
 	u.failPending(models.Amf_Comm_N1N2MessageTransferCause_UE_NOT_RESPONDING)
-	u.reachTimer.Start(&u.exec, u.amf.cfg.timers.ImplicitDeregistration, u.implicitDeregistration)
+	u.reachTimer.Start(&u.exec, u.amf.cfg.timers.ImplicitDeregistration, u.reachabilityExpired)
+}
+
+// reachabilityExpired is the expiry of reachTimer, one step of the UE: the
+// mobile reachable timer while the UE is reachable, the implicit
+// deregistration timer once it is not (the record keeps only the deadline;
+// reachable says which of the two runs).
+func (u *ue) reachabilityExpired() {
+	if u.reachable {
+		u.mobileReachableExpired()
+	} else {
+		u.implicitDeregistration()
+	}
+	u.stepDone()
 }
 
 // implicitDeregistration: TS 24.501 §5.3.7: the implicit deregistration

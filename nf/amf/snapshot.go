@@ -61,7 +61,8 @@ type UEInfo struct {
 // RANLeg is one UE-associated logical NG-connection (TS 38.413 §3.1).
 type RANLeg struct {
 	// GNB is the gNB's Global RAN Node ID from NG Setup; GNBAddress the
-	// remote address of its association.
+	// remote address of its association, "" for a connection restored
+	// from a record whose gNB has not connected to this instance.
 	GNB        ngap.GlobalGNBID
 	GNBAddress string
 	// AMFUENGAPID and RANUENGAPID identify the connection (TS 38.413
@@ -108,18 +109,18 @@ func (a *AMF) UE(ctx context.Context, supi string) (UEInfo, error) {
 	if u == nil {
 		return UEInfo{}, fmt.Errorf("%s: %w", supi, ErrNoUE)
 	}
-	ch := make(chan snapshot, 1)
-	if !u.exec.Post(func() { ch <- u.snapshot() }) {
+	ch := make(chan taken[UEInfo], 1)
+	if !u.exec.Post(func() { info, ok := u.snapshot(); ch <- taken[UEInfo]{info, ok} }) {
 		return UEInfo{}, errClosed
 	}
 	select {
 	case s := <-ch:
 		// The context may have been deleted, or its SUPI moved to a new
 		// context, after the lookup.
-		if !s.ok || s.info.SUPI != supi {
+		if !s.ok || s.v.SUPI != supi {
 			return UEInfo{}, fmt.Errorf("%s: %w", supi, ErrNoUE)
 		}
-		return s.info, nil
+		return s.v, nil
 	case <-ctx.Done():
 		return UEInfo{}, fmt.Errorf("%s: snapshot not taken: the UE's executor is busy: %w", supi, ctx.Err())
 	}
@@ -130,8 +131,14 @@ func (a *AMF) UE(ctx context.Context, supi string) (UEInfo, error) {
 // executors in parallel; busy counts the UEs whose executor did not get to
 // it before ctx ended, which are left out.
 func (a *AMF) UEs(ctx context.Context) (ues []UEInfo, busy int, err error) {
-	// Every context is in the SUPI table once identified; one that is not
-	// yet (a registration by SUCI) has a connection.
+	ues, busy, err = onEveryUE(ctx, a, (*ue).snapshot)
+	return sortUEs(ues), busy, err
+}
+
+// allUEs lists every UE context once. Every context is in the SUPI table
+// once identified; one that is not yet (a registration by SUCI) has a
+// connection.
+func (a *AMF) allUEs() []*ue {
 	seen := map[*ue]bool{}
 	var all []*ue
 	for _, u := range a.supis.All() {
@@ -146,29 +153,45 @@ func (a *AMF) UEs(ctx context.Context) (ues []UEInfo, busy int, err error) {
 			all = append(all, u)
 		}
 	}
-	ch := make(chan snapshot, len(all))
+	return all
+}
+
+// taken is what one UE's executor copied: ok false for a context that was
+// deleted before its executor got to it.
+type taken[T any] struct {
+	v  T
+	ok bool
+}
+
+// onEveryUE runs take on the executor of every UE context, in parallel
+// (the operator's snapshots, the records of record.go), and gathers what
+// they copied until ctx ends; busy counts the executors that did not get
+// to it by then.
+func onEveryUE[T any](ctx context.Context, a *AMF, take func(u *ue) (T, bool)) (out []T, busy int, err error) {
+	all := a.allUEs()
+	ch := make(chan taken[T], len(all))
 	posted := 0
 	for _, u := range all {
-		if u.exec.Post(func() { ch <- u.snapshot() }) {
+		if u.exec.Post(func() { v, ok := take(u); ch <- taken[T]{v, ok} }) {
 			posted++
 		}
 	}
 	if posted == 0 && len(all) > 0 {
 		return nil, 0, errClosed
 	}
-	ues, busy = gatherUEs(ctx, ch, posted)
-	return sortUEs(ues), busy, nil
+	out, busy = gather(ctx, ch, posted)
+	return out, busy, nil
 }
 
-// gatherUEs receives the posted snapshots from ch until ctx ends, and
-// then those already there: a select that has both ready picks either, so
+// gather receives the posted copies from ch until ctx ends, and then
+// those already there: a select that has both ready picks either, so
 // without that last pass a deadline spent on one busy UE (or one already
-// past) would drop snapshots the other executors had delivered. busy
-// counts those that never came.
-func gatherUEs(ctx context.Context, ch <-chan snapshot, posted int) (ues []UEInfo, busy int) {
-	add := func(s snapshot) {
+// past) would drop copies the other executors had delivered. busy counts
+// those that never came.
+func gather[T any](ctx context.Context, ch <-chan taken[T], posted int) (out []T, busy int) {
+	add := func(s taken[T]) {
 		if s.ok {
-			ues = append(ues, s.info)
+			out = append(out, s.v)
 		}
 	}
 	for got := 0; got < posted; got++ {
@@ -181,13 +204,13 @@ func gatherUEs(ctx context.Context, ch <-chan snapshot, posted int) (ues []UEInf
 				case s := <-ch:
 					add(s)
 				default:
-					return ues, posted - got
+					return out, posted - got
 				}
 			}
-			return ues, 0
+			return out, 0
 		}
 	}
-	return ues, 0
+	return out, 0
 }
 
 func sortUEs(ues []UEInfo) []UEInfo {
@@ -203,17 +226,10 @@ func sortUEs(ues []UEInfo) []UEInfo {
 	return ues
 }
 
-// snapshot is the result of one UE's copy: ok false for a context that
-// was deleted before its executor got to it.
-type snapshot struct {
-	info UEInfo
-	ok   bool
-}
-
-// snapshot copies u. It runs on u's executor.
-func (u *ue) snapshot() snapshot {
+// snapshot copies u; false for a deleted context. It runs on u's executor.
+func (u *ue) snapshot() (UEInfo, bool) {
 	if u.gone() {
-		return snapshot{}
+		return UEInfo{}, false
 	}
 	info := UEInfo{
 		SUPI:             u.supi,
@@ -240,7 +256,7 @@ func (u *ue) snapshot() snapshot {
 		info.Sessions = append(info.Sessions, PDUSessionInfo{ID: s.id, DNN: s.dnn, SNSSAI: s.snssai,
 			SMContextRef: s.ref, UserPlane: s.up.String()})
 	}
-	return snapshot{info: info, ok: true}
+	return info, true
 }
 
 // leg copies r (nil: nil). It runs on the executor of r's UE.
@@ -248,8 +264,10 @@ func (r *ranUE) leg() *RANLeg {
 	if r == nil {
 		return nil
 	}
-	l := &RANLeg{GNBAddress: r.gnb.conn.RemoteAddr().String(), AMFUENGAPID: r.amfID, RANUENGAPID: r.ranID,
-		State: r.state.String(), TAI: r.tai, Cell: r.loc.NRCGI}
+	l := &RANLeg{AMFUENGAPID: r.amfID, RANUENGAPID: r.ranID, State: r.state.String(), TAI: r.tai, Cell: r.loc.NRCGI}
+	if c := r.gnb.conn; c != nil {
+		l.GNBAddress = c.RemoteAddr().String()
+	}
 	if n := r.gnb.node.Load(); n != nil {
 		l.GNB = n.id
 	}

@@ -174,13 +174,13 @@ func TestUESnapshotsDuringProcedures(t *testing.T) {
 // either, and dropped about half): 20 delivered and one never, with the
 // context already ended, give 20 and one busy.
 func TestGatherUEsAfterDeadline(t *testing.T) {
-	ch := make(chan snapshot, 21)
+	ch := make(chan taken[UEInfo], 21)
 	for i := range 20 {
-		ch <- snapshot{info: UEInfo{SUPI: fmt.Sprintf("imsi-2089300000%05d", i)}, ok: true}
+		ch <- taken[UEInfo]{v: UEInfo{SUPI: fmt.Sprintf("imsi-2089300000%05d", i)}, ok: true}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	ues, busy := gatherUEs(ctx, ch, 21)
+	ues, busy := gather(ctx, ch, 21)
 	if len(ues) != 20 || busy != 1 {
 		t.Fatalf("%d snapshots read, %d busy; want 20 and 1", len(ues), busy)
 	}

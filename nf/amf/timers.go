@@ -45,11 +45,17 @@ func (a *AMF) timerDuration(id timerID) time.Duration {
 // with the next downlink NAS COUNT (TS 24.501 §4.4.3.1: every sent message
 // takes a new count, so the UE's replay check accepts the resend).
 func (u *ue) startNASTimer(id timerID, plain []byte, hdr nas.SecurityHeaderType) {
-	u.startRetransmission(id, func() {
+	u.startRetransmission(id, u.resendNAS(id, plain, hdr))
+	u.nasTimerMsg, u.nasTimerHdr = plain, hdr
+}
+
+// resendNAS is the retransmission of plain under timer id.
+func (u *ue) resendNAS(id timerID, plain []byte, hdr nas.SecurityHeaderType) func() {
+	return func() {
 		if err := u.sendNAS(plain, hdr); err != nil {
 			u.log.Warn("retransmission failed", "timer", id.String(), "err", err)
 		}
-	})
+	}
 }
 
 // startRetransmission implements the common rule of TS 24.501 §5.4.1.3.7
@@ -57,31 +63,48 @@ func (u *ue) startNASTimer(id timerID, plain []byte, hdr nas.SecurityHeaderType)
 // (T3550), §5.5.2.3.5 (T3522) and §5.6.2.2.1 (T3513, paging): resend on
 // each of the first expiries, abort the procedure on the last.
 func (u *ue) startRetransmission(id timerID, resend func()) {
+	u.armRetransmission(id, resend, time.Time{}, 0)
+}
+
+// armRetransmission starts the rule of timer id, or, with a deadline, goes
+// on with it from sends messages sent (a timer restored from a record).
+// Each expiry is a step of the UE (stepDone).
+func (u *ue) armRetransmission(id timerID, resend func(), deadline time.Time, sends int) {
 	u.nasTimerID = id
+	u.nasTimerMsg, u.nasTimerHdr = nil, 0
 	max := u.amf.cfg.timers.MaxRetransmissions
 	if id == timerT3513 {
 		max = u.amf.cfg.timers.PagingRetransmissions
 	}
-	u.nasTimer.Start(&u.exec, u.amf.timerDuration(id), max,
-		func(n int) {
-			u.amf.stats.retransmissions.Add(1)
-			u.log.Debug("timer expired, retransmitting", "timer", id.String(), "send", n+1)
-			resend()
-		},
-		func() {
-			u.nasTimerID = timerNone
-			u.log.Info("timer expired for the last time, aborting procedure", "timer", id.String())
-			u.amf.stats.timeouts.Add(1)
-			u.outcome = procedures.Timeout
-			u.onTimerAbort(id)
-			u.outcome = "" // when the abort fired no event
-		})
+	onResend := func(n int) {
+		u.amf.stats.retransmissions.Add(1)
+		u.log.Debug("timer expired, retransmitting", "timer", id.String(), "send", n+1)
+		resend()
+		u.stepDone()
+	}
+	onAbort := func() {
+		u.nasTimerID = timerNone
+		u.nasTimerMsg, u.nasTimerHdr = nil, 0
+		u.log.Info("timer expired for the last time, aborting procedure", "timer", id.String())
+		u.amf.stats.timeouts.Add(1)
+		u.outcome = procedures.Timeout
+		u.onTimerAbort(id)
+		u.outcome = "" // when the abort fired no event
+		u.stepDone()
+	}
+	d := u.amf.timerDuration(id)
+	if deadline.IsZero() {
+		u.nasTimer.Start(&u.exec, d, max, onResend, onAbort)
+		return
+	}
+	u.nasTimer.ResumeAt(&u.exec, deadline, sends, d, max, onResend, onAbort)
 }
 
 // stopNASTimer stops the NAS retransmission timer, whichever runs.
 func (u *ue) stopNASTimer() {
 	u.nasTimer.Stop()
 	u.nasTimerID = timerNone
+	u.nasTimerMsg, u.nasTimerHdr = nil, 0
 }
 
 // stopAllTimers stops every timer of the UE (context deleted, AMF closing).

@@ -23,7 +23,10 @@ const maxAMFUENGAPID = 1<<40 - 1
 // dispatches; sends come from the UEs' executors and are serialised by
 // sendMu.
 type gnb struct {
-	amf  *AMF
+	amf *AMF
+	// conn is the association; nil for a detached gNB, the gNB of restored
+	// connections that has not connected to this instance
+	// (record_restore.go).
 	conn sctp.Conn
 	log  *slog.Logger
 
@@ -75,6 +78,9 @@ func (g *gnb) servesTAI(tai identity.TAI) bool {
 // streamFor picks the SCTP stream of a UE-associated signalling connection:
 // stream 0 is for non-UE-associated signalling (TS 38.412 §7).
 func (g *gnb) streamFor(amfUEID int64) uint16 {
+	if g.conn == nil {
+		return 0 // detached (record_restore.go): nothing is sent
+	}
 	n := g.conn.OutboundStreams()
 	if n <= 1 {
 		return 0
@@ -177,6 +183,16 @@ type ue struct {
 
 	exec serial.Queue
 
+	// id names the context in this AMF's records (record.go); never reused.
+	id uint64
+	// seq is the version of the context's record: +1 at every step that
+	// changed the record while a RecordSink is set (record.go).
+	seq uint64
+	// recLast is the encoding (Seq 0) of the record last given to the
+	// RecordSink, recNext the buffer the next one is encoded into: change
+	// detection for the deltas; nil while no sink is set.
+	recLast, recNext []byte
+
 	st ueState // see ue_state.go: the only record of where the UE is
 	// published mirrors st (and reachable) for other goroutines
 	// (N1N2MessageTransfer answers from the SMF's goroutine); written only
@@ -185,6 +201,10 @@ type ue struct {
 
 	ran    *ranUE // serving N2 connection; nil exactly in CM-IDLE
 	target *ranUE // N2 handover target connection; nil outside a handover
+	// released are the UE's other connections: no longer serving or
+	// target, UE Context Release Command sent, the Complete awaited (TS
+	// 38.413 §8.3.3); their NGAP IDs stay taken until then.
+	released []*ranUE
 
 	supi    string
 	suci    string
@@ -227,6 +247,10 @@ type ue struct {
 	// at a time: T3550, T3560, T3570, T3522, or T3513 for paging).
 	nasTimer   serial.Retransmission
 	nasTimerID timerID
+	// nasTimerMsg is the plain message nasTimer retransmits (protected
+	// afresh each time with nasTimerHdr); nil for T3513, which pages.
+	nasTimerMsg []byte
+	nasTimerHdr nas.SecurityHeaderType
 	// reachTimer is the mobile reachable timer, then the implicit
 	// deregistration timer (TS 24.501 §5.3.7), while the UE is CM-IDLE.
 	reachTimer serial.Timer
@@ -248,8 +272,18 @@ type ue struct {
 }
 
 // post queues f on u's executor after everything posted before it. Work
-// posted after the AMF closed is dropped.
-func (u *ue) post(f func()) { u.exec.Post(f) }
+// posted after the AMF closed is dropped. f is one step of the UE: with a
+// RecordSink set, the UE's record goes to it after f if f changed it.
+func (u *ue) post(f func()) {
+	if u.amf.sink.Load() == nil {
+		u.exec.Post(f)
+		return
+	}
+	u.exec.Post(func() {
+		f()
+		u.stepDone()
+	})
+}
 
 // fire moves u through the state machine (ue_state.go). It returns false,
 // and leaves the state alone, when the table does not allow ev now; the

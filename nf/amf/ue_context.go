@@ -1,6 +1,8 @@
 package amf
 
 import (
+	"slices"
+
 	"github.com/free5gc/openapi/models"
 
 	"github.com/tern5g/tern/ngap"
@@ -27,6 +29,7 @@ func (u *ue) connect(r *ranUE) bool {
 		// already out and its Complete may still be in flight (messages of
 		// different SCTP streams are not ordered): sendContextRelease then
 		// sends nothing.
+		u.released = append(u.released, old)
 		if err := old.sendContextRelease(cause5GCGeneratedReason); err != nil {
 			u.log.Debug("release of old connection not sent", "err", err)
 			u.forgetConnection(old)
@@ -122,6 +125,9 @@ func (u *ue) forgetConnection(r *ranUE) {
 	a := u.amf
 	a.ranUEs.delete(r)
 	r.gnb.removeUE(r)
+	if i := slices.Index(u.released, r); i >= 0 {
+		u.released = slices.Delete(u.released, i, i+1)
+	}
 	switch r {
 	case u.target:
 		u.targetLost(r)
