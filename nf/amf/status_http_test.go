@@ -55,7 +55,8 @@ func TestSMContextReleasedBySMFOverHTTP(t *testing.T) {
 	u.g.send(1, &ngap.PDUSessionResourceReleaseResponse{AMFUENGAPID: u.amfID, RANUENGAPID: u.ranID,
 		Released: []ngap.PDUSessionResourceItem{{ID: 5, Transfer: []byte("release-response-transfer")}}})
 	u.sendSM(5, 0, "", nil, smMsg(5, 2, nas.MsgPDUSessionReleaseComplete))
-	smf.wg.Wait() // the notification was answered
+	// The notification goes from another goroutine the release started:
+	// wait for its effect (a WaitGroup Wait here could run before its Add).
 	waitFor(t, "session forgotten on the SMF's notification", func() bool { return a.Stats().PDUSessions == 0 })
 
 	u.sendUL(&nas.DeregistrationRequestUEOriginating{AccessType: nas.Access3GPP,
