@@ -293,7 +293,7 @@ func (f *fakeUPF) live() int {
 	return len(f.sessions)
 }
 
-func (f *fakeUPF) lastMod(t *testing.T) *pfcp.SessionModificationRequest {
+func (f *fakeUPF) lastMod(t testing.TB) *pfcp.SessionModificationRequest {
 	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -390,7 +390,7 @@ type statusNote struct {
 // command -> release response + release complete, modification command ->
 // modify response + complete.
 type fakeAMF struct {
-	t         *testing.T
+	t         testing.TB
 	smf       *SMF
 	transfers chan transfer
 	notes     chan statusNote
@@ -402,7 +402,7 @@ type fakeAMF struct {
 	refs map[string]string // supi/psi -> ref
 }
 
-func newFakeAMF(t *testing.T) *fakeAMF {
+func newFakeAMF(t testing.TB) *fakeAMF {
 	a := &fakeAMF{t: t, transfers: make(chan transfer, 4096), notes: make(chan statusNote, 4096), refs: make(map[string]string)}
 	a.cond = sync.NewCond(&a.mu)
 	return a
@@ -497,7 +497,7 @@ func (a *fakeAMF) SMContextStatusNotify(ctx context.Context, uri string, n *mode
 	return nil
 }
 
-func (a *fakeAMF) next(t *testing.T) transfer {
+func (a *fakeAMF) next(t testing.TB) transfer {
 	t.Helper()
 	select {
 	case tr := <-a.transfers:
@@ -508,7 +508,7 @@ func (a *fakeAMF) next(t *testing.T) transfer {
 	return transfer{}
 }
 
-func (a *fakeAMF) noTransfer(t *testing.T) {
+func (a *fakeAMF) noTransfer(t testing.TB) {
 	t.Helper()
 	select {
 	case tr := <-a.transfers:
@@ -517,7 +517,7 @@ func (a *fakeAMF) noTransfer(t *testing.T) {
 	}
 }
 
-func (a *fakeAMF) note(t *testing.T) statusNote {
+func (a *fakeAMF) note(t testing.TB) statusNote {
 	t.Helper()
 	select {
 	case n := <-a.notes:
@@ -550,7 +550,7 @@ func testConfig() Config {
 	}
 }
 
-func newHarness(t *testing.T, cfg Config, pcfCfg pcf.Config) *harness {
+func newHarness(t testing.TB, cfg Config, pcfCfg pcf.Config) *harness {
 	t.Helper()
 	h := buildHarness(t, cfg, pcfCfg, map[string]*fakeUPF{"upf1": newFakeUPF()})
 	if err := h.smf.Start(context.Background()); err != nil {
@@ -561,7 +561,7 @@ func newHarness(t *testing.T, cfg Config, pcfCfg pcf.Config) *harness {
 
 // buildHarness builds an SMF on fake UPFs (by name; h.upf is "upf1") and
 // does not start it.
-func buildHarness(t *testing.T, cfg Config, pcfCfg pcf.Config, upfs map[string]*fakeUPF) *harness {
+func buildHarness(t testing.TB, cfg Config, pcfCfg pcf.Config, upfs map[string]*fakeUPF) *harness {
 	t.Helper()
 	ups := make(map[string]pfcp.UserPlane, len(upfs))
 	for name, u := range upfs {
@@ -574,7 +574,7 @@ func buildHarness(t *testing.T, cfg Config, pcfCfg pcf.Config, upfs map[string]*
 
 // buildHarnessOn builds an SMF on the N4 clients ups (by UPF name; more
 // may be set with SetUserPlane) and does not start it.
-func buildHarnessOn(t *testing.T, cfg Config, pcfCfg pcf.Config, ups map[string]pfcp.UserPlane) *harness {
+func buildHarnessOn(t testing.TB, cfg Config, pcfCfg pcf.Config, ups map[string]pfcp.UserPlane) *harness {
 	t.Helper()
 	h := &harness{amf: newFakeAMF(t), sdm: &fakeSDM{}}
 	p, err := pcf.New(pcfCfg, nil)
@@ -593,7 +593,7 @@ func buildHarnessOn(t *testing.T, cfg Config, pcfCfg pcf.Config, ups map[string]
 	return h
 }
 
-func encodeN1(t *testing.T, m nas.Message) []byte {
+func encodeN1(t testing.TB, m nas.Message) []byte {
 	t.Helper()
 	b, err := nas.Encode(m)
 	if err != nil {
@@ -602,7 +602,7 @@ func encodeN1(t *testing.T, m nas.Message) []byte {
 	return b
 }
 
-func estRequest(t *testing.T, psi uint8, typ, ssc uint8, pco []byte) []byte {
+func estRequest(t testing.TB, psi uint8, typ, ssc uint8, pco []byte) []byte {
 	return encodeN1(t, &nas.PDUSessionEstablishmentRequest{
 		SMHeader:             nas.SMHeader{SessionID: psi, TransactionID: 1},
 		IntegrityMaxDataRate: [2]byte{nas.IntegrityMaxRateFull, nas.IntegrityMaxRateFull},
@@ -625,7 +625,7 @@ func createReq(supi string, psi uint8, dnn string, slice identity.SNSSAI, n1 []b
 	}
 }
 
-func setupResponse(t *testing.T, psi uint8) *sbi.SMContextUpdate {
+func setupResponse(t testing.TB, psi uint8) *sbi.SMContextUpdate {
 	t.Helper()
 	b, err := ngap.EncodeSetupResponseTransfer(&ngap.PDUSessionResourceSetupResponseTransfer{
 		DLTunnel: ngap.GTPTunnel{Addr: gnbN3, TEID: 0xA000 + uint32(psi)},
@@ -639,7 +639,7 @@ func setupResponse(t *testing.T, psi uint8) *sbi.SMContextUpdate {
 	}, N2SmInfo: b}
 }
 
-func releaseResponse(t *testing.T) *sbi.SMContextUpdate {
+func releaseResponse(t testing.TB) *sbi.SMContextUpdate {
 	t.Helper()
 	b, err := ngap.EncodeReleaseResponseTransfer(&ngap.PDUSessionResourceReleaseResponseTransfer{})
 	if err != nil {
@@ -650,7 +650,7 @@ func releaseResponse(t *testing.T) *sbi.SMContextUpdate {
 	}, N2SmInfo: b}
 }
 
-func modifyResponse(t *testing.T) *sbi.SMContextUpdate {
+func modifyResponse(t testing.TB) *sbi.SMContextUpdate {
 	t.Helper()
 	b, err := ngap.EncodeModifyResponseTransfer(&ngap.PDUSessionResourceModifyResponseTransfer{QoSFlows: []uint8{defaultQFI}})
 	if err != nil {
@@ -661,7 +661,7 @@ func modifyResponse(t *testing.T) *sbi.SMContextUpdate {
 	}, N2SmInfo: b}
 }
 
-func n1Update(t *testing.T, m nas.Message) *sbi.SMContextUpdate {
+func n1Update(t testing.TB, m nas.Message) *sbi.SMContextUpdate {
 	return &sbi.SMContextUpdate{
 		Data:    &models.Smf_PDUSess_SmContextUpdateData{N1SmMsg: &models.RefToBinaryData{ContentId: sbi.ContentIDN1SM}},
 		N1SmMsg: encodeN1(t, m),
@@ -670,7 +670,7 @@ func n1Update(t *testing.T, m nas.Message) *sbi.SMContextUpdate {
 
 // establish runs a full establishment for (supi, psi, dnn) and returns the
 // ref and the Accept. In auto mode the fake AMF answers the setup itself.
-func (h *harness) establish(t *testing.T, supi string, psi uint8, dnn string) (string, *nas.PDUSessionEstablishmentAccept, transfer) {
+func (h *harness) establish(t testing.TB, supi string, psi uint8, dnn string) (string, *nas.PDUSessionEstablishmentAccept, transfer) {
 	t.Helper()
 	h.amf.clearRef(supi, psi)
 	created, err := h.smf.CreateSMContext(context.Background(), createReq(supi, psi, dnn, sliceA, estRequest(t, psi, nas.PDUSessionTypeIPv4, 0, nil)))
@@ -693,13 +693,13 @@ func (h *harness) establish(t *testing.T, supi string, psi uint8, dnn string) (s
 
 // settle waits for the PFCP deletions in flight (they run beside the UE
 // executors, n4.go) to end, and with them the release of the UE addresses.
-func (h *harness) settle(t *testing.T) {
+func (h *harness) settle(t testing.TB) {
 	t.Helper()
 	waitFor(t, "the PFCP deletions to end", func() bool { return h.smf.Stats().N4Deleting == 0 })
 }
 
 // empty checks that nothing of any session is left anywhere.
-func (h *harness) empty(t *testing.T) {
+func (h *harness) empty(t testing.TB) {
 	t.Helper()
 	h.settle(t)
 	st := h.smf.Stats()
