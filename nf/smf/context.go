@@ -158,6 +158,7 @@ type smContext struct {
 	// its N4 attempts end with its wait.
 	held      bool
 	holdTimer serial.Timer
+	holdWhy   string // why it waits, for the failure when the wait ends
 	avoid     []avoidedUPF
 	waited    bool
 
@@ -195,14 +196,16 @@ type ueState struct {
 	out      serial.Queue
 	sessions map[uint8]*smContext // by PDU session ID
 	dead     bool                 // removed from the table; work goes to a new state
+	// seq is the version of u's state: +1 at the end of each step of its
+	// executor (endStep), what its record's Seq is (record.go).
+	seq uint64
 }
 
-// post queues f on u's executor; when f has run, u leaves the table if it
-// has no session left.
+// post queues f on u's executor as a step of its own (endStep).
 func (s *SMF) post(u *ueState, f func()) {
 	u.exec.Post(func() {
 		f()
-		s.tidy(u)
+		s.endStep(u)
 	})
 }
 
@@ -222,14 +225,25 @@ func (s *SMF) onUE(supi string, f func(u *ueState)) bool {
 			return
 		}
 		f(u)
-		s.tidy(u)
+		s.endStep(u)
 	})
 }
 
-// tidy drops u from the table when it has no session left. Runs on u's
-// executor.
-func (s *SMF) tidy(u *ueState) {
-	if len(u.sessions) == 0 && !u.dead {
+// endStep ends a step of u's state machine: a request, an answer, a
+// report or a timer expiry that its executor handled (every function that
+// runs there as an event ends with it; the snapshots, which only read,
+// do not). u's version moves on, the Recorder, if any, gets u's record
+// (record.go), and u leaves the table when it has no session left: its
+// last record, without sessions, says so. Runs on u's executor.
+func (s *SMF) endStep(u *ueState) {
+	if u.dead {
+		return
+	}
+	u.seq++
+	if s.recorder != nil {
+		s.recorder.RecordedUE(u.record())
+	}
+	if len(u.sessions) == 0 {
 		u.dead = true
 		s.ues.DeleteIf(u.supi, func(v *ueState) bool { return v == u })
 	}

@@ -76,6 +76,8 @@ type fakeUPF struct {
 	// maxDeleting count deletions being served at once.
 	deleteCause           pfcp.Cause
 	deleting, maxDeleting int
+	// dropEstablishments: establishments get no answer (the rest does).
+	dropEstablishments bool
 }
 
 // hold makes a request wait while *what is set (see fakeUPF.gate).
@@ -186,7 +188,7 @@ func (f *fakeUPF) EstablishSession(ctx context.Context, req *pfcp.SessionEstabli
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.down {
+	if f.down || f.dropEstablishments {
 		return nil, errUPFDown
 	}
 	f.establishes = append(f.establishes, req)

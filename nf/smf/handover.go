@@ -195,10 +195,7 @@ func (s *SMF) handoverDone(c *smContext, st models.Smf_PDUSess_HoState) (*sbi.SM
 			// rules stay a moment (TS 23.502 §4.9.1.3.3 step 16: the
 			// indirect data forwarding tunnels are released after a
 			// timer).
-			c.fwdTimer.Start(&c.ue.exec, s.cfg.mobility.ForwardingHold, func() {
-				s.dropForwarding(c)
-				s.tidy(c.ue)
-			})
+			c.fwdTimer.Start(&c.ue.exec, s.cfg.mobility.ForwardingHold, func() { s.forwardingHeld(c) })
 		}
 	case st == models.Smf_PDUSess_HoState_COMPLETED:
 		return nil, sbi.NewProblem(http.StatusConflict, sbi.CauseN2SMError, "handover of session %d completed before it was prepared", c.psi)
@@ -280,6 +277,14 @@ func (s *SMF) createForwarding(c *smContext, target ngap.GTPTunnel) (ngap.GTPTun
 	}
 	s.dropForwarding(c)
 	return ngap.GTPTunnel{}, fmt.Errorf("%w: upf %s: no Created PDR with the forwarding F-TEID", errN4, c.upf.name)
+}
+
+// forwardingHeld removes the indirect forwarding rules once they have been
+// held after the handover (fwdTimer). Runs on c's executor, a step of its
+// own.
+func (s *SMF) forwardingHeld(c *smContext) {
+	s.dropForwarding(c)
+	s.endStep(c.ue)
 }
 
 // dropForwarding removes the indirect forwarding rules, if any.

@@ -19,7 +19,7 @@ var (
 	targetFwd = ngap.GTPTunnel{Addr: gnbN3.Next(), TEID: 0xB0F1}
 )
 
-func n2Update(t *testing.T, typ models.Smf_PDUSess_N2SmInfoType, ho models.Smf_PDUSess_HoState, b []byte) *sbi.SMContextUpdate {
+func n2Update(t testing.TB, typ models.Smf_PDUSess_N2SmInfoType, ho models.Smf_PDUSess_HoState, b []byte) *sbi.SMContextUpdate {
 	t.Helper()
 	return &sbi.SMContextUpdate{Data: &models.Smf_PDUSess_SmContextUpdateData{
 		N2SmInfo: &models.RefToBinaryData{ContentId: sbi.ContentIDN2SM}, N2SmInfoType: typ, HoState: ho,
@@ -30,7 +30,7 @@ func hoStateUpdate(ho models.Smf_PDUSess_HoState) *sbi.SMContextUpdate {
 	return &sbi.SMContextUpdate{Data: &models.Smf_PDUSess_SmContextUpdateData{HoState: ho}}
 }
 
-func mustEncode[T any](t *testing.T, enc func(*T) ([]byte, error), v *T) []byte {
+func mustEncode[T any](t testing.TB, enc func(*T) ([]byte, error), v *T) []byte {
 	t.Helper()
 	b, err := enc(v)
 	if err != nil {
@@ -119,7 +119,7 @@ func TestPathSwitchOvertakesSetupResponse(t *testing.T) {
 
 // n2Prepare runs HANDOVER_REQUIRED and HANDOVER_REQ_ACK and returns the
 // Handover Command transfer.
-func n2Prepare(t *testing.T, h *harness, ref string, fwd *ngap.GTPTunnel) *ngap.HandoverCommandTransfer {
+func n2Prepare(t testing.TB, h *harness, ref string, fwd *ngap.GTPTunnel) *ngap.HandoverCommandTransfer {
 	t.Helper()
 	ctx := context.Background()
 	up, err := h.smf.UpdateSMContext(ctx, ref, n2Update(t, models.Smf_PDUSess_N2SmInfoType_HANDOVER_REQUIRED, models.Smf_PDUSess_HoState_PREPARING,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 )
@@ -18,14 +19,20 @@ import (
 // restores: a request the PFCP endpoint still retransmits (§6.4) stops
 // there, so that it never reaches the restored session the new life gave
 // the same SEID, and one not yet sent is not sent.
+//
+// Lives are numbered (gen: 1 for the first, +1 each time one ends), so
+// that a record names the life a session was established in and a
+// restored SMF can tell whether that is still the UPF's current one
+// (record.go).
 type n4Life struct {
 	ctx    context.Context
 	cancel context.CancelFunc
+	gen    uint64
 }
 
-func newLife(parent context.Context) *n4Life {
+func newLife(parent context.Context, gen uint64) *n4Life {
 	ctx, cancel := context.WithCancel(parent)
-	return &n4Life{ctx: ctx, cancel: cancel}
+	return &n4Life{ctx: ctx, cancel: cancel, gen: gen}
 }
 
 func (l *n4Life) ended() bool { return l.ctx.Err() != nil }
@@ -54,9 +61,11 @@ func n4Context(ctx context.Context, life *n4Life, timeout time.Duration) (contex
 // endLife ends u's current life: the UPF lost every PFCP session of the
 // SMF. Its N4 requests in flight stop, and the UE addresses held back for
 // it (quarantine) are free again: the UPF routes none of them now. Run by
-// u's supervisor.
+// u's supervisor, inside a change of u's record (changeUPF), which orders
+// it with the deletions that end meanwhile (deletionEnded).
 func (s *SMF) endLife(u *upfNode) {
-	old := u.life.Swap(newLife(s.group.Context()))
+	old := u.life.Load()
+	u.life.Store(newLife(s.group.Context(), old.gen+1))
 	old.cancel()
 	if n := u.quarantine.releaseAll(); n > 0 {
 		s.log.Info("UE addresses held back for the UPF returned to their pools: it lost its sessions", "upf", u.name, "addresses", n)
@@ -75,13 +84,13 @@ type quarantine struct {
 }
 
 type quarantined struct {
-	pool *ipPool
-	ip   netip.Addr
+	dnn *dnnConf // whose pool ip is of
+	ip  netip.Addr
 }
 
-func (q *quarantine) add(pool *ipPool, ip netip.Addr) {
+func (q *quarantine) add(dnn *dnnConf, ip netip.Addr) {
 	q.mu.Lock()
-	q.addrs = append(q.addrs, quarantined{pool, ip})
+	q.addrs = append(q.addrs, quarantined{dnn, ip})
 	q.mu.Unlock()
 }
 
@@ -91,9 +100,16 @@ func (q *quarantine) releaseAll() int {
 	q.addrs = nil
 	q.mu.Unlock()
 	for _, a := range addrs {
-		a.pool.release(a.ip)
+		a.dnn.pool.release(a.ip)
 	}
 	return len(addrs)
+}
+
+// list copies the addresses held back.
+func (q *quarantine) list() []quarantined {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.Clone(q.addrs)
 }
 
 func (q *quarantine) len() int {

@@ -291,6 +291,7 @@ func (s *SMF) deleteN4(c *smContext) {
 	s.stats.n4Sessions.Add(-1)
 	c.n4Deletion = d
 	s.stats.n4Deleting.Add(1)
+	s.changeUPF(d.upf, func() { d.upf.deletions.track(d) })
 	s.queueDeletion(d)
 }
 
@@ -301,11 +302,39 @@ func (s *SMF) deleteN4(c *smContext) {
 const deleteWindow = 64
 
 // deletionQueue is a UPF's PFCP session deletions: at most deleteWindow
-// workers send them, the rest wait in order.
+// workers send them, the rest wait in order. pending are those queued or
+// in flight, which the UPF's record lists.
 type deletionQueue struct {
 	mu      sync.Mutex
 	queue   []*n4Deletion
 	workers int
+	pending map[*n4Deletion]struct{}
+}
+
+func (q *deletionQueue) track(d *n4Deletion) {
+	q.mu.Lock()
+	if q.pending == nil {
+		q.pending = make(map[*n4Deletion]struct{})
+	}
+	q.pending[d] = struct{}{}
+	q.mu.Unlock()
+}
+
+func (q *deletionQueue) untrack(d *n4Deletion) {
+	q.mu.Lock()
+	delete(q.pending, d)
+	q.mu.Unlock()
+}
+
+// list returns the pending deletions.
+func (q *deletionQueue) list() []*n4Deletion {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]*n4Deletion, 0, len(q.pending))
+	for d := range q.pending {
+		out = append(out, d)
+	}
+	return out
 }
 
 // queueDeletion has d sent once one of its UPF's deleteWindow places is
@@ -328,7 +357,7 @@ func (s *SMF) queueDeletion(d *n4Deletion) {
 		q.queue = nil
 		q.mu.Unlock()
 		for _, d := range rest {
-			d.finish(true)
+			s.deletionEnded(d, true)
 			s.stats.n4Deleting.Add(-1)
 		}
 	}
@@ -360,7 +389,7 @@ func (s *SMF) runDeletion(d *n4Deletion) {
 	u := d.upf
 	ctx, cancel, err := n4Context(s.group.Context(), d.life, s.cfg.timers.PFCPTimeout)
 	if err != nil {
-		d.finish(d.life.ended())
+		s.deletionEnded(d, d.life.ended())
 		return
 	}
 	defer cancel()
@@ -382,11 +411,11 @@ func (s *SMF) runDeletion(d *n4Deletion) {
 		gone = true
 		s.countUsage(d.supi, d.psi, resp.UsageReports)
 	}
-	d.finish(gone)
+	s.deletionEnded(d, gone)
 }
 
-// n4Deletion is a PFCP session deletion queued or in flight, and what
-// waits for its end.
+// n4Deletion is a PFCP session deletion queued or in flight, and the UE
+// address that waits for its end.
 type n4Deletion struct {
 	upf  *upfNode
 	seid uint64
@@ -397,54 +426,86 @@ type n4Deletion struct {
 	mu   sync.Mutex
 	done bool
 	gone bool // the UPF is known to hold the session no longer
-	then []func(gone bool)
+	// ip, of dnn's pool, waits for the end (releaseAddress): it goes back
+	// to the pool, or into the UPF's quarantine (settleAddress).
+	dnn *dnnConf
+	ip  netip.Addr
 }
 
-// after runs f when the deletion has ended (now, if it has), telling
-// whether the UPF is known to have forgotten the session.
-func (d *n4Deletion) after(f func(gone bool)) {
+// await has ip wait for d's end, unless d has ended already: then ended
+// is true and gone tells how.
+func (d *n4Deletion) await(dnn *dnnConf, ip netip.Addr) (ended, gone bool) {
 	d.mu.Lock()
-	if !d.done {
-		d.then = append(d.then, f)
-		d.mu.Unlock()
+	defer d.mu.Unlock()
+	if d.done {
+		return true, d.gone
+	}
+	d.dnn, d.ip = dnn, ip
+	return false, false
+}
+
+// end marks d done and hands over the address waiting for it, if any.
+func (d *n4Deletion) end(gone bool) (*dnnConf, netip.Addr) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.done, d.gone = true, gone
+	dnn, ip := d.dnn, d.ip
+	d.dnn, d.ip = nil, netip.Addr{}
+	return dnn, ip
+}
+
+// outcome tells whether d has ended, and if so whether the session is gone.
+func (d *n4Deletion) outcome() (done, gone bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.done, d.gone
+}
+
+// waiting is the address that waits for d's end (invalid: none).
+func (d *n4Deletion) waiting() (*dnnConf, netip.Addr) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.dnn, d.ip
+}
+
+// deletionEnded records the end of d, gone telling whether the UPF is
+// known to hold the session no longer, and settles the address that
+// waited for it, in one change of the UPF's record.
+func (s *SMF) deletionEnded(d *n4Deletion, gone bool) {
+	s.changeUPF(d.upf, func() {
+		d.upf.deletions.untrack(d)
+		if dnn, ip := d.end(gone); ip.IsValid() {
+			s.settleAddress(d, dnn, ip, gone)
+		}
+	})
+}
+
+// settleAddress returns ip, whose session d deleted, to dnn's pool once
+// the UPF no longer routes it to the session; when the UPF may still do
+// so (the deletion got no answer, or was refused), ip is quarantined at
+// that UPF instead, until its life ends (life.go). It runs inside a
+// change of the UPF's record, as endLife does, so a life that ends
+// meanwhile finds ip in the quarantine or sees it released.
+func (s *SMF) settleAddress(d *n4Deletion, dnn *dnnConf, ip netip.Addr, gone bool) {
+	if gone || d.life.ended() {
+		dnn.pool.release(ip)
 		return
 	}
-	gone := d.gone
-	d.mu.Unlock()
-	f(gone)
-}
-
-func (d *n4Deletion) finish(gone bool) {
-	d.mu.Lock()
-	d.done, d.gone = true, gone
-	then := d.then
-	d.then = nil
-	d.mu.Unlock()
-	for _, f := range then {
-		f(gone)
-	}
+	d.upf.quarantine.add(dnn, ip)
 }
 
 // releaseAddress returns c's UE address ip to its pool once c's PFCP
-// session deletion, if one was sent, has ended and the UPF no longer
-// routes ip to the session; when the UPF may still do so (the deletion
-// got no answer, or was refused), ip is quarantined at that UPF instead,
-// until its life ends (life.go). Runs on c's executor.
+// session deletion, if one was sent, has ended (settleAddress). Runs on
+// c's executor.
 func (s *SMF) releaseAddress(c *smContext, ip netip.Addr) {
-	pool, d := c.dnn.pool, c.n4Deletion
+	d := c.n4Deletion
 	if d == nil {
-		pool.release(ip)
+		c.dnn.pool.release(ip)
 		return
 	}
-	d.after(func(gone bool) {
-		if gone || d.life.ended() {
-			pool.release(ip)
-			return
-		}
-		d.upf.quarantine.add(pool, ip)
-		if d.life.ended() && d.upf.quarantine.releaseAll() > 0 {
-			// The life ended between the check and the quarantine.
-			s.log.Debug("quarantined UE address released: the UPF restarted", "upf", d.upf.name)
+	s.changeUPF(d.upf, func() {
+		if ended, gone := d.await(c.dnn, ip); ended {
+			s.settleAddress(d, c.dnn, ip, gone)
 		}
 	})
 }

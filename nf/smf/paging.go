@@ -82,13 +82,17 @@ func (s *SMF) pagingFailed(c *smContext) {
 	if err := s.dropDownlink(c); err != nil {
 		s.log.Warn("could not make the UPF drop the buffer", "supi", c.supi, "psi", c.psi, "err", err)
 	}
-	c.backoff.Start(&c.ue.exec, s.cfg.mobility.PagingBackoff, func() {
-		if c.dl == dlDiscarding && c.upCnx == models.Smf_PDUSess_UpCnxState_DEACTIVATED && c.state != stReleased {
-			c.dl = dlBuffering
-			if err := s.bufferDownlink(c); err != nil {
-				s.log.Warn("buffering after the paging backoff not set", "supi", c.supi, "psi", c.psi, "err", err)
-			}
+	c.backoff.Start(&c.ue.exec, s.cfg.mobility.PagingBackoff, func() { s.backoffEnded(c) })
+}
+
+// backoffEnded: the paging backoff is over; the UPF buffers (and reports)
+// the session's downlink again. Runs on c's executor, a step of its own.
+func (s *SMF) backoffEnded(c *smContext) {
+	if c.dl == dlDiscarding && c.upCnx == models.Smf_PDUSess_UpCnxState_DEACTIVATED && c.state != stReleased {
+		c.dl = dlBuffering
+		if err := s.bufferDownlink(c); err != nil {
+			s.log.Warn("buffering after the paging backoff not set", "supi", c.supi, "psi", c.psi, "err", err)
 		}
-		s.tidy(c.ue)
-	})
+	}
+	s.endStep(c.ue)
 }

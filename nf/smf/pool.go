@@ -82,14 +82,20 @@ func (p *ipPool) allocate() (netip.Addr, bool) {
 	return netip.Addr{}, false // unreachable while inUse is right
 }
 
-// release frees a; it reports false for an address that was not allocated.
-func (p *ipPool) release(a netip.Addr) bool {
+// index is a's bit, and whether a is an address the pool hands out.
+func (p *ipPool) index(a netip.Addr) (uint32, bool) {
 	if !a.Is4() || !p.prefix.Contains(a) {
-		return false
+		return 0, false
 	}
 	b := a.As4()
 	i := binary.BigEndian.Uint32(b[:]) - p.base
-	if i <= 1 || i == p.size-1 {
+	return i, i > 1 && i != p.size-1
+}
+
+// release frees a; it reports false for an address that was not allocated.
+func (p *ipPool) release(a netip.Addr) bool {
+	i, ok := p.index(a)
+	if !ok {
 		return false
 	}
 	p.mu.Lock()
@@ -108,4 +114,44 @@ func (p *ipPool) allocated() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.inUse
+}
+
+// reserve allocates a, an address a restored session or deletion holds
+// (record.go); false when the pool does not hand a out or has already.
+func (p *ipPool) reserve(a netip.Addr) bool {
+	i, ok := p.index(a)
+	if !ok {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	bit := uint64(1) << (i % 64)
+	if p.used[i/64]&bit != 0 {
+		return false
+	}
+	p.used[i/64] |= bit
+	p.inUse++
+	return true
+}
+
+// cursor is the address the next allocation tries first.
+func (p *ipPool) cursor() netip.Addr {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], p.base+p.next)
+	return netip.AddrFrom4(b)
+}
+
+// setCursor has the next allocation try a first; false when a is not in
+// the prefix.
+func (p *ipPool) setCursor(a netip.Addr) bool {
+	if !a.Is4() || !p.prefix.Contains(a) {
+		return false
+	}
+	b := a.As4()
+	p.mu.Lock()
+	p.next = binary.BigEndian.Uint32(b[:]) - p.base
+	p.mu.Unlock()
+	return true
 }

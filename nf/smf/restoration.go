@@ -130,7 +130,7 @@ func (s *SMF) superviseUPF(u *upfNode) {
 			s.log.Warn("UPF restarted (new Recovery Time Stamp); re-associating and restoring its sessions",
 				"upf", u.name, "was", u.knownRecovery(), "now", rec.Format(time.RFC3339))
 			s.lifeLost(u)
-			u.recovery = rec
+			s.changeUPF(u, func() { u.recovery = rec })
 			if err := s.associate(ctx, u, s.cfg.timers.HeartbeatTimeout); err != nil && ctx.Err() == nil {
 				s.log.Warn("PFCP association with the restarted UPF failed; will retry", "upf", u.name, "err", err)
 			}
@@ -164,7 +164,8 @@ func (s *SMF) superviseUPF(u *upfNode) {
 	}
 }
 
-// partitionOver tells whether u, down for missed heartbeats, answers one
+// partitionOver tells whether u, down for missed heartbeats (or in an SMF
+// restored from records, not associated by this process yet), answers one
 // again with the Recovery Time Stamp it had: it did not restart, so its
 // association and sessions stand (TS 29.244 §19A) and it serves again as
 // it is. A new Association Setup would instead replace the association,
@@ -182,7 +183,7 @@ func (s *SMF) partitionOver(ctx context.Context, u *upfNode) bool {
 	if err != nil || rec.IsZero() || restarted(u.recovery, rec) {
 		return false
 	}
-	s.log.Info("UPF answers heartbeats again with the Recovery Time Stamp it had; its association and sessions stand",
+	s.log.Info("UPF answers heartbeats with the Recovery Time Stamp it had; its association and sessions stand",
 		"upf", u.name, "recovery", u.knownRecovery())
 	u.setState(upfUp)
 	s.wakeWaiting(u)
@@ -194,8 +195,10 @@ func (s *SMF) partitionOver(ctx context.Context, u *upfNode) bool {
 // u's supervisor.
 func (s *SMF) lifeLost(u *upfNode) {
 	u.setState(upfDown)
-	s.endLife(u)
-	u.mustRestore = true
+	s.changeUPF(u, func() {
+		s.endLife(u)
+		u.mustRestore = true
+	})
 }
 
 // lostState is what a UPF that answers a session request sent in
@@ -260,14 +263,18 @@ func (s *SMF) associate(ctx context.Context, u *upfNode, timeout time.Duration) 
 		// since the one the supervisor saw.
 		s.lifeLost(u)
 	}
-	id := resp.NodeID
-	u.nodeID.Store(&id)
-	prev := u.features.Swap(resp.UPFunctionFeatures)
-	first := u.epoch.Add(1) == 1
+	var prev uint64
+	var first bool
+	s.changeUPF(u, func() {
+		id := resp.NodeID
+		u.nodeID.Store(&id)
+		prev = u.features.Swap(resp.UPFunctionFeatures)
+		first = u.epoch.Add(1) == 1
+		if !resp.RecoveryTime.IsZero() {
+			u.recovery = resp.RecoveryTime
+		}
+	})
 	u.associatedAt = time.Now()
-	if !resp.RecoveryTime.IsZero() {
-		u.recovery = resp.RecoveryTime
-	}
 	s.stats.associations.Add(1)
 	s.log.Info("PFCP association set up", "upf", u.name, "peer", resp.NodeID.String(), "recovery", u.knownRecovery())
 	if resp.UPFunctionFeatures&upFeatureFTUP == 0 && (first || prev&upFeatureFTUP != 0) {
@@ -282,7 +289,7 @@ func (s *SMF) associate(ctx context.Context, u *upfNode, timeout time.Duration) 
 			u.setState(upfDown)
 			return fmt.Errorf("upf %s: %w", u.name, errRestorationInterrupted)
 		}
-		u.mustRestore = false
+		s.changeUPF(u, func() { u.mustRestore = false })
 	}
 	u.setState(upfUp)
 	// Establishments that waited for a UPF go now (wait.go).
@@ -339,7 +346,7 @@ func (s *SMF) restoreSessions(ctx context.Context, u *upfNode) bool {
 					s.networkRelease(c, nas.CauseReactivationRequested)
 				}
 			}
-			s.tidy(ue)
+			s.endStep(ue)
 		}) {
 			wg.Done() // closing
 		}

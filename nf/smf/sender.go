@@ -110,26 +110,51 @@ func (s *SMF) deletePolicy(c *smContext) {
 // (TS 24.501 §6.3.2.5 a)) or releases the session locally (§6.3.3.5 a)).
 // Runs on c's executor.
 func (s *SMF) startTimer(c *smContext, n1 []byte) {
-	d := s.cfg.timers.T3592
-	if c.state == stModifying {
-		d = s.cfg.timers.T3591
-	}
 	c.cmd = n1
-	c.timer.Start(&c.ue.exec, d, s.cfg.timers.MaxRetransmissions,
-		func(int) { s.send(c, n1n2{n1: n1}, nil) },
-		func() {
-			switch c.state {
-			case stModifying:
-				s.log.Info("T3591 expired the last time; modification aborted", "supi", c.supi, "psi", c.psi)
-				c.cmd = nil
-				c.state = stActive
-				s.runPending(c)
-			case stReleasing:
-				s.log.Info("T3592 expired the last time; PDU session released locally", "supi", c.supi, "psi", c.psi)
-				s.finishRelease(c)
-			}
-			s.tidy(c.ue) // timer expiries run on the executor outside s.post
-		})
+	c.timer.Start(&c.ue.exec, s.commandTimer(c), s.cfg.timers.MaxRetransmissions, s.commandResent(c), s.commandExpired(c))
+}
+
+// resumeTimer arms c's T3591 or T3592 where its record left it: sends
+// sends of c.cmd made, the next expiry at deadline (record.go). Runs on
+// c's executor.
+func (s *SMF) resumeTimer(c *smContext, deadline time.Time, sends int) {
+	c.timer.ResumeAt(&c.ue.exec, deadline, sends, s.commandTimer(c), s.cfg.timers.MaxRetransmissions,
+		s.commandResent(c), s.commandExpired(c))
+}
+
+// commandTimer is the period of the network timer of c's procedure.
+func (s *SMF) commandTimer(c *smContext) time.Duration {
+	if c.state == stModifying {
+		return s.cfg.timers.T3591
+	}
+	return s.cfg.timers.T3592
+}
+
+// commandResent retransmits c's command at an expiry of its timer (a step
+// of its own: timer expiries run on the executor outside s.post).
+func (s *SMF) commandResent(c *smContext) func(int) {
+	return func(int) {
+		s.send(c, n1n2{n1: c.cmd}, nil)
+		s.endStep(c.ue)
+	}
+}
+
+// commandExpired ends c's procedure at the expiry after the last
+// retransmission.
+func (s *SMF) commandExpired(c *smContext) func() {
+	return func() {
+		switch c.state {
+		case stModifying:
+			s.log.Info("T3591 expired the last time; modification aborted", "supi", c.supi, "psi", c.psi)
+			c.cmd = nil
+			c.state = stActive
+			s.runPending(c)
+		case stReleasing:
+			s.log.Info("T3592 expired the last time; PDU session released locally", "supi", c.supi, "psi", c.psi)
+			s.finishRelease(c)
+		}
+		s.endStep(c.ue)
+	}
 }
 
 func (s *SMF) stopTimer(c *smContext) {

@@ -59,6 +59,9 @@ type Deps struct {
 	SDM       sbi.SubscriberDataManagement // Nudm_SDM (sm-data)
 	PCF       sbi.SMPolicyControl          // Npcf_SMPolicyControl
 	UPFs      map[string]pfcp.UserPlane    // N4 to each UPF by UPFConfig.Name; may also be set with SetUserPlane
+	// Recorder, if not nil, gets the record of every UE and UPF that a
+	// step changed (record.go); nil costs nothing.
+	Recorder Recorder
 }
 
 func (d Deps) validate() error {
@@ -101,8 +104,9 @@ type upfNode struct {
 	// recovery is the UPF's Recovery Time Stamp in its current life;
 	// mustRestore: sessions at the UPF wait for their restoration (its
 	// life ended, or a restoration was interrupted); associatedAt: when
-	// the last association was set up. Written and read by its
-	// supervisor only.
+	// the last association was set up. Written by its supervisor only
+	// (by Start before the supervisor runs); recovery and mustRestore
+	// under recMu, for Records.
 	recovery     time.Time
 	mustRestore  bool
 	associatedAt time.Time
@@ -116,6 +120,14 @@ type upfNode struct {
 	nodeID atomic.Pointer[pfcp.NodeID]
 	// check wakes the supervisor for a heartbeat now (restoration.go).
 	check chan struct{}
+	// recMu orders the changes of what the UPF's record holds
+	// (changeUPF, record.go) and guards recovery and mustRestore, which
+	// its supervisor writes and Records reads; seq is the record's
+	// version. restored are the PFCP session deletions a Restore took
+	// over, sent once Start has dealt with the association.
+	recMu    sync.Mutex
+	seq      uint64
+	restored []*n4Deletion
 }
 
 // SMF is one SMF instance. It implements sbi.PDUSession,
@@ -144,8 +156,12 @@ type SMF struct {
 	// waiting are the establishments waiting for a UPF (wait.go).
 	waiting waitList
 
-	mu      sync.Mutex
-	started bool
+	// recorder gets the records of what changed (Deps.Recorder, record.go).
+	recorder Recorder
+
+	mu       sync.Mutex
+	started  bool
+	restored bool // Restore has run (record.go)
 
 	stats counters
 }
@@ -180,12 +196,13 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*SMF, error) {
 		ues:      shardmap.New[string, *ueState](shardmap.HashString),
 		contexts: shardmap.New[string, *smContext](shardmap.HashString),
 		seids:    shardmap.New[uint64, *smContext](shardmap.HashUint64),
+		recorder: deps.Recorder,
 	}
 	for _, u := range served.upfs {
 		if up, ok := deps.UPFs[u.name]; ok {
 			u.up = up
 		}
-		u.life.Store(newLife(s.group.Context()))
+		u.life.Store(newLife(s.group.Context(), 1))
 	}
 	return s, nil
 }
@@ -234,10 +251,23 @@ func (s *SMF) Start(ctx context.Context) error {
 		// supervisor takes over from there. Short attempts, so that a UPF
 		// starting at the same moment (its socket not bound yet when the
 		// first request went out) is associated as soon as it listens.
-		if err := s.associateSoon(ctx, u, s.cfg.timers.HeartbeatTimeout); err != nil {
-			s.log.Warn("PFCP association failed; retrying until the UPF answers", "upf", u.name,
-				"period", min(associationRetry, s.cfg.timers.Heartbeat), "err", err)
+		// An SMF restored from records (Restore) first takes up the
+		// association its records show, when the UPF answers a heartbeat
+		// with the Recovery Time Stamp they hold: a new Association Setup
+		// would have the UPF delete the sessions (TS 29.244 §6.2.6.2.2).
+		if !s.partitionOver(ctx, u) {
+			if err := s.associateSoon(ctx, u, s.cfg.timers.HeartbeatTimeout); err != nil {
+				s.log.Warn("PFCP association failed; retrying until the UPF answers", "upf", u.name,
+					"period", min(associationRetry, s.cfg.timers.Heartbeat), "err", err)
+			}
 		}
+		// Deletions a Restore took over go now: sent again, they end as
+		// they would have (a UPF that had deleted the session answers
+		// "Session context not found", TS 29.244 §7.2.2.4.2).
+		for _, d := range u.restored {
+			s.queueDeletion(d)
+		}
+		u.restored = nil
 		s.group.Go(func() { s.superviseUPF(u) })
 	}
 	return nil

@@ -128,13 +128,14 @@ func TestSessionsSnapshotDuringProcedures(t *testing.T) {
 // picks either, and dropped about half): 20 delivered and one never, with
 // the context already ended, give 20 and one busy.
 func TestGatherSessionsAfterDeadline(t *testing.T) {
-	ch := make(chan sessionsSnapshot, 21)
+	ch := make(chan read[[]SessionInfo], 21)
 	for i := range 20 {
-		ch <- sessionsSnapshot{sessions: []SessionInfo{{SUPI: fmt.Sprintf("imsi-2089300000%05d", i), ID: 1}}, ok: true}
+		ch <- read[[]SessionInfo]{v: []SessionInfo{{SUPI: fmt.Sprintf("imsi-2089300000%05d", i), ID: 1}}, ok: true}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	all, busy := gatherSessions(ctx, ch, 21)
+	var all []read[[]SessionInfo]
+	busy := gather(ctx, ch, 21, func(r read[[]SessionInfo]) { all = append(all, r) })
 	if len(all) != 20 || busy != 1 {
 		t.Fatalf("%d UEs' sessions read, %d busy; want 20 and 1", len(all), busy)
 	}

@@ -148,18 +148,24 @@ func (s *SMF) holdEstablishment(c *smContext, why error) {
 			"for", left.Round(time.Millisecond), "why", why)
 	}
 	c.held = true
-	c.holdTimer.Start(&c.ue.exec, left, func() {
-		if c.held && s.waiting.take(c) {
-			c.held = false
-			s.failEstablishment(c, fmt.Errorf("%w (%v after the request): %w", errNoUPF, s.cfg.timers.UPFWait, why))
-			s.tidy(c.ue)
-		}
-	})
+	c.holdWhy = why.Error()
+	c.holdTimer.Start(&c.ue.exec, left, func() { s.waitEnded(c) })
 	// A UPF that came up between the failure and now woke the list
 	// without c.
 	if selectUPF(c.dnn, c.avoid) != nil && s.waiting.take(c) {
 		s.post(c.ue, func() { s.retryEstablishment(c) })
 	}
+}
+
+// waitEnded fails c's establishment when its wait for a UPF ends
+// (holdTimer, Timers.UPFWait after the request) and no wake-up took it.
+// Runs on c's executor, a step of its own.
+func (s *SMF) waitEnded(c *smContext) {
+	if c.held && s.waiting.take(c) {
+		c.held = false
+		s.failEstablishment(c, fmt.Errorf("%w (%v after the request): %s", errNoUPF, s.cfg.timers.UPFWait, c.holdWhy))
+	}
+	s.endStep(c.ue)
 }
 
 // wakeWaiting sends again the establishments waiting for a UPF that u,
@@ -177,6 +183,7 @@ func (s *SMF) retryEstablishment(c *smContext) {
 		return // its wait ended meanwhile
 	}
 	c.held = false
+	c.holdWhy = ""
 	c.holdTimer.Stop()
 	s.completeEstablishment(c)
 }
@@ -187,6 +194,7 @@ func (s *SMF) unhold(c *smContext) {
 		c.held = false
 		s.waiting.take(c)
 	}
+	c.holdWhy = ""
 	c.holdTimer.Stop()
 }
 
