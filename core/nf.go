@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/free5gc/openapi/models"
@@ -316,36 +317,77 @@ func (n *NF) build(nrfClient *ops.Client) error {
 type smfSelector struct{ n *NF }
 
 func (s smfSelector) SelectSMF(ctx context.Context, snssai identity.SNSSAI, dnn string) (sbi.PDUSession, error) {
-	c, err := s.pick(ctx, snssai, dnn)
+	c, id, err := s.pick(ctx, snssai, dnn)
 	if err != nil {
 		return nil, err
 	}
-	return &selectedSMF{sel: s, snssai: snssai, dnn: dnn, Client: c}, nil
+	smf := &selectedSMF{sel: s, snssai: snssai, dnn: dnn, Client: c}
+	smf.id.Store(&id)
+	return smf, nil
 }
 
-func (s smfSelector) pick(ctx context.Context, snssai identity.SNSSAI, dnn string) (*ops.Client, error) {
+// ResolveSMF implements amf.SMFResolver: the SMF instance a restored PDU
+// session's record names, found through the NRF by target-nf-instance-id
+// (TS 29.510 §6.2.3.2.3.1) when it is first called. Over shared memory
+// the node has one SMF, which holds every session.
+func (s smfSelector) ResolveSMF(nfInstanceID string) (sbi.PDUSession, error) {
+	n := s.n
+	if n.shm != nil || nfInstanceID == "" {
+		return n.peer(sbi.NFTypeSMF, models.Nrf_NFMgmt_ServiceName_NSMF_PDUSESSION), nil
+	}
+	r := nrfclient.NewRouter(n.disc, sbi.NFTypeSMF, models.Nrf_NFMgmt_ServiceName_NSMF_PDUSESSION,
+		sbi.DiscoveryQuery{RequesterNFType: sbi.NFTypeAMF, TargetNFInstanceID: nfInstanceID}, n.dial)
+	smf := &selectedSMF{sel: s, Client: ops.NewClient(nrfclient.Pin(n.disc, nfInstanceID, r), "")}
+	smf.id.Store(&nfInstanceID)
+	return smf, nil
+}
+
+// pick returns a client of an SMF serving snssai and dnn and its NF
+// instance ID ("" over shared memory, where the node has one SMF).
+func (s smfSelector) pick(ctx context.Context, snssai identity.SNSSAI, dnn string) (*ops.Client, string, error) {
 	n := s.n
 	if n.shm != nil {
 		// Departure: over shared memory the node has one SMF.
-		return n.peer(sbi.NFTypeSMF, models.Nrf_NFMgmt_ServiceName_NSMF_PDUSESSION), nil
+		return n.peer(sbi.NFTypeSMF, models.Nrf_NFMgmt_ServiceName_NSMF_PDUSESSION), "", nil
 	}
 	root, id, err := nrfclient.Pick(ctx, n.disc, sbi.NFTypeSMF, models.Nrf_NFMgmt_ServiceName_NSMF_PDUSESSION,
 		sbi.DiscoveryQuery{RequesterNFType: sbi.NFTypeAMF, SNSSAIs: []identity.SNSSAI{snssai}, DNN: dnn})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return ops.NewClient(nrfclient.Pin(n.disc, id, n.dial(root)), ""), nil
+	return ops.NewClient(nrfclient.Pin(n.disc, id, n.dial(root)), ""), id, nil
 }
+
+// The AMF's record of a PDU session names the SMF the NRF picked for it,
+// and a restored AMF finds that SMF again by its NF instance ID (issue 36:
+// a restored session goes back to the SMF that holds its context).
+var (
+	_ amf.NamedSMF    = (*selectedSMF)(nil)
+	_ amf.SMFResolver = smfSelector{}
+)
 
 // selectedSMF is the SMF of one PDU session. Its creation goes to another
 // SMF when the one selected cannot be reached (an instance the NRF still
 // lists after it died): nothing exists at the SMF yet. Afterwards every
-// call goes to the SMF that holds the context.
+// call goes to the SMF that holds the context, which the AMF's record of
+// the session names (amf.NamedSMF).
 type selectedSMF struct {
 	sel    smfSelector
 	snssai identity.SNSSAI
 	dnn    string
+	// id is the SMF's NF instance ID ("" over shared memory), read by
+	// the AMF's record of the session on the UE's executor while a
+	// creation may go on elsewhere.
+	id atomic.Pointer[string]
 	*ops.Client
+}
+
+// NFInstanceID implements amf.NamedSMF.
+func (s *selectedSMF) NFInstanceID() string {
+	if id := s.id.Load(); id != nil {
+		return *id
+	}
+	return ""
 }
 
 func (s *selectedSMF) CreateSMContext(ctx context.Context, req *sbi.SMContextCreate) (*sbi.SMContextCreated, error) {
@@ -353,11 +395,12 @@ func (s *selectedSMF) CreateSMContext(ctx context.Context, req *sbi.SMContextCre
 	if err == nil || nrfclient.Answered(err) || ctx.Err() != nil {
 		return out, err
 	}
-	c, perr := s.sel.pick(ctx, s.snssai, s.dnn) // the unreachable one is gone from the cache
+	c, id, perr := s.sel.pick(ctx, s.snssai, s.dnn) // the unreachable one is gone from the cache
 	if perr != nil {
 		return out, err
 	}
 	s.Client = c
+	s.id.Store(&id)
 	return s.Client.CreateSMContext(ctx, req)
 }
 

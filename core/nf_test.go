@@ -8,8 +8,11 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +22,7 @@ import (
 	"github.com/tern5g/tern/identity"
 	"github.com/tern5g/tern/internal/freeport"
 	"github.com/tern5g/tern/internal/poll"
+	"github.com/tern5g/tern/nf/amf"
 	"github.com/tern5g/tern/nf/nrfclient"
 	"github.com/tern5g/tern/sbi"
 	"github.com/tern5g/tern/sbi/httpsbi"
@@ -110,3 +114,77 @@ type fixedToken string
 
 func (f fixedToken) Token(context.Context, string) (string, error) { return string(f), nil }
 func (fixedToken) Forget(string)                                   {}
+
+// A restored AMF's PDU session goes back to the SMF its record names
+// (amf.SessionRecord.SMF, the NF instance ID of selectedSMF), found through
+// the NRF by target-nf-instance-id, not to whichever SMF the NRF lists
+// first (issue 36: the SMF that holds the context).
+func TestResolveSMFByInstanceID(t *testing.T) {
+	cfg := config.Default()
+	port, err := freeport.TCP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.SBI.Listen["nrf"] = fmt.Sprintf("127.0.0.1:%d", port)
+	ctx := context.Background()
+	nrfNF, err := NewNF(cfg, "nrf", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nrfNF.Close() })
+	if err := nrfNF.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hc := httpsbi.NewClient(nil)
+	nrf := ops.NewClient(httpsbi.NewCaller(hc, cfg.SBI.NRFRoot()), "")
+
+	// Two SMFs, each answering a release of any SM context and saying
+	// which it is.
+	var mu sync.Mutex
+	released := map[string]int{}
+	var ids []string
+	for i := range 2 {
+		id := identity.NewNFInstanceID()
+		ids = append(ids, id)
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			released[id]++
+			mu.Unlock()
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		srv.Config = httpsbi.NewServer(srv.Config.Handler, nil)
+		srv.Start()
+		t.Cleanup(srv.Close)
+		prof, err := nrfclient.ProfileFor(sbi.NFTypeSMF, id, srv.URL, models.Nrf_NFMgmt_ServiceName_NSMF_PDUSESSION)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prof.Priority = int32(i) // the first listed comes first
+		if _, _, err := nrf.Register(ctx, prof); err != nil {
+			t.Fatal(err)
+		}
+	}
+	disc, err := nrfclient.NewDiscoverer(nrfclient.DiscovererConfig{NRF: nrf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := smfSelector{&NF{cfg: cfg, disc: disc, http: &httpBinding{client: hc}}}
+	for _, want := range []string{ids[1], ids[0]} {
+		smf, err := sel.ResolveSMF(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := smf.(amf.NamedSMF).NFInstanceID(); got != want {
+			t.Errorf("resolved SMF names itself %q, want %q", got, want)
+		}
+		if err := smf.ReleaseSMContext(ctx, "ref-1", &sbi.SMContextRelease{}); err != nil {
+			t.Fatalf("release at %s: %v", want, err)
+		}
+		mu.Lock()
+		n := released[want]
+		mu.Unlock()
+		if n != 1 {
+			t.Errorf("SMF %s got %d releases, want 1 (all: %v)", want, n, released)
+		}
+	}
+}
