@@ -19,6 +19,7 @@ import (
 
 	"github.com/tern5g/tern/config"
 	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/internal/httpserve"
 	"github.com/tern5g/tern/nf/amf"
 	"github.com/tern5g/tern/nf/smf"
 	"github.com/tern5g/tern/ngap"
@@ -378,11 +379,9 @@ func encodeJSON(w io.Writer, v any) {
 
 // OperatorServer serves the operator API on a unix socket.
 type OperatorServer struct {
-	srv  *http.Server
-	ln   net.Listener
+	http *httpserve.Server
 	lock *os.File // path's lock file, held while serving
 	path string
-	done chan struct{}
 }
 
 // maxSocketPath is the longest path a unix socket may have on Linux
@@ -443,23 +442,7 @@ func ServeOperator(path string, h http.Handler, log *slog.Logger) (*OperatorServ
 		unlockSocket(path, lock)
 		return nil, err
 	}
-	s := &OperatorServer{
-		srv: &http.Server{
-			Handler:           h,
-			ReadHeaderTimeout: 5 * time.Second,
-			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		},
-		ln:   ln,
-		lock: lock,
-		path: path,
-		done: make(chan struct{}),
-	}
-	go func() {
-		defer close(s.done)
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("operator API stopped", "err", err)
-		}
-	}()
+	s := &OperatorServer{http: httpserve.Start(ln, h, log, "operator API"), lock: lock, path: path}
 	log.Info("operator API listening", "socket", path, "paths", "/ues /ues/{supi}")
 	return s, nil
 }
@@ -580,10 +563,7 @@ func (s *OperatorServer) Close() error {
 	if s == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	err := s.srv.Shutdown(ctx)
-	<-s.done
+	err := s.http.Close()
 	unlockSocket(s.path, s.lock)
 	return err
 }

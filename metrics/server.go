@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,12 +9,12 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tern5g/tern/core"
+	"github.com/tern5g/tern/internal/httpserve"
 	"github.com/tern5g/tern/upf"
 )
 
@@ -25,11 +24,7 @@ import (
 //   - /healthz: 200 while the process serves HTTP at all (liveness);
 //   - /readyz: 200 when the process can do its job, 503 with the reason
 //     otherwise (readiness).
-type Server struct {
-	srv  *http.Server
-	ln   net.Listener
-	done chan struct{}
-}
+type Server struct{ http *httpserve.Server }
 
 // ReadyFunc says why the process is not ready, or nil when it is.
 type ReadyFunc func() error
@@ -62,36 +57,16 @@ func Serve(addr string, r *prometheus.Registry, ready ReadyFunc, log *slog.Logge
 		}
 		fmt.Fprintln(w, "ready")
 	})
-	s := &Server{
-		srv: &http.Server{
-			Handler:           mux,
-			ReadHeaderTimeout: 5 * time.Second,
-			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		},
-		ln:   ln,
-		done: make(chan struct{}),
-	}
-	go func() {
-		defer close(s.done)
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server stopped", "err", err)
-		}
-	}()
+	s := &Server{http: httpserve.Start(ln, mux, log, "metrics server")}
 	log.Info("metrics listening", "addr", ln.Addr().String(), "paths", "/metrics /healthz /readyz")
 	return s, nil
 }
 
 // Addr is the address the server listens on.
-func (s *Server) Addr() string { return s.ln.Addr().String() }
+func (s *Server) Addr() string { return s.http.Addr().String() }
 
 // Close stops the server, letting requests in flight finish for a moment.
-func (s *Server) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	err := s.srv.Shutdown(ctx)
-	<-s.done
-	return err
-}
+func (s *Server) Close() error { return s.http.Close() }
 
 // CoreReady is ready for a core unit: N2 listening, and at least one UPF
 // associated (smf.UPFStates), for without one no PDU session can be set up.
