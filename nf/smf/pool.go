@@ -93,21 +93,7 @@ func (p *ipPool) index(a netip.Addr) (uint32, bool) {
 }
 
 // release frees a; it reports false for an address that was not allocated.
-func (p *ipPool) release(a netip.Addr) bool {
-	i, ok := p.index(a)
-	if !ok {
-		return false
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	bit := uint64(1) << (i % 64)
-	if p.used[i/64]&bit == 0 {
-		return false
-	}
-	p.used[i/64] &^= bit
-	p.inUse--
-	return true
-}
+func (p *ipPool) release(a netip.Addr) bool { return p.mark(a, false) }
 
 // allocated is the number of addresses handed out.
 func (p *ipPool) allocated() int {
@@ -118,7 +104,11 @@ func (p *ipPool) allocated() int {
 
 // reserve allocates a, an address a restored session or deletion holds
 // (record.go); false when the pool does not hand a out or has already.
-func (p *ipPool) reserve(a netip.Addr) bool {
+func (p *ipPool) reserve(a netip.Addr) bool { return p.mark(a, true) }
+
+// mark sets a's bit (allocated) or clears it (free); false when the pool
+// does not hand a out or a already was so.
+func (p *ipPool) mark(a netip.Addr, allocated bool) bool {
 	i, ok := p.index(a)
 	if !ok {
 		return false
@@ -126,11 +116,15 @@ func (p *ipPool) reserve(a netip.Addr) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	bit := uint64(1) << (i % 64)
-	if p.used[i/64]&bit != 0 {
+	if (p.used[i/64]&bit != 0) == allocated {
 		return false
 	}
-	p.used[i/64] |= bit
-	p.inUse++
+	p.used[i/64] ^= bit
+	if allocated {
+		p.inUse++
+	} else {
+		p.inUse--
+	}
 	return true
 }
 
