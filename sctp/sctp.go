@@ -88,6 +88,21 @@ type Message struct {
 	Stream uint16
 	PPID   uint32 // plain host value, e.g. 60 for NGAP
 	Data   []byte
+	// Stamp is the number an N2 front end gave the message (issue 36 §3,
+	// docs/resiliency.md): it logs the message until the unit that
+	// handles it acknowledges the stamp (Acker), and replays it to a
+	// replica after a failover otherwise. 0 on a plain association.
+	Stamp uint64
+}
+
+// Acker is implemented by a Conn whose messages carry stamps (Message.Stamp):
+// a front end's link to the unit behind it. The receiver acknowledges a
+// stamp once the state the message changed is committed (held by a
+// replica), or once it is done with a message that changed nothing; the
+// front end then drops the message from its replay log. Acknowledging a
+// stamp twice, or 0, is harmless.
+type Acker interface {
+	Ack(stamp uint64)
 }
 
 // Conn is one SCTP association.
