@@ -213,8 +213,8 @@ func (a *AMF) acceptLoop(l sctp.Listener) {
 // ServeConn serves one already-established association (a gNB) in the
 // background. The AMF owns c from now on.
 func (a *AMF) ServeConn(c sctp.Conn) {
-	g := &gnb{amf: a, conn: c, ues: make(map[int64]*ranUE),
-		log: a.log.With("gnb", c.RemoteAddr().String())}
+	g := &gnb{amf: a, ues: make(map[int64]*ranUE), log: a.log.With("gnb", c.RemoteAddr().String())}
+	g.assoc.Store(&c)
 	a.mu.Lock()
 	a.gnbs[g] = struct{}{}
 	a.mu.Unlock()
@@ -254,7 +254,7 @@ func (a *AMF) Close() error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				g.conn.Close()
+				g.conn().Close()
 			}()
 		}
 		wg.Wait()

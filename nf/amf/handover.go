@@ -71,11 +71,11 @@ func (a *AMF) handlePathSwitchRequest(g *gnb, m *ngap.PathSwitchRequest) {
 	src := a.ranUEs.Get(m.SourceAMFUENGAPID)
 	if src == nil {
 		g.log.Info("Path Switch Request for an unknown UE", "source_amf_ue_ngap_id", m.SourceAMFUENGAPID)
-		g.pathSwitchFailure(m, nil)
+		g.pathSwitchFailure(nil, m, nil)
 		return
 	}
 	u := src.ue
-	u.post(func() { u.onPathSwitchRequest(g, src, m) })
+	u.postMessage(g, g.takeStamp(), func() { u.onPathSwitchRequest(g, src, m) })
 }
 
 func (u *ue) onPathSwitchRequest(g *gnb, src *ranUE, m *ngap.PathSwitchRequest) {
@@ -95,7 +95,7 @@ func (u *ue) onPathSwitchRequest(g *gnb, src *ranUE, m *ngap.PathSwitchRequest) 
 		// (T3550 retransmits the accept on the new connection if the
 		// complete went to the old one).
 		u.log.Info("Path Switch Request refused", "state", u.st.String())
-		g.pathSwitchFailure(m, nil)
+		g.pathSwitchFailure(u, m, nil)
 		return
 	}
 	r := a.newRANUE(g, u, m.RANUENGAPID, m.UserLocation)
@@ -161,7 +161,7 @@ func (u *ue) onPathSwitchRequest(g *gnb, src *ranUE, m *ngap.PathSwitchRequest) 
 	}
 	a.stats.pathSwitches.Add(1) // before the send: whoever sees the ack sees the count
 	outcome = procedures.Success
-	if err := r.gnb.send(r.stream, ack); err != nil {
+	if err := u.sendN2(r.gnb, r.stream, ack); err != nil {
 		u.log.Warn("Path Switch Request Acknowledge not sent", "err", err)
 	}
 	u.deliverPending()
@@ -180,8 +180,9 @@ func pathSwitchUnsuccessful() []byte {
 }
 
 // pathSwitchFailure answers a Path Switch Request that names no UE the AMF
-// can switch (TS 38.413 §8.4.4.3).
-func (g *gnb) pathSwitchFailure(m *ngap.PathSwitchRequest, released []ngap.PDUSessionResourceItem) {
+// can switch (TS 38.413 §8.4.4.3); u is the UE whose step answers (nil:
+// the reader).
+func (g *gnb) pathSwitchFailure(u *ue, m *ngap.PathSwitchRequest, released []ngap.PDUSessionResourceItem) {
 	if released == nil {
 		for _, it := range m.ToBeSwitched {
 			released = append(released, ngap.PDUSessionResourceItem{ID: it.ID, Transfer: pathSwitchUnsuccessful()})
@@ -189,14 +190,14 @@ func (g *gnb) pathSwitchFailure(m *ngap.PathSwitchRequest, released []ngap.PDUSe
 	}
 	g.amf.stats.pathSwitchFailures.Add(1)
 	f := &ngap.PathSwitchRequestFailure{AMFUENGAPID: m.SourceAMFUENGAPID, RANUENGAPID: m.RANUENGAPID, Released: released}
-	if err := g.send(g.streamFor(m.SourceAMFUENGAPID), f); err != nil {
+	if err := u.sendN2(g, g.streamFor(m.SourceAMFUENGAPID), f); err != nil {
 		g.log.Warn("Path Switch Request Failure not sent", "err", err)
 	}
 }
 
 func (g *gnb) pathSwitchFailureFor(r *ranUE, released []ngap.PDUSessionResourceItem) {
 	f := &ngap.PathSwitchRequestFailure{AMFUENGAPID: r.amfID, RANUENGAPID: r.ranID, Released: released}
-	if err := g.send(r.stream, f); err != nil {
+	if err := r.ue.sendN2(g, r.stream, f); err != nil {
 		g.log.Warn("Path Switch Request Failure not sent", "err", err)
 	}
 }
@@ -282,7 +283,7 @@ func (u *ue) onHandoverRequired(r *ranUE, m *ngap.HandoverRequired) {
 	for _, s := range ho.sessions {
 		req.Sessions = append(req.Sessions, ngap.PDUSessionResourceSetupItemHOReq{ID: s.id, SNSSAI: s.snssai, Transfer: s.setup})
 	}
-	if err := tg.send(t.stream, req); err != nil {
+	if err := u.sendN2(tg, t.stream, req); err != nil {
 		u.log.Warn("Handover Request not sent", "err", err)
 		u.handoverFailed(ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkHOFailureInTarget})
 		return
@@ -305,7 +306,7 @@ func onTarget[M ngap.Message](id func(M) int64, h func(u *ue, t *ranUE, m M)) ng
 			return
 		}
 		u := t.ue
-		u.post(func() { h(u, t, m) })
+		u.postMessage(g, g.takeStamp(), func() { h(u, t, m) })
 	}
 }
 
@@ -314,7 +315,7 @@ func onTarget[M ngap.Message](id func(M) int64, h func(u *ue, t *ranUE, m M)) ng
 func (u *ue) onHandoverRequestAcknowledge(t *ranUE, m *ngap.HandoverRequestAcknowledge) {
 	a := u.amf
 	if t != u.target || t.state != legHandoverPreparing || u.st.proc != procHandoverPreparation {
-		t.gnb.errorIndication(causeNotCompatibleState, &m.AMFUENGAPID, &m.RANUENGAPID)
+		u.errorIndication(t.gnb, causeNotCompatibleState, &m.AMFUENGAPID, &m.RANUENGAPID)
 		return
 	}
 	t.ranID = m.RANUENGAPID
@@ -361,7 +362,7 @@ func (u *ue) onHandoverRequestAcknowledge(t *ranUE, m *ngap.HandoverRequestAckno
 		return
 	}
 	r := u.ran
-	if err := r.gnb.send(r.stream, cmd); err != nil {
+	if err := u.sendN2(r.gnb, r.stream, cmd); err != nil {
 		u.log.Warn("Handover Command not sent", "err", err)
 		u.handoverFailed(ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkHOFailureInTarget})
 		return
@@ -394,7 +395,7 @@ func (u *ue) onHandoverFailure(t *ranUE, m *ngap.HandoverFailure) {
 // onHandoverCancel: the source gives the handover up (TS 38.413 §8.4.6).
 func (u *ue) onHandoverCancel(r *ranUE, m *ngap.HandoverCancel) {
 	ack := &ngap.HandoverCancelAcknowledge{AMFUENGAPID: r.amfID, RANUENGAPID: r.ranID}
-	if err := r.gnb.send(r.stream, ack); err != nil {
+	if err := u.sendN2(r.gnb, r.stream, ack); err != nil {
 		u.log.Warn("Handover Cancel Acknowledge not sent", "err", err)
 	}
 	if r != u.ran || (u.st.proc != procHandoverPreparation && u.st.proc != procHandoverExecution) {
@@ -419,7 +420,7 @@ func (u *ue) onUplinkRANStatusTransfer(r *ranUE, m *ngap.UplinkRANStatusTransfer
 		return
 	}
 	dl := &ngap.DownlinkRANStatusTransfer{AMFUENGAPID: t.amfID, RANUENGAPID: t.ranID, DRBs: m.DRBs}
-	if err := t.gnb.send(t.stream, dl); err != nil {
+	if err := u.sendN2(t.gnb, t.stream, dl); err != nil {
 		u.log.Warn("Downlink RAN Status Transfer not sent", "err", err)
 	}
 }
@@ -432,7 +433,7 @@ func (u *ue) onHandoverNotify(t *ranUE, m *ngap.HandoverNotify) {
 	if t != u.target || u.st.proc != procHandoverExecution {
 		// TS 38.413 §10.4: not compatible with the state (a Notify after
 		// a cancel, or without a handover).
-		t.gnb.errorIndication(causeNotCompatibleState, &m.AMFUENGAPID, &m.RANUENGAPID)
+		u.errorIndication(t.gnb, causeNotCompatibleState, &m.AMFUENGAPID, &m.RANUENGAPID)
 		return
 	}
 	u.handoverTime.Stop()
@@ -470,8 +471,9 @@ func (u *ue) onHandoverNotify(t *ranUE, m *ngap.HandoverNotify) {
 
 // handoverExpired is the expiry of handoverTime, one step of the UE.
 func (u *ue) handoverExpired() {
+	u.beginStep()
 	u.handoverTimedOut()
-	u.stepDone()
+	u.endStep()
 }
 
 // handoverTimedOut: the guard of the preparation or execution ran out (the
@@ -537,7 +539,7 @@ func (u *ue) releaseTarget(t *ranUE, cause ngap.Cause) {
 	if t.state == legHandoverPreparing {
 		u.amf.ranUEs.delete(t)
 		cmd := &ngap.UEContextReleaseCommand{AMFUENGAPID: t.amfID, AMFIDOnly: true, Cause: cause}
-		if err := t.gnb.send(t.stream, cmd); err != nil {
+		if err := u.sendN2(t.gnb, t.stream, cmd); err != nil {
 			u.log.Debug("release of the target not sent", "err", err)
 		}
 		return
@@ -586,7 +588,7 @@ func (u *ue) handoverAbandoned() {
 // 38.413 §8.4.1.3).
 func (g *gnb) handoverPreparationFailure(r *ranUE, cause ngap.Cause) {
 	f := &ngap.HandoverPreparationFailure{AMFUENGAPID: r.amfID, RANUENGAPID: r.ranID, Cause: cause}
-	if err := g.send(r.stream, f); err != nil {
+	if err := r.ue.sendN2(g, r.stream, f); err != nil {
 		g.log.Warn("Handover Preparation Failure not sent", "err", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tern5g/tern/identity"
 	"github.com/tern5g/tern/ngap"
+	"github.com/tern5g/tern/sctp"
 )
 
 var (
@@ -22,33 +23,46 @@ var (
 	cause5GCGeneratedReason   = ngap.Cause{Group: ngap.CauseRadioNetwork, Value: ngap.RadioNetworkReleaseDueTo5GCGeneratedReason}
 )
 
-// send encodes m and sends it on stream (TS 38.412 §7: PPID 60).
+// send encodes m and sends it on stream (TS 38.412 §7: PPID 60) now. A
+// UE's step sends through its ue (ue.sendN2), which holds the message
+// until the step's record is committed.
 func (g *gnb) send(stream uint16, m ngap.Message) error {
-	if g.conn == nil {
+	c := g.conn()
+	if c == nil {
 		return fmt.Errorf("send ngap procedure %d: %w", m.ProcedureCode(), errDetached)
 	}
 	b, err := ngap.Encode(m)
 	if err != nil {
 		return fmt.Errorf("encode ngap procedure %d: %w", m.ProcedureCode(), err)
 	}
-	g.sendMu.Lock()
-	err = g.conn.Send(stream, ngap.PPID, b)
-	g.sendMu.Unlock()
-	if err != nil {
+	if err := g.sendEncoded(c, stream, b); err != nil {
 		return fmt.Errorf("send ngap procedure %d: %w", m.ProcedureCode(), err)
 	}
 	return nil
 }
 
+// sendEncoded sends an encoded NGAP PDU on c, g's association; sends
+// from the UEs' executors are serialised here.
+func (g *gnb) sendEncoded(c sctp.Conn, stream uint16, b []byte) error {
+	g.sendMu.Lock()
+	err := c.Send(stream, ngap.PPID, b)
+	g.sendMu.Unlock()
+	return err
+}
+
 // sendErrorIndication sends an Error Indication (TS 38.413 §8.7.5) on the
 // UE's stream when UE IDs are known, else on stream 0.
-func (g *gnb) sendErrorIndication(ind *ngap.ErrorIndication) {
+func (g *gnb) sendErrorIndication(ind *ngap.ErrorIndication) { g.sendErrorIndicationFor(nil, ind) }
+
+// sendErrorIndicationFor is sendErrorIndication from a step of u (nil: the
+// reader), which holds it as any output of the step.
+func (g *gnb) sendErrorIndicationFor(u *ue, ind *ngap.ErrorIndication) {
 	stream := uint16(0)
 	if ind.AMFUENGAPID != nil {
 		stream = g.streamFor(*ind.AMFUENGAPID)
 	}
 	g.amf.stats.errorIndications.Add(1)
-	if err := g.send(stream, ind); err != nil {
+	if err := u.sendN2(g, stream, ind); err != nil {
 		g.log.Warn("error indication not sent", "err", err)
 	}
 }
@@ -56,6 +70,12 @@ func (g *gnb) sendErrorIndication(ind *ngap.ErrorIndication) {
 func (g *gnb) errorIndication(cause ngap.Cause, amfID, ranID *int64) {
 	c := cause
 	g.sendErrorIndication(&ngap.ErrorIndication{AMFUENGAPID: amfID, RANUENGAPID: ranID, Cause: &c})
+}
+
+// errorIndication is an Error Indication to g from a step of u.
+func (u *ue) errorIndication(g *gnb, cause ngap.Cause, amfID, ranID *int64) {
+	c := cause
+	g.sendErrorIndicationFor(u, &ngap.ErrorIndication{AMFUENGAPID: amfID, RANUENGAPID: ranID, Cause: &c})
 }
 
 // ngSetupResponse builds the NG Setup Response of TS 38.413 §9.2.6.2.
@@ -73,7 +93,7 @@ func (a *AMF) ngSetupResponse() *ngap.NGSetupResponse {
 
 // sendDownlinkNAS sends a NAS PDU in a Downlink NAS Transport (TS 38.413 §8.6.2).
 func (r *ranUE) sendDownlinkNAS(pdu []byte) error {
-	return r.gnb.send(r.stream, &ngap.DownlinkNASTransport{
+	return r.ue.sendN2(r.gnb, r.stream, &ngap.DownlinkNASTransport{
 		AMFUENGAPID: r.amfID, RANUENGAPID: r.ranID, NASPDU: pdu,
 	})
 }
@@ -92,7 +112,7 @@ func (r *ranUE) sendContextRelease(cause ngap.Cause) error {
 		return nil
 	}
 	r.state = legReleasing
-	return r.gnb.send(r.stream, &ngap.UEContextReleaseCommand{
+	return r.ue.sendN2(r.gnb, r.stream, &ngap.UEContextReleaseCommand{
 		AMFUENGAPID: r.amfID, RANUENGAPID: r.ranID, Cause: cause,
 	})
 }

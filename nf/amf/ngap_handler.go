@@ -17,13 +17,18 @@ import (
 // the UE's executor. No UE work runs on the reader.
 func (a *AMF) serveGNB(g *gnb) {
 	defer a.dropGNB(g)
-	err := sctp.Serve(g.conn, func(m sctp.Message) {
+	err := sctp.Serve(g.conn(), func(m sctp.Message) {
+		// A handler that hands the message to a UE's step takes its
+		// stamp; what is left is acknowledged here, the message handled
+		// (commit.go).
+		g.stamp = m.Stamp
 		if m.PPID != ngap.PPID && m.PPID != 0 {
 			// TS 38.412 §7: NGAP is PPID 60; anything else is not ours.
 			g.log.Debug("dropping SCTP message with foreign PPID", "ppid", m.PPID)
-			return
+		} else {
+			a.handleNGAP(g, m.Data)
 		}
-		a.handleNGAP(g, m.Data)
+		g.ack(g.takeStamp())
 	})
 	if !a.group.Closed() {
 		g.log.Info("N2 association closed", "err", err)
@@ -34,7 +39,7 @@ func (a *AMF) serveGNB(g *gnb) {
 // (TS 23.502 §4.2.6: the AN release is implicit).
 func (a *AMF) dropGNB(g *gnb) {
 	a.retireGNB(g)
-	g.conn.Close()
+	g.conn().Close()
 }
 
 // retireGNB takes g out of service: no new connections on it, it is no
@@ -152,7 +157,7 @@ func onUE[M ngap.Message](ids func(M) (amfID, ranID int64), h func(u *ue, r *ran
 			return
 		}
 		u := r.ue
-		u.post(func() { h(u, r, m) })
+		u.postMessage(g, g.takeStamp(), func() { h(u, r, m) })
 	}
 }
 
@@ -251,8 +256,8 @@ func (a *AMF) handleNGSetup(g *gnb, req *ngap.NGSetupRequest) {
 	for _, old := range a.gnbsOf(req.GlobalRANNodeID) {
 		if old != g && a.retireGNB(old) {
 			old.log.Info("association replaced by a new NG Setup of the same node", "gnb_id", req.GlobalRANNodeID.GNBID)
-			if !a.group.Go(func() { old.conn.Close() }) {
-				old.conn.Close()
+			if !a.group.Go(func() { old.conn().Close() }) {
+				old.conn().Close()
 			}
 		}
 	}
@@ -376,7 +381,7 @@ func (a *AMF) handleInitialUEMessage(g *gnb, m *ngap.InitialUEMessage) {
 	}
 	if tmsi, ok := a.initialTMSI(msg, m.FiveGSTMSI); ok {
 		if u := a.gutis.lookup(tmsi); u != nil {
-			u.post(func() { u.onInitialUEMessageForKnownGUTI(g, m, msg) })
+			u.postMessage(g, g.takeStamp(), func() { u.onInitialUEMessageForKnownGUTI(g, m, msg) })
 			return
 		}
 	}
@@ -392,7 +397,7 @@ func (a *AMF) newConnection(g *gnb, m *ngap.InitialUEMessage, msg nas.Message) {
 		u.post(u.removeContext)
 		return
 	}
-	u.post(func() { u.onInitialUEMessage(r, m.NASPDU, msg) })
+	u.postMessage(g, g.takeStamp(), func() { u.onInitialUEMessage(r, m.NASPDU, msg) })
 }
 
 // initialTMSI returns the 5G-TMSI of an initial NAS message when it names a

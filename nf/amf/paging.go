@@ -118,7 +118,7 @@ func (u *ue) sendPaging() {
 			TAIListForPaging: tais,
 			PagingPriority:   u.page.priority,
 		}
-		if err := g.send(0, m); err != nil {
+		if err := u.sendN2(g, 0, m); err != nil {
 			g.log.Warn("Paging not sent", "err", err)
 			continue
 		}

@@ -50,12 +50,13 @@ func (u *ue) mobileReachableExpired() {
 // deregistration timer once it is not (the record keeps only the deadline;
 // reachable says which of the two runs).
 func (u *ue) reachabilityExpired() {
+	u.beginStep()
 	if u.reachable {
 		u.mobileReachableExpired()
 	} else {
 		u.implicitDeregistration()
 	}
-	u.stepDone()
+	u.endStep()
 }
 
 // implicitDeregistration: TS 24.501 §5.3.7: the implicit deregistration

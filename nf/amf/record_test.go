@@ -492,6 +492,8 @@ var recordMap = map[reflect.Type]map[string]string{
 		"seq":       "Seq",
 		"recLast":   "-plumbing: change detection of the deltas (record.go)",
 		"recNext":   "-plumbing: change detection of the deltas (record.go)",
+		"holding":   "-plumbing: output commit within one step (commit.go)",
+		"held":      "-plumbing: the step's NGAP messages awaiting its commit (commit.go); not state",
 		"st":        "=State",
 		"published": "-derived: the mirror of st and reachable for other goroutines",
 		"ran":       "=Serving",
@@ -749,7 +751,7 @@ func TestUERecordRestore(t *testing.T) {
 		for _, l := range recsA[i].legs() {
 			maxNGAP = max(maxNGAP, l.AMFUENGAPID)
 			r := b.ranUEs.Get(l.AMFUENGAPID)
-			if r == nil || r.gnb.conn != nil || r.gnb.node.Load().id != l.GNB {
+			if r == nil || r.gnb.conn() != nil || r.gnb.node.Load().id != l.GNB {
 				t.Errorf("leg %d of record %d: not held detached on gNB %v in B", l.AMFUENGAPID, recsA[i].ID, l.GNB)
 			}
 		}

@@ -283,7 +283,7 @@ func (u *ue) sendInitialContextSetup(plain []byte, hdr nas.SecurityHeaderType, s
 		req.UEAggregateMaxBitRate = &ambr
 	}
 	copy(req.SecurityKey[:], kgnb)
-	if err := r.gnb.send(r.stream, req); err != nil {
+	if err := u.sendN2(r.gnb, r.stream, req); err != nil {
 		return err
 	}
 	// TS 33.501 §6.9.2.1.1: the KgNB goes with NCC 0 and is the SYNC-input

@@ -188,7 +188,7 @@ func (u *ue) sendSetupItems(items []ngap.PDUSessionResourceSetupItemSUReq) {
 		ambr := *u.ueAMBR
 		req.UEAggregateMaxBitRate = &ambr
 	}
-	if err := r.gnb.send(r.stream, req); err != nil {
+	if err := u.sendN2(r.gnb, r.stream, req); err != nil {
 		u.log.Warn("PDU Session Resource Setup Request not sent", "err", err)
 		return
 	}

@@ -422,21 +422,21 @@ func (u *ue) deliverSM(d smDelivery) {
 			ambr := *u.ueAMBR
 			req.UEAggregateMaxBitRate = &ambr
 		}
-		if err = r.gnb.send(r.stream, req); err == nil {
+		if err = u.sendN2(r.gnb, r.stream, req); err == nil {
 			r.ambrSent = r.ambrSent || withAMBR
 			if s != nil {
 				s.up = upActivating
 			}
 		}
 	case n2Modify:
-		err = r.gnb.send(r.stream, &ngap.PDUSessionResourceModifyRequest{
+		err = u.sendN2(r.gnb, r.stream, &ngap.PDUSessionResourceModifyRequest{
 			AMFUENGAPID: r.amfID, RANUENGAPID: r.ranID,
 			Items: []ngap.PDUSessionResourceModifyItemModReq{{ID: d.id, NASPDU: nasPDU, Transfer: d.n2}},
 		})
 	case n2Release:
 		// TS 38.413 §9.2.1.5: the NAS-PDU (PDU Session Release Command) is
 		// at message level.
-		err = r.gnb.send(r.stream, &ngap.PDUSessionResourceReleaseCommand{
+		err = u.sendN2(r.gnb, r.stream, &ngap.PDUSessionResourceReleaseCommand{
 			AMFUENGAPID: r.amfID, RANUENGAPID: r.ranID, NASPDU: nasPDU,
 			Items: []ngap.PDUSessionResourceItem{{ID: d.id, Transfer: d.n2}},
 		})

@@ -265,7 +265,7 @@ func (r *ranUE) leg() *RANLeg {
 		return nil
 	}
 	l := &RANLeg{AMFUENGAPID: r.amfID, RANUENGAPID: r.ranID, State: r.state.String(), TAI: r.tai, Cell: r.loc.NRCGI}
-	if c := r.gnb.conn; c != nil {
+	if c := r.gnb.conn(); c != nil {
 		l.GNBAddress = c.RemoteAddr().String()
 	}
 	if n := r.gnb.node.Load(); n != nil {

@@ -68,7 +68,7 @@ func (u *ue) startRetransmission(id timerID, resend func()) {
 
 // armRetransmission starts the rule of timer id, or, with a deadline, goes
 // on with it from sends messages sent (a timer restored from a record).
-// Each expiry is a step of the UE (stepDone).
+// Each expiry is a step of the UE (beginStep, endStep).
 func (u *ue) armRetransmission(id timerID, resend func(), deadline time.Time, sends int) {
 	u.nasTimerID = id
 	u.nasTimerMsg, u.nasTimerHdr = nil, 0
@@ -77,12 +77,14 @@ func (u *ue) armRetransmission(id timerID, resend func(), deadline time.Time, se
 		max = u.amf.cfg.timers.PagingRetransmissions
 	}
 	onResend := func(n int) {
+		u.beginStep()
 		u.amf.stats.retransmissions.Add(1)
 		u.log.Debug("timer expired, retransmitting", "timer", id.String(), "send", n+1)
 		resend()
-		u.stepDone()
+		u.endStep()
 	}
 	onAbort := func() {
+		u.beginStep()
 		u.nasTimerID = timerNone
 		u.nasTimerMsg, u.nasTimerHdr = nil, 0
 		u.log.Info("timer expired for the last time, aborting procedure", "timer", id.String())
@@ -90,7 +92,7 @@ func (u *ue) armRetransmission(id timerID, resend func(), deadline time.Time, se
 		u.outcome = procedures.Timeout
 		u.onTimerAbort(id)
 		u.outcome = "" // when the abort fired no event
-		u.stepDone()
+		u.endStep()
 	}
 	d := u.amf.timerDuration(id)
 	if deadline.IsZero() {

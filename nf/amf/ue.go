@@ -24,11 +24,17 @@ const maxAMFUENGAPID = 1<<40 - 1
 // sendMu.
 type gnb struct {
 	amf *AMF
-	// conn is the association; nil for a detached gNB, the gNB of restored
-	// connections that has not connected to this instance
-	// (record_restore.go).
-	conn sctp.Conn
-	log  *slog.Logger
+	// assoc is the association (read it with conn); unset for a detached
+	// gNB, the gNB of restored connections that has not connected to this
+	// instance (record_restore.go), until ResumeConn gives it one while UE
+	// executors may be sending: hence atomic.
+	assoc atomic.Pointer[sctp.Conn]
+	log   *slog.Logger
+	// stamp is the front end's stamp (sctp.Message.Stamp) of the message
+	// the reader is handling; a handler that hands the message to a UE's
+	// step takes it (takeStamp), and that step acknowledges it. Only the
+	// reader goroutine touches it.
+	stamp uint64
 
 	sendMu sync.Mutex
 
@@ -49,6 +55,14 @@ type gnb struct {
 	// Reset (TS 38.413 §8.7.4.2.2); nil when none is pending, closed when
 	// the association goes.
 	resetAck chan *ngap.NGResetAcknowledge
+}
+
+// conn is the gNB's association; nil while detached (record_restore.go).
+func (g *gnb) conn() sctp.Conn {
+	if p := g.assoc.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // gnbNode is what NG Setup told us about a gNB.
@@ -78,10 +92,11 @@ func (g *gnb) servesTAI(tai identity.TAI) bool {
 // streamFor picks the SCTP stream of a UE-associated signalling connection:
 // stream 0 is for non-UE-associated signalling (TS 38.412 §7).
 func (g *gnb) streamFor(amfUEID int64) uint16 {
-	if g.conn == nil {
+	c := g.conn()
+	if c == nil {
 		return 0 // detached (record_restore.go): nothing is sent
 	}
-	n := g.conn.OutboundStreams()
+	n := c.OutboundStreams()
 	if n <= 1 {
 		return 0
 	}
@@ -192,6 +207,10 @@ type ue struct {
 	// RecordSink, recNext the buffer the next one is encoded into: change
 	// detection for the deltas; nil while no sink is set.
 	recLast, recNext []byte
+	// holding: the running step holds its NGAP messages in held until its
+	// record is committed (commit.go); false without a RecordSink.
+	holding bool
+	held    []heldN2
 
 	st ueState // see ue_state.go: the only record of where the UE is
 	// published mirrors st (and reachable) for other goroutines
@@ -273,15 +292,17 @@ type ue struct {
 
 // post queues f on u's executor after everything posted before it. Work
 // posted after the AMF closed is dropped. f is one step of the UE: with a
-// RecordSink set, the UE's record goes to it after f if f changed it.
+// RecordSink set, the UE's record goes to it after f if f changed it, and
+// the NGAP messages f sends leave after that (commit.go).
 func (u *ue) post(f func()) {
 	if u.amf.sink.Load() == nil {
 		u.exec.Post(f)
 		return
 	}
 	u.exec.Post(func() {
+		u.beginStep()
 		f()
-		u.stepDone()
+		u.endStep()
 	})
 }
 
