@@ -98,7 +98,8 @@ import (
 // once. A leg's gNB is an association of the old instance; in the new one
 // the leg is kept detached, with all its identifying data, on a gNB that
 // is not connected (messages to it fail to be sent); binding it to the
-// gNB's association again is the N2 front end's step, later.
+// gNB's association again is ResumeConn's (resume.go), when the N2 front
+// end hands the association over.
 
 // UERecord is the record of one UE context. See the comment above for what
 // it holds; numbers that name states are the constants of this package.

@@ -45,10 +45,11 @@ type SMFResolver interface {
 // legs are detached: their gNB's association belongs to the old instance,
 // so they keep their IDs, stream, TAI and cell on a gNB object that is not
 // connected (a send fails, as on an association that went down, and the
-// procedures react as they do to that). Re-binding a leg to its gNB's
-// association is the N2 front end's step (issue 36 §3), later; until then
-// a gNB that connects to this instance with NG Setup gets new connections
-// only, and a UE in CM-IDLE is served as usual.
+// procedures react as they do to that). ResumeConn, called after Restore
+// with the association an N2 front end hands over and the gNB's logged NG
+// Setup Request (issue 36 §3), binds the legs of that gNB to it, NGAP IDs
+// unchanged. A gNB that connects to this instance with NG Setup instead
+// gets new connections only; a UE in CM-IDLE is served as usual.
 //
 // A session's SMF named in its record is found through Deps.SMFSelector
 // when it implements SMFResolver; a record naming an SMF that cannot be
