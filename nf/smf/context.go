@@ -199,6 +199,10 @@ type ueState struct {
 	// seq is the version of u's state: +1 at the end of each step of its
 	// executor (endStep), what its record's Seq is (record.go).
 	seq uint64
+	// held are the messages to the AMF that the running step queued while
+	// a Recorder is set: they go on out after the step's record (output
+	// commit, endStep). Executor only.
+	held []func()
 }
 
 // post queues f on u's executor as a step of its own (endStep).
@@ -209,8 +213,13 @@ func (s *SMF) post(u *ueState, f func()) {
 	})
 }
 
-// onUE runs f on the executor of supi's state, created if needed.
-func (s *SMF) onUE(supi string, f func(u *ueState)) bool {
+// onUE runs f on the executor of supi's state, created if needed, as a
+// step (endStep after it).
+func (s *SMF) onUE(supi string, f func(u *ueState)) bool { return s.runOnUE(supi, f, true) }
+
+// runOnUE is onUE; without end, f ends the step itself (callUE, which
+// answers after endStep).
+func (s *SMF) runOnUE(supi string, f func(u *ueState), end bool) bool {
 	u := s.ues.GetOrCreate(supi, func() *ueState {
 		u := &ueState{supi: supi, sessions: make(map[uint8]*smContext, 2)}
 		u.exec.Init(s.group)
@@ -221,11 +230,13 @@ func (s *SMF) onUE(supi string, f func(u *ueState)) bool {
 		if u.dead {
 			// u left the table after this was posted: the UE's work goes
 			// to its new state.
-			s.onUE(supi, f)
+			s.runOnUE(supi, f, end)
 			return
 		}
 		f(u)
-		s.endStep(u)
+		if end {
+			s.endStep(u)
+		}
 	})
 }
 
@@ -234,37 +245,58 @@ func (s *SMF) onUE(supi string, f func(u *ueState)) bool {
 // runs there as an event ends with it; the snapshots, which only read,
 // do not). u's version moves on, the Recorder, if any, gets u's record
 // (record.go), and u leaves the table when it has no session left: its
-// last record, without sessions, says so. Runs on u's executor.
+// last record, without sessions, says so. Then the messages to the AMF
+// the step queued (held, with a Recorder) go out: output commit (issue 36,
+// L25GC §3.5), no answer leaves before the record of the state that made
+// it. Runs on u's executor.
 func (s *SMF) endStep(u *ueState) {
-	if u.dead {
+	if !u.dead {
+		u.seq++
+		if s.recorder != nil {
+			s.recorder.RecordedUE(u.record())
+		}
+		if len(u.sessions) == 0 {
+			u.dead = true
+			s.ues.DeleteIf(u.supi, func(v *ueState) bool { return v == u })
+		}
+	}
+	for i, f := range u.held {
+		u.out.Post(f)
+		u.held[i] = nil
+	}
+	u.held = u.held[:0]
+}
+
+// toAMF queues f, a message to the AMF that a step of u makes, on u's
+// outbound queue: at once without a Recorder, else after the step's record
+// (endStep). Runs on u's executor.
+func (s *SMF) toAMF(u *ueState, f func()) {
+	if s.recorder == nil {
+		u.out.Post(f)
 		return
 	}
-	u.seq++
-	if s.recorder != nil {
-		s.recorder.RecordedUE(u.record())
-	}
-	if len(u.sessions) == 0 {
-		u.dead = true
-		s.ues.DeleteIf(u.supi, func(v *ueState) bool { return v == u })
-	}
+	u.held = append(u.held, f)
 }
 
 // errClosed answers requests that arrive while the SMF closes.
 var errClosed = sbi.NewProblem(http.StatusServiceUnavailable, sbi.CauseSystemFailure, "smf closing")
 
-// callUE runs f on supi's executor and waits for its answer or for ctx.
-// When ctx ends first, f still runs (as a request that timed out in flight
-// does at a server); its answer is dropped.
+// callUE runs f on supi's executor as a step and waits for its answer or
+// for ctx. The answer is given after the step's end (endStep): with a
+// Recorder, after the step's record (output commit). When ctx ends first,
+// f still runs (as a request that timed out in flight does at a server);
+// its answer is dropped.
 func callUE[T any](ctx context.Context, s *SMF, supi string, f func(u *ueState) (T, error)) (T, error) {
 	type result struct {
 		v   T
 		err error
 	}
 	ch := make(chan result, 1)
-	if !s.onUE(supi, func(u *ueState) {
+	if !s.runOnUE(supi, func(u *ueState) {
 		v, err := f(u)
+		s.endStep(u)
 		ch <- result{v, err}
-	}) {
+	}, false) {
 		var zero T
 		return zero, errClosed
 	}

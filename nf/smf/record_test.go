@@ -97,6 +97,7 @@ var stateFields = map[reflect.Type]map[string]recorded{
 		"sessions": to("UERecord.Sessions"),
 		"dead":     not("a state that left the table has no session and no record"),
 		"seq":      to("UERecord.Seq"),
+		"held":     not(plumbing + "; messages to the AMF of the running step, awaiting its record (output commit)"),
 	},
 	reflect.TypeFor[upfNode](): {
 		"name":         to("UPFRecord.Name"),

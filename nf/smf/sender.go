@@ -20,7 +20,7 @@ const sbiTimeout = 10 * time.Second
 // refuses the transfer.
 func (s *SMF) send(c *smContext, m n1n2, onFail func()) {
 	u := c.ue
-	u.out.Post(func() {
+	s.toAMF(u, func() {
 		if err := s.transfer(c, m); err != nil && onFail != nil {
 			s.post(u, onFail)
 		}
@@ -30,7 +30,7 @@ func (s *SMF) send(c *smContext, m n1n2, onFail func()) {
 // sendReleased queues the SM context status notification of c's release
 // (TS 23.502 §4.3.4.2 step 11) behind the messages sent before it.
 func (s *SMF) sendReleased(c *smContext) {
-	c.ue.out.Post(func() { s.notifyReleased(c) })
+	s.toAMF(c.ue, func() { s.notifyReleased(c) })
 }
 
 // transfer sends m with Namf_Communication_N1N2MessageTransfer, on the UE's
