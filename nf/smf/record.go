@@ -45,9 +45,10 @@ package smf
 // gauges), statistics, and what this process alone knows of its peers
 // (whether it is associated now, when it last associated). Messages
 // queued for the AMF (the outbound queue) are outputs of steps already
-// recorded: whether they left is the business of the front end and output
-// commit (issue 36 §2-3); a lost Accept is recovered by the UE's T3580, a
-// lost command by T3591/T3592.
+// recorded: with a Recorder they are queued only after their step's record
+// (output commit, endStep); whether they left before a failure is the
+// front end's business (issue 36 §3); a lost Accept is recovered by the
+// UE's T3580, a lost command by T3591/T3592.
 //
 // # Versions and deltas
 //
