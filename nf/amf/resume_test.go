@@ -103,7 +103,8 @@ func TestResumeConn(t *testing.T) {
 	idle.serviceRequest(nas.ServiceSignalling, nil, nil)
 	ics := expect[*ngap.InitialContextSetupRequest](t, idle.recvNGAP())
 	expect[*nas.ServiceAccept](t, idle.openNAS(ics.NASPDU))
-	if s := a2.Stats(); s.UEContexts != 1 || s.ConnectedUEs != 1 {
-		t.Errorf("stats %+v: want the idle UE connected, the other gone", s)
-	}
+	waitFor(t, "the idle UE connected, the other gone", func() bool {
+		s := a2.Stats()
+		return s.UEContexts == 1 && s.ConnectedUEs == 1
+	})
 }
