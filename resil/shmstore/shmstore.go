@@ -137,6 +137,17 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// putHeader writes the header's fixed fields (all but the state word).
+func putHeader(h []byte, half, epoch uint64) {
+	copy(h[offMagic:], magic)
+	binary.LittleEndian.PutUint32(h[offVersion:], formatVersion)
+	binary.LittleEndian.PutUint32(h[offHdrBytes:], headerBytes)
+	binary.LittleEndian.PutUint64(h[offFileSize:], headerBytes+2*half)
+	binary.LittleEndian.PutUint64(h[offHalfSize:], half)
+	binary.LittleEndian.PutUint64(h[offEpoch:], epoch)
+	binary.LittleEndian.PutUint32(h[offHeaderCRC:], crc32.Checksum(h[:offHeaderCRC], castagnoli))
+}
+
 // stateWord packs the active half and its committed end with a check that
 // binds them to the epoch, so that a scribbled word (or one from another
 // store) is refused instead of read as a different half or end.

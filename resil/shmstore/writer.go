@@ -3,7 +3,6 @@ package shmstore
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"math"
 	"os"
 	"path/filepath"
@@ -117,14 +116,7 @@ func create(f *os.File, path string, half, total uint64, opts Options) (*Writer,
 	if err != nil {
 		return nil, fmt.Errorf("shmstore: create %s: %w", path, err)
 	}
-	h := mem[:headerBytes]
-	copy(h[offMagic:], magic)
-	binary.LittleEndian.PutUint32(h[offVersion:], formatVersion)
-	binary.LittleEndian.PutUint32(h[offHdrBytes:], headerBytes)
-	binary.LittleEndian.PutUint64(h[offFileSize:], total)
-	binary.LittleEndian.PutUint64(h[offHalfSize:], half)
-	binary.LittleEndian.PutUint64(h[offEpoch:], opts.Epoch)
-	binary.LittleEndian.PutUint32(h[offHeaderCRC:], crc32.Checksum(h[:offHeaderCRC], castagnoli))
+	putHeader(mem[:headerBytes], half, opts.Epoch)
 	w := &Writer{
 		path:  path,
 		epoch: opts.Epoch,
