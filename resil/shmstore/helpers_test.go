@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"slices"
@@ -141,4 +142,21 @@ func modelAfter(n uint64, keys, maxRec int) model {
 		m.apply(o.kind, o.key, o.rec, o.del)
 	}
 	return m
+}
+
+// TestCRCSmall: crcSmall computes what hash/crc32 does.
+func TestCRCSmall(t *testing.T) {
+	b := []byte("123456789")
+	if got := crcSmall(0, b); got != 0xe3069283 { // CRC-32C's check value (the CRC catalogue, CRC-32/ISCSI)
+		t.Fatalf("crcSmall(%q) = %#08x, want 0xe3069283", b, got)
+	}
+	for i := range 64 {
+		b := make([]byte, i)
+		for j := range b {
+			b[j] = byte(splitmix(uint64(i*64 + j)))
+		}
+		if got, want := crcSmall(0x1234, b), crc32.Update(0x1234, castagnoli, b); got != want {
+			t.Fatalf("%d bytes: %#08x, want %#08x", i, got, want)
+		}
+	}
 }

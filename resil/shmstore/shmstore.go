@@ -156,7 +156,7 @@ func stateWord(half int, end uint64, epoch uint64) uint64 {
 	var b [16]byte
 	binary.LittleEndian.PutUint64(b[0:8], v)
 	binary.LittleEndian.PutUint64(b[8:16], epoch)
-	c := uint64(crc32.Checksum(b[:], castagnoli)) & checkMsk
+	c := uint64(crcSmall(0, b[:])) & checkMsk
 	return v | c<<checkLSB
 }
 
@@ -171,8 +171,20 @@ func parseState(w uint64, epoch uint64) (half int, end uint64, ok bool) {
 // own CRC bytes: the size (so that a changed length fails), then kind,
 // flags and key length, then key and record.
 func entryCRC(hdr *[entryHeader]byte, key, rec []byte) uint32 {
-	c := crc32.Update(0, castagnoli, hdr[0:4])
-	c = crc32.Update(c, castagnoli, hdr[8:entryHeader])
+	c := crcSmall(0, hdr[0:4])
+	c = crcSmall(c, hdr[8:entryHeader])
 	c = crc32.Update(c, castagnoli, key)
 	return crc32.Update(c, castagnoli, rec)
+}
+
+// crcSmall is crc32.Update(c, castagnoli, b) for a few bytes, byte by
+// byte: crc32.Update makes its argument escape (it dispatches through a
+// function value), which would cost Put an allocation for the entry
+// header it builds on the stack.
+func crcSmall(c uint32, b []byte) uint32 {
+	c = ^c
+	for _, x := range b {
+		c = castagnoli[byte(c)^x] ^ c>>8
+	}
+	return ^c
 }
