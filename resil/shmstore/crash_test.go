@@ -21,6 +21,7 @@ const (
 	childEnv     = "TERN_SHMSTORE_CHILD"      // the role: "writer"
 	childPathEnv = "TERN_SHMSTORE_PATH"       // the store file
 	childHookEnv = "TERN_SHMSTORE_STALL_FROM" // stall in the first compaction from this op on
+	childAtEnv   = "TERN_SHMSTORE_STALL_AT"   // where: "copy" (mid-copy) or "publish" (before it)
 )
 
 // The crash tests' workload: a small store (a compaction every few dozen
@@ -40,9 +41,11 @@ func TestMain(m *testing.M) {
 
 // runChild creates the store and runs operations 0, 1, 2, ... of opAt
 // until it is killed, printing "ack i" once operation i returned. With
-// childHookEnv set it stops for good in the middle of the first compaction
-// that an operation from that number on makes, after printing
-// "compacting".
+// childHookEnv set it stops for good in the first compaction that an
+// operation from that number on makes, after printing "compacting i": with
+// childAtEnv "copy" when a quarter of the live entries are copied, with
+// "publish" when the compaction and the new entry are in place but not
+// published.
 func runChild(role string) int {
 	if role != "writer" {
 		fmt.Fprintf(os.Stderr, "unknown child role %q\n", role)
@@ -60,8 +63,9 @@ func runChild(role string) int {
 		stallFrom = n
 	}
 	var i uint64
-	w.testHookCompact = func(copied int) {
-		if i >= stallFrom && copied == crashKeys/4 {
+	atPublish := os.Getenv(childAtEnv) == "publish"
+	w.testHookCompact = func(copied int, done bool) {
+		if i >= stallFrom && (atPublish && done || !atPublish && copied == crashKeys/4) {
 			fmt.Fprintf(out, "compacting %d\n", i)
 			out.Flush()
 			select {} // until killed
@@ -169,23 +173,27 @@ func TestCrashAnywhere(t *testing.T) {
 }
 
 // TestCrashInCompaction: the child is killed in the middle of a compaction
-// (a quarter of the live entries copied to the other half, before the flip);
+// (a quarter of the live entries copied to the other half), or when the
+// compaction and the entry that made it are in place but not yet published;
 // the store holds the state before the operation that compacted.
 func TestCrashInCompaction(t *testing.T) {
-	for _, from := range []uint64{0, 100, 777, 3000} {
-		path := filepath.Join(storeDir(t), "store")
-		var at uint64
-		acked, _ := crashChild(t, path, []string{childHookEnv + "=" + strconv.FormatUint(from, 10)}, func(l string) bool {
-			f, ok := strings.CutPrefix(l, "compacting ")
-			if ok {
-				at, _ = strconv.ParseUint(f, 10, 64)
+	for _, at := range []string{"copy", "publish"} {
+		for _, from := range []uint64{0, 100, 777, 3000} {
+			path := filepath.Join(storeDir(t), "store")
+			var stalled uint64
+			env := []string{childHookEnv + "=" + strconv.FormatUint(from, 10), childAtEnv + "=" + at}
+			acked, _ := crashChild(t, path, env, func(l string) bool {
+				f, ok := strings.CutPrefix(l, "compacting ")
+				if ok {
+					stalled, _ = strconv.ParseUint(f, 10, 64)
+				}
+				return ok
+			})
+			if stalled != acked || stalled < from {
+				t.Fatalf("%s: stalled in operation %d with %d acknowledged (from %d)", at, stalled, acked, from)
 			}
-			return ok
-		})
-		if at != acked || at < from {
-			t.Fatalf("stalled in operation %d with %d acknowledged (from %d)", at, acked, from)
+			checkCrashed(t, path, acked)
+			t.Logf("%s: killed compacting in operation %d", at, stalled)
 		}
-		checkCrashed(t, path, acked)
-		t.Logf("killed compacting in operation %d", at)
 	}
 }

@@ -61,9 +61,11 @@ type Writer struct {
 	live    uint64  // sum of live slots' sizes
 	stats   Stats
 
-	// testHookCompact, when set, runs after each entry compaction copies
-	// (the crash tests kill a process there).
-	testHookCompact func(copied int)
+	// testHookCompact, when set, runs after each entry a compaction
+	// copies (done false) and once the entry that compacted is in place,
+	// before it is published (done true): the crash tests kill a process
+	// there.
+	testHookCompact func(copied int, done bool)
 }
 
 // Create creates the store file at path with size bytes (rounded down to
@@ -175,6 +177,7 @@ func (w *Writer) append(kind, flags uint8, key, rec []byte) error {
 		return nil // nothing in the active half to hide
 	}
 	var prev uint64
+	compacted := false
 	if exists {
 		prev = uint64(w.slots[si].size)
 	}
@@ -195,11 +198,12 @@ func (w *Writer) append(kind, flags uint8, key, rec []byte) error {
 			skip = si
 		}
 		w.compact(skip)
+		compacted = true
 		if tomb {
 			// The other half never held the key: no tombstone needed.
 			w.dropKey(si, prev)
 			w.stats.Deletes++
-			w.publish()
+			w.publishCompacted()
 			return nil
 		}
 	}
@@ -222,8 +226,20 @@ func (w *Writer) append(kind, flags uint8, key, rec []byte) error {
 		w.live += size - prev
 		w.stats.Puts++
 	}
-	w.publish()
+	if compacted {
+		w.publishCompacted()
+	} else {
+		w.publish()
+	}
 	return nil
+}
+
+// publishCompacted publishes a compaction and the entry that made it.
+func (w *Writer) publishCompacted() {
+	if w.testHookCompact != nil {
+		w.testHookCompact(0, true)
+	}
+	w.publish()
 }
 
 // publish makes everything below w.end in the active half visible to a
@@ -251,7 +267,7 @@ func (w *Writer) compact(skip int32) {
 		pos += n
 		copied++
 		if w.testHookCompact != nil {
-			w.testHookCompact(copied)
+			w.testHookCompact(copied, false)
 		}
 	}
 	w.active, w.end = next, pos
