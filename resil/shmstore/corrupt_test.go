@@ -14,10 +14,16 @@ import (
 // closedStore writes a store that compacted and then appended, closes it
 // and returns its file's bytes.
 func closedStore(t testing.TB) (path string, file []byte) {
+	return closedStoreOf(t, 2*MinSize, 230, 200) // halves of 8 KiB
+}
+
+// closedStoreOf is closedStore with a file of size bytes, ops operations
+// and records up to maxRec bytes.
+func closedStoreOf(t testing.TB, size int, ops uint64, maxRec int) (path string, file []byte) {
 	t.Helper()
-	w, path := newStore(t, 2*MinSize, 5) // halves of 8 KiB
-	for i := range uint64(230) {
-		if err := opAt(i, 12, 200).do(w); err != nil {
+	w, path := newStore(t, size, 5)
+	for i := range ops {
+		if err := opAt(i, 12, maxRec).do(w); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -145,15 +151,17 @@ func TestRefusedHeaders(t *testing.T) {
 
 // FuzzLoad: Open never panics on any file, and what it returns holds
 // together. With wrap, the input is a half's content inside a valid
-// header that commits all of it, so that the fuzzer reaches the entries.
-// The seed file is 24 KiB, which Go's minimizer takes long over: fuzz with
-// -fuzzminimizetime=1s (or 0).
+// header that commits all of it, so that the fuzzer reaches the entries;
+// without, it is the whole file. No seed is a whole valid file: the
+// smallest is 12 KiB, on which Go's minimizer spends its whole minute
+// (its cost grows with the square of the input), and a flipped bit in
+// each byte of one is TestCorruptEveryByte's.
 func FuzzLoad(f *testing.F) {
-	path, file := closedStore(f)
+	path, file := closedStoreOf(f, MinSize, 150, 60)
 	h, _ := parseHeader(file[:headerBytes], int64(len(file)))
 	at := headerBytes + uint64(h.active)*h.half
-	f.Add(file, false)
 	f.Add(file[at:at+h.end], true)
+	f.Add(file[:offState+8], false)
 	f.Add([]byte{}, true)
 	f.Add([]byte{}, false)
 	dir := filepath.Dir(path)
