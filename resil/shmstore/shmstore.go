@@ -14,25 +14,27 @@
 //
 // # Writer
 //
-// Create builds the file (in a temporary name beside path, renamed over it,
-// so a primary that is still alive keeps writing its own orphaned inode and
-// can never scribble into its successor's store) and maps it. Put(kind,
-// key, record) appends an entry to the active half and publishes it; the
-// latest entry for (kind, key) replaces the earlier ones, Delete appends a
-// tombstone. Puts from many goroutines are serialised by a mutex whose
-// critical section is an index lookup and a memcpy: the entry's CRC is
-// computed before the lock, and steady state (replacing keys that exist)
-// allocates nothing. The writer keeps the index (kind, key) → entry in its
-// own memory; the file has none.
+// Create builds the file (in a temporary name beside path, renamed over
+// it, so a primary that is still alive keeps writing its own orphaned
+// inode and can never scribble into its successor's store; a Create cut
+// short by the process's death leaves that file, named .<base>.*.new) and
+// maps it. Put(kind, key, record) appends an entry to the active half and
+// publishes it; the latest entry for (kind, key) replaces the earlier
+// ones, Delete appends a tombstone. Puts from many goroutines are
+// serialised by a mutex whose critical section is an index lookup and a
+// memcpy: the entry's CRC is computed before the lock, and steady state
+// (replacing keys that exist) allocates nothing. The writer keeps the
+// index (kind, key) → entry in its own memory; the file has none.
 //
 // When the active half has no room for an entry, the writer compacts: it
 // copies the live entries (the latest of each key that is not deleted)
 // into the other half, appends the new entry there, and publishes the new
 // half and its end with one atomic store. A process killed mid-copy leaves
 // the old half active and complete. Compaction is a copy of the live bytes
-// under the lock (Puts wait for it), so size the file at several times the
-// live data: a half of H bytes with L live compacts once per H-L bytes
-// written, copying L (Stats.Compactions, Stats.LiveBytes and
+// under the lock (Puts wait for it: about 25 µs per MiB live on the
+// development machine, BenchmarkCompaction), so size the file at several
+// times the live data: a half of H bytes with L live compacts once per H-L
+// bytes written, copying L (Stats.Compactions, Stats.LiveBytes and
 // Stats.Capacity let the caller watch it). Live data that does not fit in
 // a half is refused with ErrFull; the caller counts it and raises an alarm.
 //
