@@ -175,14 +175,22 @@ func open(ctx context.Context, nc *nats.Conn, cfg Config) (*Engine, error) {
 	}
 	// A cluster elects its meta leader some time after its members start:
 	// until then the stream API does not answer, so try until ctx ends.
+	var last error
 	for {
-		st, err := js.CreateOrUpdateStream(ctx, sc)
+		// A request made before there is a leader is never answered:
+		// each try gets its own deadline.
+		tctx, cancel := context.WithTimeout(ctx, time.Second)
+		st, err := js.CreateOrUpdateStream(tctx, sc)
+		cancel()
 		if err == nil {
 			return &Engine{nc: nc, js: js, stream: st}, nil
 		}
+		if ctx.Err() == nil || last == nil {
+			last = err
+		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: creating stream %s: %v", ErrUnreachable, StreamName, err)
+			return nil, fmt.Errorf("%w: creating stream %s: %v", ErrUnreachable, StreamName, last)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

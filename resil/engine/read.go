@@ -33,11 +33,16 @@ func (e *Engine) ReplayFrom(ctx context.Context, unit string, from uint64, fn fu
 	if last < from {
 		return nil
 	}
-	cons, err := e.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects:    []string{subj},
-		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:       from,
-		InactiveThreshold: 10 * time.Second,
+	var cons jetstream.Consumer
+	err = e.retry(ctx, func(ctx context.Context) error {
+		var err error
+		cons, err = e.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+			FilterSubjects:    []string{subj},
+			DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+			OptStartSeq:       from,
+			InactiveThreshold: 10 * time.Second,
+		})
+		return err
 	})
 	if err != nil {
 		e.n.failures.Add(1)
@@ -86,7 +91,7 @@ func (e *Engine) GetCheckpoint(ctx context.Context, unit, key string) ([]byte, u
 	if !validUnit(unit) || !validKey(key) {
 		return nil, 0, fmt.Errorf("engine: checkpoint: invalid unit %q or key %q", unit, key)
 	}
-	m, err := e.stream.GetLastMsgForSubject(ctx, checkpointSubject(unit, key))
+	m, err := e.lastMsg(ctx, checkpointSubject(unit, key))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, 0, fmt.Errorf("%w: checkpoint %s/%s", ErrNotFound, unit, key)
 	}

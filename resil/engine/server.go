@@ -29,6 +29,8 @@ type ServerConfig struct {
 	ClusterName   string
 	ClusterListen string
 	Routes        []string
+	// Log writes the server's log to stderr.
+	Log bool
 	// ReadyTimeout bounds the wait for the server to accept clients
 	// (default 10 s).
 	ReadyTimeout time.Duration
@@ -42,7 +44,7 @@ func NewServer(cfg ServerConfig) (*server.Server, error) {
 		JetStream:  true,
 		StoreDir:   cfg.StoreDir,
 		NoSigs:     true,
-		NoLog:      true,
+		NoLog:      !cfg.Log,
 	}
 	if opts.ServerName == "" {
 		opts.ServerName = "tern"
@@ -76,6 +78,9 @@ func NewServer(cfg ServerConfig) (*server.Server, error) {
 	s, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("engine: server %s: %w", opts.ServerName, err)
+	}
+	if !opts.NoLog {
+		s.ConfigureLogger()
 	}
 	s.Start()
 	wait := cfg.ReadyTimeout

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -60,7 +61,7 @@ func (e *Engine) Acquire(ctx context.Context, unit string) (*Unit, error) {
 		// nobody.
 		m.Header.Set(hdrTTL, "never")
 		m.Header.Set(hdrRollup, "sub")
-		ack, err := e.js.PublishMsg(ctx, m)
+		ack, err := e.publish(ctx, nil, m)
 		if err == nil {
 			return &Unit{e: e, name: unit, epoch: ack.Sequence}, nil
 		}
@@ -92,8 +93,11 @@ func (u *Unit) Append(ctx context.Context, data []byte) (uint64, error) {
 	m := nats.NewMsg(logSubject(u.name))
 	m.Data = frame(data)
 	u.fence(m.Header)
+	// The engine stores a message whose ID it has seen once, so a retry
+	// after an answer lost to a leader's death does not append twice.
+	m.Header.Set(jetstream.MsgIDHeader, nuid.Next())
 	for {
-		ack, err := u.e.js.PublishMsg(ctx, m)
+		ack, err := u.e.publish(ctx, nil, m)
 		if err == nil {
 			u.e.n.appends.Add(1)
 			return ack.Sequence, nil
@@ -143,6 +147,70 @@ func (u *Unit) afterRefusal(ctx context.Context, err error, checkRevision func()
 	return sleep(ctx, retryWait)
 }
 
+// attemptTimeout bounds one try of a write. A try sent to a stream leader
+// that dies is never answered; the next try, after the election, is.
+const attemptTimeout = time.Second
+
+// publish sends m (after first, the opening message of an atomic batch,
+// when there is one) and returns the engine's acknowledgement. It tries
+// again, until ctx ends, where the engine was not there to answer: no
+// responders (a replicated stream electing its leader) or no answer within
+// attemptTimeout. Refusals are returned at once.
+func (e *Engine) publish(ctx context.Context, first, m *nats.Msg) (*jetstream.PubAck, error) {
+	for {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		var ack *jetstream.PubAck
+		err := error(nil)
+		if first != nil {
+			// The opening message needs no answer: its errors come with
+			// the commit's, on the same connection, in order.
+			err = e.nc.PublishMsg(first)
+		}
+		if err == nil {
+			ack, err = e.js.PublishMsg(actx, m)
+		}
+		cancel()
+		if err == nil {
+			return ack, nil
+		}
+		if err := e.again(ctx, err); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// again returns nil, after a pause, when an operation that failed with
+// err is to be tried again: the engine was not there to answer (no
+// responders while a replicated stream elects its leader, or no answer
+// within attemptTimeout) and ctx has time left. Otherwise the error.
+func (e *Engine) again(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w (%v)", ctx.Err(), err)
+	}
+	if !errors.Is(err, jetstream.ErrNoStreamResponse) && !errors.Is(err, nats.ErrNoResponders) &&
+		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+		return err
+	}
+	e.n.retries.Add(1)
+	return sleep(ctx, 20*time.Millisecond)
+}
+
+// retry runs op, an idempotent request, until it is answered or ctx ends;
+// each try is bounded by attemptTimeout.
+func (e *Engine) retry(ctx context.Context, op func(ctx context.Context) error) error {
+	for {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		err := op(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if err := e.again(ctx, err); err != nil {
+			return err
+		}
+	}
+}
+
 // PutCheckpoint stores data under key if the key's revision is still
 // expectedRevision (0: the key must not exist) and this writer's epoch is
 // still the unit's, and returns the new revision. ErrRevision or
@@ -175,13 +243,7 @@ func (u *Unit) PutCheckpoint(ctx context.Context, key string, data []byte, expec
 		mark.Header.Set(hdrRollup, "sub")
 		u.fence(mark.Header)
 
-		// The first message needs no answer: errors come with the
-		// commit's, on the same connection, in order.
-		if err := u.e.nc.PublishMsg(ck); err != nil {
-			u.e.n.failures.Add(1)
-			return 0, fmt.Errorf("engine: checkpoint %s/%s: %w", u.name, key, err)
-		}
-		ack, err := u.e.js.PublishMsg(ctx, mark)
+		ack, err := u.e.publish(ctx, ck, mark)
 		if err == nil {
 			u.e.n.checkpoints.Add(1)
 			// The batch is stored contiguously: the checkpoint is the
@@ -189,6 +251,15 @@ func (u *Unit) PutCheckpoint(ctx context.Context, key string, data []byte, expec
 			return ack.Sequence - 1, nil
 		}
 		if err = u.afterRefusal(ctx, err, checkRevision); err != nil {
+			// The engine may have stored an earlier try whose answer
+			// was lost (publish retries those): then the checkpoint
+			// there is this one.
+			if errors.Is(err, ErrRevision) {
+				if cur, rev, gerr := u.e.GetCheckpoint(ctx, u.name, key); gerr == nil && bytes.Equal(cur, data) && rev > expectedRevision {
+					u.e.n.checkpoints.Add(1)
+					return rev, nil
+				}
+			}
 			u.e.n.failures.Add(1)
 			return 0, fmt.Errorf("engine: checkpoint %s/%s: %w", u.name, key, err)
 		}
@@ -207,7 +278,9 @@ func (e *Engine) Trim(ctx context.Context, unit string, upTo uint64) error {
 	if !validUnit(unit) {
 		return fmt.Errorf("engine: trim: invalid unit name %q", unit)
 	}
-	err := e.stream.Purge(ctx, jetstream.WithPurgeSubject(logSubject(unit)), jetstream.WithPurgeSequence(upTo+1))
+	err := e.retry(ctx, func(ctx context.Context) error {
+		return e.stream.Purge(ctx, jetstream.WithPurgeSubject(logSubject(unit)), jetstream.WithPurgeSequence(upTo+1))
+	})
 	if err != nil {
 		e.n.failures.Add(1)
 		return fmt.Errorf("engine: trim %s to %d: %w", unit, upTo, classify(err))
@@ -231,7 +304,7 @@ func (e *Engine) Epoch(ctx context.Context, unit string) (uint64, error) {
 // lastSeq is the stream sequence of subj's last message, 0 when it has
 // none. It reads through the stream's leader, not a replica that may lag.
 func (e *Engine) lastSeq(ctx context.Context, subj string) (uint64, error) {
-	m, err := e.stream.GetLastMsgForSubject(ctx, subj)
+	m, err := e.lastMsg(ctx, subj)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}
@@ -239,6 +312,23 @@ func (e *Engine) lastSeq(ctx context.Context, subj string) (uint64, error) {
 		return 0, classify(err)
 	}
 	return m.Sequence, nil
+}
+
+// lastMsg is subj's last message, read through the stream's leader.
+func (e *Engine) lastMsg(ctx context.Context, subj string) (*jetstream.RawStreamMsg, error) {
+	var m *jetstream.RawStreamMsg
+	err := e.retry(ctx, func(ctx context.Context) error {
+		var err error
+		m, err = e.stream.GetLastMsgForSubject(ctx, subj)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil
+		}
+		return err
+	})
+	if err == nil && m == nil {
+		err = jetstream.ErrMsgNotFound
+	}
+	return m, err
 }
 
 func isWrongLastSeq(err error) bool {
