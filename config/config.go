@@ -58,6 +58,38 @@ type Config struct {
 	SMF  smf.Config  `yaml:"smf"`
 	PCF  pcf.Config  `yaml:"pcf"`
 	UPF  UPF         `yaml:"upf"`
+
+	// Resiliency is how tern up survives the death of its control plane
+	// (docs/resiliency.md).
+	Resiliency Resiliency `yaml:"resiliency"`
+}
+
+// Resiliency modes.
+const (
+	// ResiliencyOff: one process; its death costs every UE a new
+	// registration.
+	ResiliencyOff = "off"
+	// ResiliencyLocal: the control plane runs as an active unit and a
+	// standby unit on this host, behind an N2 front end that keeps the
+	// gNBs' associations; the standby takes over within milliseconds of the
+	// active one's death, with every UE's state (docs/resiliency.md).
+	ResiliencyLocal = "local"
+)
+
+// Resiliency configures the replicated core of tern up.
+type Resiliency struct {
+	// Mode is off or local. (remote and both, a replica on another node
+	// through the replication engine, are not built yet.)
+	Mode string `yaml:"mode"`
+	// Dir holds the units' record stores (in shared memory) and the
+	// front end's socket; empty: /dev/shm/tern-<hash of the store>.
+	Dir string `yaml:"dir,omitempty"`
+	// RecordStoreMiB is the size of each unit's shared-memory record
+	// store: about 2 KiB per registered UE with a session (default 64).
+	RecordStoreMiB int `yaml:"recordStoreMiB,omitempty"`
+	// ReplayLog is how many uplink N2 messages the front end keeps until
+	// the unit acknowledges them (default 65536).
+	ReplayLog int `yaml:"replayLog,omitempty"`
 }
 
 // UPF configures the UPF that runs inside the unit. With Embedded false the
@@ -153,16 +185,17 @@ func DefaultStorePath() string {
 // NIA2/NEA2 preferred, 1,000 demo subscribers.
 func Default() Config {
 	return Config{
-		Log:   Log{Level: "info", Format: "text"},
-		Store: Store{Driver: store.DriverSQLite, Path: DefaultStorePath(), DemoSubscribers: 1000, FollowInterval: time.Second},
-		SBI:   DefaultSBI(),
-		AMF:   amf.DefaultConfig(),
-		AUSF:  ausf.Config{ServingPLMNs: []string{"20893"}},
-		UDM:   udm.DefaultConfig(),
-		NSSF:  nssf.DefaultConfig(),
-		SMF:   smf.DefaultConfig(),
-		PCF:   pcf.DefaultConfig(),
-		UPF:   UPF{Embedded: true, Name: "upf", Config: upf.DefaultConfig()},
+		Log:        Log{Level: "info", Format: "text"},
+		Store:      Store{Driver: store.DriverSQLite, Path: DefaultStorePath(), DemoSubscribers: 1000, FollowInterval: time.Second},
+		SBI:        DefaultSBI(),
+		AMF:        amf.DefaultConfig(),
+		AUSF:       ausf.Config{ServingPLMNs: []string{"20893"}},
+		UDM:        udm.DefaultConfig(),
+		NSSF:       nssf.DefaultConfig(),
+		SMF:        smf.DefaultConfig(),
+		PCF:        pcf.DefaultConfig(),
+		UPF:        UPF{Embedded: true, Name: "upf", Config: upf.DefaultConfig()},
+		Resiliency: Resiliency{Mode: ResiliencyOff},
 	}
 }
 
@@ -268,6 +301,9 @@ func (c *Config) Validate() error {
 	}
 	if err := checkListenAddr(c.UPF.MetricsAddress); err != nil {
 		return fmt.Errorf("config: upf.metricsAddress: %w", err)
+	}
+	if err := c.Resiliency.validate(); err != nil {
+		return err
 	}
 	// NF instance IDs are UUIDs (TS 29.571 §5.3.2 NfInstanceId, format
 	// uuid): NFs send them in profiles and UECM registrations, where a
@@ -437,4 +473,19 @@ func normPLMN(s string) string {
 		return s
 	}
 	return p.String()
+}
+
+func (r Resiliency) validate() error {
+	switch r.Mode {
+	case "", ResiliencyOff, ResiliencyLocal:
+	default:
+		return fmt.Errorf("config: resiliency.mode: %q is not %s or %s", r.Mode, ResiliencyOff, ResiliencyLocal)
+	}
+	if r.RecordStoreMiB < 0 || r.RecordStoreMiB > 1<<16 {
+		return fmt.Errorf("config: resiliency.recordStoreMiB: %d not in 0..65536", r.RecordStoreMiB)
+	}
+	if r.ReplayLog < 0 {
+		return fmt.Errorf("config: resiliency.replayLog: %d is negative", r.ReplayLog)
+	}
+	return nil
 }
