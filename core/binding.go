@@ -37,6 +37,26 @@ type Option func(*options)
 type options struct {
 	wrapSBI    func(http.RoundTripper) http.RoundTripper
 	observeSBI httpsbi.Observer
+	unit       *Unit
+}
+
+// Unit is how New builds one unit of a replicated core
+// (resiliency.mode local, docs/resiliency.md).
+type Unit struct {
+	// Records is where the AMF's and SMF's records go, step by step.
+	Records RecordStore
+	// Standby builds a unit that takes over when the active one dies
+	// (Takeover) instead of starting.
+	Standby bool
+	// OnRecordFailure, if set, hears of each record Records refused.
+	OnRecordFailure func(error)
+}
+
+// WithUnit builds the core as a unit of a replicated core: no embedded
+// UPF, no N2 listener (a front end holds the gNBs' associations), and
+// its state recorded into u.Records.
+func WithUnit(u Unit) Option {
+	return func(o *options) { o.unit = &u }
 }
 
 // WithSBIObserver has the HTTP/2 binding's servers report every operation

@@ -64,6 +64,9 @@ type Core struct {
 
 	stopFollow func() // ends followStore's goroutine
 
+	unit *Unit     // nil outside a replicated core (WithUnit)
+	rec  *recorder // takes the records to unit.Records
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -111,6 +114,16 @@ func New(cfg config.Config, logger *slog.Logger, opts ...Option) (*Core, error) 
 	var o options
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.unit != nil {
+		if o.unit.Records == nil {
+			return nil, errors.New("core: a unit without a record store")
+		}
+		if cfg.UPF.Embedded {
+			return nil, errors.New("core: a unit of a replicated core has no embedded UPF (the UPF outlives the unit)")
+		}
+		c.unit = o.unit
+		c.rec = &recorder{store: o.unit.Records, onFail: o.unit.OnRecordFailure}
 	}
 	if c.sbi, err = newBinding(cfg.SBI, logger, o); err != nil {
 		return nil, err
@@ -183,7 +196,11 @@ func New(cfg config.Config, logger *slog.Logger, opts ...Option) (*Core, error) 
 	if smfCfg.APIRoot, err = b.root("smf"); err != nil {
 		return nil, err
 	}
-	c.SMF, err = smf.New(smfCfg, smf.Deps{AMF: amfC, AMFStatus: amfC, SDM: udmC, PCF: pcfC}, logger)
+	smfDeps := smf.Deps{AMF: amfC, AMFStatus: amfC, SDM: udmC, PCF: pcfC}
+	if c.rec != nil {
+		smfDeps.Recorder = c.rec
+	}
+	c.SMF, err = smf.New(smfCfg, smfDeps, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -195,8 +212,15 @@ func New(cfg config.Config, logger *slog.Logger, opts ...Option) (*Core, error) 
 	c.UDM.SetAMF(amfC)
 	c.UDM.SetSMF(smfC)
 	c.PCF.SetNotifier(smfC)
-	if err := c.wireN4(); err != nil {
-		return nil, err
+	if o.unit != nil {
+		c.AMF.SetRecordSink(c.rec)
+	}
+	// A standby binds N4 when it takes over, with the Recovery Time Stamp
+	// of the unit it replaces (Takeover).
+	if o.unit == nil || !o.unit.Standby {
+		if err := c.wireN4(); err != nil {
+			return nil, err
+		}
 	}
 	ok = true
 	return c, nil
@@ -285,7 +309,21 @@ func (c *Core) pfcpTap() pfcp.PacketTap {
 // The NRF's expiry sweeper (nrf.NRF.Start) is not started: the unit's NFs
 // live and die with the process and send no heartbeats, so their
 // registrations must not lapse.
+//
+// A unit (WithUnit) does not listen on N2: its gNB associations come
+// through the N2 front end (ServeN2, ResumeN2). A standby unit does not
+// start: Takeover starts it.
 func (c *Core) Start(ctx context.Context) error {
+	if c.unit != nil && c.unit.Standby {
+		return errors.New("core: a standby unit starts by taking over (Takeover)")
+	}
+	if c.rec != nil {
+		c.putUnit()
+	}
+	return c.start(ctx)
+}
+
+func (c *Core) start(ctx context.Context) error {
 	profiles, err := c.profiles()
 	if err != nil {
 		return fmt.Errorf("core: nf profiles: %w", err)
@@ -303,8 +341,10 @@ func (c *Core) Start(ctx context.Context) error {
 	if err := c.SMF.Start(ctx); err != nil {
 		return err
 	}
-	if err := c.AMF.Start(ctx); err != nil {
-		return err
+	if c.unit == nil {
+		if err := c.AMF.Start(ctx); err != nil {
+			return err
+		}
 	}
 	// Last, so that a start that fails leaves the store as it found it
 	// (Discard can then take back one it created), and before the change

@@ -548,3 +548,7 @@ func cloneServiceRequest(m *nas.ServiceRequest) *nas.ServiceRequest {
 	c.NASMessageContainer = bytes.Clone(m.NASMessageContainer)
 	return &c
 }
+
+// Gone reports whether r is a tombstone: the last record of a context that
+// was deleted.
+func (r *UERecord) Gone() bool { return rmState(r.State.RM) == rmGone }

@@ -1,0 +1,221 @@
+package core
+
+// Replication of the unit's state (issue 36, docs/resiliency.md): in a
+// replicated mode the AMF's and SMF's records go, step by step, to a
+// RecordStore that a standby unit restores from when this one dies.
+//
+// What the store holds, by kind: the AMF's UE records by context ID, the
+// SMF's UE records by SUPI (a UE without sessions left is deleted) and UPF
+// records by name, and one unit record with what a restored unit must
+// advertise as before (the SMF's PFCP Recovery Time Stamp, so that its
+// UPFs keep their association, TS 29.244 §6.2.6.2.2). The other NFs of the
+// unit hold no per-UE state that outlives a procedure (the UDR's is in the
+// subscriber store), so a standby built from the same configuration has
+// it already.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/tern5g/tern/nf/amf"
+	"github.com/tern5g/tern/nf/smf"
+	"github.com/tern5g/tern/sbi/wire"
+	"github.com/tern5g/tern/sctp"
+)
+
+// RecordStore keeps the latest record of each key. Put returns once the
+// record is committed (a standby that reads the store after this process
+// died sees it): the NFs call it at the end of each step, before the
+// step's messages leave (output commit).
+type RecordStore interface {
+	Put(kind uint8, key, rec []byte) error
+	Delete(kind uint8, key []byte) error
+}
+
+// The kinds of record a unit stores.
+const (
+	KindUnit   uint8 = 1 // unitRecord, key "unit"
+	KindAMFUE  uint8 = 2 // amf.UERecord, key its ID (8 bytes, big endian)
+	KindSMFUE  uint8 = 3 // smf.UERecord, key its SUPI
+	KindSMFUPF uint8 = 4 // smf.UPFRecord, key the UPF's name
+)
+
+var unitKey = []byte("unit")
+
+// unitRecord is what a restored unit must say as the one before it did.
+type unitRecord struct {
+	SMFRecoveryTime time.Time
+}
+
+// UnitState is a unit's state as its record store held it: what a standby
+// restores.
+type UnitState struct {
+	AMF []amf.UERecord
+	SMF smf.Checkpoint
+	// Refused counts records that did not decode (corrupted, or written
+	// by a build with other record types): their UEs are not restored.
+	Refused int
+	// Raw is every record as stored, for the new unit's own store.
+	Raw []RawRecord
+}
+
+// RawRecord is one stored record.
+type RawRecord struct {
+	Kind     uint8
+	Key, Rec []byte
+}
+
+// Add decodes one stored record into s (the standby calls it for each
+// record its store yields). A record that does not decode is counted in
+// Refused and left out; Add fails only for a kind it does not know.
+func (s *UnitState) Add(kind uint8, key, rec []byte) error {
+	var err error
+	switch kind {
+	case KindUnit:
+		var u unitRecord
+		if err = wire.Decode(rec, &u); err == nil {
+			s.SMF.RecoveryTime = u.SMFRecoveryTime
+		}
+	case KindAMFUE:
+		var r amf.UERecord
+		if err = wire.Decode(rec, &r); err == nil {
+			s.AMF = append(s.AMF, r)
+		}
+	case KindSMFUE:
+		var r smf.UERecord
+		if err = wire.Decode(rec, &r); err == nil {
+			s.SMF.UEs = append(s.SMF.UEs, r)
+		}
+	case KindSMFUPF:
+		var r smf.UPFRecord
+		if err = wire.Decode(rec, &r); err == nil {
+			s.SMF.UPFs = append(s.SMF.UPFs, r)
+		}
+	default:
+		return fmt.Errorf("core: record of unknown kind %d", kind)
+	}
+	if err != nil {
+		s.Refused++
+		return nil
+	}
+	s.Raw = append(s.Raw, RawRecord{Kind: kind, Key: append([]byte(nil), key...), Rec: append([]byte(nil), rec...)})
+	return nil
+}
+
+// recorder takes the AMF's and SMF's records to a RecordStore.
+type recorder struct {
+	store  RecordStore
+	failed atomic.Uint64 // records the store refused
+	onFail func(error)
+}
+
+func (r *recorder) put(kind uint8, key []byte, v any) {
+	b, err := wire.Append(nil, v)
+	if err == nil {
+		err = r.store.Put(kind, key, b)
+	}
+	if err != nil {
+		r.fail(err)
+	}
+}
+
+func (r *recorder) del(kind uint8, key []byte) {
+	if err := r.store.Delete(kind, key); err != nil {
+		r.fail(err)
+	}
+}
+
+func (r *recorder) fail(err error) {
+	r.failed.Add(1)
+	if r.onFail != nil {
+		r.onFail(err)
+	}
+}
+
+// UERecord is the AMF's RecordSink.
+func (r *recorder) UERecord(rec *amf.UERecord) {
+	key := binary.BigEndian.AppendUint64(make([]byte, 0, 8), rec.ID)
+	if rec.Gone() {
+		r.del(KindAMFUE, key)
+		return
+	}
+	r.put(KindAMFUE, key, rec)
+}
+
+// RecordedUE is the SMF's Recorder for UEs: one without sessions left
+// the SMF.
+func (r *recorder) RecordedUE(rec *smf.UERecord) {
+	if len(rec.Sessions) == 0 {
+		r.del(KindSMFUE, []byte(rec.SUPI))
+		return
+	}
+	r.put(KindSMFUE, []byte(rec.SUPI), rec)
+}
+
+// RecordedUPF is the SMF's Recorder for UPFs.
+func (r *recorder) RecordedUPF(rec *smf.UPFRecord) {
+	r.put(KindSMFUPF, []byte(rec.Name), rec)
+}
+
+// putUnit stores the unit record.
+func (c *Core) putUnit() {
+	c.rec.put(KindUnit, unitKey, &unitRecord{SMFRecoveryTime: c.SMF.RecoveryTime().UTC()})
+}
+
+// RecordsRefused counts the records the unit's RecordStore refused: each
+// is a step whose state a standby would not have. Zero outside a
+// replicated unit.
+func (c *Core) RecordsRefused() uint64 {
+	if c.rec == nil {
+		return 0
+	}
+	return c.rec.failed.Load()
+}
+
+// Takeover makes this standby unit (built with WithUnit, Standby) the
+// active one from st, the state of the unit that died: the SMF and then
+// the AMF are restored, the records go into this unit's own store (so
+// that its own standby has them all, not only those changed from now on),
+// N4 is bound with the restored PFCP Recovery Time Stamp and the unit
+// starts. The gNB associations come afterwards through the N2 front end
+// (ResumeN2). A takeover that fails leaves a unit that must not serve.
+func (c *Core) Takeover(ctx context.Context, st *UnitState) error {
+	if c.unit == nil || !c.unit.Standby {
+		return errors.New("core: takeover by a unit that is not a standby")
+	}
+	cp := st.SMF
+	if err := c.SMF.Restore(&cp); err != nil {
+		return fmt.Errorf("core: takeover: %w", err)
+	}
+	if err := c.AMF.Restore(st.AMF); err != nil {
+		return fmt.Errorf("core: takeover: %w", err)
+	}
+	for _, r := range st.Raw {
+		if r.Kind == KindUnit {
+			continue // putUnit writes this unit's below
+		}
+		if err := c.unit.Records.Put(r.Kind, r.Key, r.Rec); err != nil {
+			return fmt.Errorf("core: takeover: copying the records: %w", err)
+		}
+	}
+	c.putUnit()
+	if err := c.wireN4(); err != nil {
+		return fmt.Errorf("core: takeover: %w", err)
+	}
+	return c.start(ctx)
+}
+
+// ServeN2 serves a gNB association that the N2 front end opened to this
+// unit.
+func (c *Core) ServeN2(conn sctp.Conn) { c.AMF.ServeConn(conn) }
+
+// ResumeN2 serves a gNB association that the gNB set up with an earlier
+// unit: the AMF takes the gNB's context from its NG Setup Request without
+// answering it, and re-binds the restored UEs of that gNB to conn.
+func (c *Core) ResumeN2(conn sctp.Conn, ngSetupRequest []byte) error {
+	return c.AMF.ResumeConn(conn, ngSetupRequest)
+}

@@ -1,0 +1,87 @@
+package core
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tern5g/tern/nf/amf"
+	"github.com/tern5g/tern/nf/smf"
+	"github.com/tern5g/tern/sbi/wire"
+)
+
+func TestUnitStateAdd(t *testing.T) {
+	enc := func(v any) []byte {
+		b, err := wire.Append(nil, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	rt := time.Date(2026, 12, 7, 1, 2, 3, 0, time.UTC)
+	var st UnitState
+	for _, r := range []RawRecord{
+		{KindUnit, unitKey, enc(&unitRecord{SMFRecoveryTime: rt})},
+		{KindAMFUE, []byte{0, 0, 0, 0, 0, 0, 0, 7}, enc(&amf.UERecord{ID: 7, Seq: 3, SUPI: "imsi-001010000000001"})},
+		{KindSMFUE, []byte("imsi-001010000000001"), enc(&smf.UERecord{SUPI: "imsi-001010000000001", Seq: 2})},
+		{KindSMFUPF, []byte("upf"), enc(&smf.UPFRecord{Name: "upf"})},
+		// A record of one kind stored under another does not decode.
+		{KindAMFUE, []byte{0, 0, 0, 0, 0, 0, 0, 8}, enc(&smf.UPFRecord{Name: "upf"})},
+		{KindSMFUE, []byte("x"), []byte{1, 2, 3}},
+	} {
+		if err := st.Add(r.Kind, r.Key, r.Rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Add(99, nil, nil); err == nil {
+		t.Error("a record of an unknown kind accepted")
+	}
+	if st.Refused != 2 {
+		t.Errorf("refused %d, want 2", st.Refused)
+	}
+	if len(st.AMF) != 1 || st.AMF[0].ID != 7 || st.AMF[0].Seq != 3 {
+		t.Errorf("AMF records %+v", st.AMF)
+	}
+	if len(st.SMF.UEs) != 1 || len(st.SMF.UPFs) != 1 || !st.SMF.RecoveryTime.Equal(rt) {
+		t.Errorf("SMF checkpoint %+v", st.SMF)
+	}
+	if len(st.Raw) != 4 {
+		t.Errorf("%d raw records kept, want the 4 that decoded", len(st.Raw))
+	}
+}
+
+func TestRecorderKeysAndTombstones(t *testing.T) {
+	m := &mapStore{m: map[string][]byte{}}
+	r := &recorder{store: m}
+	r.UERecord(&amf.UERecord{ID: 1, Seq: 1, SUPI: "imsi-001010000000001"})
+	r.RecordedUE(&smf.UERecord{SUPI: "imsi-001010000000001", Seq: 1, Sessions: []smf.SessionRecord{{ID: 1}}})
+	if len(m.m) != 2 {
+		t.Fatalf("%d records stored, want 2", len(m.m))
+	}
+	// A deleted context's tombstone (RM "gone", which TestRecordEnumValues
+	// in nf/amf pins at 2) and a UE without sessions delete their keys.
+	gone := &amf.UERecord{ID: 1, Seq: 2}
+	gone.State.RM = 2
+	if !gone.Gone() {
+		t.Fatal("the test's tombstone is no tombstone")
+	}
+	r.UERecord(gone)
+	r.RecordedUE(&smf.UERecord{SUPI: "imsi-001010000000001", Seq: 2})
+	if len(m.m) != 0 {
+		t.Fatalf("%d records left after the tombstones, want 0", len(m.m))
+	}
+	if r.failed.Load() != 0 {
+		t.Fatalf("%d failures", r.failed.Load())
+	}
+}
+
+type mapStore struct{ m map[string][]byte }
+
+func (s *mapStore) Put(kind uint8, key, rec []byte) error {
+	s.m[string(append([]byte{kind}, key...))] = rec
+	return nil
+}
+
+func (s *mapStore) Delete(kind uint8, key []byte) error {
+	delete(s.m, string(append([]byte{kind}, key...)))
+	return nil
+}
