@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"runtime/pprof"
 	"slices"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/tern5g/tern/config"
 	"github.com/tern5g/tern/core"
+	"github.com/tern5g/tern/failover"
 	"github.com/tern5g/tern/gtpu"
 	"github.com/tern5g/tern/lab"
 	"github.com/tern5g/tern/metrics"
@@ -108,6 +110,9 @@ func up(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	log := newLogger(cfg.Log)
+	if cfg.Resiliency.Mode == config.ResiliencyLocal {
+		return upReplicated(ctx, cfg, log, stdout)
+	}
 
 	// Everything that may fail comes before c.Start, whose last step
 	// provisions the demo subscribers: a start that fails leaves the store
@@ -161,6 +166,30 @@ func up(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	log.Info("shutting down")
 	return c.Close()
+}
+
+// upReplicated runs the core as an active and a standby unit behind an N2
+// front end (resiliency.mode local, docs/resiliency.md) until ctx ends.
+func upReplicated(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	spawn := func(args []string) (*exec.Cmd, error) {
+		cmd := exec.Command(exe, args...)
+		cmd.Stderr = os.Stderr
+		return cmd, nil
+	}
+	s, err := failover.Supervise(ctx, cfg, failover.Hooks{Spawn: spawn, OnTakeover: func(t failover.Takeover) {
+		fmt.Fprintln(stdout, failover.TakeoverLine(t))
+	}}, log)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "tern core ready: N2 on %s, resiliency %s (active unit pid %d)\n", s.N2Addr(), cfg.Resiliency.Mode, s.ActivePID())
+	<-ctx.Done()
+	log.Info("shutting down")
+	return s.Close()
 }
 
 // readyQuiet is how long the core may take to become ready before it says

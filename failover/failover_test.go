@@ -1,0 +1,235 @@
+package failover
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"reflect"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tern5g/tern/config"
+	"github.com/tern5g/tern/gtpu"
+	"github.com/tern5g/tern/internal/freeport"
+	"github.com/tern5g/tern/pfcp"
+	"github.com/tern5g/tern/sctp"
+	"github.com/tern5g/tern/sim"
+	"github.com/tern5g/tern/sim/ue"
+)
+
+// unitEnv makes the test binary a unit process (the supervisor's Spawn
+// below): tern unit, without building tern.
+const unitEnv = "TERN_FAILOVER_TEST_UNIT"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(unitEnv) == "1" {
+		os.Exit(runTestUnit(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+func runTestUnit(args []string) int {
+	if len(args) == 0 || args[0] != "unit" {
+		fmt.Fprintln(os.Stderr, "unit process: want the unit command line")
+		return 2
+	}
+	uc, err := ParseUnitArgs(args[1:], os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("unit", uc.Epoch)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := RunUnit(ctx, uc, log, func(state string, t *Takeover) { fmt.Println(UnitLine(state, t)) }); err != nil {
+		fmt.Fprintln(os.Stderr, "unit:", err)
+		return 1
+	}
+	return 0
+}
+
+func testSpawn(args []string) (*exec.Cmd, error) {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), unitEnv+"=1")
+	cmd.Stderr = os.Stderr
+	return cmd, nil
+}
+
+// testConfig is a core of subscribers demo subscribers on addresses of its
+// own, replicated locally.
+func testConfig(t *testing.T, subscribers int) config.Config {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Log.Level = "warn"
+	dir := t.TempDir()
+	cfg.Store.Path = filepath.Join(dir, "subscribers.db")
+	cfg.Store.DemoSubscribers = subscribers
+	cfg.Operator.Socket = filepath.Join(dir, "operator.sock")
+	port, err := freeport.UDP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.AMF.SCTP.Transport, cfg.AMF.SCTP.UDPPort = sctp.TransportUDP, port
+	n4, upfAddr := freeport.Loopback(), freeport.Loopback()
+	cfg.SMF.NodeID, cfg.SMF.N4Address = n4.String(), n4.String()
+	cfg.UPF.PFCPAddr = netip.AddrPortFrom(upfAddr, pfcp.Port).String()
+	cfg.UPF.N3Addr = netip.AddrPortFrom(upfAddr, gtpu.Port).String()
+	cfg.UPF.NoN6 = true
+	for i := range cfg.SMF.UPFs {
+		if cfg.SMF.UPFs[i].Name == cfg.UPF.Name {
+			cfg.SMF.UPFs[i].N3 = upfAddr.String()
+		}
+	}
+	cfg.Resiliency.Mode = config.ResiliencyLocal
+	cfg.Resiliency.Dir = filepath.Join(dir, "resiliency")
+	cfg.Resiliency.RecordStoreMiB = 8
+	return cfg
+}
+
+func supervise(t *testing.T, cfg config.Config) (*Supervisor, chan Takeover) {
+	t.Helper()
+	took := make(chan Takeover, 8)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := Supervise(ctx, cfg, Hooks{Spawn: testSpawn, OnTakeover: func(tk Takeover) { took <- tk }},
+		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, took
+}
+
+// TestIdleUEsSurviveTheActiveUnitsDeath is drill (a) of issue 36 §6: UEs
+// registered with a PDU session and idle; the active unit is SIGKILLed;
+// the standby takes over; then every UE runs a service request, releases
+// its session and deregisters, without registering again and without a
+// failure, through the gNB association it had before.
+func TestIdleUEsSurviveTheActiveUnitsDeath(t *testing.T) {
+	const ues = 20
+	cfg := testConfig(t, ues)
+	s, took := supervise(t, cfg)
+
+	var killed time.Time
+	simCfg := sim.DefaultConfig()
+	simCfg.AMFAddr, simCfg.Transport = s.N2Addr(), cfg.AMF.SCTP
+	simCfg.GNBs, simCfg.UEs, simCfg.Concurrency = 2, ues, 8
+	simCfg.Timeout = 20 * time.Second
+	simCfg.Scenario = sim.Scenario{sim.StepRegister, sim.StepSession, sim.StepIdle, sim.StepService, sim.StepIdle,
+		sim.StepService, sim.StepRelease, sim.StepDeregister}
+	steps := 0
+	simCfg.AfterStep = func(sr sim.StepResult) {
+		steps++
+		if steps != 3 { // after the first idle
+			return
+		}
+		pid := s.ActivePID()
+		killed = time.Now()
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := sim.Run(context.Background(), simCfg)
+	if err != nil {
+		t.Fatalf("sim: %v", err)
+	}
+	for _, st := range res.Steps {
+		if st.OK != ues || st.Failed != 0 {
+			t.Errorf("step %s: %d ok, %d failed, %d skipped", st.Step, st.OK, st.Failed, st.Skipped)
+		}
+	}
+	for _, o := range res.UEs {
+		if o.Err != "" {
+			t.Errorf("%s failed at %s: %s", o.SUPI, o.FailedStep, o.Err)
+			break
+		}
+	}
+	for _, sum := range res.Summaries {
+		t.Logf("%s: %d, %d failures", sum.Procedure, sum.Count, sum.Failures)
+		switch sum.Procedure {
+		case ue.ProcRegistration:
+			if sum.Count != ues {
+				t.Errorf("%d registrations, want the %d before the failure only", sum.Count, ues)
+			}
+		case ue.ProcReregistration, ue.ProcPeriodicRegistration:
+			t.Errorf("%d %s after the failure", sum.Count, sum.Procedure)
+		}
+	}
+	select {
+	case tk := <-took:
+		t.Logf("takeover: detected %v after the SIGKILL (the parent's wait4 returned after %v), served %v after that; %d UEs, %d with sessions, %d records refused",
+			tk.Detected.Sub(killed), tk.Reaped.Sub(killed), tk.Restore, tk.UEs, tk.Sessions, tk.Refused)
+		if tk.UEs != ues || tk.Refused != 0 {
+			t.Errorf("takeover restored %d UEs (want %d), refused %d records", tk.UEs, ues, tk.Refused)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no takeover reported")
+	}
+	for _, g := range res.GNBs {
+		c := g.Counters
+		if c.Reconnects != 0 || c.Resets != 0 || c.ErrorIndications != 0 || c.UnknownUE != 0 {
+			t.Errorf("gNB %d saw the failure: %+v", g.ID, c)
+		}
+	}
+}
+
+func TestUnitLines(t *testing.T) {
+	tk := Takeover{Detected: time.Unix(5, 6), Reaped: time.Unix(5, 3), Restore: 1234 * time.Microsecond, UEs: 7, Sessions: 5, Refused: 1}
+	state, got, ok := ParseUnitLine(UnitLine("active", &tk))
+	if !ok || state != "active" || got == nil || *got != tk {
+		t.Fatalf("unit line: %q %+v %v, want %+v", state, got, ok, tk)
+	}
+	if state, got, ok := ParseUnitLine(UnitLine("standby", nil)); !ok || state != "standby" || got != nil {
+		t.Fatalf("standby line: %q %+v %v", state, got, ok)
+	}
+	if got, ok := ParseTakeoverLine(TakeoverLine(tk)); !ok || *got != tk {
+		t.Fatalf("takeover line: %+v %v", got, ok)
+	}
+	for _, bad := range []string{"tern unit: ", "tern unit: active ues=x", "something else"} {
+		if _, _, ok := ParseUnitLine(bad); ok {
+			t.Errorf("%q read as a unit line", bad)
+		}
+	}
+}
+
+func TestUnitArgsRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "unit.yaml")
+	b, err := config.Marshal(config.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := UnitConfig{Role: Standby, Epoch: 3, Records: "/x/unit-3.rec", RecordStoreSize: 8 << 20, Front: "/x/n2.sock",
+		TakeoverFrom: "/x/unit-2.rec", Watch: 42}
+	got, err := ParseUnitArgs(unitArgs(cfgPath, want), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Config.Store.Path != config.Default().Store.Path {
+		t.Errorf("configuration not loaded: store %q", got.Config.Store.Path)
+	}
+	got.Config = config.Config{}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("round trip: %+v, want %+v", got, want)
+	}
+	for _, args := range [][]string{
+		{"--config", cfgPath, "--role", "leader", "--epoch", "1", "--records", "r", "--front", "f"},
+		{"--config", cfgPath, "--role", "standby", "--epoch", "1", "--records", "r", "--front", "f"},
+		{"--config", cfgPath, "--role", "active", "--records", "r", "--front", "f"},
+		{"--config", cfgPath, "--role", "active", "--epoch", "1", "--records", "r", "--front", "f", "--watch", "-1"},
+	} {
+		if _, err := ParseUnitArgs(args, io.Discard); err == nil {
+			t.Errorf("%q accepted", args)
+		}
+	}
+}
