@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -115,7 +116,23 @@ func supervise(t *testing.T, cfg config.Config) (*Supervisor, chan Takeover) {
 func TestIdleUEsSurviveTheActiveUnitsDeath(t *testing.T) {
 	const ues = 20
 	cfg := testConfig(t, ues)
+	mport, err := freeport.TCP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Metrics.Address = fmt.Sprintf("127.0.0.1:%d", mport)
 	s, took := supervise(t, cfg)
+	ready := func() bool {
+		r, err := http.Get("http://" + cfg.Metrics.Address + "/readyz")
+		if err != nil {
+			return false
+		}
+		r.Body.Close()
+		return r.StatusCode == http.StatusOK
+	}
+	if !ready() {
+		t.Error("the active unit's /readyz is not ready")
+	}
 
 	var killed time.Time
 	simCfg := sim.DefaultConfig()
@@ -171,6 +188,14 @@ func TestIdleUEsSurviveTheActiveUnitsDeath(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no takeover reported")
+	}
+	// The metrics moved with the active unit.
+	deadline := time.Now().Add(5 * time.Second)
+	for !ready() {
+		if time.Now().After(deadline) {
+			t.Fatal("the new active unit's /readyz is not ready")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	for _, g := range res.GNBs {
 		c := g.Counters

@@ -38,6 +38,7 @@ import (
 
 	"github.com/tern5g/tern/config"
 	"github.com/tern5g/tern/core"
+	"github.com/tern5g/tern/metrics"
 	"github.com/tern5g/tern/resil/n2front"
 	"github.com/tern5g/tern/resil/procwatch"
 	"github.com/tern5g/tern/resil/shmstore"
@@ -133,6 +134,16 @@ func RunUnit(ctx context.Context, uc UnitConfig, log *slog.Logger, ready func(st
 		<-ctx.Done()
 		link.Close()
 	}()
+	if addr := uc.Config.Metrics.Address; addr != "" {
+		// The active unit serves the core's metrics; a standby binds the
+		// address when it takes over (the dead unit's socket is gone).
+		srv, err := serveMetrics(addr, c, link, log)
+		if err != nil {
+			log.Warn("running without metrics", "addr", addr, "err", err)
+		} else {
+			defer srv.Close()
+		}
+	}
 	if took != nil {
 		// Serving from here: the front end replays to this unit what the
 		// dead one had not acknowledged, after the associations it resumes.
@@ -234,4 +245,21 @@ func awaitUPF(ctx context.Context, c *core.Core, log *slog.Logger) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	log.Warn("no UPF associated yet", "upfs", c.SMF.UPFStates())
+}
+
+// serveMetrics serves the unit's core metrics on addr; the unit is ready
+// while its link to the front end is up and a UPF is associated.
+func serveMetrics(addr string, c *core.Core, link *n2front.Link, log *slog.Logger) (*metrics.Server, error) {
+	r := metrics.NewRegistry()
+	if err := metrics.RegisterCore(r, c); err != nil {
+		return nil, err
+	}
+	return metrics.Serve(addr, r, func() error {
+		select {
+		case <-link.Done():
+			return errors.New("no link to the N2 front end")
+		default:
+		}
+		return metrics.UPFsReady(c.SMF.UPFStates())
+	}, log)
 }

@@ -7,16 +7,16 @@ import "testing"
 func TestUPFsReadyReason(t *testing.T) {
 	states := map[string]string{"upf-c": "down", "upf-a": "restoring", "upf-b": "down"}
 	for range 20 { // map iteration order varies from one range to the next
-		err := upfsReady(states)
+		err := UPFsReady(states)
 		if err == nil || err.Error() != "no UPF associated (upf-a restoring, upf-b down, upf-c down)" {
 			t.Fatalf("reason %v", err)
 		}
 	}
 	states["upf-b"] = "up"
-	if err := upfsReady(states); err != nil {
+	if err := UPFsReady(states); err != nil {
 		t.Fatalf("one UPF up: %v", err)
 	}
-	if err := upfsReady(nil); err == nil || err.Error() != "no UPF associated (none configured)" {
+	if err := UPFsReady(nil); err == nil || err.Error() != "no UPF associated (none configured)" {
 		t.Fatalf("no UPF: %v", err)
 	}
 }

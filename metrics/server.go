@@ -75,14 +75,14 @@ func CoreReady(c *core.Core) ReadyFunc {
 		if c.N2Addr() == "" {
 			return errors.New("N2 not listening")
 		}
-		return upfsReady(c.SMF.UPFStates())
+		return UPFsReady(c.SMF.UPFStates())
 	}
 }
 
-// upfsReady is nil when one of the SMF's UPFs (name → state) is up, else
+// UPFsReady is nil when one of the SMF's UPFs (name → state) is up, else
 // says where each stands, in name order: "no UPF associated (upf-a down,
 // upf-b restoring)".
-func upfsReady(states map[string]string) error {
+func UPFsReady(states map[string]string) error {
 	var each []string
 	for _, name := range slices.Sorted(maps.Keys(states)) {
 		if states[name] == "up" {
