@@ -97,6 +97,13 @@ type Config struct {
 	// for RRC reconfiguration and random access; the downlink meanwhile is
 	// forwarded. Default 0.
 	HandoverInterruption time.Duration
+	// OnHandoverExecution, when set, is called when a UE this gNB hands
+	// over by N2 got its Handover Command and leaves for the target:
+	// inside the handover's execution window, before HandoverInterruption
+	// and the target's Handover Notify. It runs on the handover's
+	// goroutine and delays the UE's arrival by its own duration: a
+	// benchmark's hook (tern bench failover kills the core there).
+	OnHandoverExecution func()
 }
 
 // Handover defaults.

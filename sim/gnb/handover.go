@@ -297,6 +297,9 @@ func (p *Port) HandoverN2(ctx context.Context, target uint32) (start, end time.T
 	}
 	// The UE executes the handover: it goes to the target with the token
 	// (the RRC part, in-process).
+	if f := g.cfg.OnHandoverExecution; f != nil {
+		f()
+	}
 	if d := g.cfg.HandoverInterruption; d > 0 {
 		time.Sleep(d)
 	}

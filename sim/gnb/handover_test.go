@@ -120,6 +120,11 @@ func TestHandoverN2Forwarding(t *testing.T) {
 	h := newHOPair(t)
 	p, u, stream, srcDL := h.sessionUE(t)
 	ran1 := p.RANUENGAPID()
+	// The execution hook runs once, between the Handover Command and the
+	// Handover Notify (set before the handover's goroutine starts).
+	var executions int
+	var executed time.Time
+	h.g1.cfg.OnHandoverExecution = func() { executions++; executed = time.Now() }
 	res := runHandover(p.HandoverN2, 8)
 
 	r := h.a1.recv()
@@ -158,6 +163,7 @@ func TestHandoverN2Forwarding(t *testing.T) {
 
 	fwd := ngap.GTPTunnel{Addr: netip.MustParseAddr("127.0.0.1"), TEID: 0x777}
 	ct, _ := ngap.EncodeHandoverCommandTransfer(&ngap.HandoverCommandTransfer{DLForwardingTunnel: &fwd, QoSFlowsToBeForwarded: []uint8{1}})
+	commanded := time.Now()
 	h.a1.send(stream, &ngap.HandoverCommand{AMFUENGAPID: 42, RANUENGAPID: ran1, HandoverType: ngap.HandoverIntra5GS,
 		Handover: []ngap.PDUSessionResourceItem{{ID: 5, Transfer: ct}}, TargetToSourceTransparentContainer: ack.TargetToSourceTransparentContainer})
 	r = h.a1.recv()
@@ -172,6 +178,10 @@ func TestHandoverN2Forwarding(t *testing.T) {
 	hr := waitResult(t, res)
 	if hr.err != nil || hr.start.IsZero() || !hr.end.After(hr.start) {
 		t.Fatalf("handover %+v", hr)
+	}
+	if executions != 1 || executed.Before(commanded) || !executed.Before(hr.end) {
+		t.Fatalf("execution hook ran %d times, at %v; want once between the command (%v) and the notify (%v)",
+			executions, executed, commanded, hr.end)
 	}
 	if p.GNB() != h.g2 || p.RANUENGAPID() != ack.RANUENGAPID || p.AMFUENGAPID() != 99 || p.ServingTAI() != h.g2.TAI() {
 		t.Fatalf("port at gNB %d, ids %d/%d", p.GNB().ID(), p.AMFUENGAPID(), p.RANUENGAPID())
