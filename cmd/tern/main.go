@@ -133,6 +133,7 @@ var benches = []struct {
 	{"paging", benchPaging},
 	{"handover", benchHandover},
 	{"restore", benchRestore},
+	{"failover", benchFailover},
 }
 
 func benchNames() []string {

@@ -346,7 +346,7 @@ func TestRunExitStatus(t *testing.T) {
 	}
 	var out, errs strings.Builder
 	run([]string{"bench", "nope"}, &out, &errs)
-	for _, b := range []string{"register", "session", "pfcp", "upf", "classify", "paging", "handover", "restore"} {
+	for _, b := range []string{"register", "session", "pfcp", "upf", "classify", "paging", "handover", "restore", "failover"} {
 		if !strings.Contains(errs.String(), b) {
 			t.Errorf("tern bench nope does not list %s: %q", b, errs.String())
 		}
@@ -377,6 +377,8 @@ func TestBadFlagValuesNamed(t *testing.T) {
 		{[]string{"sim", "--timeout", "0s"}, "--timeout: 0s, want a positive duration"},
 		{[]string{"bench", "restore", "--ues", "-5"}, "--ues: -5, want 1 or more"},
 		{[]string{"bench", "restore", "--heartbeat", "-1s"}, "--heartbeat: -1s"},
+		{[]string{"bench", "failover", "--gnbs", "1"}, "--gnbs: 1, want 2 or more"},
+		{[]string{"bench", "failover", "--drills", "idle,nope"}, `unknown drill "nope"`},
 		{[]string{"bench", "paging", "--size", "10"}, "--size: 10, want 20..1372"},
 		{[]string{"bench", "handover", "--trials", "0"}, "--trials: 0, want 1 or more"},
 		{[]string{"bench", "register", "--gnbs", "0"}, "--gnbs: 0, want 1 or more"},
