@@ -97,13 +97,13 @@ func idleLocal(ctx context.Context, c Config) (Result, error) {
 		return res, err
 	}
 	served := make([]time.Time, c.UEs)
-	b.ran.each(ctx, func(i int, u *ue.UE) error {
+	res.noteErrors(b.ran.each(ctx, func(i int, u *ue.UE) error {
 		if err := u.ServiceRequest(ctx, nas.ServiceData); err != nil {
 			return err
 		}
 		served[i] = time.Now()
 		return finish(ctx, u)
-	})
+	}))
 	if err := b.core.takeover(killed, &res); err != nil {
 		return res, err
 	}
@@ -155,7 +155,7 @@ func idleReattach(ctx context.Context, c Config) (Result, error) {
 	}
 	res.Takeover = time.Since(killed)
 	served := make([]time.Time, c.UEs)
-	r.each(ctx, func(i int, u *ue.UE) error {
+	errs := r.each(ctx, func(i int, u *ue.UE) error {
 		err := u.ServiceRequest(ctx, nas.ServiceData)
 		var rej *ue.ServiceRejectError
 		switch {
@@ -172,6 +172,7 @@ func idleReattach(ctx context.Context, c Config) (Result, error) {
 		served[i] = time.Now()
 		return finish(ctx, u)
 	})
+	res.noteErrors(errs)
 	if last := lastOf(served); !last.IsZero() {
 		res.Served = last.Sub(killed)
 	}
@@ -197,19 +198,20 @@ func storm(ctx context.Context, c Config) (Result, error) {
 		}
 	})
 	errs := b.ran.each(ctx, func(_ int, u *ue.UE) error { return register(ctx, u) })
+	res.noteErrors(errs)
 	killed, err := k.wait()
 	if err != nil {
 		return res, err
 	}
 	// A UE whose registration failed tries again (after T3511, TS 24.501
 	// §5.5.1.2.7; at once here).
-	b.ran.each(ctx, func(i int, u *ue.UE) error {
+	res.noteErrors(b.ran.each(ctx, func(i int, u *ue.UE) error {
 		if errs[i] == nil || u.Registered() {
 			return nil
 		}
 		return register(ctx, u)
-	})
-	b.ran.each(ctx, func(_ int, u *ue.UE) error {
+	}))
+	res.noteErrors(b.ran.each(ctx, func(_ int, u *ue.UE) error {
 		if !u.Registered() {
 			return nil
 		}
@@ -217,7 +219,7 @@ func storm(ctx context.Context, c Config) (Result, error) {
 			return err
 		}
 		return finish(ctx, u)
-	})
+	}))
 	if err := b.core.takeover(killed, &res); err != nil {
 		return res, err
 	}
@@ -259,7 +261,7 @@ func handover(ctx context.Context, c Config) (Result, error) {
 	}
 	spans := make([]span, c.UEs)
 	gnbs := b.ran.gnbs
-	b.ran.each(ctx, func(i int, u *ue.UE) error {
+	res.noteErrors(b.ran.each(ctx, func(i int, u *ue.UE) error {
 		target := gnbs[(i+1)%len(gnbs)].ID()
 		start := time.Now()
 		err := u.Handover(ctx, ue.HandoverN2, target)
@@ -268,7 +270,7 @@ func handover(ctx context.Context, c Config) (Result, error) {
 			spans[i].window = u.LastWindow()
 		}
 		return err
-	})
+	}))
 	killed, err := k.wait()
 	if err != nil {
 		return res, err
@@ -278,6 +280,9 @@ func handover(ctx context.Context, c Config) (Result, error) {
 		inFlight := !s.start.After(killed) && !s.end.Before(killed)
 		if inFlight {
 			res.InFlight++
+			if !s.ok {
+				res.InFlightFailed++
+			}
 		}
 		switch {
 		case !s.ok:
@@ -288,7 +293,7 @@ func handover(ctx context.Context, c Config) (Result, error) {
 		}
 	}
 	res.Window, res.WindowRef = median(with), median(without)
-	b.ran.each(ctx, func(_ int, u *ue.UE) error { return finish(ctx, u) })
+	res.noteErrors(b.ran.each(ctx, func(_ int, u *ue.UE) error { return finish(ctx, u) }))
 	if err := b.core.takeover(killed, &res); err != nil {
 		return res, err
 	}
@@ -316,12 +321,12 @@ func session(ctx context.Context, c Config) (Result, error) {
 			k.fire()
 		}
 	})
-	b.ran.each(ctx, func(_ int, u *ue.UE) error { return establish(ctx, u) })
+	res.noteErrors(b.ran.each(ctx, func(_ int, u *ue.UE) error { return establish(ctx, u) }))
 	killed, err := k.wait()
 	if err != nil {
 		return res, err
 	}
-	b.ran.each(ctx, func(_ int, u *ue.UE) error { return finish(ctx, u) })
+	res.noteErrors(b.ran.each(ctx, func(_ int, u *ue.UE) error { return finish(ctx, u) }))
 	if err := b.core.takeover(killed, &res); err != nil {
 		return res, err
 	}

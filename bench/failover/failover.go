@@ -146,11 +146,30 @@ type Result struct {
 	// 0); Failures splits them by procedure name.
 	Failed   int
 	Failures map[string]int
-	// Handover drill: the handovers in flight at the kill (InFlight)
-	// and the median of their windows (Window), against the median of
-	// the run's other handovers (WindowRef).
-	InFlight          int
-	Window, WindowRef time.Duration
+	// Errors are a few of the failures' messages, distinct, as the UEs
+	// saw them: what failed and why.
+	Errors []string
+	// Handover drill: the handovers in flight at the kill (InFlight; of
+	// them InFlightFailed failed) and the median of the windows of those
+	// that succeeded (Window), against the median of the run's other
+	// handovers (WindowRef).
+	InFlight, InFlightFailed int
+	Window, WindowRef        time.Duration
+}
+
+// maxErrors is how many distinct failure messages a Result keeps.
+const maxErrors = 3
+
+// noteErrors keeps the first distinct messages of errs in r.Errors.
+func (r *Result) noteErrors(errs []error) {
+	for _, err := range errs {
+		if err == nil || len(r.Errors) >= maxErrors {
+			continue
+		}
+		if msg := err.Error(); !slices.Contains(r.Errors, msg) {
+			r.Errors = append(r.Errors, msg)
+		}
+	}
 }
 
 // Outage is from the kill until the core served again: detection and
@@ -246,6 +265,10 @@ func Results(rs []Result, cost *CostResult) []report.Result {
 		}
 		if r.Drill == DrillHandover {
 			extra["window"], extra["window_ref"], extra["in_flight"] = ms(r.Window), ms(r.WindowRef), r.InFlight
+			extra["in_flight_failed"] = r.InFlightFailed
+		}
+		if len(r.Errors) > 0 {
+			extra["errors"] = r.Errors
 		}
 		out = append(out, report.Result{Name: r.Drill, Variant: r.Variant, Unit: "ms", Count: r.UEs, Failures: r.Failed,
 			Median: o, P90: o, P99: o, Max: o, Extra: extra})

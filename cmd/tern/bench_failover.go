@@ -74,8 +74,11 @@ func benchFailover(args []string) error {
 		fmt.Printf("%-9s %-9s %10.3f %9.3f %11.1f %10.1f %13d %7d  %s\n", r.Drill, r.Variant, msf(r.Detect), msf(r.Reaped),
 			msf(r.Takeover), msf(r.Served), r.Reregistered, r.Failed, r.FailureList())
 		if r.Drill == failover.DrillHandover {
-			fmt.Printf("  handover window, median: %.2f ms for the %d in flight at the kill, %.2f ms for the others\n",
-				msf(r.Window), r.InFlight, msf(r.WindowRef))
+			fmt.Printf("  handover window, median: %.2f ms for the %d of %d in flight at the kill that succeeded, %.2f ms for the others\n",
+				msf(r.Window), r.InFlight-r.InFlightFailed, r.InFlight, msf(r.WindowRef))
+		}
+		for _, e := range r.Errors {
+			fmt.Printf("  failed: %s\n", e)
 		}
 	}
 	if cost != nil {
