@@ -43,7 +43,7 @@ type options struct {
 // Unit is how New builds one unit of a replicated core
 // (resiliency.mode local, docs/resiliency.md).
 type Unit struct {
-	// Records is where the AMF's and SMF's records go, step by step.
+	// Records is where the NFs' records go, step by step.
 	Records RecordStore
 	// Standby builds a unit that takes over when the active one dies
 	// (Takeover) instead of starting.

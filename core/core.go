@@ -214,6 +214,7 @@ func New(cfg config.Config, logger *slog.Logger, opts ...Option) (*Core, error) 
 	c.PCF.SetNotifier(smfC)
 	if o.unit != nil {
 		c.AMF.SetRecordSink(c.rec)
+		c.AUSF.SetRecorder(c.rec)
 	}
 	// A standby binds N4 when it takes over, with the Recovery Time Stamp
 	// of the unit it replaces (Takeover).

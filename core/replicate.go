@@ -1,17 +1,18 @@
 package core
 
 // Replication of the unit's state (issue 36, docs/resiliency.md): in a
-// replicated mode the AMF's and SMF's records go, step by step, to a
+// replicated mode the records of the unit's NFs go, step by step, to a
 // RecordStore that a standby unit restores from when this one dies.
 //
 // What the store holds, by kind: the AMF's UE records by context ID, the
 // SMF's UE records by SUPI (a UE without sessions left is deleted) and UPF
-// records by name, and one unit record with what a restored unit must
-// advertise as before (the SMF's PFCP Recovery Time Stamp, so that its
-// UPFs keep their association, TS 29.244 §6.2.6.2.2). The other NFs of the
-// unit hold no per-UE state that outlives a procedure (the UDR's is in the
-// subscriber store), so a standby built from the same configuration has
-// it already.
+// records by name, the AUSF's authentication contexts by authCtxId (so
+// that a registration between Authentication Request and Response goes
+// on), and one unit record with what a restored unit must advertise as
+// before (the SMF's PFCP Recovery Time Stamp, so that its UPFs keep their
+// association, TS 29.244 §6.2.6.2.2). The NRF's registrations are the
+// unit's own (a standby registers its NFs when it starts) and the UDR's
+// data is in the subscriber store, which the units share.
 
 import (
 	"context"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/tern5g/tern/nf/amf"
+	"github.com/tern5g/tern/nf/ausf"
 	"github.com/tern5g/tern/nf/smf"
 	"github.com/tern5g/tern/sbi/wire"
 	"github.com/tern5g/tern/sctp"
@@ -42,6 +44,7 @@ const (
 	KindAMFUE  uint8 = 2 // amf.UERecord, key its ID (8 bytes, big endian)
 	KindSMFUE  uint8 = 3 // smf.UERecord, key its SUPI
 	KindSMFUPF uint8 = 4 // smf.UPFRecord, key the UPF's name
+	KindAUSF   uint8 = 5 // ausf.ContextRecord, key its authCtxId
 )
 
 var unitKey = []byte("unit")
@@ -54,8 +57,9 @@ type unitRecord struct {
 // UnitState is a unit's state as its record store held it: what a standby
 // restores.
 type UnitState struct {
-	AMF []amf.UERecord
-	SMF smf.Checkpoint
+	AMF  []amf.UERecord
+	SMF  smf.Checkpoint
+	AUSF []ausf.ContextRecord
 	// Refused counts records that did not decode (corrupted, or written
 	// by a build with other record types): their UEs are not restored.
 	Refused int
@@ -95,6 +99,11 @@ func (s *UnitState) Add(kind uint8, key, rec []byte) error {
 		if err = wire.Decode(rec, &r); err == nil {
 			s.SMF.UPFs = append(s.SMF.UPFs, r)
 		}
+	case KindAUSF:
+		var r ausf.ContextRecord
+		if err = wire.Decode(rec, &r); err == nil {
+			s.AUSF = append(s.AUSF, r)
+		}
 	default:
 		return fmt.Errorf("core: record of unknown kind %d", kind)
 	}
@@ -106,7 +115,7 @@ func (s *UnitState) Add(kind uint8, key, rec []byte) error {
 	return nil
 }
 
-// recorder takes the AMF's and SMF's records to a RecordStore.
+// recorder takes the unit's records to a RecordStore.
 type recorder struct {
 	store  RecordStore
 	failed atomic.Uint64 // records the store refused
@@ -161,6 +170,17 @@ func (r *recorder) RecordedUPF(rec *smf.UPFRecord) {
 	r.put(KindSMFUPF, []byte(rec.Name), rec)
 }
 
+// RecordedContext is the AUSF's Recorder for a context created or
+// confirmed.
+func (r *recorder) RecordedContext(rec *ausf.ContextRecord) {
+	r.put(KindAUSF, []byte(rec.ID), rec)
+}
+
+// EndedContext is the AUSF's Recorder for a context gone.
+func (r *recorder) EndedContext(id string) {
+	r.del(KindAUSF, []byte(id))
+}
+
 // putUnit stores the unit record.
 func (c *Core) putUnit() {
 	c.rec.put(KindUnit, unitKey, &unitRecord{SMFRecoveryTime: c.SMF.RecoveryTime().UTC()})
@@ -177,8 +197,8 @@ func (c *Core) RecordsRefused() uint64 {
 }
 
 // Takeover makes this standby unit (built with WithUnit, Standby) the
-// active one from st, the state of the unit that died: the SMF and then
-// the AMF are restored, the records go into this unit's own store (so
+// active one from st, the state of the unit that died: the NFs the AMF
+// and SMF call (the AUSF), then the SMF and then the AMF are restored, the records go into this unit's own store (so
 // that its own standby has them all, not only those changed from now on),
 // N4 is bound with the restored PFCP Recovery Time Stamp and the unit
 // starts. The gNB associations come afterwards through the N2 front end
@@ -186,6 +206,11 @@ func (c *Core) RecordsRefused() uint64 {
 func (c *Core) Takeover(ctx context.Context, st *UnitState) error {
 	if c.unit == nil || !c.unit.Standby {
 		return errors.New("core: takeover by a unit that is not a standby")
+	}
+	// The AMF's and SMF's restored steps may call them at once (a timer
+	// past its deadline fires on restore).
+	if err := c.AUSF.Restore(st.AUSF); err != nil {
+		return fmt.Errorf("core: takeover: %w", err)
 	}
 	cp := st.SMF
 	if err := c.SMF.Restore(&cp); err != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tern5g/tern/nf/amf"
+	"github.com/tern5g/tern/nf/ausf"
 	"github.com/tern5g/tern/nf/smf"
 	"github.com/tern5g/tern/sbi/wire"
 )
@@ -24,6 +25,7 @@ func TestUnitStateAdd(t *testing.T) {
 		{KindAMFUE, []byte{0, 0, 0, 0, 0, 0, 0, 7}, enc(&amf.UERecord{ID: 7, Seq: 3, SUPI: "imsi-001010000000001"})},
 		{KindSMFUE, []byte("imsi-001010000000001"), enc(&smf.UERecord{SUPI: "imsi-001010000000001", Seq: 2})},
 		{KindSMFUPF, []byte("upf"), enc(&smf.UPFRecord{Name: "upf"})},
+		{KindAUSF, []byte("ab"), enc(&ausf.ContextRecord{ID: "ab", SUPI: "imsi-001010000000001"})},
 		// A record of one kind stored under another does not decode.
 		{KindAMFUE, []byte{0, 0, 0, 0, 0, 0, 0, 8}, enc(&smf.UPFRecord{Name: "upf"})},
 		{KindSMFUE, []byte("x"), []byte{1, 2, 3}},
@@ -44,8 +46,11 @@ func TestUnitStateAdd(t *testing.T) {
 	if len(st.SMF.UEs) != 1 || len(st.SMF.UPFs) != 1 || !st.SMF.RecoveryTime.Equal(rt) {
 		t.Errorf("SMF checkpoint %+v", st.SMF)
 	}
-	if len(st.Raw) != 4 {
-		t.Errorf("%d raw records kept, want the 4 that decoded", len(st.Raw))
+	if len(st.AUSF) != 1 || st.AUSF[0].ID != "ab" {
+		t.Errorf("AUSF records %+v", st.AUSF)
+	}
+	if len(st.Raw) != 5 {
+		t.Errorf("%d raw records kept, want the 5 that decoded", len(st.Raw))
 	}
 }
 
@@ -54,8 +59,9 @@ func TestRecorderKeysAndTombstones(t *testing.T) {
 	r := &recorder{store: m}
 	r.UERecord(&amf.UERecord{ID: 1, Seq: 1, SUPI: "imsi-001010000000001"})
 	r.RecordedUE(&smf.UERecord{SUPI: "imsi-001010000000001", Seq: 1, Sessions: []smf.SessionRecord{{ID: 1}}})
-	if len(m.m) != 2 {
-		t.Fatalf("%d records stored, want 2", len(m.m))
+	r.RecordedContext(&ausf.ContextRecord{ID: "ab"})
+	if len(m.m) != 3 {
+		t.Fatalf("%d records stored, want 3", len(m.m))
 	}
 	// A deleted context's tombstone (RM "gone", which TestRecordEnumValues
 	// in nf/amf pins at 2) and a UE without sessions delete their keys.
@@ -66,6 +72,7 @@ func TestRecorderKeysAndTombstones(t *testing.T) {
 	}
 	r.UERecord(gone)
 	r.RecordedUE(&smf.UERecord{SUPI: "imsi-001010000000001", Seq: 2})
+	r.EndedContext("ab")
 	if len(m.m) != 0 {
 		t.Fatalf("%d records left after the tombstones, want 0", len(m.m))
 	}

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"reflect"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -201,6 +202,106 @@ func TestIdleUEsSurviveTheActiveUnitsDeath(t *testing.T) {
 		c := g.Counters
 		if c.Reconnects != 0 || c.Resets != 0 || c.ErrorIndications != 0 || c.UnknownUE != 0 {
 			t.Errorf("gNB %d saw the failure: %+v", g.ID, c)
+		}
+	}
+}
+
+// TestRegistrationStormSurvivesTheActiveUnitsDeath is drill (b) of issue
+// 36 §6: UEs register, ten at a time, and the active unit is SIGKILLed
+// after a few registrations completed, while others are in flight
+// (between Registration Request and Accept: at the AUSF, in security mode
+// control, at the UDM). The standby takes over and the front end replays
+// what the dead unit had not acknowledged: every UE completes its
+// registration once, as the UE sees it, then sets up a PDU session,
+// releases it and deregisters, through the gNB association it had.
+func TestRegistrationStormSurvivesTheActiveUnitsDeath(t *testing.T) {
+	const ues, killAfter = 50, 8
+	cfg := testConfig(t, ues)
+	s, took := supervise(t, cfg)
+
+	var (
+		mu         sync.Mutex
+		registered int
+		killed     time.Time
+		killErr    error
+	)
+	simCfg := sim.DefaultConfig()
+	simCfg.AMFAddr, simCfg.Transport = s.N2Addr(), cfg.AMF.SCTP
+	simCfg.GNBs, simCfg.UEs, simCfg.Concurrency = 2, ues, 10
+	// The UE does not retransmit its Registration Request (no T3510 in
+	// package sim): a message the dead unit took comes back to the new
+	// one through the front end's replay, so the procedure's bound only
+	// has to cover the takeover.
+	simCfg.Timeout = 20 * time.Second
+	simCfg.Scenario = sim.Scenario{sim.StepRegister, sim.StepSession, sim.StepRelease, sim.StepDeregister}
+	simCfg.OnProcedure = func(proc string, ok bool) {
+		if proc != ue.ProcRegistration || !ok {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if registered++; registered == killAfter {
+			killed = time.Now()
+			killErr = syscall.Kill(s.ActivePID(), syscall.SIGKILL)
+		}
+	}
+	res, err := sim.Run(context.Background(), simCfg)
+	if err != nil {
+		t.Fatalf("sim: %v", err)
+	}
+	mu.Lock()
+	if killed.IsZero() || killErr != nil {
+		t.Fatalf("the active unit was not killed: %v", killErr)
+	}
+	mu.Unlock()
+	for _, st := range res.Steps {
+		if st.OK != ues || st.Failed != 0 {
+			t.Errorf("step %s: %d ok, %d failed, %d skipped", st.Step, st.OK, st.Failed, st.Skipped)
+		}
+	}
+	failed := 0
+	for _, o := range res.UEs {
+		if o.Err != "" {
+			if failed++; failed <= 5 {
+				t.Errorf("%s failed at %s: %s", o.SUPI, o.FailedStep, o.Err)
+			}
+		}
+	}
+	for _, sum := range res.Summaries {
+		t.Logf("%s: %d, %d failures", sum.Procedure, sum.Count, sum.Failures)
+		switch sum.Procedure {
+		case ue.ProcRegistration:
+			if sum.Count != ues || sum.Failures != 0 {
+				t.Errorf("%d registrations, %d failed: want each of the %d UEs registered once", sum.Count, sum.Failures, ues)
+			}
+		case ue.ProcReregistration, ue.ProcPeriodicRegistration:
+			t.Errorf("%d %s", sum.Count, sum.Procedure)
+		}
+	}
+	select {
+	case tk := <-took:
+		t.Logf("takeover: detected %v after the SIGKILL, served %v after that; %d UEs, %d with sessions, %d records refused",
+			tk.Detected.Sub(killed), tk.Restore, tk.UEs, tk.Sessions, tk.Refused)
+		if tk.UEs < killAfter || tk.Refused != 0 {
+			t.Errorf("takeover restored %d UEs (want at least the %d registered), refused %d records", tk.UEs, killAfter, tk.Refused)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no takeover reported")
+	}
+	for _, g := range res.GNBs {
+		c := g.Counters
+		if c.Reconnects != 0 || c.Resets != 0 || c.UnknownUE != 0 {
+			t.Errorf("gNB %d saw the failure: %+v", g.ID, c)
+		}
+		// Not yet fixed (docs/resiliency.md, "what it does not, yet"):
+		// a message whose step the dead unit recorded and answered, but
+		// whose stamp it had not acknowledged, is replayed and handled
+		// again. A replayed InitialUEMessage starts the registration over
+		// with a new AMF UE NGAP ID, and the UE's answer to the first
+		// Authentication Request, which names the old one, is answered
+		// with an Error Indication. The UE registers all the same.
+		if c.ErrorIndications != 0 {
+			t.Logf("gNB %d: %d Error Indications (a recorded step replayed, not yet fixed)", g.ID, c.ErrorIndications)
 		}
 	}
 }

@@ -105,6 +105,11 @@ type Config struct {
 	// done with it (e.g. to run external tools over the TUNs between
 	// "session" and "release"; for tests and demos).
 	AfterStep func(StepResult)
+	// OnProcedure, when set, is told of every procedure of the scenario
+	// that a UE ends (named as the report names it, ue.Proc*), whether it
+	// succeeded, from the goroutine that ended it: e.g. to act after the
+	// Nth registration of a storm. It must not block or call the UE.
+	OnProcedure func(procedure string, ok bool)
 	// OnSession, when set, is told of every PDU session a UE establishes
 	// (with its TUN up in TUN mode), from that UE's worker goroutine.
 	OnSession func(supi string, s SessionOutcome)

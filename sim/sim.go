@@ -261,7 +261,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	ues := make([]*simUE, cfg.UEs)
 	r.ues = ues
 	for i := range ues {
-		obs := &observer{rec: r.rec}
+		obs := &observer{rec: r.rec, on: cfg.OnProcedure}
 		u, err := cfg.NewUE(i, obs, log)
 		if err != nil {
 			return nil, err
@@ -323,18 +323,25 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // scenario and must not count in its figures.
 type observer struct {
 	rec   *report.Recorder
+	on    func(proc string, ok bool) // Config.OnProcedure
 	muted atomic.Bool
 }
 
 func (o *observer) Observe(proc string, d time.Duration) {
 	if !o.muted.Load() {
 		o.rec.Observe(proc, d)
+		if o.on != nil {
+			o.on(proc, true)
+		}
 	}
 }
 
 func (o *observer) Fail(proc string) {
 	if !o.muted.Load() {
 		o.rec.Fail(proc)
+		if o.on != nil {
+			o.on(proc, false)
+		}
 	}
 }
 

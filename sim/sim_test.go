@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,11 +53,23 @@ func TestRunFullScenario(t *testing.T) {
 	cfg := testConfig(core)
 	cfg.UEs, cfg.GNBs, cfg.Concurrency = 24, 2, 6
 	cfg.Scenario, _ = ParseScenario("register,reregister,deregister,reregister,switchoff")
+	var mu sync.Mutex
+	told := map[string]int{}
+	cfg.OnProcedure = func(proc string, ok bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ok {
+			told[proc]++
+		}
+	}
 	res := run(t, cfg)
 	for p, want := range map[string]int{ue.ProcRegistration: 24, ue.ProcDeregistration: 24,
 		ue.ProcReregistration: 48, ue.ProcSwitchOff: 24, ue.ProcANRelease: 24} {
 		if n, f := summary(t, res, p); n != want || f != 0 {
 			t.Errorf("%s: %d ok, %d failed; want %d ok", p, n, f, want)
+		}
+		if told[p] != want {
+			t.Errorf("OnProcedure told of %d %s, want %d", told[p], p, want)
 		}
 	}
 	if res.Failures() != 0 || len(res.Steps) != 5 {

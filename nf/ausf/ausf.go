@@ -58,14 +58,28 @@ func (c *Config) Validate() error {
 }
 
 // authContext is the state of one 5G-AKA run between Authenticate and
-// Confirm5gAka (TS 33.501 §6.1.3.2 step 5: the AUSF stores XRES*, KSEAF).
+// Confirm5gAka (TS 33.501 §6.1.3.2 step 5: the AUSF stores XRES*, KSEAF),
+// and after its confirmation the answer given, until it expires.
 type authContext struct {
 	supi     string
 	snn      string
 	xresStar []byte
 	kseaf    []byte
 	expires  time.Time
+	// result is the outcome of the confirmation (resultNone before it)
+	// and resStar the RES* it carried, as received: a confirmation
+	// repeated with the same RES* gets the same answer (see
+	// Confirm5gAka).
+	result  uint8
+	resStar string
 }
+
+// Outcomes of a confirmation (authContext.result, ContextRecord.Result).
+const (
+	resultNone    uint8 = 0 // not confirmed yet
+	resultSuccess uint8 = 1
+	resultFailure uint8 = 2
+)
 
 // AUSF implements sbi.UEAuthentication.
 type AUSF struct {
@@ -79,6 +93,9 @@ type AUSF struct {
 	mu        sync.Mutex
 	ctxs      map[string]*authContext // by authCtxID
 	nextSweep time.Time
+	// rec, when set, gets every change of a context, under mu, before the
+	// request that made it is answered (record.go).
+	rec Recorder
 }
 
 var _ sbi.UEAuthentication = (*AUSF)(nil)
@@ -163,6 +180,7 @@ func (a *AUSF) Authenticate(ctx context.Context, req *models.Ausf_UEAU_Authentic
 	a.mu.Lock()
 	a.sweepLocked(now)
 	a.ctxs[id] = ac
+	a.recordLocked(id, ac)
 	a.mu.Unlock()
 	a.log.Debug("5G-AKA started", "supi", res.Supi, "authCtxId", id)
 
@@ -181,6 +199,15 @@ func (a *AUSF) Authenticate(ctx context.Context, req *models.Ausf_UEAU_Authentic
 }
 
 // Confirm5gAka implements sbi.UEAuthentication (TS 33.501 §6.1.3.2 steps 9-11).
+//
+// A context takes one RES*, right or wrong: a confirmation with another
+// RES* after it is answered 404 CONTEXT_NOT_FOUND, so that no consumer
+// gets a second guess. The same confirmation repeated (the same RES*)
+// gets the first answer again until the context expires, without
+// reporting to the UDM again: the 5g-aka-confirmation is a PUT (TS 29.509
+// §6.1.3.3.3.1), which RFC 9110 §9.2.2 makes idempotent, and an AMF that
+// took over from a unit that died after the AUSF answered, before the
+// AMF recorded its step, sends the same confirmation again (issue 36).
 func (a *AUSF) Confirm5gAka(ctx context.Context, authCtxID string, req *models.Ausf_UEAU_ConfirmationData) (*models.Ausf_UEAU_ConfirmationDataResponse, error) {
 	if req == nil || req.ResStar == nil {
 		return nil, sbi.NewProblem(http.StatusBadRequest, sbi.CauseMandatoryIEMissing, "resStar")
@@ -188,27 +215,48 @@ func (a *AUSF) Confirm5gAka(ctx context.Context, authCtxID string, req *models.A
 	now := a.now()
 	a.mu.Lock()
 	ac, ok := a.ctxs[authCtxID]
-	delete(a.ctxs, authCtxID) // one confirmation per context, right or wrong
+	var result uint8
+	if ok {
+		result = ac.result
+	}
 	a.mu.Unlock()
-	if !ok || now.After(ac.expires) {
+	if !ok || now.After(ac.expires) || (result != resultNone && *req.ResStar != ac.resStar) {
 		return nil, sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "authCtxId %q", authCtxID)
 	}
-
-	resStar, err := hex.DecodeString(*req.ResStar)
-	success := err == nil && subtle.ConstantTimeCompare(resStar, ac.xresStar) == 1
-	ev := &models.Udm_UEAU_AuthEvent{
-		NfInstanceId:       a.cfg.InstanceID,
-		Success:            success,
-		TimeStamp:          &now,
-		AuthType:           models.Udm_UEAU_AuthType_5_G_AKA,
-		ServingNetworkName: ac.snn,
+	if result == resultNone {
+		resStar, err := hex.DecodeString(*req.ResStar)
+		result = resultFailure
+		if err == nil && subtle.ConstantTimeCompare(resStar, ac.xresStar) == 1 {
+			result = resultSuccess
+		}
+		ev := &models.Udm_UEAU_AuthEvent{
+			NfInstanceId:       a.cfg.InstanceID,
+			Success:            result == resultSuccess,
+			TimeStamp:          &now,
+			AuthType:           models.Udm_UEAU_AuthType_5_G_AKA,
+			ServingNetworkName: ac.snn,
+		}
+		// TS 33.501 §6.1.4.1a: the result goes to the UDM; a failure to
+		// record it does not change the outcome for the UE.
+		if err := a.udm.ConfirmAuth(ctx, ac.supi, ev); err != nil {
+			a.log.Warn("Nudm_UEAuthentication_ResultConfirmation failed", "supi", ac.supi, "err", err)
+		}
+		// Recorded after the UDM has the result: a unit that dies before
+		// this record leaves the context unconfirmed, and the repeated
+		// confirmation reports to the UDM again (which keeps the last
+		// result per SUPI: the same).
+		a.mu.Lock()
+		if cur, ok := a.ctxs[authCtxID]; ok && cur == ac && ac.result == resultNone {
+			ac.result, ac.resStar = result, *req.ResStar
+			a.recordLocked(authCtxID, ac)
+		} else if !ok || cur != ac || ac.resStar != *req.ResStar {
+			// Swept, or confirmed meanwhile with another RES*.
+			a.mu.Unlock()
+			return nil, sbi.NewProblem(http.StatusNotFound, sbi.CauseContextNotFound, "authCtxId %q", authCtxID)
+		}
+		a.mu.Unlock()
 	}
-	// TS 33.501 §6.1.4.1a: the result goes to the UDM; a failure to record
-	// it does not change the outcome for the UE.
-	if err := a.udm.ConfirmAuth(ctx, ac.supi, ev); err != nil {
-		a.log.Warn("Nudm_UEAuthentication_ResultConfirmation failed", "supi", ac.supi, "err", err)
-	}
-	if !success {
+	if result != resultSuccess {
 		a.log.Info("5G-AKA failed: RES* does not match XRES*", "supi", ac.supi)
 		return &models.Ausf_UEAU_ConfirmationDataResponse{AuthResult: models.Ausf_UEAU_AuthResult_FAILURE}, nil
 	}
@@ -220,11 +268,18 @@ func (a *AUSF) Confirm5gAka(ctx context.Context, authCtxID string, req *models.A
 	}, nil
 }
 
-// Pending returns the number of authentication contexts awaiting confirmation.
+// Pending returns the number of authentication contexts awaiting
+// confirmation.
 func (a *AUSF) Pending() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.ctxs)
+	n := 0
+	for _, c := range a.ctxs {
+		if c.result == resultNone {
+			n++
+		}
+	}
+	return n
 }
 
 // sweepLocked removes expired contexts, at most every half TTL so that the
@@ -236,6 +291,9 @@ func (a *AUSF) sweepLocked(now time.Time) {
 	for id, c := range a.ctxs {
 		if now.After(c.expires) {
 			delete(a.ctxs, id)
+			if a.rec != nil {
+				a.rec.EndedContext(id)
+			}
 		}
 	}
 	a.nextSweep = now.Add(a.ttl / 2)

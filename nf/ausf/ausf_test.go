@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ type core struct {
 	op     []byte
 }
 
-func newCore(t *testing.T) *core {
+func newCore(t testing.TB) *core {
 	t.Helper()
 	st, err := store.OpenOptions(filepath.Join(t.TempDir(), "subscribers.db"), store.Options{NoSync: true})
 	if err != nil {
@@ -78,7 +79,7 @@ func newCore(t *testing.T) *core {
 }
 
 // usimFor returns the USIM of a stored subscriber, as the UE holds it.
-func (c *core) usimFor(t *testing.T, supi string) *milenage.USIM {
+func (c *core) usimFor(t testing.TB, supi string) *milenage.USIM {
 	t.Helper()
 	sub, err := c.st.Get(supi)
 	if err != nil {
@@ -100,7 +101,7 @@ type ueResult struct {
 
 // answer runs the UE (USIM + ME) side of 5G-AKA (TS 33.501 §6.1.3.2
 // steps 6-7) and the SEAF's HRES* check (step 8).
-func (c *core) answer(t *testing.T, usim *milenage.USIM, actx *models.Ausf_UEAU_UEAuthenticationCtx) (ueResult, error) {
+func (c *core) answer(t testing.TB, usim *milenage.USIM, actx *models.Ausf_UEAU_UEAuthenticationCtx) (ueResult, error) {
 	t.Helper()
 	av, err := sbi.Av5gAkaOf(actx)
 	if err != nil {
@@ -120,13 +121,13 @@ func (c *core) answer(t *testing.T, usim *milenage.USIM, actx *models.Ausf_UEAU_
 	return ueResult{resStar: resStar, kseaf: kdf.KSEAF(kausf, c.snn)}, nil
 }
 
-func (c *core) authenticate(t *testing.T, id string, resync *models.Udm_UEAU_ResynchronizationInfo) (string, *models.Ausf_UEAU_UEAuthenticationCtx, error) {
+func (c *core) authenticate(t testing.TB, id string, resync *models.Udm_UEAU_ResynchronizationInfo) (string, *models.Ausf_UEAU_UEAuthenticationCtx, error) {
 	return c.ausf.Authenticate(context.Background(), &models.Ausf_UEAU_AuthenticationInfo{
 		SupiOrSuci: id, ServingNetworkName: c.snn, ResynchronizationInfo: resync,
 	})
 }
 
-func (c *core) confirm(t *testing.T, authCtxID string, resStar []byte) (*models.Ausf_UEAU_ConfirmationDataResponse, error) {
+func (c *core) confirm(t testing.TB, authCtxID string, resStar []byte) (*models.Ausf_UEAU_ConfirmationDataResponse, error) {
 	s := hex.EncodeToString(resStar)
 	return c.ausf.Confirm5gAka(context.Background(), authCtxID, &models.Ausf_UEAU_ConfirmationData{ResStar: &s})
 }
@@ -225,9 +226,14 @@ func TestWrongRESStar(t *testing.T) {
 	if ev, ok := c.udm.LastAuthEvent(supi); !ok || ev.Success {
 		t.Fatalf("UDM event after failure: %+v %v", ev, ok)
 	}
-	// The context is consumed: no second guess.
+	// The context is consumed: no second guess. The same confirmation
+	// repeated (a PUT) gets the same answer.
+	if again, err := c.confirm(t, authCtxID, ue.resStar); err != nil || !reflect.DeepEqual(again, resp) {
+		t.Fatalf("repeated confirmation: %+v, %v; want %+v", again, err, resp)
+	}
+	ue.resStar[1] ^= 1
 	if _, err := c.confirm(t, authCtxID, ue.resStar); !errors.Is(err, sbi.ErrContextNotFound) {
-		t.Fatalf("second confirmation: %v, want CONTEXT_NOT_FOUND", err)
+		t.Fatalf("second guess: %v, want CONTEXT_NOT_FOUND", err)
 	}
 }
 
