@@ -8,7 +8,8 @@ package core
 // SMF's UE records by SUPI (a UE without sessions left is deleted) and UPF
 // records by name, the AUSF's authentication contexts by authCtxId (so
 // that a registration between Authentication Request and Response goes
-// on), and one unit record with what a restored unit must advertise as
+// on), the PCF's SM policy associations by ID (so that a restored
+// session's policy can be updated and deleted), and one unit record with what a restored unit must advertise as
 // before (the SMF's PFCP Recovery Time Stamp, so that its UPFs keep their
 // association, TS 29.244 §6.2.6.2.2). The NRF's registrations are the
 // unit's own (a standby registers its NFs when it starts) and the UDR's
@@ -24,6 +25,7 @@ import (
 
 	"github.com/tern5g/tern/nf/amf"
 	"github.com/tern5g/tern/nf/ausf"
+	"github.com/tern5g/tern/nf/pcf"
 	"github.com/tern5g/tern/nf/smf"
 	"github.com/tern5g/tern/sbi/wire"
 	"github.com/tern5g/tern/sctp"
@@ -45,6 +47,7 @@ const (
 	KindSMFUE  uint8 = 3 // smf.UERecord, key its SUPI
 	KindSMFUPF uint8 = 4 // smf.UPFRecord, key the UPF's name
 	KindAUSF   uint8 = 5 // ausf.ContextRecord, key its authCtxId
+	KindPCF    uint8 = 6 // pcf.PolicyRecord, key its association ID
 )
 
 var unitKey = []byte("unit")
@@ -60,6 +63,7 @@ type UnitState struct {
 	AMF  []amf.UERecord
 	SMF  smf.Checkpoint
 	AUSF []ausf.ContextRecord
+	PCF  []pcf.PolicyRecord
 	// Refused counts records that did not decode (corrupted, or written
 	// by a build with other record types): their UEs are not restored.
 	Refused int
@@ -103,6 +107,11 @@ func (s *UnitState) Add(kind uint8, key, rec []byte) error {
 		var r ausf.ContextRecord
 		if err = wire.Decode(rec, &r); err == nil {
 			s.AUSF = append(s.AUSF, r)
+		}
+	case KindPCF:
+		var r pcf.PolicyRecord
+		if err = wire.Decode(rec, &r); err == nil {
+			s.PCF = append(s.PCF, r)
 		}
 	default:
 		return fmt.Errorf("core: record of unknown kind %d", kind)
@@ -181,6 +190,17 @@ func (r *recorder) EndedContext(id string) {
 	r.del(KindAUSF, []byte(id))
 }
 
+// RecordedPolicy is the PCF's Recorder for an association created or
+// changed.
+func (r *recorder) RecordedPolicy(rec *pcf.PolicyRecord) {
+	r.put(KindPCF, []byte(rec.ID), rec)
+}
+
+// DeletedPolicy is the PCF's Recorder for an association gone.
+func (r *recorder) DeletedPolicy(id string) {
+	r.del(KindPCF, []byte(id))
+}
+
 // putUnit stores the unit record.
 func (c *Core) putUnit() {
 	c.rec.put(KindUnit, unitKey, &unitRecord{SMFRecoveryTime: c.SMF.RecoveryTime().UTC()})
@@ -198,7 +218,7 @@ func (c *Core) RecordsRefused() uint64 {
 
 // Takeover makes this standby unit (built with WithUnit, Standby) the
 // active one from st, the state of the unit that died: the NFs the AMF
-// and SMF call (the AUSF), then the SMF and then the AMF are restored, the records go into this unit's own store (so
+// and SMF call (the AUSF, the PCF), then the SMF and then the AMF are restored, the records go into this unit's own store (so
 // that its own standby has them all, not only those changed from now on),
 // N4 is bound with the restored PFCP Recovery Time Stamp and the unit
 // starts. The gNB associations come afterwards through the N2 front end
@@ -210,6 +230,9 @@ func (c *Core) Takeover(ctx context.Context, st *UnitState) error {
 	// The AMF's and SMF's restored steps may call them at once (a timer
 	// past its deadline fires on restore).
 	if err := c.AUSF.Restore(st.AUSF); err != nil {
+		return fmt.Errorf("core: takeover: %w", err)
+	}
+	if err := c.PCF.Restore(st.PCF); err != nil {
 		return fmt.Errorf("core: takeover: %w", err)
 	}
 	cp := st.SMF

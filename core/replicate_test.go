@@ -6,6 +6,7 @@ import (
 
 	"github.com/tern5g/tern/nf/amf"
 	"github.com/tern5g/tern/nf/ausf"
+	"github.com/tern5g/tern/nf/pcf"
 	"github.com/tern5g/tern/nf/smf"
 	"github.com/tern5g/tern/sbi/wire"
 )
@@ -26,6 +27,7 @@ func TestUnitStateAdd(t *testing.T) {
 		{KindSMFUE, []byte("imsi-001010000000001"), enc(&smf.UERecord{SUPI: "imsi-001010000000001", Seq: 2})},
 		{KindSMFUPF, []byte("upf"), enc(&smf.UPFRecord{Name: "upf"})},
 		{KindAUSF, []byte("ab"), enc(&ausf.ContextRecord{ID: "ab", SUPI: "imsi-001010000000001"})},
+		{KindPCF, []byte("3"), enc(&pcf.PolicyRecord{ID: "3", SUPI: "imsi-001010000000001"})},
 		// A record of one kind stored under another does not decode.
 		{KindAMFUE, []byte{0, 0, 0, 0, 0, 0, 0, 8}, enc(&smf.UPFRecord{Name: "upf"})},
 		{KindSMFUE, []byte("x"), []byte{1, 2, 3}},
@@ -49,8 +51,11 @@ func TestUnitStateAdd(t *testing.T) {
 	if len(st.AUSF) != 1 || st.AUSF[0].ID != "ab" {
 		t.Errorf("AUSF records %+v", st.AUSF)
 	}
-	if len(st.Raw) != 5 {
-		t.Errorf("%d raw records kept, want the 5 that decoded", len(st.Raw))
+	if len(st.PCF) != 1 || st.PCF[0].ID != "3" {
+		t.Errorf("PCF records %+v", st.PCF)
+	}
+	if len(st.Raw) != 6 {
+		t.Errorf("%d raw records kept, want the 6 that decoded", len(st.Raw))
 	}
 }
 
@@ -60,8 +65,9 @@ func TestRecorderKeysAndTombstones(t *testing.T) {
 	r.UERecord(&amf.UERecord{ID: 1, Seq: 1, SUPI: "imsi-001010000000001"})
 	r.RecordedUE(&smf.UERecord{SUPI: "imsi-001010000000001", Seq: 1, Sessions: []smf.SessionRecord{{ID: 1}}})
 	r.RecordedContext(&ausf.ContextRecord{ID: "ab"})
-	if len(m.m) != 3 {
-		t.Fatalf("%d records stored, want 3", len(m.m))
+	r.RecordedPolicy(&pcf.PolicyRecord{ID: "3"})
+	if len(m.m) != 4 {
+		t.Fatalf("%d records stored, want 4", len(m.m))
 	}
 	// A deleted context's tombstone (RM "gone", which TestRecordEnumValues
 	// in nf/amf pins at 2) and a UE without sessions delete their keys.
@@ -73,6 +79,7 @@ func TestRecorderKeysAndTombstones(t *testing.T) {
 	r.UERecord(gone)
 	r.RecordedUE(&smf.UERecord{SUPI: "imsi-001010000000001", Seq: 2})
 	r.EndedContext("ab")
+	r.DeletedPolicy("3")
 	if len(m.m) != 0 {
 		t.Fatalf("%d records left after the tombstones, want 0", len(m.m))
 	}

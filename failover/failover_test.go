@@ -1,6 +1,7 @@
 package failover
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -57,11 +59,34 @@ func runTestUnit(args []string) int {
 	return 0
 }
 
-func testSpawn(args []string) (*exec.Cmd, error) {
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), unitEnv+"=1")
-	cmd.Stderr = os.Stderr
-	return cmd, nil
+// unitLogs keeps what the unit processes of a test log (at warn level
+// and above), besides passing it on to the test's stderr.
+type unitLogs struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *unitLogs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	l.buf.Write(p)
+	l.mu.Unlock()
+	return os.Stderr.Write(p)
+}
+
+// count counts the lines that contain s.
+func (l *unitLogs) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.buf.String(), s)
+}
+
+func testSpawn(logs *unitLogs) func(args []string) (*exec.Cmd, error) {
+	return func(args []string) (*exec.Cmd, error) {
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Env = append(os.Environ(), unitEnv+"=1")
+		cmd.Stderr = logs
+		return cmd, nil
+	}
 }
 
 // testConfig is a core of subscribers demo subscribers on addresses of its
@@ -95,18 +120,19 @@ func testConfig(t *testing.T, subscribers int) config.Config {
 	return cfg
 }
 
-func supervise(t *testing.T, cfg config.Config) (*Supervisor, chan Takeover) {
+func supervise(t *testing.T, cfg config.Config) (*Supervisor, chan Takeover, *unitLogs) {
 	t.Helper()
+	logs := &unitLogs{}
 	took := make(chan Takeover, 8)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	s, err := Supervise(ctx, cfg, Hooks{Spawn: testSpawn, OnTakeover: func(tk Takeover) { took <- tk }},
+	s, err := Supervise(ctx, cfg, Hooks{Spawn: testSpawn(logs), OnTakeover: func(tk Takeover) { took <- tk }},
 		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s, took
+	return s, took, logs
 }
 
 // TestIdleUEsSurviveTheActiveUnitsDeath is drill (a) of issue 36 §6: UEs
@@ -122,7 +148,7 @@ func TestIdleUEsSurviveTheActiveUnitsDeath(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Metrics.Address = fmt.Sprintf("127.0.0.1:%d", mport)
-	s, took := supervise(t, cfg)
+	s, took, logs := supervise(t, cfg)
 	ready := func() bool {
 		r, err := http.Get("http://" + cfg.Metrics.Address + "/readyz")
 		if err != nil {
@@ -204,6 +230,12 @@ func TestIdleUEsSurviveTheActiveUnitsDeath(t *testing.T) {
 			t.Errorf("gNB %d saw the failure: %+v", g.ID, c)
 		}
 	}
+	// The sessions established before the failure are released at the
+	// new unit: their SM policy associations are the restored PCF's
+	// (the SMF logs a deletion the PCF refuses).
+	if n := logs.count("SM policy deletion failed"); n != 0 {
+		t.Errorf("%d SM policy associations not found at the PCF after the takeover", n)
+	}
 }
 
 // TestRegistrationStormSurvivesTheActiveUnitsDeath is drill (b) of issue
@@ -217,7 +249,7 @@ func TestIdleUEsSurviveTheActiveUnitsDeath(t *testing.T) {
 func TestRegistrationStormSurvivesTheActiveUnitsDeath(t *testing.T) {
 	const ues, killAfter = 50, 8
 	cfg := testConfig(t, ues)
-	s, took := supervise(t, cfg)
+	s, took, _ := supervise(t, cfg)
 
 	var (
 		mu         sync.Mutex

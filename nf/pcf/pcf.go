@@ -75,6 +75,9 @@ type PCF struct {
 	mu        sync.Mutex
 	policies  map[string]*policy
 	bySession map[sessionKey]string
+	// rec, when set, gets every change of an association, under mu,
+	// before the request that made it is answered (record.go).
+	rec Recorder
 
 	created, deleted, notified atomic.Uint64
 }
@@ -143,9 +146,13 @@ func (p *PCF) CreateSMPolicy(ctx context.Context, req *models.Pcf_SMPolCtrl_SmPo
 	if old, ok := p.bySession[key]; ok {
 		delete(p.policies, old)
 		p.deleted.Add(1)
+		if p.rec != nil {
+			p.rec.DeletedPolicy(old)
+		}
 	}
 	p.policies[pol.id] = pol
 	p.bySession[key] = pol.id
+	p.recordLocked(pol)
 	out := copyDecision(&pol.decision)
 	p.mu.Unlock()
 	p.created.Add(1)
@@ -294,6 +301,7 @@ func (p *PCF) UpdateSMPolicy(ctx context.Context, policyID string, req *models.P
 			return nil, err
 		}
 		pol.decision = decision(ambr, fiveQI, arp)
+		p.recordLocked(pol)
 		p.log.Debug("SM policy authorized again for a changed subscription", "policy", pol.id, "5qi", fiveQI, "ambr", ambr)
 	}
 	return copyDecision(&pol.decision), nil
@@ -308,6 +316,9 @@ func (p *PCF) DeleteSMPolicy(ctx context.Context, policyID string, req *models.P
 		key := sessionKey{pol.supi, pol.psi}
 		if p.bySession[key] == policyID {
 			delete(p.bySession, key)
+		}
+		if p.rec != nil {
+			p.rec.DeletedPolicy(policyID)
 		}
 	}
 	p.mu.Unlock()
@@ -356,6 +367,7 @@ func (p *PCF) UpdatePolicy(ctx context.Context, supi string, pduSessionID int32,
 		arp.PriorityLevel = int32(ch.ARPPriority)
 	}
 	pol.decision = decision(ambr, fiveQI, arp)
+	p.recordLocked(pol) // before the SMF hears of it
 	out := copyDecision(&pol.decision)
 	uri := pol.notifyURI + "/update"
 	p.mu.Unlock()
