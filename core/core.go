@@ -216,6 +216,7 @@ func New(cfg config.Config, logger *slog.Logger, opts ...Option) (*Core, error) 
 		c.AMF.SetRecordSink(c.rec)
 		c.AUSF.SetRecorder(c.rec)
 		c.PCF.SetRecorder(c.rec)
+		c.UDM.SetRecorder(udmRecorder{c.rec})
 	}
 	// A standby binds N4 when it takes over, with the Recovery Time Stamp
 	// of the unit it replaces (Takeover).

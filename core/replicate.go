@@ -9,7 +9,10 @@ package core
 // records by name, the AUSF's authentication contexts by authCtxId (so
 // that a registration between Authentication Request and Response goes
 // on), the PCF's SM policy associations by ID (so that a restored
-// session's policy can be updated and deleted), and one unit record with what a restored unit must advertise as
+// session's policy can be updated and deleted), the UDM's registrations
+// of the serving AMF and last authentication results by SUPI (so that a
+// restored UE's deregistration finds its registration), and one unit
+// record with what a restored unit must advertise as
 // before (the SMF's PFCP Recovery Time Stamp, so that its UPFs keep their
 // association, TS 29.244 §6.2.6.2.2). The NRF's registrations are the
 // unit's own (a standby registers its NFs when it starts) and the UDR's
@@ -27,6 +30,7 @@ import (
 	"github.com/tern5g/tern/nf/ausf"
 	"github.com/tern5g/tern/nf/pcf"
 	"github.com/tern5g/tern/nf/smf"
+	"github.com/tern5g/tern/nf/udm"
 	"github.com/tern5g/tern/sbi/wire"
 	"github.com/tern5g/tern/sctp"
 )
@@ -48,6 +52,7 @@ const (
 	KindSMFUPF uint8 = 4 // smf.UPFRecord, key the UPF's name
 	KindAUSF   uint8 = 5 // ausf.ContextRecord, key its authCtxId
 	KindPCF    uint8 = 6 // pcf.PolicyRecord, key its association ID
+	KindUDM    uint8 = 7 // udm.UERecord, key its SUPI
 )
 
 var unitKey = []byte("unit")
@@ -64,6 +69,7 @@ type UnitState struct {
 	SMF  smf.Checkpoint
 	AUSF []ausf.ContextRecord
 	PCF  []pcf.PolicyRecord
+	UDM  []udm.UERecord
 	// Refused counts records that did not decode (corrupted, or written
 	// by a build with other record types): their UEs are not restored.
 	Refused int
@@ -112,6 +118,11 @@ func (s *UnitState) Add(kind uint8, key, rec []byte) error {
 		var r pcf.PolicyRecord
 		if err = wire.Decode(rec, &r); err == nil {
 			s.PCF = append(s.PCF, r)
+		}
+	case KindUDM:
+		var r udm.UERecord
+		if err = wire.Decode(rec, &r); err == nil {
+			s.UDM = append(s.UDM, r)
 		}
 	default:
 		return fmt.Errorf("core: record of unknown kind %d", kind)
@@ -201,6 +212,20 @@ func (r *recorder) DeletedPolicy(id string) {
 	r.del(KindPCF, []byte(id))
 }
 
+// RecordedUE is the UDM's Recorder: a UE with neither a registration nor
+// an authentication result left the UDM.
+func (r udmRecorder) RecordedUE(rec *udm.UERecord) {
+	if rec.Empty() {
+		r.del(KindUDM, []byte(rec.SUPI))
+		return
+	}
+	r.put(KindUDM, []byte(rec.SUPI), rec)
+}
+
+// udmRecorder is the recorder as the UDM's Recorder, whose method name
+// the SMF's Recorder uses too.
+type udmRecorder struct{ *recorder }
+
 // putUnit stores the unit record.
 func (c *Core) putUnit() {
 	c.rec.put(KindUnit, unitKey, &unitRecord{SMFRecoveryTime: c.SMF.RecoveryTime().UTC()})
@@ -218,7 +243,7 @@ func (c *Core) RecordsRefused() uint64 {
 
 // Takeover makes this standby unit (built with WithUnit, Standby) the
 // active one from st, the state of the unit that died: the NFs the AMF
-// and SMF call (the AUSF, the PCF), then the SMF and then the AMF are restored, the records go into this unit's own store (so
+// and SMF call (the UDM, the AUSF, the PCF), then the SMF and then the AMF are restored, the records go into this unit's own store (so
 // that its own standby has them all, not only those changed from now on),
 // N4 is bound with the restored PFCP Recovery Time Stamp and the unit
 // starts. The gNB associations come afterwards through the N2 front end
@@ -229,6 +254,9 @@ func (c *Core) Takeover(ctx context.Context, st *UnitState) error {
 	}
 	// The AMF's and SMF's restored steps may call them at once (a timer
 	// past its deadline fires on restore).
+	if err := c.UDM.Restore(st.UDM); err != nil {
+		return fmt.Errorf("core: takeover: %w", err)
+	}
 	if err := c.AUSF.Restore(st.AUSF); err != nil {
 		return fmt.Errorf("core: takeover: %w", err)
 	}

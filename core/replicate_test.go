@@ -4,10 +4,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/free5gc/openapi/models"
+
 	"github.com/tern5g/tern/nf/amf"
 	"github.com/tern5g/tern/nf/ausf"
 	"github.com/tern5g/tern/nf/pcf"
 	"github.com/tern5g/tern/nf/smf"
+	"github.com/tern5g/tern/nf/udm"
 	"github.com/tern5g/tern/sbi/wire"
 )
 
@@ -28,6 +31,7 @@ func TestUnitStateAdd(t *testing.T) {
 		{KindSMFUPF, []byte("upf"), enc(&smf.UPFRecord{Name: "upf"})},
 		{KindAUSF, []byte("ab"), enc(&ausf.ContextRecord{ID: "ab", SUPI: "imsi-001010000000001"})},
 		{KindPCF, []byte("3"), enc(&pcf.PolicyRecord{ID: "3", SUPI: "imsi-001010000000001"})},
+		{KindUDM, []byte("imsi-001010000000001"), enc(&udm.UERecord{SUPI: "imsi-001010000000001"})},
 		// A record of one kind stored under another does not decode.
 		{KindAMFUE, []byte{0, 0, 0, 0, 0, 0, 0, 8}, enc(&smf.UPFRecord{Name: "upf"})},
 		{KindSMFUE, []byte("x"), []byte{1, 2, 3}},
@@ -54,8 +58,11 @@ func TestUnitStateAdd(t *testing.T) {
 	if len(st.PCF) != 1 || st.PCF[0].ID != "3" {
 		t.Errorf("PCF records %+v", st.PCF)
 	}
-	if len(st.Raw) != 6 {
-		t.Errorf("%d raw records kept, want the 6 that decoded", len(st.Raw))
+	if len(st.UDM) != 1 || st.UDM[0].SUPI != "imsi-001010000000001" {
+		t.Errorf("UDM records %+v", st.UDM)
+	}
+	if len(st.Raw) != 7 {
+		t.Errorf("%d raw records kept, want the 7 that decoded", len(st.Raw))
 	}
 }
 
@@ -66,8 +73,9 @@ func TestRecorderKeysAndTombstones(t *testing.T) {
 	r.RecordedUE(&smf.UERecord{SUPI: "imsi-001010000000001", Seq: 1, Sessions: []smf.SessionRecord{{ID: 1}}})
 	r.RecordedContext(&ausf.ContextRecord{ID: "ab"})
 	r.RecordedPolicy(&pcf.PolicyRecord{ID: "3"})
-	if len(m.m) != 4 {
-		t.Fatalf("%d records stored, want 4", len(m.m))
+	udmRecorder{r}.RecordedUE(&udm.UERecord{SUPI: "imsi-001010000000001", AuthEvent: &models.Udm_UEAU_AuthEvent{}})
+	if len(m.m) != 5 {
+		t.Fatalf("%d records stored, want 5", len(m.m))
 	}
 	// A deleted context's tombstone (RM "gone", which TestRecordEnumValues
 	// in nf/amf pins at 2) and a UE without sessions delete their keys.
@@ -80,6 +88,7 @@ func TestRecorderKeysAndTombstones(t *testing.T) {
 	r.RecordedUE(&smf.UERecord{SUPI: "imsi-001010000000001", Seq: 2})
 	r.EndedContext("ab")
 	r.DeletedPolicy("3")
+	udmRecorder{r}.RecordedUE(&udm.UERecord{SUPI: "imsi-001010000000001"})
 	if len(m.m) != 0 {
 		t.Fatalf("%d records left after the tombstones, want 0", len(m.m))
 	}

@@ -236,6 +236,7 @@ func TestIdleUEsSurviveTheActiveUnitsDeath(t *testing.T) {
 	if n := logs.count("SM policy deletion failed"); n != 0 {
 		t.Errorf("%d SM policy associations not found at the PCF after the takeover", n)
 	}
+
 }
 
 // TestRegistrationStormSurvivesTheActiveUnitsDeath is drill (b) of issue

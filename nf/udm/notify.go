@@ -67,6 +67,7 @@ func (u *UDM) SubscriberChanged(ctx context.Context, supi string, deleted bool) 
 	reg := u.amf3GPP[supi]
 	if deleted && reg != nil {
 		delete(u.amf3GPP, supi)
+		u.recordLocked(supi)
 	}
 	n, sm := u.notifier, u.smf
 	u.mu.Unlock()

@@ -39,6 +39,10 @@ type UDM struct {
 	authEvents map[string]*models.Udm_UEAU_AuthEvent                 // last authentication result per SUPI
 	notifier   AMFNotifier                                           // the serving AMF's callbacks (SetAMF)
 	smf        sbi.SDMNotifier                                       // the SMF's sm-data subscription (SetSMF)
+	// rec, when set, gets the record of every UE whose state changed,
+	// under mu, before the request that changed it is answered
+	// (record.go).
+	rec Recorder
 }
 
 var (
@@ -268,9 +272,10 @@ func (u *UDM) ConfirmAuth(ctx context.Context, supi string, event *models.Udm_UE
 	defer u.mu.Unlock()
 	if ev.AuthRemovalInd {
 		delete(u.authEvents, supi)
-		return nil
+	} else {
+		u.authEvents[supi] = &ev
 	}
-	u.authEvents[supi] = &ev
+	u.recordLocked(supi)
 	return nil
 }
 
@@ -407,10 +412,16 @@ func (u *UDM) RegisterAMF3GPPAccess(ctx context.Context, supi string, reg *model
 			} else {
 				delete(u.amf3GPP, supi)
 			}
+			// A record of supi taken meanwhile may hold the registration
+			// refused here.
+			u.recordLocked(supi)
 		}
 		u.mu.Unlock()
 		return false, u.fromUDR("am-data", supi, err)
 	}
+	u.mu.Lock()
+	u.recordLocked(supi)
+	u.mu.Unlock()
 	if old != nil && old.AmfInstanceId != r.AmfInstanceId {
 		u.log.Info("serving AMF changed", "supi", supi, "old", old.AmfInstanceId, "new", r.AmfInstanceId)
 	}
@@ -450,6 +461,7 @@ func (u *UDM) UpdateAMF3GPPAccess(ctx context.Context, supi string, mod *models.
 	}
 	if mod.PurgeFlag {
 		delete(u.amf3GPP, supi)
+		u.recordLocked(supi)
 		return nil
 	}
 	// A new value, not the stored one changed: readers use a registration
@@ -470,6 +482,7 @@ func (u *UDM) UpdateAMF3GPPAccess(ctx context.Context, supi string, mod *models.
 	r.UeSrvccCapability = r.UeSrvccCapability || mod.UeSrvccCapability
 	r.UeMINTCapability = r.UeMINTCapability || mod.UeMINTCapability
 	u.amf3GPP[supi] = &r
+	u.recordLocked(supi)
 	return nil
 }
 
