@@ -28,6 +28,17 @@
 // an expiry that raced with Stop or a restart: when the expiry function
 // runs, it runs on the same goroutine as everything else of that UE, so the
 // check needs no lock.
+//
+// # Time (clock.go)
+//
+// Each function a Queue runs is one step, and a step has one time, Now:
+// the first read of the group's Clock in the step, or, for a timer's
+// expiry, the timer's deadline. Timers started in a step expire at its
+// time plus their duration. So a step's times (the deadlines it arms, the
+// times it records) are a function of its input and of the time the input
+// came with, which is what lets a replica replay a log of inputs into the
+// same state (issue 36 §1): a replayer drives a ManualClock, setting it to
+// each input's time before delivering it.
 package serial
 
 import (
@@ -42,6 +53,9 @@ import (
 type Group struct {
 	ctx    context.Context
 	cancel context.CancelFunc
+	// clock is where steps take their time and timers their expiries; nil
+	// is the wall clock (the time package, called directly).
+	clock Clock
 
 	mu     sync.RWMutex
 	closed bool
@@ -58,10 +72,33 @@ type Group struct {
 // workerIdle is how long a worker waits for another queue before it ends.
 const workerIdle = 2 * time.Second
 
-// NewGroup returns an open group.
-func NewGroup() *Group {
+// NewGroup returns an open group on the wall clock.
+func NewGroup() *Group { return NewGroupClock(nil) }
+
+// NewGroupClock returns an open group whose steps and timers run on c (nil:
+// the wall clock).
+func NewGroupClock(c Clock) *Group {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Group{ctx: ctx, cancel: cancel, idle: make(chan *Queue)}
+	return &Group{ctx: ctx, cancel: cancel, idle: make(chan *Queue), clock: c}
+}
+
+// Clock is the group's clock; nil for the wall clock.
+func (g *Group) Clock() Clock { return g.clock }
+
+// now reads the group's clock.
+func (g *Group) now() time.Time {
+	if g.clock == nil {
+		return time.Now()
+	}
+	return g.clock.Now()
+}
+
+// at has f called at deadline by the group's clock.
+func (g *Group) at(deadline time.Time, f func()) Stopper {
+	if g.clock == nil {
+		return time.AfterFunc(time.Until(deadline), f)
+	}
+	return g.clock.At(deadline, f)
 }
 
 // run has q drained: by a waiting worker if there is one, else by a new
@@ -166,6 +203,9 @@ type Queue struct {
 	items   []func()
 	head    int
 	running bool
+	// now is the time of the step running (Now); zero until the step reads
+	// it. Only the running step and drain, on one goroutine, touch it.
+	now time.Time
 }
 
 // Init binds q to its group.
@@ -222,7 +262,18 @@ func (q *Queue) drain() {
 		q.head++
 		q.mu.Unlock()
 		f()
+		q.now = time.Time{}
 	}
+}
+
+// Now is the time of the step running on q: its group's clock read once,
+// at the step's first call, and the same for the rest of the step; a
+// timer's expiry has its deadline. Call it from q.
+func (q *Queue) Now() time.Time {
+	if q.now.IsZero() {
+		q.now = q.g.now()
+	}
+	return q.now
 }
 
 // Timer is a one-shot timer whose expiry runs on a Queue. Start, Stop and
@@ -231,7 +282,7 @@ func (q *Queue) drain() {
 // Start ran carries an old generation and is ignored. The zero value is a
 // stopped timer.
 type Timer struct {
-	t   *time.Timer
+	t   Stopper
 	gen uint64
 	// deadline is when the armed timer expires, by the wall clock, so that
 	// a context's record can carry it to another process (StartAt re-arms
@@ -239,26 +290,36 @@ type Timer struct {
 	deadline time.Time
 }
 
-// Start (re)arms the timer: after d, fire runs on q unless Stop or Start is
-// called first. Call it from q.
+// Start (re)arms the timer: d after the time of the running step (q.Now),
+// fire runs on q unless Stop or Start is called first. Call it from q.
 func (t *Timer) Start(q *Queue, d time.Duration, fire func()) {
-	t.StartAt(q, time.Now().Add(d), fire)
+	t.StartAt(q, q.Now().Add(d), fire)
 }
 
 // StartAt (re)arms the timer to expire at deadline, at once (on q, as any
 // expiry) when deadline has passed: the way a timer taken from another
-// process's record is re-armed. Call it from q.
+// process's record is re-armed. The expiry is a step whose time (q.Now) is
+// deadline, whenever it runs, or the time of the step that armed the timer
+// when deadline was past then (a timer restored late expires at the
+// restore's time, not at a moment long gone: a retransmission goes on from
+// there instead of firing again at once). Either is fixed when the timer
+// is armed, so a replay gets the same. Call it from q.
 func (t *Timer) StartAt(q *Queue, deadline time.Time, fire func()) {
 	t.Stop()
 	gen := t.gen
 	t.deadline = deadline
-	t.t = time.AfterFunc(time.Until(deadline), func() {
+	at := deadline
+	if now := q.Now(); at.Before(now) {
+		at = now
+	}
+	t.t = q.g.at(deadline, func() {
 		q.Post(func() {
 			if t.gen != gen || t.t == nil {
 				return
 			}
 			t.t = nil
 			t.deadline = time.Time{}
+			q.now = at
 			fire()
 		})
 	})
@@ -293,11 +354,12 @@ type Retransmission struct {
 	sends int
 }
 
-// Start arms the rule after the first send: every d, resend runs (with the
-// number of sends so far, 1 for the first resend) until maxResends resends
-// have been made; the expiry after the last one calls abort. Call it from q.
+// Start arms the rule after the first send: every d from the running
+// step's time (q.Now), resend runs (with the number of sends so far, 1 for
+// the first resend) until maxResends resends have been made; the expiry
+// after the last one calls abort. Call it from q.
 func (r *Retransmission) Start(q *Queue, d time.Duration, maxResends int, resend func(n int), abort func()) {
-	r.ResumeAt(q, time.Now().Add(d), 1, d, maxResends, resend, abort)
+	r.ResumeAt(q, q.Now().Add(d), 1, d, maxResends, resend, abort)
 }
 
 // ResumeAt re-arms the rule as another process's record left it: sends
