@@ -60,20 +60,28 @@ func (m *ManualClock) Now() time.Time {
 	return m.now
 }
 
-// At arms f for deadline. A deadline the clock has reached already fires
-// at the next Set (or at once on the wall clock once live): a call armed
-// from inside a step never runs within that step.
+// At arms f for deadline. For a deadline the clock has reached already, f
+// is called at once, on the caller's goroutine, as time.AfterFunc would
+// (on another) for a negative duration: a Timer's f posts the expiry to
+// its queue, so it runs right after the step that armed it, before any
+// input delivered later, whatever the replayer does with the clock.
 func (m *ManualClock) At(deadline time.Time, f func()) Stopper {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.seq++
 	c := &manualCall{c: m, deadline: deadline, seq: m.seq, f: f}
-	if m.live {
+	switch {
+	case m.live:
 		c.wall = time.AfterFunc(time.Until(deadline), f)
+	case !deadline.After(m.now):
+		c.done = true
+		m.mu.Unlock()
+		f()
 		return c
+	default:
+		i, _ := slices.BinarySearchFunc(m.pending, c, compareCalls)
+		m.pending = slices.Insert(m.pending, i, c)
 	}
-	i, _ := slices.BinarySearchFunc(m.pending, c, compareCalls)
-	m.pending = slices.Insert(m.pending, i, c)
+	m.mu.Unlock()
 	return c
 }
 

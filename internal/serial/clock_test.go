@@ -55,7 +55,7 @@ func TestTimerDeadlinesFromStepTime(t *testing.T) {
 	note := func() { mu.Lock(); fired = append(fired, q.Now()); mu.Unlock() }
 	onQueue(&q, func() {
 		q.Now()
-		c.Set(t0.Add(time.Minute)) // the step's time stays t0
+		c.Set(t0.Add(time.Second)) // the step's time stays t0
 		tm.Start(&q, 3*time.Second, note)
 		r.Start(&q, 2*time.Second, 2, func(int) { note() }, note)
 	})
