@@ -15,6 +15,7 @@ package amf
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -45,6 +46,10 @@ type Deps struct {
 	// S-NSSAI and DNN (several SMFs, found through the NRF); the session's
 	// later calls go to the SMF it picked. nil: every session goes to SMF.
 	SMFSelector SMFSelector
+	// Clock is where the UE steps take their time and the timers their
+	// expiries (internal/serial); nil: the wall clock. A replay of logged
+	// inputs runs on a serial.ManualClock (replay.go).
+	Clock serial.Clock
 }
 
 // SMFSelector picks the SMF serving a PDU session's S-NSSAI and DNN
@@ -86,9 +91,16 @@ type AMF struct {
 
 	nextAMFUEID atomic.Int64
 	nextUEID    atomic.Uint64 // names UE contexts in records (record.go)
-	ranUEs      *ranUETable
-	gutis       *gutiTable
-	supis       *supiTable
+	// tmsiKey is the secret of the 5G-TMSI draws (guti.go): random at New,
+	// carried by the Checkpoint so that a replica draws the same ones.
+	tmsiKey [32]byte
+	// delivered is the stamp up to which the outputs of the inputs being
+	// replayed have left already (replay.go); 0: not replaying. lastStamp
+	// is the highest stamp a reader took while replaying.
+	delivered, lastStamp atomic.Uint64
+	ranUEs               *ranUETable
+	gutis                *gutiTable
+	supis                *supiTable
 
 	// sink takes the UE records after each step that changed them; nil:
 	// none (record.go).
@@ -130,7 +142,7 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*AMF, error) {
 		apiRoot:    strings.TrimSuffix(cfg.APIRoot, "/"),
 		deps:       deps,
 		log:        logger.With("nf", "amf"),
-		group:      serial.NewGroup(),
+		group:      serial.NewGroupClock(deps.Clock),
 		ranUEs:     newRANUETable(),
 		gutis:      newGUTITable(),
 		supis:      newSUPITable(),
@@ -138,6 +150,9 @@ func New(cfg Config, deps Deps, logger *slog.Logger) (*AMF, error) {
 	}
 	if a.sctpCfg.Logger == nil {
 		a.sctpCfg.Logger = logger
+	}
+	if _, err := rand.Read(a.tmsiKey[:]); err != nil {
+		return nil, fmt.Errorf("amf: 5G-TMSI key: %w", err)
 	}
 	if deps.SMF != nil {
 		a.SetSMF(deps.SMF)
@@ -342,6 +357,9 @@ type counters struct {
 	pendingTransfers                                atomic.Int64
 	handovers, handoversDone, handoverFailures      atomic.Uint64
 	pathSwitches, pathSwitchFailures                atomic.Uint64
+	// replaySuppressed counts the NGAP messages of replayed steps not sent
+	// again (replay.go).
+	replaySuppressed atomic.Uint64
 }
 
 // Stats returns a snapshot of the counters.

@@ -63,20 +63,28 @@ type heldN2 struct {
 }
 
 // beginStep starts one step of u on its executor: with a RecordSink set,
-// the step's NGAP messages are held until endStep.
-func (u *ue) beginStep() { u.holding = u.amf.sink.Load() != nil }
+// or while replaying (replay.go), the step's NGAP messages are held until
+// endStep.
+func (u *ue) beginStep() {
+	u.holding = u.amf.sink.Load() != nil || u.amf.delivered.Load() != 0
+}
 
 // endStep ends one step of u: its record goes to the sink if the step
-// changed it (stepDone), then the messages it held leave, in order.
+// changed it (stepDone), then the messages it held leave, in order, unless
+// they left already when the step first ran (a replayed step, replay.go).
 func (u *ue) endStep() {
 	u.stepDone()
 	if !u.holding {
 		return
 	}
 	u.holding = false
+	drop := u.replayedDelivered()
+	u.stamp = 0
 	for i := range u.held {
 		h := &u.held[i]
-		if err := h.g.sendEncoded(h.c, h.stream, h.b); err != nil {
+		if drop {
+			u.amf.stats.replaySuppressed.Add(1)
+		} else if err := h.g.sendEncoded(h.c, h.stream, h.b); err != nil {
 			h.g.log.Warn("NGAP message not sent after its step's commit", "procedure", h.proc, "err", err)
 		}
 		*h = heldN2{}
@@ -114,6 +122,7 @@ func (u *ue) postMessage(g *gnb, stamp uint64, f func()) {
 	}
 	u.exec.Post(func() {
 		u.beginStep()
+		u.stamp = stamp
 		f()
 		u.endStep()
 		g.ack(stamp)

@@ -3,7 +3,6 @@ package amf
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/tern5g/tern/nas"
 	"github.com/tern5g/tern/ngap"
@@ -178,7 +177,7 @@ func (u *ue) unprotect(pdu []byte) (nasIn, bool) {
 
 // dispatch hands a received 5GMM message to its procedure.
 func (u *ue) dispatch(in nasIn) {
-	u.lastActivity = time.Now()
+	u.lastActivity = u.exec.Now()
 	switch m := in.msg.(type) {
 	case *nas.RegistrationRequest:
 		u.onRegistrationRequest(m, in.integrity)

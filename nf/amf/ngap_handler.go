@@ -22,6 +22,9 @@ func (a *AMF) serveGNB(g *gnb) {
 		// stamp; what is left is acknowledged here, the message handled
 		// (commit.go).
 		g.stamp = m.Stamp
+		if m.Stamp != 0 && a.delivered.Load() != 0 {
+			raise(&a.lastStamp, m.Stamp) // replay.go
+		}
 		if m.PPID != ngap.PPID && m.PPID != 0 {
 			// TS 38.412 §7: NGAP is PPID 60; anything else is not ours.
 			g.log.Debug("dropping SCTP message with foreign PPID", "ppid", m.PPID)

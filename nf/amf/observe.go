@@ -61,7 +61,7 @@ func (u *ue) trackProcedure(prev procedure, ev event) {
 		u.procedureEnded(procName(prev), o, u.procStart)
 	}
 	if cur != procNone && (cur != prev || restart) {
-		u.procStart = time.Now()
+		u.procStart = u.exec.Now()
 		u.logStarted(procName(cur))
 	}
 }

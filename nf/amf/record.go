@@ -117,6 +117,9 @@ type UERecord struct {
 	// GUTI is the 5G-GUTI assigned (TS 23.003 §2.10); OldGUTI the previous
 	// one, valid until Registration Complete (TS 24.501 §5.5.1.2.4).
 	GUTI, OldGUTI *identity.GUTI
+	// TMSIDraws is how many 5G-TMSIs were drawn for the context: the input
+	// of the next draw (guti.go), so that a replay draws the same.
+	TMSIDraws uint32
 	// Superseded: another context took the SUPI (a new registration of
 	// the same subscriber, TS 23.502 §4.2.2.2.2 step 5); this one is being
 	// deleted, and a restored one is deleted in its first step.
@@ -408,6 +411,7 @@ func (u *ue) record() *UERecord {
 		PEI:              u.pei,
 		GUTI:             clonePtr(u.guti),
 		OldGUTI:          clonePtr(u.oldGUTI),
+		TMSIDraws:        u.tmsiDraws,
 		Superseded:       u.supi != "" && u.amf.supis.Get(u.supi) != u,
 		RegistrationArea: slices.Clone(u.taiList),
 		SubscribedNSSAI:  slices.Clone(u.subscribed),

@@ -130,7 +130,7 @@ func (a *AMF) restoreUE(rec *UERecord, smfs map[string]sbi.PDUSession) *ue {
 			a.supis.Put(u.supi, u)
 		}
 	}
-	u.guti, u.oldGUTI = rec.GUTI, rec.OldGUTI
+	u.guti, u.oldGUTI, u.tmsiDraws = rec.GUTI, rec.OldGUTI, rec.TMSIDraws
 	if u.guti != nil {
 		a.gutis.Put(u.guti.TMSI, u)
 	}

@@ -211,7 +211,7 @@ func (u *ue) sendRegistrationAccept() {
 		}
 		u.oldGUTI = u.guti
 	}
-	u.guti = &identity.GUTI{GUAMI: a.cfg.guamis[0], TMSI: a.gutis.allocate(u)}
+	u.guti = &identity.GUTI{GUAMI: a.cfg.guamis[0], TMSI: a.gutis.allocate(u, &a.tmsiKey)}
 
 	guti := *u.guti
 	t3512 := nas.GPRSTimer3Of(a.cfg.timers.T3512)

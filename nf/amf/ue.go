@@ -211,6 +211,9 @@ type ue struct {
 	// record is committed (commit.go); false without a RecordSink.
 	holding bool
 	held    []heldN2
+	// stamp is the front end's stamp of the message the running step
+	// handles; 0 for a step that has none (replay.go).
+	stamp uint64
 
 	st ueState // see ue_state.go: the only record of where the UE is
 	// published mirrors st (and reachable) for other goroutines
@@ -230,7 +233,10 @@ type ue struct {
 	pei     string // IMEISV from Security Mode Complete
 	guti    *identity.GUTI
 	oldGUTI *identity.GUTI // kept valid until Registration Complete (TS 24.501 §5.5.1.2.4)
-	taiList []identity.TAI // registration area of the last Registration Accept
+	// tmsiDraws counts the 5G-TMSIs drawn for the context (guti.go): the
+	// next draw's input, so that a replay draws the same ones.
+	tmsiDraws uint32
+	taiList   []identity.TAI // registration area of the last Registration Accept
 
 	// Access stratum key chain (TS 33.501 §6.9.2.1.1): the KgNB of the
 	// last Initial Context Setup, then the last NH given to a gNB, and its
@@ -295,7 +301,7 @@ type ue struct {
 // RecordSink set, the UE's record goes to it after f if f changed it, and
 // the NGAP messages f sends leave after that (commit.go).
 func (u *ue) post(f func()) {
-	if u.amf.sink.Load() == nil {
+	if u.amf.sink.Load() == nil && u.amf.delivered.Load() == 0 {
 		u.exec.Post(f)
 		return
 	}
