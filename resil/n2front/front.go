@@ -34,6 +34,9 @@ const (
 	DefaultWriteTimeout = time.Second
 	// DefaultHelloTimeout bounds the wait for a unit's hello.
 	DefaultHelloTimeout = time.Second
+	// DefaultRetireWait bounds how long a unit with a higher epoch waits
+	// for the link of the unit it replaces to end (awaitRetired).
+	DefaultRetireWait = 200 * time.Millisecond
 )
 
 // Config configures a Front. Only UnitPath is required.
@@ -48,9 +51,10 @@ type Config struct {
 	// MaxAssociations bounds the gNB associations (default
 	// DefaultMaxAssociations); one more is shut down at once and counted.
 	MaxAssociations int
-	// WriteTimeout and HelloTimeout: see the defaults.
+	// WriteTimeout, HelloTimeout and RetireWait: see the defaults.
 	WriteTimeout time.Duration
 	HelloTimeout time.Duration
+	RetireWait   time.Duration
 	// Logger receives the front's events; nil discards them.
 	Logger *slog.Logger
 }
@@ -70,6 +74,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.HelloTimeout <= 0 {
 		c.HelloTimeout = DefaultHelloTimeout
+	}
+	if c.RetireWait <= 0 {
+		c.RetireWait = DefaultRetireWait
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -417,6 +424,7 @@ func (f *Front) serveUnit(c *net.UnixConn) {
 		return
 	}
 	c.SetReadDeadline(time.Time{})
+	f.awaitRetired(fr.epoch)
 	l := &unitLink{conn: c, epoch: fr.epoch, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	old, ok := f.activate(l)
 	if !ok {
@@ -452,6 +460,26 @@ func (f *Front) serveUnit(c *net.UnixConn) {
 		f.stats.malformed.Add(1)
 	}
 	f.finishUnit(l, err)
+}
+
+// awaitRetired lets the active unit's link, when a unit with a higher epoch
+// comes to replace it, end first: a unit that died (the usual reason its
+// successor is here) left its last frames in its socket, before the end of
+// file, and its acknowledgements among them are of steps its records hold,
+// which the successor restored. Taking them before the successor is
+// active keeps those messages out of the replay. A unit still alive (its
+// link does not end within Config.RetireWait) is fenced as it is.
+func (f *Front) awaitRetired(epoch uint64) {
+	f.mu.Lock()
+	prev := f.active
+	f.mu.Unlock()
+	if prev == nil || epoch <= prev.epoch {
+		return
+	}
+	select {
+	case <-prev.done:
+	case <-time.After(f.cfg.RetireWait):
+	}
 }
 
 // refuse tells a unit why, as far as it listens, and hangs up.

@@ -414,7 +414,9 @@ func countFDs(t testing.TB) int {
 // goroutine and descriptor of theirs is returned, and the gNB's messages
 // keep flowing.
 func TestUnitCycles(t *testing.T) {
-	r := newRig(t, nil)
+	// Each unit is replaced while its link is up: the wait for a live
+	// link to end (RetireWait) is not what this test is about.
+	r := newRig(t, func(c *Config) { c.RetireWait = time.Millisecond })
 	// Warm up: the front's and the gNB's goroutines, the first link.
 	first := dialUnit(t, r.path, 1)
 	first.link.Close()
@@ -619,5 +621,61 @@ func TestLinkCloseFlushesAcks(t *testing.T) {
 		if n := <-got; n != 10 {
 			t.Fatalf("round %d: the front got %d of 10 acks", round, n)
 		}
+	}
+}
+
+// TestPauseAndDrain is a planned handover: unit A pauses, what comes after
+// is not delivered to it, it acknowledges what it handled and closes the
+// link; unit B gets exactly what A did not acknowledge.
+func TestPauseAndDrain(t *testing.T) {
+	r := newRig(t, nil)
+	a := dialUnit(t, r.path, 1)
+	setup := setupRequest(t)
+	r.send(setup)
+	sm := a.expect(setup)
+	a.send(setupResponse(t))
+	gnbRecv(t, r.down)
+	a.ack(sm.Stamp)
+
+	first := uplinkNAS(t, 0)
+	r.send(first)
+	m := a.expect(first)
+	a.link.Pause()
+	later := uplinkNAS(t, 1)
+	r.send(later)
+	eventually(t, "the message after the pause logged", func() bool { return r.front.Stats().Logged == 2 })
+	got := make(chan error, 1)
+	go func() {
+		_, err := a.conn.Recv()
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("Recv after Pause returned (%v)", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	// A finishes the step it had: its answer still reaches the gNB, and
+	// its acknowledgement goes out with Close.
+	a.send(downlinkNAS(t, "answer"))
+	if d := gnbRecv(t, r.down); !bytes.Equal(d.Data, downlinkNAS(t, "answer")) {
+		t.Fatalf("gNB got % x after the pause", d.Data)
+	}
+	a.ack(m.Stamp)
+	a.link.Close()
+	select {
+	case err := <-got:
+		if !errors.Is(err, ErrLinkDown) {
+			t.Fatalf("the paused Recv ended with %v, want ErrLinkDown", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the paused Recv did not end with the link")
+	}
+
+	b := dialUnit(t, r.path, 2)
+	if mb := b.expect(later); mb.Stamp <= m.Stamp {
+		t.Errorf("replayed stamp %d not after %d", mb.Stamp, m.Stamp)
+	}
+	if l := r.front.Stats().Logged; l != 1 {
+		t.Errorf("%d messages logged, want the one B has not acknowledged", l)
 	}
 }

@@ -59,6 +59,7 @@ type Link struct {
 	once    sync.Once
 
 	malformed atomic.Uint64
+	paused    atomic.Bool // Pause: Recv delivers nothing more
 
 	mu        sync.Mutex
 	err       error // why the link ended
@@ -150,6 +151,25 @@ func (l *Link) Accept() (sctp.Conn, Resume, error) {
 		case <-l.acceptSig:
 		case <-l.done:
 		}
+	}
+}
+
+// Pause stops delivering the front's messages to the unit: from now on
+// every Conn's Recv blocks until the link ends or the Conn is closed, and
+// what arrives stays unacknowledged, for the front to replay to the next
+// unit. Sends and acknowledgements go on. A unit that drains (a planned
+// handover to its standby) pauses, lets its steps in flight finish, then
+// closes the link. Pause is for good: nothing resumes delivery.
+func (l *Link) Pause() {
+	l.paused.Store(true)
+	l.mu.Lock()
+	conns := make([]*Conn, 0, len(l.conns))
+	for _, c := range l.conns {
+		conns = append(conns, c)
+	}
+	l.mu.Unlock()
+	for _, c := range conns {
+		signal(c.sig) // a Recv waiting for a message now waits for the end
 	}
 }
 
@@ -345,6 +365,18 @@ func (c *Conn) Recv() (sctp.Message, error) {
 		if c.closed {
 			c.mu.Unlock()
 			return sctp.Message{}, net.ErrClosed
+		}
+		if c.link.paused.Load() {
+			err := c.endErr
+			c.mu.Unlock()
+			if err != nil {
+				return sctp.Message{}, err
+			}
+			select {
+			case <-c.sig: // closed, or another message queued: look again
+			case <-c.link.done:
+			}
+			continue
 		}
 		if c.qh < len(c.q) {
 			m := c.q[c.qh]
