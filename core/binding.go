@@ -50,6 +50,13 @@ type Unit struct {
 	Standby bool
 	// OnRecordFailure, if set, hears of each record Records refused.
 	OnRecordFailure func(error)
+	// Unrecorded builds a unit that records nothing (Records is then
+	// nil): its NFs run as with resiliency.mode off, behind the N2 front
+	// end all the same. A measurement, not a mode: it is the reference
+	// that prices replication on its own (tern bench failover's
+	// replication cost), since a unit's front end hop is there with or
+	// without records. A standby cannot take over from it.
+	Unrecorded bool
 }
 
 // WithUnit builds the core as a unit of a replicated core: no embedded

@@ -116,14 +116,16 @@ func New(cfg config.Config, logger *slog.Logger, opts ...Option) (*Core, error) 
 		opt(&o)
 	}
 	if o.unit != nil {
-		if o.unit.Records == nil {
-			return nil, errors.New("core: a unit without a record store")
+		if (o.unit.Records == nil) != o.unit.Unrecorded {
+			return nil, errors.New("core: a unit has a record store unless it is unrecorded")
 		}
 		if cfg.UPF.Embedded {
 			return nil, errors.New("core: a unit of a replicated core has no embedded UPF (the UPF outlives the unit)")
 		}
 		c.unit = o.unit
-		c.rec = &recorder{store: o.unit.Records, onFail: o.unit.OnRecordFailure}
+		if !o.unit.Unrecorded {
+			c.rec = &recorder{store: o.unit.Records, onFail: o.unit.OnRecordFailure}
+		}
 	}
 	if c.sbi, err = newBinding(cfg.SBI, logger, o); err != nil {
 		return nil, err
@@ -212,7 +214,7 @@ func New(cfg config.Config, logger *slog.Logger, opts ...Option) (*Core, error) 
 	c.UDM.SetAMF(amfC)
 	c.UDM.SetSMF(smfC)
 	c.PCF.SetNotifier(smfC)
-	if o.unit != nil {
+	if c.rec != nil {
 		c.AMF.SetRecordSink(c.rec)
 		c.AUSF.SetRecorder(c.rec)
 		c.PCF.SetRecorder(c.rec)

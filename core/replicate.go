@@ -252,6 +252,9 @@ func (c *Core) Takeover(ctx context.Context, st *UnitState) error {
 	if c.unit == nil || !c.unit.Standby {
 		return errors.New("core: takeover by a unit that is not a standby")
 	}
+	if c.rec == nil {
+		return errors.New("core: takeover by an unrecorded unit")
+	}
 	// The AMF's and SMF's restored steps may call them at once (a timer
 	// past its deadline fires on restore).
 	if err := c.UDM.Restore(st.UDM); err != nil {

@@ -1,11 +1,16 @@
 package core
 
 import (
+	"context"
+	"net/netip"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/free5gc/openapi/models"
 
+	"github.com/tern5g/tern/config"
+	"github.com/tern5g/tern/internal/freeport"
 	"github.com/tern5g/tern/nf/amf"
 	"github.com/tern5g/tern/nf/ausf"
 	"github.com/tern5g/tern/nf/pcf"
@@ -107,4 +112,76 @@ func (s *mapStore) Put(kind uint8, key, rec []byte) error {
 func (s *mapStore) Delete(kind uint8, key []byte) error {
 	delete(s.m, string(append([]byte{kind}, key...)))
 	return nil
+}
+
+// countingStore is a RecordStore that counts what it is given.
+type countingStore struct{ puts, deletes int }
+
+func (s *countingStore) Put(uint8, []byte, []byte) error { s.puts++; return nil }
+func (s *countingStore) Delete(uint8, []byte) error      { s.deletes++; return nil }
+
+// TestUnrecordedUnit: a unit built Unrecorded (the replication cost's
+// reference: resiliency off behind the front end) has no record store and
+// puts nothing; one with a store puts its unit record when it starts; a
+// unit needs one or the other, and an unrecorded standby cannot take
+// over.
+func TestUnrecordedUnit(t *testing.T) {
+	unit := func(t *testing.T) config.Config {
+		cfg := unitConfig(t, filepath.Join(t.TempDir(), "subscribers.db"), 0)
+		cfg.UPF.Embedded = false
+		n4 := freeport.Loopback()
+		cfg.SMF.NodeID, cfg.SMF.N4Address = n4.String(), n4.String()
+		// The UPF is the supervisor's in a replicated core: N4 over PFCP
+		// to an address nobody answers on here.
+		cfg.SMF.UPFs = append(cfg.SMF.UPFs[:0:0], cfg.SMF.UPFs...)
+		for i := range cfg.SMF.UPFs {
+			cfg.SMF.UPFs[i].N4 = netip.AddrPortFrom(freeport.Loopback(), 8805).String()
+		}
+		return cfg
+	}
+	t.Run("recorded", func(t *testing.T) {
+		st := &countingStore{}
+		c, err := New(unit(t), nil, WithUnit(Unit{Records: st}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := c.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if st.puts == 0 {
+			t.Error("a recorded unit started without putting its unit record")
+		}
+	})
+	t.Run("unrecorded", func(t *testing.T) {
+		c, err := New(unit(t), nil, WithUnit(Unit{Unrecorded: true}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := c.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if c.rec != nil {
+			t.Error("an unrecorded unit has a recorder")
+		}
+	})
+	t.Run("both or neither", func(t *testing.T) {
+		if _, err := New(unit(t), nil, WithUnit(Unit{})); err == nil {
+			t.Error("a unit with neither a record store nor Unrecorded built")
+		}
+		if _, err := New(unit(t), nil, WithUnit(Unit{Records: &countingStore{}, Unrecorded: true})); err == nil {
+			t.Error("an unrecorded unit with a record store built")
+		}
+	})
+	t.Run("standby", func(t *testing.T) {
+		c, err := New(unit(t), nil, WithUnit(Unit{Unrecorded: true, Standby: true}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := c.Takeover(context.Background(), &UnitState{}); err == nil {
+			t.Error("an unrecorded standby took over")
+		}
+	})
 }

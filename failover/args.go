@@ -24,6 +24,9 @@ func unitArgs(cfgPath string, u UnitConfig) []string {
 	if u.Watch > 0 {
 		args = append(args, "--watch", strconv.Itoa(u.Watch))
 	}
+	if u.Recording != "" {
+		args = append(args, "--recording", string(u.Recording))
+	}
 	return args
 }
 
@@ -40,11 +43,13 @@ func ParseUnitArgs(args []string, out io.Writer) (UnitConfig, error) {
 	front := fs.String("front", "", "the N2 front end's unit socket")
 	from := fs.String("takeover-from", "", "standby: the record store of the unit it replaces")
 	watch := fs.Int("watch", 0, "standby: the PID of the unit it replaces (0: take over at once)")
+	recording := fs.String("recording", "", "what the unit does with its records: "+string(RecordShm)+" (the default), or, to measure replication's price, "+
+		string(RecordDiscard)+" (encoded, then dropped) or "+string(RecordNone)+" (none: resiliency off behind the front end)")
 	if err := fs.Parse(args); err != nil {
 		return UnitConfig{}, err
 	}
 	u := UnitConfig{Role: Role(*role), Epoch: *epoch, Records: *records, RecordStoreSize: *storeMiB << 20,
-		Front: *front, TakeoverFrom: *from, Watch: *watch}
+		Front: *front, TakeoverFrom: *from, Watch: *watch, Recording: Recording(*recording)}
 	switch {
 	case fs.NArg() > 0:
 		return UnitConfig{}, fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -56,6 +61,8 @@ func ParseUnitArgs(args []string, out io.Writer) (UnitConfig, error) {
 		return UnitConfig{}, fmt.Errorf("--record-store-mib %d: want 1..65536", *storeMiB)
 	case *watch < 0:
 		return UnitConfig{}, fmt.Errorf("--watch %d: want a PID or 0", *watch)
+	case u.Recording != "" && u.Recording != RecordShm && u.Recording != RecordDiscard && u.Recording != RecordNone:
+		return UnitConfig{}, fmt.Errorf("--recording %q: want %s, %s or %s", *recording, RecordShm, RecordDiscard, RecordNone)
 	case u.Role == Standby && u.TakeoverFrom == "":
 		return UnitConfig{}, errors.New("a standby needs --takeover-from")
 	}

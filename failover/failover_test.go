@@ -369,7 +369,7 @@ func TestUnitArgsRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := UnitConfig{Role: Standby, Epoch: 3, Records: "/x/unit-3.rec", RecordStoreSize: 8 << 20, Front: "/x/n2.sock",
-		TakeoverFrom: "/x/unit-2.rec", Watch: 42}
+		TakeoverFrom: "/x/unit-2.rec", Watch: 42, Recording: RecordNone}
 	got, err := ParseUnitArgs(unitArgs(cfgPath, want), io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -386,6 +386,7 @@ func TestUnitArgsRoundTrip(t *testing.T) {
 		{"--config", cfgPath, "--role", "standby", "--epoch", "1", "--records", "r", "--front", "f"},
 		{"--config", cfgPath, "--role", "active", "--records", "r", "--front", "f"},
 		{"--config", cfgPath, "--role", "active", "--epoch", "1", "--records", "r", "--front", "f", "--watch", "-1"},
+		{"--config", cfgPath, "--role", "active", "--epoch", "1", "--records", "r", "--front", "f", "--recording", "disk"},
 	} {
 		if _, err := ParseUnitArgs(args, io.Discard); err == nil {
 			t.Errorf("%q accepted", args)

@@ -68,7 +68,36 @@ type UnitConfig struct {
 	// Watch the PID of that unit (0: it is gone already, take over at once).
 	TakeoverFrom string
 	Watch        int
+	// Recording is what the unit does with its records ("": RecordShm).
+	Recording Recording
 }
+
+// Recording is what a unit does with its records. Only RecordShm
+// replicates; the others are references that tern bench failover prices
+// replication against, on the same process layout (front end, unit
+// process, standby).
+type Recording string
+
+// Recordings.
+const (
+	// RecordShm puts each step's records into the unit's shared-memory
+	// record store before the step's messages leave (output commit).
+	RecordShm Recording = "shm"
+	// RecordDiscard encodes the records and holds the messages as
+	// RecordShm does, and drops the records: the price of the record
+	// path without the store. A standby restores nothing from it.
+	RecordDiscard Recording = "discard"
+	// RecordNone records nothing and holds nothing: the NFs run as with
+	// resiliency.mode off, behind the front end. A standby cannot take
+	// over from it.
+	RecordNone Recording = "none"
+)
+
+// discardStore is RecordDiscard's store.
+type discardStore struct{}
+
+func (discardStore) Put(uint8, []byte, []byte) error { return nil }
+func (discardStore) Delete(uint8, []byte) error      { return nil }
 
 // Takeover is what a standby measured when it took over.
 type Takeover struct {
@@ -87,18 +116,28 @@ type Takeover struct {
 // when it serves, "standby" when it waits, and the Takeover of a standby
 // that took over.
 func RunUnit(ctx context.Context, uc UnitConfig, log *slog.Logger, ready func(state string, t *Takeover)) error {
-	store, err := shmstore.Create(uc.Records, uc.RecordStoreSize, shmstore.Options{Epoch: uc.Epoch})
-	if err != nil {
-		return fmt.Errorf("failover: unit record store: %w", err)
-	}
-	defer store.Close()
-	c, err := core.New(uc.Config, log, core.WithUnit(core.Unit{
-		Records: store,
+	unit := core.Unit{
 		Standby: uc.Role == Standby,
 		OnRecordFailure: func(err error) {
 			log.Error("a record was not stored: a takeover would lose the UE's last step", "err", err)
 		},
-	}))
+	}
+	switch uc.Recording {
+	case "", RecordShm:
+		store, err := shmstore.Create(uc.Records, uc.RecordStoreSize, shmstore.Options{Epoch: uc.Epoch})
+		if err != nil {
+			return fmt.Errorf("failover: unit record store: %w", err)
+		}
+		defer store.Close()
+		unit.Records = store
+	case RecordDiscard:
+		unit.Records = discardStore{}
+	case RecordNone:
+		unit.Unrecorded = true
+	default:
+		return fmt.Errorf("failover: unit recording %q: want %s, %s or %s", uc.Recording, RecordShm, RecordDiscard, RecordNone)
+	}
+	c, err := core.New(uc.Config, log, core.WithUnit(unit))
 	if err != nil {
 		return err
 	}

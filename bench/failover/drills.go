@@ -3,12 +3,15 @@ package failover
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/tern5g/tern/config"
+	"github.com/tern5g/tern/failover"
 	"github.com/tern5g/tern/nas"
 	"github.com/tern5g/tern/report"
 	"github.com/tern5g/tern/sim/ue"
@@ -335,27 +338,41 @@ func session(ctx context.Context, c Config) (Result, error) {
 }
 
 // replicationCost measures the registration and PDU session windows,
-// one UE at a time, on a core with resiliency.mode off and then on a
-// replicated one, in this run.
+// one UE at a time, on a core of each of CostVariants, in this run.
 func replicationCost(ctx context.Context, c Config) (*CostResult, error) {
 	cost := &CostResult{UEs: c.CostUEs, Registration: map[string]time.Duration{}, PDUSession: map[string]time.Duration{},
 		RegistrationFailed: map[string]int{}, PDUSessionFailed: map[string]int{}}
 	cc := c
 	cc.UEs, cc.Concurrency = c.CostUEs, 1
-	for _, mode := range []string{VariantOff, VariantLocal} {
-		rec, err := costRun(ctx, cc, mode)
+	for _, v := range CostVariants {
+		rec, err := costRun(ctx, cc, v)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", v, err)
 		}
 		reg, pdu := rec.Summary(ue.ProcRegistration), rec.Summary(ue.ProcPDUSession)
-		cost.Registration[mode], cost.PDUSession[mode] = reg.Median, pdu.Median
-		cost.RegistrationFailed[mode], cost.PDUSessionFailed[mode] = reg.Failures, pdu.Failures
-		c.Log("%s (%s): registration %v, pdu-session %v (medians, %d UEs)", Cost, mode, reg.Median, pdu.Median, c.CostUEs)
+		cost.Registration[v], cost.PDUSession[v] = reg.Median, pdu.Median
+		cost.RegistrationFailed[v], cost.PDUSessionFailed[v] = reg.Failures, pdu.Failures
+		c.Log("%s (%s): registration %v, pdu-session %v (medians, %d UEs)", Cost, v, reg.Median, pdu.Median, c.CostUEs)
 	}
 	return cost, nil
 }
 
-func costRun(ctx context.Context, c Config, mode string) (*report.Recorder, error) {
+// recording is what the units of a replication cost variant do with
+// their records.
+var recording = map[string]failover.Recording{
+	VariantOff:     failover.RecordNone,
+	VariantNoStore: failover.RecordDiscard,
+	VariantLocal:   failover.RecordShm,
+}
+
+// withRecording has spawn start units that do r with their records.
+func withRecording(spawn failover.Spawn, r failover.Recording) failover.Spawn {
+	return func(args []string) (*exec.Cmd, error) {
+		return spawn(append(slices.Clip(args), "--recording", string(r)))
+	}
+}
+
+func costRun(ctx context.Context, c Config, variant string) (*report.Recorder, error) {
 	cycle := func(_ int, u *ue.UE) error {
 		if err := register(ctx, u); err != nil {
 			return err
@@ -365,7 +382,11 @@ func costRun(ctx context.Context, c Config, mode string) (*report.Recorder, erro
 		}
 		return finish(ctx, u)
 	}
-	if mode == VariantLocal {
+	if r, ok := recording[variant]; ok {
+		if c.Spawn == nil {
+			return nil, errors.New("the unit variants need Config.Spawn (how to start a unit process)")
+		}
+		c.Spawn = withRecording(c.Spawn, r)
 		b, err := newLocalBed(ctx, c, nil)
 		if err != nil {
 			return nil, err

@@ -70,8 +70,26 @@ var Drills = []string{DrillIdle, DrillStorm, DrillHandover, DrillSession}
 const (
 	VariantLocal    = "local"
 	VariantReattach = "reattach" // resiliency.mode off, the core restarted: 3GPP's re-attach
-	VariantOff      = "off"      // replication-cost's reference
+	// VariantOff is replication-cost's reference: resiliency off on the
+	// local mode's process layout (the N2 front end in this process, a
+	// unit process behind it, its standby), the unit recording nothing
+	// (failover.RecordNone), so that the ratio prices the replication
+	// alone.
+	VariantOff = "off"
+	// VariantOffInProcess is resiliency.mode off as tern up runs it, the
+	// core in this process with no front end: against VariantOff, the
+	// price of the front end's hop and of the unit's process.
+	VariantOffInProcess = "off-in-process"
+	// VariantNoStore is local mode with the unit's records encoded and
+	// dropped (failover.RecordDiscard): against VariantOff, the price of
+	// the record path (capture, encoding, output commit's holding);
+	// VariantLocal against it, the store's.
+	VariantNoStore = "local-no-store"
 )
+
+// CostVariants are the replication cost's variants, in the order they
+// run.
+var CostVariants = []string{VariantOffInProcess, VariantOff, VariantNoStore, VariantLocal}
 
 // Config shapes the drills.
 type Config struct {
@@ -180,7 +198,7 @@ func (r Result) Outage() time.Duration { return r.Detect + r.Takeover }
 // mode.
 type CostResult struct {
 	UEs                                  int
-	Registration, PDUSession             map[string]time.Duration // by mode (VariantOff, VariantLocal)
+	Registration, PDUSession             map[string]time.Duration // by variant (CostVariants)
 	RegistrationFailed, PDUSessionFailed map[string]int
 }
 
@@ -197,7 +215,7 @@ func Run(ctx context.Context, cfg Config) ([]Result, *CostResult, error) {
 	var cost *CostResult
 	for _, d := range cfg.Drills {
 		if d == Cost {
-			cfg.Log("%s: %d UEs one at a time, mode off then local", Cost, cfg.CostUEs)
+			cfg.Log("%s: %d UEs one at a time per variant (%v)", Cost, cfg.CostUEs, CostVariants)
 			c, err := replicationCost(ctx, cfg)
 			if err != nil {
 				return out, cost, fmt.Errorf("failover: %s: %w", d, err)
@@ -247,7 +265,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // of the same death, takeover, reregistered, failed, failures by
 // procedure; served for idle; window, window_ref, in_flight for
 // handover; no lost: see the package comment); and the replication cost's rows, one per
-// mode, with the windows' ratios to off.
+// variant (CostVariants), with the windows' ratios to off.
 func Results(rs []Result, cost *CostResult) []report.Result {
 	out := make([]report.Result, 0, len(rs)+2)
 	for _, r := range rs {
@@ -274,7 +292,7 @@ func Results(rs []Result, cost *CostResult) []report.Result {
 			Median: o, P90: o, P99: o, Max: o, Extra: extra})
 	}
 	if cost != nil {
-		for _, mode := range []string{VariantOff, VariantLocal} {
+		for _, mode := range CostVariants {
 			reg, pdu := cost.Registration[mode], cost.PDUSession[mode]
 			out = append(out, report.Result{Name: Cost, Variant: mode, Unit: "ms", Count: cost.UEs,
 				Failures: cost.RegistrationFailed[mode] + cost.PDUSessionFailed[mode],

@@ -130,3 +130,41 @@ func TestIdleDrill(t *testing.T) {
 		t.Errorf("reattach row: reregistered %v", got)
 	}
 }
+
+// TestReplicationCost runs the replication cost with a few UEs: a row per
+// variant, the units' ones on local mode's process layout, no failures,
+// and the ratios to off (the unit recording nothing).
+func TestReplicationCost(t *testing.T) {
+	needLocalMode(t)
+	const ues = 12
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rs, cost, err := Run(ctx, Config{UEs: ues, GNBs: 2, Drills: []string{Cost}, Spawn: testSpawn, Log: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 0 || cost == nil {
+		t.Fatalf("results %+v, cost %+v", rs, cost)
+	}
+	rows := Results(nil, cost)
+	if len(rows) != len(CostVariants) {
+		t.Fatalf("%d rows, want one per variant %v", len(rows), CostVariants)
+	}
+	for i, row := range rows {
+		v := CostVariants[i]
+		if row.Name != Cost || row.Variant != v || row.Count != ues {
+			t.Errorf("row %d: %s/%s, %d UEs", i, row.Name, row.Variant, row.Count)
+		}
+		if row.Failures != 0 {
+			t.Errorf("%s: %d procedures failed", v, row.Failures)
+		}
+		if cost.Registration[v] <= 0 || cost.PDUSession[v] <= 0 {
+			t.Errorf("%s: registration %v, pdu-session %v", v, cost.Registration[v], cost.PDUSession[v])
+		}
+		for _, f := range []string{"registration", "pdu-session"} {
+			if r, ok := row.Extra[f].(float64); !ok || r <= 0 || (v == VariantOff && r != 1) {
+				t.Errorf("%s: %s ratio %v", v, f, row.Extra[f])
+			}
+		}
+	}
+}

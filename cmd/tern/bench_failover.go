@@ -61,7 +61,7 @@ func benchFailover(args []string) error {
 		Log: func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) }}
 	params := map[string]any{"ues": *ues, "gnbs": *gnbs, "concurrency": *conc, "drills": ds, "reattach": *reattach,
 		"cost_ues": *costUEs, "handover_interruption_ms": interruption.Milliseconds(),
-		"core": "tern up with resiliency.mode local: the supervisor (N2 front end, UPF) in this process, units as 'tern unit' processes; reattach: resiliency.mode off in this process, restarted",
+		"core": "tern up with resiliency.mode local: the supervisor (N2 front end, UPF) in this process, units as 'tern unit' processes; reattach and " + failover.Cost + "'s " + failover.VariantOffInProcess + ": resiliency.mode off in this process (reattach: restarted); " + failover.Cost + "'s " + failover.VariantOff + " and " + failover.VariantNoStore + ": local mode's processes, the units recording nothing or dropping their records",
 		"n2":   "SCTP over UDP (RFC 6951) on loopback", "kill": "SIGKILL of the active unit"}
 	fmt.Printf("tern bench failover on %s\n", report.ThisMachine())
 	rs, cost, err := failover.Run(ctx, cfg)
@@ -83,8 +83,8 @@ func benchFailover(args []string) error {
 	}
 	if cost != nil {
 		fmt.Printf("%s, %d UEs one at a time, medians:\n", failover.Cost, cost.UEs)
-		for _, m := range []string{failover.VariantOff, failover.VariantLocal} {
-			fmt.Printf("  %-6s registration %.3f ms (x%.2f), pdu-session %.3f ms (x%.2f), failed %d\n", m,
+		for _, m := range failover.CostVariants {
+			fmt.Printf("  %-14s registration %.3f ms (x%.2f), pdu-session %.3f ms (x%.2f), failed %d\n", m,
 				msf(cost.Registration[m]), cost.Ratio(cost.Registration, m), msf(cost.PDUSession[m]), cost.Ratio(cost.PDUSession, m),
 				cost.RegistrationFailed[m]+cost.PDUSessionFailed[m])
 		}
