@@ -165,14 +165,18 @@ func (r *recorder) fail(err error) {
 	}
 }
 
-// UERecord is the AMF's RecordSink.
-func (r *recorder) UERecord(rec *amf.UERecord) {
-	key := binary.BigEndian.AppendUint64(make([]byte, 0, 8), rec.ID)
+// UERecord is the AMF's RecordSink: enc, the encoding the AMF made to
+// see the change, is what goes into the store (no second encoding).
+func (r *recorder) UERecord(rec *amf.UERecord, enc []byte) {
+	var key [8]byte
+	binary.BigEndian.PutUint64(key[:], rec.ID)
 	if rec.Gone() {
-		r.del(KindAMFUE, key)
+		r.del(KindAMFUE, key[:])
 		return
 	}
-	r.put(KindAMFUE, key, rec)
+	if err := r.store.Put(KindAMFUE, key[:], enc); err != nil {
+		r.fail(err)
+	}
 }
 
 // RecordedUE is the SMF's Recorder for UEs: one without sessions left

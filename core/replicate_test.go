@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"context"
 	"net/netip"
 	"path/filepath"
@@ -74,13 +75,22 @@ func TestUnitStateAdd(t *testing.T) {
 func TestRecorderKeysAndTombstones(t *testing.T) {
 	m := &mapStore{m: map[string][]byte{}}
 	r := &recorder{store: m}
-	r.UERecord(&amf.UERecord{ID: 1, Seq: 1, SUPI: "imsi-001010000000001"})
+	ueRec := &amf.UERecord{ID: 1, Seq: 1, SUPI: "imsi-001010000000001"}
+	ueEnc, err := wire.Append(nil, ueRec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.UERecord(ueRec, ueEnc)
 	r.RecordedUE(&smf.UERecord{SUPI: "imsi-001010000000001", Seq: 1, Sessions: []smf.SessionRecord{{ID: 1}}})
 	r.RecordedContext(&ausf.ContextRecord{ID: "ab"})
 	r.RecordedPolicy(&pcf.PolicyRecord{ID: "3"})
 	udmRecorder{r}.RecordedUE(&udm.UERecord{SUPI: "imsi-001010000000001", AuthEvent: &models.Udm_UEAU_AuthEvent{}})
 	if len(m.m) != 5 {
 		t.Fatalf("%d records stored, want 5", len(m.m))
+	}
+	// The AMF's record is stored as the AMF encoded it.
+	if got := m.m[string([]byte{KindAMFUE, 0, 0, 0, 0, 0, 0, 0, 1})]; !bytes.Equal(got, ueEnc) {
+		t.Errorf("AMF record stored as %x, want the AMF's encoding %x", got, ueEnc)
 	}
 	// A deleted context's tombstone (RM "gone", which TestRecordEnumValues
 	// in nf/amf pins at 2) and a UE without sessions delete their keys.
@@ -89,7 +99,7 @@ func TestRecorderKeysAndTombstones(t *testing.T) {
 	if !gone.Gone() {
 		t.Fatal("the test's tombstone is no tombstone")
 	}
-	r.UERecord(gone)
+	r.UERecord(gone, nil)
 	r.RecordedUE(&smf.UERecord{SUPI: "imsi-001010000000001", Seq: 2})
 	r.EndedContext("ab")
 	r.DeletedPolicy("3")
@@ -105,7 +115,8 @@ func TestRecorderKeysAndTombstones(t *testing.T) {
 type mapStore struct{ m map[string][]byte }
 
 func (s *mapStore) Put(kind uint8, key, rec []byte) error {
-	s.m[string(append([]byte{kind}, key...))] = rec
+	// A store copies: the caller's buffers are its own again on return.
+	s.m[string(append([]byte{kind}, key...))] = bytes.Clone(rec)
 	return nil
 }
 

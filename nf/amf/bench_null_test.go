@@ -12,4 +12,4 @@ func BenchmarkRegistrationDeregistrationNullSink(b *testing.B) {
 
 type nullSink struct{}
 
-func (nullSink) UERecord(*UERecord) {}
+func (nullSink) UERecord(*UERecord, []byte) {}

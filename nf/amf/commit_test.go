@@ -36,7 +36,7 @@ func (l *commitLog) add(format string, args ...any) {
 }
 
 // UERecord implements RecordSink: "record <id> <seq>".
-func (l *commitLog) UERecord(r *UERecord) {
+func (l *commitLog) UERecord(r *UERecord, _ []byte) {
 	b, err := wire.Append(nil, r)
 	if err != nil {
 		l.t.Errorf("sink: %v", err)

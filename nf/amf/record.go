@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
 
@@ -328,9 +330,12 @@ type NASTimerRecord struct {
 // RecordSink takes the AMF's UE records as they change: the new record of
 // a UE after each of its steps that changed it (the delta of that step),
 // in Seq order, on the UE's executor. It must not block: the UE's next
-// step waits for it. The AMF keeps no reference to rec.
+// step waits for it. enc is rec's encoding (package sbi/wire, Seq
+// included), made once for change detection and handed over so that the
+// sink need not encode it again; it is the AMF's buffer, valid during the
+// call only, as rec is. The AMF keeps no reference to rec.
 type RecordSink interface {
-	UERecord(rec *UERecord)
+	UERecord(rec *UERecord, enc []byte)
 }
 
 // SetRecordSink sets the sink of UE records (nil: none, the default, which
@@ -375,26 +380,79 @@ func (a *AMF) Records(ctx context.Context) ([]UERecord, error) {
 
 // stepDone ends one step of the UE: with a sink set, the UE's record goes
 // to it if the step changed it. It runs on u's executor, last in the step.
+// The record is encoded once, with the Seq it gets if it changed; the
+// comparison with the last one handed over leaves the Seq out (sameButSeq).
 func (u *ue) stepDone() {
 	p := u.amf.sink.Load()
 	if p == nil {
 		return
 	}
 	rec := u.record()
-	rec.Seq = 0
+	rec.Seq = u.seq + 1
 	b, err := wire.Append(u.recNext[:0], rec)
 	if err != nil {
 		u.log.Error("UE record not encoded", "err", err)
 		return
 	}
-	if bytes.Equal(b, u.recLast) {
+	if sameButSeq(b, u.recLast) {
 		u.recNext = b
 		return
 	}
 	u.recNext, u.recLast = u.recLast, b
 	u.seq++
-	rec.Seq = u.seq
-	(*p).UERecord(rec)
+	(*p).UERecord(rec, b)
+}
+
+// sameButSeq says whether x and y, encoded UERecords, hold the same
+// record but for their Seq. It reads sbi/wire's documented layout: an
+// 11-byte header, the struct's presence bitmap (bit 0 of its first byte
+// for Seq, the first field, present unless 0), then the present fields in
+// order, Seq a uvarint. TestRecordSinkEncoding pins it.
+func sameButSeq(x, y []byte) bool {
+	ex, ok := afterSeq(x)
+	if !ok {
+		return false
+	}
+	ey, ok := afterSeq(y)
+	if !ok {
+		return false
+	}
+	const h = recordHeader
+	return bytes.Equal(x[:h], y[:h]) && x[h]&^1 == y[h]&^1 &&
+		bytes.Equal(x[h+1:h+recordBitmap], y[h+1:h+recordBitmap]) && bytes.Equal(x[ex:], y[ey:])
+}
+
+// recordHeader is the wire header's length: 't' 'w', format version,
+// layout hash.
+const recordHeader = 11
+
+// recordBitmap is the length of UERecord's presence bitmap: a bit per
+// exported field.
+var recordBitmap = func() int {
+	n := 0
+	for f := range reflect.TypeFor[UERecord]().Fields() {
+		if f.IsExported() {
+			n++
+		}
+	}
+	return (n + 7) / 8
+}()
+
+// afterSeq is where the fields after Seq begin in b, an encoded UERecord;
+// false for a record too short to hold its header, bitmap and Seq.
+func afterSeq(b []byte) (int, bool) {
+	n := recordHeader + recordBitmap
+	if len(b) < n {
+		return 0, false
+	}
+	if b[recordHeader]&1 == 0 {
+		return n, true // Seq 0: absent
+	}
+	_, m := binary.Uvarint(b[n:])
+	if m <= 0 {
+		return 0, false
+	}
+	return n + m, true
 }
 
 // record captures u; a deleted context gives its tombstone. It runs on

@@ -102,9 +102,7 @@ func (a *AMF) Restore(recs []UERecord) error {
 			if p := u.amf.sink.Load(); p != nil {
 				// The restored record is the version the sink's next
 				// delta follows.
-				c := u.record()
-				c.Seq = 0
-				u.recLast, _ = wire.Append(nil, c)
+				u.recLast, _ = wire.Append(nil, u.record())
 			}
 		})
 		if rec.Superseded {

@@ -77,7 +77,8 @@ func (s namedSelector) ResolveSMF(id string) (sbi.PDUSession, error) {
 }
 
 // recordingSink keeps every record a RecordSink gets, encoded, by UE
-// context ID, in arrival order.
+// context ID, in arrival order; the encoding handed over with each must be
+// the record's.
 type recordingSink struct {
 	t   testing.TB
 	mu  sync.Mutex
@@ -88,11 +89,14 @@ func newRecordingSink(t testing.TB) *recordingSink {
 	return &recordingSink{t: t, got: map[uint64][][]byte{}}
 }
 
-func (s *recordingSink) UERecord(r *UERecord) {
+func (s *recordingSink) UERecord(r *UERecord, enc []byte) {
 	b, err := wire.Append(nil, r)
 	if err != nil {
 		s.t.Errorf("sink: encode record %d: %v", r.ID, err)
 		return
+	}
+	if !bytes.Equal(enc, b) {
+		s.t.Errorf("sink: record %d seq %d handed over with an encoding that is not its own:\n%x\nwant\n%x", r.ID, r.Seq, enc, b)
 	}
 	s.mu.Lock()
 	s.got[r.ID] = append(s.got[r.ID], b)
@@ -1102,4 +1106,48 @@ func FuzzUERecordDecode(f *testing.F) {
 			t.Fatalf("Restore: %v, want nil or ErrBadRecord", err)
 		}
 	})
+}
+
+// TestRecordSinkEncoding pins what stepDone's single encoding relies on
+// (sameButSeq): Seq is UERecord's first field, and two encodings of one
+// record that differ in Seq only, whatever its length (0: absent), are
+// the same for sameButSeq, and no others.
+func TestRecordSinkEncoding(t *testing.T) {
+	if f := reflect.TypeFor[UERecord]().Field(0); f.Name != "Seq" {
+		t.Fatalf("UERecord's first field is %s: stepDone's change detection wants Seq first", f.Name)
+	}
+	enc := func(r UERecord) []byte {
+		b, err := wire.Append(nil, &r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	base := UERecord{ID: 9, SUPI: "imsi-001010000000009", TMSIDraws: 2}
+	for _, seqs := range [][2]uint64{{0, 1}, {1, 2}, {127, 128}, {300, 1 << 40}, {5, 5}} {
+		x, y := base, base
+		x.Seq, y.Seq = seqs[0], seqs[1]
+		if !sameButSeq(enc(x), enc(y)) || !sameButSeq(enc(y), enc(x)) {
+			t.Errorf("seq %d and %d: not the same record:\n%x\n%x", seqs[0], seqs[1], enc(x), enc(y))
+		}
+		for _, change := range []func(*UERecord){
+			func(r *UERecord) { r.ID++ },              // the next field
+			func(r *UERecord) { r.TMSIDraws = 0 },     // a field gone: the bitmap
+			func(r *UERecord) { r.Superseded = true }, // a field come
+			func(r *UERecord) { r.SUPI += "0" },       // a longer one
+			func(r *UERecord) { r.State.RM = 2 },      // deep inside
+		} {
+			z := y
+			change(&z)
+			if sameButSeq(enc(x), enc(z)) || sameButSeq(enc(z), enc(x)) {
+				t.Errorf("seq %d and %d: a changed record is the same:\n%x\n%x", seqs[0], seqs[1], enc(x), enc(z))
+			}
+		}
+	}
+	whole := enc(UERecord{Seq: 3, ID: 1})
+	for _, b := range [][]byte{nil, whole[:recordHeader], whole[:recordHeader+recordBitmap]} {
+		if sameButSeq(b, whole) || sameButSeq(whole, b) || sameButSeq(b, b) {
+			t.Errorf("a truncated record (%x) is the same as another", b)
+		}
+	}
 }

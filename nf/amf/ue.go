@@ -203,9 +203,10 @@ type ue struct {
 	// seq is the version of the context's record: +1 at every step that
 	// changed the record while a RecordSink is set (record.go).
 	seq uint64
-	// recLast is the encoding (Seq 0) of the record last given to the
+	// recLast is the encoding of the record last given to the
 	// RecordSink, recNext the buffer the next one is encoded into: change
-	// detection for the deltas; nil while no sink is set.
+	// detection for the deltas (their Seq left out); nil while no sink is
+	// set.
 	recLast, recNext []byte
 	// holding: the running step holds its NGAP messages in held until its
 	// record is committed (commit.go); false without a RecordSink.
