@@ -144,6 +144,13 @@ func RunUnit(ctx context.Context, uc UnitConfig, log *slog.Logger, ready func(st
 	defer c.Close()
 
 	var took *Takeover
+	if uc.Role == Standby && uc.Recording == RecordNone {
+		// Nothing to take over from: it stands by until it is stopped,
+		// a process on the layout as a standby is.
+		ready(string(Standby), nil)
+		<-ctx.Done()
+		return nil
+	}
 	if uc.Role == Standby {
 		ready(string(Standby), nil)
 		if took, err = takeOver(ctx, c, uc, log); err != nil {

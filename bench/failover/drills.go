@@ -337,19 +337,52 @@ func session(ctx context.Context, c Config) (Result, error) {
 	return res, ctx.Err()
 }
 
+// costRounds is how many rounds the replication cost's UEs are run in.
+const costRounds = 10
+
 // replicationCost measures the registration and PDU session windows,
-// one UE at a time, on a core of each of CostVariants, in this run.
+// one UE at a time, on a core of each of CostVariants, in this run. The
+// cores are all up at once and take turns, a round of CostUEs/costRounds
+// UEs each, in an order that rotates from round to round: what else the
+// machine does in the meantime falls on every variant alike.
 func replicationCost(ctx context.Context, c Config) (*CostResult, error) {
 	cost := &CostResult{UEs: c.CostUEs, Registration: map[string]time.Duration{}, PDUSession: map[string]time.Duration{},
 		RegistrationFailed: map[string]int{}, PDUSessionFailed: map[string]int{}}
 	cc := c
 	cc.UEs, cc.Concurrency = c.CostUEs, 1
-	for _, v := range CostVariants {
-		rec, err := costRun(ctx, cc, v)
+	rans := make([]*ran, len(CostVariants))
+	recs := make([]*report.Recorder, len(CostVariants))
+	for i, v := range CostVariants {
+		r, closeBed, err := costBed(ctx, cc, v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", v, err)
 		}
-		reg, pdu := rec.Summary(ue.ProcRegistration), rec.Summary(ue.ProcPDUSession)
+		defer closeBed()
+		rans[i], recs[i] = r, r.obs.phase(nil)
+	}
+	cycle := func(u *ue.UE) error {
+		if err := register(ctx, u); err != nil {
+			return err
+		}
+		if err := establish(ctx, u); err != nil {
+			return err
+		}
+		return finish(ctx, u)
+	}
+	per := (cc.UEs + costRounds - 1) / costRounds
+	for round := 0; round*per < cc.UEs; round++ {
+		for k := range CostVariants {
+			r := rans[(round+k)%len(rans)]
+			for i := round * per; i < min((round+1)*per, cc.UEs) && ctx.Err() == nil; i++ {
+				cycle(r.ues[i]) // a failure is counted by the observer
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for i, v := range CostVariants {
+		reg, pdu := recs[i].Summary(ue.ProcRegistration), recs[i].Summary(ue.ProcPDUSession)
 		cost.Registration[v], cost.PDUSession[v] = reg.Median, pdu.Median
 		cost.RegistrationFailed[v], cost.PDUSessionFailed[v] = reg.Failures, pdu.Failures
 		c.Log("%s (%s): registration %v, pdu-session %v (medians, %d UEs)", Cost, v, reg.Median, pdu.Median, c.CostUEs)
@@ -372,52 +405,50 @@ func withRecording(spawn failover.Spawn, r failover.Recording) failover.Spawn {
 	}
 }
 
-func costRun(ctx context.Context, c Config, variant string) (*report.Recorder, error) {
-	cycle := func(_ int, u *ue.UE) error {
-		if err := register(ctx, u); err != nil {
-			return err
-		}
-		if err := establish(ctx, u); err != nil {
-			return err
-		}
-		return finish(ctx, u)
-	}
-	if r, ok := recording[variant]; ok {
+// costBed starts the core of a replication cost variant and its RAN;
+// closeBed stops them.
+func costBed(ctx context.Context, c Config, variant string) (r *ran, closeBed func(), err error) {
+	if rc, ok := recording[variant]; ok {
 		if c.Spawn == nil {
-			return nil, errors.New("the unit variants need Config.Spawn (how to start a unit process)")
+			return nil, nil, errors.New("the unit variants need Config.Spawn (how to start a unit process)")
 		}
-		c.Spawn = withRecording(c.Spawn, r)
+		c.Spawn = withRecording(c.Spawn, rc)
 		b, err := newLocalBed(ctx, c, nil)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		defer b.Close()
-		rec := b.ran.obs.phase(nil)
-		b.ran.each(ctx, cycle)
-		return rec, ctx.Err()
+		return b.ran, b.Close, nil
 	}
 	dir, err := workDir()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer os.RemoveAll(dir)
+	var p *plain
+	closeBed = func() {
+		if r != nil {
+			r.Close()
+		}
+		if p != nil {
+			p.Close()
+		}
+		os.RemoveAll(dir)
+	}
+	defer func() {
+		if err != nil {
+			closeBed()
+		}
+	}()
 	cfg, err := coreConfig(dir, c.UEs, config.ResiliencyOff)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	p, err := startPlain(ctx, c, cfg)
-	if err != nil {
-		return nil, err
+	if p, err = startPlain(ctx, c, cfg); err != nil {
+		return nil, nil, err
 	}
-	defer p.Close()
-	r, err := newRAN(ctx, c, p.N2Addr(), cfg.AMF.SCTP, nil)
-	if err != nil {
-		return nil, err
+	if r, err = newRAN(ctx, c, p.N2Addr(), cfg.AMF.SCTP, nil); err != nil {
+		return nil, nil, err
 	}
-	defer r.Close()
-	rec := r.obs.phase(nil)
-	r.each(ctx, cycle)
-	return rec, ctx.Err()
+	return r, closeBed, nil
 }
 
 func median(ds []time.Duration) time.Duration {
