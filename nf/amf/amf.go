@@ -112,6 +112,13 @@ type AMF struct {
 	// detached are the gNBs of restored connections that have not
 	// connected to this instance, by Global RAN Node ID (record_restore.go).
 	detached map[ngap.GlobalGNBID]*gnb
+	// restoredConns and replayHorizon are what Restore learnt of the
+	// stamps its records applied, for the replay that follows (dedup.go):
+	// by restored connection, the stamp its UE's record holds for the
+	// connection's gNB; by gNB, the highest stamp any record holds. Set
+	// before the AMF serves, read-only after.
+	restoredConns map[legKey]uint64
+	replayHorizon map[ngap.GlobalGNBID]uint64
 
 	stats counters
 }
@@ -339,6 +346,9 @@ type Stats struct {
 	HandoverFailures        uint64 // N2 handovers failed, cancelled or timed out
 	PathSwitches            uint64 // Xn handovers (Path Switch Request Acknowledge sent)
 	PathSwitchFailures      uint64 // Path Switch Request Failure sent
+
+	// Resiliency (issue 36).
+	ReplayDuplicates uint64 // replayed N2 messages handled before a takeover: acknowledged, not run again
 }
 
 type counters struct {
@@ -360,6 +370,9 @@ type counters struct {
 	// replaySuppressed counts the NGAP messages of replayed steps not sent
 	// again (replay.go).
 	replaySuppressed atomic.Uint64
+	// replayDuplicates counts the replayed messages that a step handled
+	// before a takeover: acknowledged, not run again (dedup.go).
+	replayDuplicates atomic.Uint64
 }
 
 // Stats returns a snapshot of the counters.
@@ -406,6 +419,8 @@ func (a *AMF) Stats() Stats {
 		HandoverFailures:        c.handoverFailures.Load(),
 		PathSwitches:            c.pathSwitches.Load(),
 		PathSwitchFailures:      c.pathSwitchFailures.Load(),
+
+		ReplayDuplicates: c.replayDuplicates.Load(),
 	}
 }
 

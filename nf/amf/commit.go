@@ -114,7 +114,9 @@ func (u *ue) sendN2(g *gnb, stream uint16, m ngap.Message) error {
 
 // postMessage queues f, the step that handles a message g's reader
 // received with stamp, on u's executor, and acknowledges the stamp to g's
-// front end after the step (stamp 0: post).
+// front end after the step (stamp 0: post). A stamp u's steps handled
+// already (a replay after a takeover, dedup.go) does not run f again; the
+// step's stamp goes in its record.
 func (u *ue) postMessage(g *gnb, stamp uint64, f func()) {
 	if stamp == 0 {
 		u.post(f)
@@ -123,7 +125,15 @@ func (u *ue) postMessage(g *gnb, stamp uint64, f func()) {
 	u.exec.Post(func() {
 		u.beginStep()
 		u.stamp = stamp
-		f()
+		if u.isApplied(g, stamp) {
+			// A replay of a message a step handled before a takeover
+			// (dedup.go): not run again.
+			u.amf.stats.replayDuplicates.Add(1)
+			u.log.Debug("replayed message handled already: acknowledged, not run again", "stamp", stamp)
+		} else {
+			f()
+			u.noteApplied(g, stamp)
+		}
 		u.endStep()
 		g.ack(stamp)
 	})

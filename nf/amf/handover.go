@@ -69,6 +69,9 @@ func (u *ue) nextNH() ngap.SecurityContext {
 // UE-associated connection and names the UE by its source AMF UE NGAP ID.
 func (a *AMF) handlePathSwitchRequest(g *gnb, m *ngap.PathSwitchRequest) {
 	src := a.ranUEs.Get(m.SourceAMFUENGAPID)
+	if src == nil && a.replayedGone(g) {
+		return
+	}
 	if src == nil {
 		g.log.Info("Path Switch Request for an unknown UE", "source_amf_ue_ngap_id", m.SourceAMFUENGAPID)
 		g.pathSwitchFailure(nil, m, nil)
@@ -300,6 +303,9 @@ func onTarget[M ngap.Message](id func(M) int64, h func(u *ue, t *ranUE, m M)) ng
 		m := msg.(M)
 		amfID := id(m)
 		t := a.ranUEs.Get(amfID)
+		if (t == nil || t.gnb != g) && a.replayedGone(g) {
+			return
+		}
 		if t == nil || t.gnb != g {
 			g.log.Info("handover message for an unknown target connection", "amf_ue_ngap_id", amfID)
 			g.errorIndication(causeUnknownLocalID, &amfID, nil)

@@ -216,6 +216,9 @@ func (a *AMF) handleErrorIndication(g *gnb, m *ngap.ErrorIndication) {
 // unknown or inconsistent IDs with an Error Indication (TS 38.413 §10.6).
 func (a *AMF) lookupRANUE(g *gnb, amfID, ranID int64) *ranUE {
 	r := a.ranUEs.Get(amfID)
+	if (r == nil || r.gnb != g || r.ranID != ranID) && a.replayedGone(g) {
+		return nil
+	}
 	if r == nil {
 		g.log.Info("unknown AMF UE NGAP ID", "amf_ue_ngap_id", amfID, "ran_ue_ngap_id", ranID)
 		g.errorIndication(causeUnknownLocalID, &amfID, &ranID)
@@ -381,6 +384,12 @@ func (a *AMF) handleInitialUEMessage(g *gnb, m *ngap.InitialUEMessage) {
 	var msg nas.Message
 	if inner, _, err := nas.PeekPlain(m.NASPDU); err == nil {
 		msg, _ = nas.Decode(inner)
+	}
+	if u := a.replayedConn(g, m.RANUENGAPID); u != nil {
+		// A replay of the message that made a restored connection
+		// (dedup.go): its context's step sees the stamp applied.
+		u.postMessage(g, g.takeStamp(), func() { u.log.Debug("replayed Initial UE Message past its context's record") })
+		return
 	}
 	if tmsi, ok := a.initialTMSI(msg, m.FiveGSTMSI); ok {
 		if u := a.gutis.lookup(tmsi); u != nil {

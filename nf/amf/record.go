@@ -170,6 +170,11 @@ type UERecord struct {
 	LastActivity   time.Time
 	ProcedureStart time.Time
 	Outcome        string
+
+	// Applied is, per gNB, the stamp of the last N2 message a step of the
+	// context handled (an N2 front end's stamps, dedup.go): a replayed
+	// message at or below it is not run again. Nil without a front end.
+	Applied []StampRecord
 }
 
 // StateRecord is the state of ue_state.go.
@@ -506,6 +511,7 @@ func (u *ue) record() *UERecord {
 		LastActivity:         utc(u.lastActivity),
 		ProcedureStart:       utc(u.procStart),
 		Outcome:              u.outcome,
+		Applied:              slices.Clone(u.applied),
 	}
 	if len(u.released) > 0 {
 		r.Released = make([]LegRecord, len(u.released))

@@ -89,6 +89,7 @@ func (a *AMF) Restore(recs []UERecord) error {
 		for _, s := range rec.Sessions {
 			maxStatus = max(maxStatus, statusURISeq(s.StatusURI))
 		}
+		a.noteRestoredStamps(rec)
 	}
 	raise(&a.nextAMFUEID, maxNGAP)
 	raise(&a.nextUEID, maxID)
@@ -110,6 +111,33 @@ func (a *AMF) Restore(recs []UERecord) error {
 		}
 	}
 	return nil
+}
+
+// noteRestoredStamps enters the stamps rec applied in the tables of the
+// replay that follows a takeover (dedup.go): rec's connections by gNB and
+// RAN UE NGAP ID, and each gNB's highest stamp.
+func (a *AMF) noteRestoredStamps(rec *UERecord) {
+	if len(rec.Applied) == 0 {
+		return
+	}
+	if a.replayHorizon == nil {
+		a.replayHorizon = make(map[ngap.GlobalGNBID]uint64)
+		a.restoredConns = make(map[legKey]uint64)
+	}
+	for _, s := range rec.Applied {
+		a.replayHorizon[s.GNB] = max(a.replayHorizon[s.GNB], s.Stamp)
+	}
+	for _, l := range rec.legs() {
+		if l.RANUENGAPID == 0 {
+			continue
+		}
+		for _, s := range rec.Applied {
+			if s.GNB == l.GNB {
+				k := legKey{l.GNB, l.RANUENGAPID}
+				a.restoredConns[k] = max(a.restoredConns[k], s.Stamp)
+			}
+		}
+	}
 }
 
 // restoreUE builds the context of rec (checked) and enters it in the
@@ -182,6 +210,7 @@ func (a *AMF) restoreUE(rec *UERecord, smfs map[string]sbi.PDUSession) *ue {
 	}
 	a.stats.pendingTransfers.Add(int64(len(rec.Paging.Pending)))
 
+	u.applied = rec.Applied
 	u.lastActivity = rec.LastActivity
 	u.procStart = rec.ProcedureStart
 	u.outcome = rec.Outcome

@@ -429,6 +429,9 @@ var notReachedByScene = map[string]string{
 	"AuthenticationRecord.Resynced": "an AUTS re-synchronisation",
 	"HandoverRecord.Type":           "tern's N2 handover is intra-5GS, type 0",
 	"HandoverRecord.Completed":      "never set by the AMF",
+	"UERecord.Applied":              "the scene's associations carry no front end's stamps; TestReplayedMessagesAppliedOnce",
+	"StampRecord.GNB":               "as UERecord.Applied",
+	"StampRecord.Stamp":             "as UERecord.Applied",
 }
 
 // markSet marks the fields of v (a record value) that are set, as
@@ -499,6 +502,7 @@ var recordMap = map[reflect.Type]map[string]string{
 		"holding":   "-plumbing: output commit within one step (commit.go)",
 		"held":      "-plumbing: the step's NGAP messages awaiting its commit (commit.go); not state",
 		"stamp":     "-plumbing: the stamp of the running step's message, within the step (replay.go)",
+		"applied":   "Applied",
 		"st":        "=State",
 		"published": "-derived: the mirror of st and reachable for other goroutines",
 		"ran":       "=Serving",

@@ -215,6 +215,9 @@ type ue struct {
 	// stamp is the front end's stamp of the message the running step
 	// handles; 0 for a step that has none (replay.go).
 	stamp uint64
+	// applied is, per gNB, the stamp of the last message a step of this
+	// context handled (dedup.go); nil without a front end's stamps.
+	applied []StampRecord
 
 	st ueState // see ue_state.go: the only record of where the UE is
 	// published mirrors st (and reachable) for other goroutines
