@@ -513,6 +513,19 @@ func (u *ue) record() *UERecord {
 		Outcome:              u.outcome,
 		Applied:              slices.Clone(u.applied),
 	}
+	if h := u.heldTimers; h != nil {
+		// Restored timers waiting for a detached gNB (resume.go).
+		if u.nasTimerID == timerNone && h.nas.Timer != uint8(timerNone) {
+			r.NASTimer = h.nas
+			r.NASTimer.Message = bytes.Clone(h.nas.Message)
+		}
+		if r.ReachabilityDeadline.IsZero() {
+			r.ReachabilityDeadline = h.reachability
+		}
+		if r.HandoverDeadline.IsZero() {
+			r.HandoverDeadline = h.hand
+		}
+	}
 	if len(u.released) > 0 {
 		r.Released = make([]LegRecord, len(u.released))
 		for i, l := range u.released {

@@ -41,7 +41,9 @@ type SMFResolver interface {
 // holds is handed out again: SUPIs, 5G-TMSIs, AMF UE NGAP IDs (the
 // allocator goes on after the highest restored), context IDs and the
 // numbers of smContextStatusUris. Timers are re-armed on each UE's
-// executor from their deadlines; one already past fires at once. The RAN
+// executor from their deadlines; one already past fires at once; those of
+// a context with a leg on a gNB not connected yet wait until ResumeConn
+// resumes that gNB, or ResumeDone says it will not be. The RAN
 // legs are detached: their gNB's association belongs to the old instance,
 // so they keep their IDs, stream, TAI and cell on a gNB object that is not
 // connected (a send fails, as on an association that went down, and the
@@ -98,8 +100,11 @@ func (a *AMF) Restore(recs []UERecord) error {
 	// expiry (at once for a deadline past) runs there, as any step.
 	for _, r := range built {
 		u, rec := r.u, r.rec
+		held := u.holdTimers(rec)
 		u.exec.Post(func() {
-			u.resumeTimers(rec)
+			if !held {
+				u.resumeTimers(rec)
+			}
 			if p := u.amf.sink.Load(); p != nil {
 				// The restored record is the version the sink's next
 				// delta follows.

@@ -492,23 +492,25 @@ func isRecordType(t reflect.Type) bool {
 // the map, and every field of the record types to a source.
 var recordMap = map[reflect.Type]map[string]string{
 	reflect.TypeFor[ue](): {
-		"amf":       "-plumbing: the AMF the context belongs to",
-		"log":       "-plumbing: the logger, rebuilt from the SUPI",
-		"exec":      "-plumbing: the executor",
-		"id":        "ID",
-		"seq":       "Seq",
-		"recLast":   "-plumbing: change detection of the deltas (record.go)",
-		"recNext":   "-plumbing: change detection of the deltas (record.go)",
-		"holding":   "-plumbing: output commit within one step (commit.go)",
-		"held":      "-plumbing: the step's NGAP messages awaiting its commit (commit.go); not state",
-		"stamp":     "-plumbing: the stamp of the running step's message, within the step (replay.go)",
-		"applied":   "Applied",
-		"st":        "=State",
-		"published": "-derived: the mirror of st and reachable for other goroutines",
-		"ran":       "=Serving",
-		"target":    "=Target",
-		"released":  "=Released",
-		"supi":      "SUPI", "suci": "SUCI", "pei": "PEI",
+		"amf":        "-plumbing: the AMF the context belongs to",
+		"log":        "-plumbing: the logger, rebuilt from the SUPI",
+		"exec":       "-plumbing: the executor",
+		"id":         "ID",
+		"seq":        "Seq",
+		"recLast":    "-plumbing: change detection of the deltas (record.go)",
+		"recNext":    "-plumbing: change detection of the deltas (record.go)",
+		"holding":    "-plumbing: output commit within one step (commit.go)",
+		"held":       "-plumbing: the step's NGAP messages awaiting its commit (commit.go); not state",
+		"stamp":      "-plumbing: the stamp of the running step's message, within the step (replay.go)",
+		"applied":    "Applied",
+		"heldTimers": "NASTimer,ReachabilityDeadline,HandoverDeadline",
+		"heldFor":    "-plumbing: how many detached gNBs the held timers wait for (resume.go)",
+		"st":         "=State",
+		"published":  "-derived: the mirror of st and reachable for other goroutines",
+		"ran":        "=Serving",
+		"target":     "=Target",
+		"released":   "=Released",
+		"supi":       "SUPI", "suci": "SUCI", "pei": "PEI",
 		"guti": "GUTI", "oldGUTI": "OldGUTI", "tmsiDraws": "TMSIDraws", "taiList": "RegistrationArea",
 		"nh": "Security.NH", "ncc": "Security.NCC",
 		"sec":          "=Security.Current",
@@ -825,8 +827,11 @@ func TestUERecordRestore(t *testing.T) {
 // TestUERecordRestoreTimers: timers come back from their deadlines, and
 // one already past fires at once on the UE's executor: the mobile
 // reachable timer of an idle UE (it becomes unreachable and the implicit
-// deregistration timer runs), the T3560 of a UE in authentication (a
-// retransmission, Sends 2, towards its detached gNB).
+// deregistration timer runs). The T3560 of a UE in authentication, past
+// too, waits for its gNB (review item 13: on the detached gNB it would use
+// up a retransmission that no gNB gets); its records keep it meanwhile;
+// once ResumeConn binds the gNB it fires (Sends 2) and the retransmitted
+// Authentication Request goes out on the resumed association.
 func TestUERecordRestoreTimers(t *testing.T) {
 	s := newRecordScene(t)
 	recs := decodeRecords(t, records(t, s.a))
@@ -841,13 +846,39 @@ func TestUERecordRestoreTimers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got map[string]*UERecord
-	waitFor(t, "the elapsed timers fired", func() bool {
+	waitFor(t, "the elapsed timer of the idle UE fired", func() bool {
 		got = s.byRole(t, records(t, b))
-		return !got[roleIdle].State.Reachable && got[roleAuth].NASTimer.Sends == 2
+		return !got[roleIdle].State.Reachable
 	})
 	if d := got[roleIdle].ReachabilityDeadline; d.Before(time.Now().Add(DefaultReachabilityMargin - time.Minute)) {
 		t.Errorf("implicit deregistration timer due at %v, want about %v from now", d, DefaultReachabilityMargin)
 	}
+	time.Sleep(20 * time.Millisecond)
+	got = s.byRole(t, records(t, b))
+	if n := got[roleAuth].NASTimer; b.Stats().Retransmissions != 0 || n.Sends != 1 || !n.Deadline.Equal(past) {
+		t.Fatalf("before its gNB is resumed: %d retransmissions, T3560 %+v; want none, held with 1 send due %v",
+			b.Stats().Retransmissions, n, past)
+	}
+
+	setup := ngSetupRequest(testPLMN, 1, testSlice)
+	setup.GlobalRANNodeID.GNBID = 1
+	req, err := ngap.Encode(setup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gEnd, amfEnd := memPipe(8)
+	if err := b.ResumeConn(amfEnd, req); err != nil {
+		t.Fatal(err)
+	}
+	g := newTestGNB(t, gEnd)
+	dl := expect[*ngap.DownlinkNASTransport](t, g.recv())
+	if dl.AMFUENGAPID != r[roleAuth].Serving.AMFUENGAPID {
+		t.Errorf("retransmission for AMF UE NGAP ID %d, want the UE in authentication's %d", dl.AMFUENGAPID, r[roleAuth].Serving.AMFUENGAPID)
+	}
+	waitFor(t, "the elapsed T3560 fired", func() bool {
+		got = s.byRole(t, records(t, b))
+		return got[roleAuth].NASTimer.Sends == 2
+	})
 	if d := got[roleAuth].NASTimer.Deadline; d.Before(time.Now().Add(50 * time.Minute)) {
 		t.Errorf("T3560 due again at %v, want an hour after the retransmission", d)
 	}
@@ -856,6 +887,49 @@ func TestUERecordRestoreTimers(t *testing.T) {
 	}
 	if d := got[roleRereg].NASTimer.Deadline; !d.Equal(future) || got[roleRereg].NASTimer.Sends != 1 {
 		t.Errorf("T3550 of the re-registering UE: due %v, sends %d; want %v unchanged", d, got[roleRereg].NASTimer.Sends, future)
+	}
+}
+
+// TestResumeDoneLosesUnresumedConnections: after a restore, the front end
+// resumes gNB 1 and not gNB 2 (its association ended while no unit
+// served), then says its opens are done (review item 12). The restored
+// connections on gNB 2 are lost as with an association that went down:
+// the UE served there goes CM-IDLE (its mobile reachable timer running)
+// instead of staying CM-CONNECTED on a gNB that is gone; those on gNB 1
+// stay connected.
+func TestResumeDoneLosesUnresumedConnections(t *testing.T) {
+	s := newRecordScene(t)
+	recs := decodeRecords(t, records(t, s.a))
+	r := s.byRole(t, recs)
+	if r[roleHandedOff].Serving.GNB != gnbID(2) || r[roleService].Serving.GNB != gnbID(1) {
+		t.Fatalf("scene: the handed-off UE on %v, the UE in a service request on %v", r[roleHandedOff].Serving.GNB, r[roleService].Serving.GNB)
+	}
+	b := newRecordAMF(t, s.hn, s.smf)
+	if err := b.Restore(recs); err != nil {
+		t.Fatal(err)
+	}
+	setup := ngSetupRequest(testPLMN, 1, testSlice)
+	setup.GlobalRANNodeID.GNBID = 1
+	req, err := ngap.Encode(setup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gEnd, amfEnd := memPipe(8)
+	if err := b.ResumeConn(amfEnd, req); err != nil {
+		t.Fatal(err)
+	}
+	newTestGNB(t, gEnd)
+	b.ResumeDone()
+	var got map[string]*UERecord
+	waitFor(t, "the handed-off UE idle", func() bool {
+		got = s.byRole(t, records(t, b))
+		return cmState(got[roleHandedOff].State.CM) == cmIdle
+	})
+	if off := got[roleHandedOff]; off.Serving != nil || off.ReachabilityDeadline.IsZero() {
+		t.Errorf("the UE served by gNB 2: %+v; want no serving leg and the mobile reachable timer", off)
+	}
+	if svc := got[roleService]; cmState(svc.State.CM) != cmConnected || svc.Serving == nil {
+		t.Errorf("the UE served by gNB 1, resumed: %+v; want it connected", svc)
 	}
 }
 

@@ -1,7 +1,11 @@
 package amf
 
 import (
+	"bytes"
+	"cmp"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/sctp"
@@ -71,6 +75,9 @@ func (a *AMF) ResumeConn(c sctp.Conn, ngSetupRequest []byte) error {
 	g.dead = false
 	g.mu.Unlock()
 	g.setupDone.Store(true)
+	// The timers of the legs bound now run from here on, before the
+	// front end's replay reaches the UEs' executors.
+	g.releaseHeldTimers()
 	a.stats.gnbs.Add(1)
 	a.mu.Lock()
 	a.gnbs[g] = struct{}{}
@@ -83,4 +90,100 @@ func (a *AMF) ResumeConn(c sctp.Conn, ngSetupRequest []byte) error {
 	}
 	g.log.Info("association resumed from a front end", "name", req.RANNodeName, "tais", len(served))
 	return nil
+}
+
+// ResumeDone tells the AMF that the N2 front end has opened every
+// association it will resume (its marker after the opens, issue 36 §3):
+// the restored connections of a gNB that was not resumed (its association
+// ended while no unit served it, or ResumeConn refused it) will never be
+// bound. Each is lost as on an association that went down (TS 23.502
+// §4.2.6, the AN release is implicit; the UE is CM-IDLE and comes back
+// with a Service Request or a registration), after its context's restored
+// timers are armed, so that the loss handling finds the procedures as a
+// live AMF would. Call it after Restore and the ResumeConn calls of the
+// opens; a later gNB of the same node connects with NG Setup.
+func (a *AMF) ResumeDone() {
+	a.mu.Lock()
+	gs := make([]*gnb, 0, len(a.detached))
+	for _, g := range a.detached {
+		gs = append(gs, g)
+	}
+	a.detached = nil
+	a.mu.Unlock()
+	slices.SortFunc(gs, func(x, y *gnb) int { return cmp.Compare(x.node.Load().id.GNBID, y.node.Load().id.GNBID) })
+	for _, g := range gs {
+		g.releaseHeldTimers()
+		rs := a.connectionsOf(g)
+		if len(rs) > 0 {
+			g.log.Warn("gNB not resumed by the front end: its restored connections are lost", "connections", len(rs))
+		}
+		a.loseConnections(rs)
+	}
+}
+
+// heldTimers are the restored timers of a context held by holdTimers.
+type heldTimers struct {
+	nas                NASTimerRecord
+	reachability, hand time.Time
+}
+
+// holdTimers keeps the timers of a context Restore builds from rec until
+// the gNBs of its serving and target legs are resumed: a NAS
+// retransmission or a handover guard that expired on a detached gNB would
+// use up a send (or abort the procedure) on a gNB that cannot take it.
+// The records of the context show the held timers meanwhile, so that a
+// second takeover keeps them. It runs in Restore, before u's executor
+// runs anything; it reports whether it held them.
+func (u *ue) holdTimers(rec *UERecord) bool {
+	var gs []*gnb
+	for _, r := range []*ranUE{u.ran, u.target} {
+		if r != nil && r.gnb.conn() == nil && !slices.Contains(gs, r.gnb) {
+			gs = append(gs, r.gnb)
+		}
+	}
+	if len(gs) == 0 {
+		return false
+	}
+	u.heldTimers = &heldTimers{nas: rec.NASTimer, reachability: rec.ReachabilityDeadline, hand: rec.HandoverDeadline}
+	u.heldTimers.nas.Message = bytes.Clone(rec.NASTimer.Message)
+	u.heldFor = len(gs)
+	for _, g := range gs {
+		g.mu.Lock()
+		g.heldTimers = append(g.heldTimers, u)
+		g.mu.Unlock()
+	}
+	return true
+}
+
+// releaseHeldTimers tells the contexts whose timers wait for g that g is
+// resumed (or given up).
+func (g *gnb) releaseHeldTimers() {
+	g.mu.Lock()
+	us := g.heldTimers
+	g.heldTimers = nil
+	g.mu.Unlock()
+	for _, u := range us {
+		u.exec.Post(u.gnbResumed)
+	}
+}
+
+// gnbResumed arms u's held timers once none of its legs' gNBs is detached
+// any more. It runs on u's executor.
+func (u *ue) gnbResumed() {
+	if u.heldFor--; u.heldFor > 0 || u.heldTimers == nil {
+		return
+	}
+	h := u.heldTimers
+	u.heldTimers = nil
+	if !u.gone() {
+		u.resumeTimers(&UERecord{NASTimer: h.nas, ReachabilityDeadline: h.reachability, HandoverDeadline: h.hand})
+	}
+}
+
+// dropHeldNASTimer forgets a held NAS timer: a step started or stopped
+// the NAS timer before the gNB was resumed, so the restored one is over.
+func (u *ue) dropHeldNASTimer() {
+	if u.heldTimers != nil {
+		u.heldTimers.nas = NASTimerRecord{}
+	}
 }

@@ -70,6 +70,7 @@ func (u *ue) startRetransmission(id timerID, resend func()) {
 // on with it from sends messages sent (a timer restored from a record).
 // Each expiry is a step of the UE (beginStep, endStep).
 func (u *ue) armRetransmission(id timerID, resend func(), deadline time.Time, sends int) {
+	u.dropHeldNASTimer()
 	u.nasTimerID = id
 	u.nasTimerMsg, u.nasTimerHdr = nil, 0
 	max := u.amf.cfg.timers.MaxRetransmissions
@@ -104,6 +105,7 @@ func (u *ue) armRetransmission(id timerID, resend func(), deadline time.Time, se
 
 // stopNASTimer stops the NAS retransmission timer, whichever runs.
 func (u *ue) stopNASTimer() {
+	u.dropHeldNASTimer()
 	u.nasTimer.Stop()
 	u.nasTimerID = timerNone
 	u.nasTimerMsg, u.nasTimerHdr = nil, 0
@@ -114,6 +116,7 @@ func (u *ue) stopAllTimers() {
 	u.stopNASTimer()
 	u.reachTimer.Stop()
 	u.handoverTime.Stop()
+	u.heldTimers = nil
 }
 
 // onTimerAbort runs after the last expiry of a retransmission timer.

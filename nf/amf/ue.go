@@ -55,6 +55,9 @@ type gnb struct {
 	// Reset (TS 38.413 §8.7.4.2.2); nil when none is pending, closed when
 	// the association goes.
 	resetAck chan *ngap.NGResetAcknowledge
+	// heldTimers are the restored contexts with a leg on this detached
+	// gNB whose timers wait for it to be resumed (resume.go).
+	heldTimers []*ue
 }
 
 // conn is the gNB's association; nil while detached (record_restore.go).
@@ -218,6 +221,11 @@ type ue struct {
 	// applied is, per gNB, the stamp of the last message a step of this
 	// context handled (dedup.go); nil without a front end's stamps.
 	applied []StampRecord
+	// heldTimers are the restored timers of a context whose legs' gNBs
+	// are not resumed yet (resume.go), and heldFor how many of those gNBs
+	// are still detached; nil, 0 otherwise. Records show them.
+	heldTimers *heldTimers
+	heldFor    int
 
 	st ueState // see ue_state.go: the only record of where the UE is
 	// published mirrors st (and reachable) for other goroutines
