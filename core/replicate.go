@@ -302,3 +302,8 @@ func (c *Core) ServeN2(conn sctp.Conn) { c.AMF.ServeConn(conn) }
 func (c *Core) ResumeN2(conn sctp.Conn, ngSetupRequest []byte) error {
 	return c.AMF.ResumeConn(conn, ngSetupRequest)
 }
+
+// ResumeN2Done tells the AMF that every association the front end will
+// resume has been handed to ResumeN2: the restored connections of the
+// gNBs that were not are lost (amf.AMF.ResumeDone).
+func (c *Core) ResumeN2Done() { c.AMF.ResumeDone() }

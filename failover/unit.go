@@ -248,8 +248,20 @@ func takeOver(ctx context.Context, c *core.Core, uc UnitConfig, log *slog.Logger
 }
 
 // serveN2 hands the front end's associations to the unit's AMF until the
-// link ends.
+// link ends. Once it has handed over every association the front opened
+// at the welcome (the front's marker: Link.Opened), it tells the AMF, which
+// loses the restored connections of the gNBs that were not resumed
+// (review item 12 of issue 36).
 func serveN2(c *core.Core, link *n2front.Link, log *slog.Logger) error {
+	go func() {
+		select {
+		case <-link.Opened():
+			// Accept passes the marker on this function's goroutine, after
+			// it served every open before it.
+			c.ResumeN2Done()
+		case <-link.Done():
+		}
+	}()
 	for {
 		conn, r, err := link.Accept()
 		if err != nil {

@@ -46,8 +46,10 @@
 // socket, or it stopped reading for Config.WriteTimeout), the front keeps
 // the associations, keeps stamping and logging their messages and waits
 // for a unit with a higher epoch. To that unit it sends, in this order: an
-// open per live association, then every message of the log in stamp
-// order, then live traffic. An association that finished NG Setup with an
+// open per live association, then a marker (Link.Opened: the unit now
+// knows which associations it resumes; restored UE connections on any
+// other gNB are lost), then every message of the log in stamp order, then
+// live traffic. An association that finished NG Setup with an
 // earlier unit is opened with Resume.Resumed set and the NG Setup Request
 // that the last successful NG Setup Response answered, with the RAN
 // Configuration Updates acknowledged since (the front watches these

@@ -21,6 +21,7 @@ import (
 //	                     NG Setup Request (len u32, bytes), RAN Configuration Updates (count u16, each len u32, bytes)
 //	uplink   front→unit  assoc u32, stamp u64, stream u16, ppid u32, data (the rest, not empty)
 //	closed   front→unit  assoc u32
+//	opened   front→unit  (nothing): every association the front holds has had its open
 //	ack      unit→front  stamps (the rest: 1 or more u64)
 //	downlink unit→front  assoc u32, stream u16, ppid u32, data (the rest, not empty)
 //	close    unit→front  assoc u32
@@ -29,8 +30,9 @@ import (
 // receiver does not take, a wrong length or an empty message is malformed:
 // the receiver counts it and ends the link.
 
-// linkVersion is the version of the frame layout above.
-const linkVersion = 1
+// linkVersion is the version of the frame layout above (2: the opened
+// marker).
+const linkVersion = 2
 
 // Frame types.
 const (
@@ -43,6 +45,7 @@ const (
 	frameAck      = 7
 	frameDownlink = 8
 	frameClose    = 9
+	frameOpened   = 10
 )
 
 // Refusal reasons.
@@ -150,6 +153,8 @@ func appendUplink(b []byte, assoc uint32, stamp uint64, stream uint16, ppid uint
 func appendAssoc(b []byte, typ uint8, assoc uint32) []byte {
 	return binary.BigEndian.AppendUint32(header(b, typ), assoc)
 }
+
+func appendOpened(b []byte) []byte { return header(b, frameOpened) }
 
 func appendAck(b []byte, stamps []uint64) []byte {
 	b = header(b, frameAck)
@@ -317,6 +322,7 @@ func decodeFrame(b []byte, f *frame) error {
 		}
 	case frameClosed, frameClose:
 		f.assoc = r.u32()
+	case frameOpened:
 	case frameAck:
 		if r.err == nil && (len(r.b) == 0 || len(r.b)%8 != 0 || len(r.b)/8 > maxAckBatch) {
 			return fmt.Errorf("%w: ack of %d bytes", errMalformed, len(r.b))

@@ -30,6 +30,7 @@ func sampleFrames() [][]byte {
 		appendAck(nil, []uint64{1, 2, 1 << 63}),
 		appendDownlink(nil, 3, 1, 60, []byte{0, 4, 1}),
 		appendAssoc(nil, frameClose, 3),
+		appendOpened(nil),
 	}
 }
 
@@ -48,6 +49,8 @@ func encodeFrame(f *frame) []byte {
 		return appendUplink(nil, f.assoc, f.stamp, f.stream, f.ppid, f.data)
 	case frameClosed, frameClose:
 		return appendAssoc(nil, f.typ, f.assoc)
+	case frameOpened:
+		return appendOpened(nil)
 	case frameAck:
 		return appendAck(nil, f.stamps)
 	case frameDownlink:
@@ -103,6 +106,7 @@ func TestFrameRejects(t *testing.T) {
 		"open too many updates": appendOpen(nil, &frame{assoc: 1, streams: 1, setup: []byte{1},
 			updates: make([][]byte, maxConfigUpdates+1)}),
 		"closed short": {linkVersion, frameClosed, 0, 0, 1},
+		"opened long":  {linkVersion, frameOpened, 0},
 	} {
 		var f frame
 		if err := decodeFrame(b, &f); !errors.Is(err, errMalformed) {

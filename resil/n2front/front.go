@@ -544,6 +544,9 @@ func (f *Front) activate(l *unitLink) (old *unitLink, ok bool) {
 	for _, id := range ids {
 		l.queue(outItem{typ: frameOpen, open: f.assocs[id].openFrame()})
 	}
+	// The marker: the unit now knows every association it will get
+	// resumed, and loses the restored connections of the others.
+	l.queue(outItem{typ: frameOpened})
 	replayed := 0
 	f.rlog.each(func(e *entry) {
 		if e.sent {
@@ -603,6 +606,8 @@ func (f *Front) writeUnit(l *unitLink) {
 				buf = appendUplink(buf[:0], it.e.assoc, it.e.stamp, it.e.stream, it.e.ppid, it.e.data)
 			case frameClosed:
 				buf = appendAssoc(buf[:0], frameClosed, it.id)
+			case frameOpened:
+				buf = appendOpened(buf[:0])
 			}
 			*it = outItem{}
 			l.conn.SetWriteDeadline(time.Now().Add(f.cfg.WriteTimeout))

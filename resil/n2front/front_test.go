@@ -679,3 +679,62 @@ func TestPauseAndDrain(t *testing.T) {
 		t.Errorf("%d messages logged, want the one B has not acknowledged", l)
 	}
 }
+
+// TestOpenedMarker: after the opens of the associations it holds, the
+// front sends a unit its marker (issue 36 §3): Link.Opened closes once
+// Accept has returned each of those opens, not before, and an association
+// set up later comes through Accept after it. A unit that takes over gets
+// the marker after its resumed opens too.
+func TestOpenedMarker(t *testing.T) {
+	r := newRig(t, nil)
+	eventually(t, "the gNB's association", func() bool { return r.front.Stats().Associations == 1 })
+	opened := func(l *Link) bool {
+		select {
+		case <-l.Opened():
+			return true
+		default:
+			return false
+		}
+	}
+
+	a := dialUnit(t, r.path, 1)
+	time.Sleep(20 * time.Millisecond) // the marker is in the link by now
+	if opened(a.link) {
+		t.Fatal("Opened closed before Accept passed the marker")
+	}
+	later := make(chan sctp.Conn, 1)
+	go func() {
+		c, _, err := a.link.Accept()
+		if err == nil {
+			later <- c
+		}
+	}()
+	eventually(t, "Opened closed", func() bool { return opened(a.link) })
+	r.dialGNB()
+	select {
+	case c := <-later:
+		if c == nil {
+			t.Fatal("a nil association")
+		}
+	case <-time.After(wait):
+		t.Fatal("the association set up after the marker did not come through Accept")
+	}
+
+	a.link.conn.Close() // A dies
+	eventually(t, "the front to notice A's death", func() bool { return !r.front.Stats().UnitActive })
+	l, err := Dial(r.path, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for i := range 2 {
+		if _, _, err := l.Accept(); err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		if opened(l) {
+			t.Fatalf("Opened closed after %d of 2 opens", i+1)
+		}
+	}
+	go l.Accept()
+	eventually(t, "B's Opened closed", func() bool { return opened(l) })
+}

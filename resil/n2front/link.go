@@ -55,6 +55,7 @@ type Link struct {
 	wg      sync.WaitGroup
 	done    chan struct{} // closed when the link has ended
 	closing chan struct{} // closed by Close: the ack writer flushes and ends
+	opened  chan struct{} // closed when Accept has passed the opened marker
 	ackDone chan struct{} // closed when the ack writer has ended
 	once    sync.Once
 
@@ -68,8 +69,11 @@ type Link struct {
 	acceptSig chan struct{}
 	acks      []uint64
 	ackSig    chan struct{}
+	// markerSeen: the front's opened marker came (once per link).
+	markerSeen bool
 }
 
+// accepted is an open waiting for Accept, or (c nil) the opened marker.
 type accepted struct {
 	c *Conn
 	r Resume
@@ -105,7 +109,7 @@ func Dial(path string, epoch uint64) (*Link, error) {
 	c.SetDeadline(time.Time{})
 	l := &Link{
 		conn: c, epoch: epoch, done: make(chan struct{}),
-		closing: make(chan struct{}), ackDone: make(chan struct{}),
+		closing: make(chan struct{}), ackDone: make(chan struct{}), opened: make(chan struct{}),
 		conns:     make(map[uint32]*Conn),
 		acceptSig: make(chan struct{}, 1),
 		ackSig:    make(chan struct{}, 1),
@@ -140,6 +144,10 @@ func (l *Link) Accept() (sctp.Conn, Resume, error) {
 				signal(l.acceptSig)
 			}
 			l.mu.Unlock()
+			if a.c == nil {
+				close(l.opened) // the front sends the marker once per link
+				continue
+			}
 			return a.c, a.r, nil
 		}
 		err := l.err
@@ -153,6 +161,15 @@ func (l *Link) Accept() (sctp.Conn, Resume, error) {
 		}
 	}
 }
+
+// Opened is closed once Accept has returned every association the front
+// opened when it welcomed the unit (the front's marker after those opens,
+// issue 36 §3): for a unit that took over, the gNBs that were not resumed
+// by then will not be. A caller that serves each association Accept
+// returns before it calls Accept again knows, once Opened is closed, that
+// it has served all of them. Associations set up later still come through
+// Accept.
+func (l *Link) Opened() <-chan struct{} { return l.opened }
 
 // Pause stops delivering the front's messages to the unit: from now on
 // every Conn's Recv blocks until the link ends or the Conn is closed, and
@@ -210,6 +227,16 @@ func (l *Link) read(buf []byte) {
 				c.push(sctp.Message{Stream: fr.stream, PPID: fr.ppid, Stamp: fr.stamp,
 					Data: append([]byte(nil), fr.data...)})
 			}
+		case frameOpened:
+			l.mu.Lock()
+			if l.markerSeen {
+				err = fmt.Errorf("%w: a second opened marker", errMalformed)
+			} else {
+				l.markerSeen = true
+				l.accepting = append(l.accepting, accepted{})
+				signal(l.acceptSig)
+			}
+			l.mu.Unlock()
 		case frameClosed:
 			l.mu.Lock()
 			c := l.conns[fr.assoc]
