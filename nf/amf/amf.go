@@ -349,6 +349,7 @@ type Stats struct {
 
 	// Resiliency (issue 36).
 	ReplayDuplicates uint64 // replayed N2 messages handled before a takeover: acknowledged, not run again
+	OutputsResent    uint64 // NGAP messages of a replayed message's step sent again (they may not have left)
 }
 
 type counters struct {
@@ -373,6 +374,9 @@ type counters struct {
 	// replayDuplicates counts the replayed messages that a step handled
 	// before a takeover: acknowledged, not run again (dedup.go).
 	replayDuplicates atomic.Uint64
+	// outputsResent counts the NGAP messages of a context's last step sent
+	// again for its replayed input (dedup.go).
+	outputsResent atomic.Uint64
 }
 
 // Stats returns a snapshot of the counters.
@@ -421,6 +425,7 @@ func (a *AMF) Stats() Stats {
 		PathSwitchFailures:      c.pathSwitchFailures.Load(),
 
 		ReplayDuplicates: c.replayDuplicates.Load(),
+		OutputsResent:    c.outputsResent.Load(),
 	}
 }
 

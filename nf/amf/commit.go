@@ -73,6 +73,9 @@ func (u *ue) beginStep() {
 // changed it (stepDone), then the messages it held leave, in order, unless
 // they left already when the step first ran (a replayed step, replay.go).
 func (u *ue) endStep() {
+	if u.holding {
+		u.noteOutputs()
+	}
 	u.stepDone()
 	if !u.holding {
 		return
@@ -127,14 +130,18 @@ func (u *ue) postMessage(g *gnb, stamp uint64, f func()) {
 		u.stamp = stamp
 		if u.isApplied(g, stamp) {
 			// A replay of a message a step handled before a takeover
-			// (dedup.go): not run again.
+			// (dedup.go): not run again; the last step's outputs are
+			// sent again.
 			u.amf.stats.replayDuplicates.Add(1)
 			u.log.Debug("replayed message handled already: acknowledged, not run again", "stamp", stamp)
+			u.duplicate = true
+			u.resendOutputs(stamp)
 		} else {
 			f()
 			u.noteApplied(g, stamp)
 		}
 		u.endStep()
+		u.duplicate = false
 		g.ack(stamp)
 	})
 }

@@ -2,6 +2,7 @@ package amf
 
 import (
 	"github.com/tern5g/tern/ngap"
+	"github.com/tern5g/tern/sctp"
 )
 
 // Stamp de-duplication: a unit applies a stamp once (issue 36 §3;
@@ -24,8 +25,40 @@ import (
 // one association's messages are handed to a UE's executor in the order
 // its reader got them: a message of gNB G with a stamp at or below the
 // UE's stamp for G was handled already. Its step is not run again; it is
-// acknowledged, and the outputs its first run produced are sent again
-// (resendOutputs). Keyed by gNB and not one stamp per UE because a UE's
+// acknowledged, and, when it is the message of the context's last step,
+// the outputs that step produced are sent again (resendOutputs).
+//
+// # Outputs of the last step
+//
+// A step's messages leave after its record (commit.go) and its stamp is
+// acknowledged after they left, on the same link: a message whose
+// acknowledgement reached the front had its outputs sent. One that is
+// replayed may or may not have: the unit may have died between the
+// record and the sends. Only the context's last step can be in that case
+// (its executor sent the messages of each step before it ran the next),
+// so its record keeps that step's encoded messages and stamp (Outputs,
+// OutputsStamp), and a replay of that stamp sends them again, through the
+// same path as a step's own (held, then sent after the record; dropped by
+// SetDelivered's suppression in a deterministic replay). The gNB may get
+// them twice, which the protocols tolerate for what a UE step sends:
+//
+//   - NAS (Downlink NAS Transport, and NAS in Initial Context Setup): a
+//     protected NAS message is resent with its COUNT, and the UE discards
+//     one it has accepted already (TS 24.501 §4.4.3.1, TS 33.501 §6.4.3.2
+//     replay protection; package nas answers ErrReplay); a plain
+//     Authentication Request repeated is answered again with the same
+//     RES* (TS 24.501 §5.4.1.3.7 c));
+//   - UE-associated NGAP requests (Initial Context Setup, PDU Session
+//     Resource Setup/Modify/Release, UE Context Release Command, Handover
+//     Request, Handover Command): a gNB that gets one again for a
+//     connection where the procedure ran answers per TS 38.413 §10 (an
+//     Error Indication or the procedure's failure for the duplicate); the
+//     AMF's state is the one after the first, and such an answer does not
+//     change it. Not checked yet against tern's sim gNB for each message.
+//
+// Outputs of a step without a stamp (a timer expiry, an SBI request) are
+// not kept: no replay identifies them; the NAS timers retransmit what a
+// UE did not answer. Keyed by gNB and not one stamp per UE because a UE's
 // messages from two associations (an N2 handover's source and target)
 // reach its executor in no fixed order across them.
 //
@@ -154,4 +187,58 @@ func (a *AMF) replayedGone(g *gnb) bool {
 	a.stats.replayDuplicates.Add(1)
 	g.log.Debug("replayed message of a connection that is gone: dropped", "stamp", s)
 	return true
+}
+
+// noteOutputs keeps the running step's held messages as the context's last
+// outputs when the step handled a stamped message, and forgets earlier
+// ones otherwise (they left before this step ran). It runs in endStep,
+// before the step's record is taken.
+func (u *ue) noteOutputs() {
+	switch {
+	case u.duplicate:
+		// A replayed message not run again: what it resent are the
+		// outputs already kept, or it sent nothing.
+		u.duplicate = false
+		return
+	case u.stamp == 0 || len(u.held) == 0:
+		u.outputs, u.outputsStamp = nil, 0
+		return
+	}
+	u.outputs = make([]OutputRecord, 0, len(u.held))
+	for _, h := range u.held {
+		id, _ := h.g.nodeID()
+		u.outputs = append(u.outputs, OutputRecord{GNB: id, Stream: h.stream, Message: h.b})
+	}
+	u.outputsStamp = u.stamp
+}
+
+// resendOutputs holds the last step's outputs again when stamp is the
+// message that step handled: endStep sends them after the record (at once
+// without a RecordSink).
+func (u *ue) resendOutputs(stamp uint64) {
+	if stamp != u.outputsStamp || len(u.outputs) == 0 {
+		return
+	}
+	for _, o := range u.outputs {
+		var c sctp.Conn
+		var g *gnb
+		for _, x := range u.amf.gnbsOf(o.GNB) {
+			if c = x.conn(); c != nil {
+				g = x
+				break
+			}
+		}
+		if g == nil {
+			u.log.Info("last step's output not sent again: its gNB is not connected", "gnb_id", o.GNB.GNBID)
+			continue
+		}
+		u.amf.stats.outputsResent.Add(1)
+		if !u.holding { // no RecordSink: a step sends at once
+			if err := g.sendEncoded(c, o.Stream, o.Message); err != nil {
+				u.log.Warn("last step's output not sent again", "err", err)
+			}
+			continue
+		}
+		u.held = append(u.held, heldN2{g: g, c: c, stream: o.Stream, b: o.Message})
+	}
 }

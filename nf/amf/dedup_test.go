@@ -1,6 +1,7 @@
 package amf
 
 import (
+	"bytes"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -134,6 +135,7 @@ func (f *takeoverFixture) takeOver() {
 	recs := f.sink.stored(t)
 	f.a1.Close()
 	f.a2 = newRecordAMF(t, f.hn, f.smf)
+	f.a2.SetRecordSink(newRecordingSink(t)) // a unit's: its steps hold their outputs
 	if err := f.a2.Restore(recs); err != nil {
 		t.Fatal(err)
 	}
@@ -180,8 +182,10 @@ func noMessage(t *testing.T, g *testGNB, what string) {
 // acknowledged to the front. AMF 2 restores, the front replays all of
 // them: each is acknowledged and none runs again: no second context for
 // the replayed Initial UE Message, no Error Indication for the release of
-// the connection that is gone, no second challenge. The UE then finishes
-// its registration on AMF 2 with the NGAP IDs of AMF 1.
+// the connection that is gone, no second challenge; the outputs of the
+// UE's last step (the Security Mode Command, which may not have left) are
+// sent again, once. The UE then finishes its registration on AMF 2 with
+// the NGAP IDs of AMF 1.
 func TestReplayedMessagesAppliedOnce(t *testing.T) {
 	f := newTakeoverFixture(t)
 	leaving := newTestUE(t, f.g1, f.hn, "0000000001")
@@ -199,7 +203,8 @@ func TestReplayedMessagesAppliedOnce(t *testing.T) {
 	req := u.registrationRequest(u.suci(), nas.RegistrationInitial)
 	u.sendInitial(req, nas.Plain)
 	u.answerAuth(expect[*nas.AuthenticationRequest](t, u.recvNAS()))
-	smc := expect[*nas.SecurityModeCommand](t, u.recvNAS())
+	dl := expect[*ngap.DownlinkNASTransport](t, u.recvNGAP())
+	smc := expect[*nas.SecurityModeCommand](t, u.openNAS(dl.NASPDU))
 	waitFor(t, "AMF 1 done with its steps", func() bool {
 		return f.c1.ackCount(f.stamps.Load()) > 0
 	})
@@ -211,10 +216,19 @@ func TestReplayedMessagesAppliedOnce(t *testing.T) {
 		t.Fatalf("%d messages replayed, want 4 (UL NAS, Release Complete, Initial UE Message, UL NAS)", len(stamps))
 	}
 	st := f.a2.Stats()
-	if st.UEContexts != 1 || st.ReplayDuplicates != 4 || st.ErrorIndications != 0 || st.Authentications != 0 {
-		t.Fatalf("after the replay: %d contexts, %d duplicates, %d Error Indications, %d authentications; want 1, 4, 0, 0",
-			st.UEContexts, st.ReplayDuplicates, st.ErrorIndications, st.Authentications)
+	if st.UEContexts != 1 || st.ReplayDuplicates != 4 || st.ErrorIndications != 0 || st.Authentications != 0 || st.OutputsResent != 1 {
+		t.Fatalf("after the replay: %d contexts, %d duplicates, %d Error Indications, %d authentications, %d outputs resent; want 1, 4, 0, 0, 1",
+			st.UEContexts, st.ReplayDuplicates, st.ErrorIndications, st.Authentications, st.OutputsResent)
 	}
+	// The last step of the registering UE (its Authentication Response)
+	// may not have sent its Security Mode Command before AMF 1 died: the
+	// replay of its message sends it again, the same bytes (the UE
+	// discards a copy it has by its NAS COUNT), and nothing else.
+	again := expect[*ngap.DownlinkNASTransport](t, f.g2.recv())
+	if !bytes.Equal(again.NASPDU, dl.NASPDU) || again.AMFUENGAPID != dl.AMFUENGAPID || again.RANUENGAPID != dl.RANUENGAPID {
+		t.Fatalf("sent again: %+v, want the Security Mode Command %+v", again, dl)
+	}
+	noMessage(t, f.g2, "after the replay")
 	for _, s := range stamps {
 		if n := f.c2.ackCount(s); n != 1 {
 			t.Errorf("stamp %d acknowledged %d times, want once", s, n)

@@ -175,6 +175,21 @@ type UERecord struct {
 	// context handled (an N2 front end's stamps, dedup.go): a replayed
 	// message at or below it is not run again. Nil without a front end.
 	Applied []StampRecord
+	// Outputs are the NGAP messages of the context's last step when that
+	// step handled a stamped N2 message (OutputsStamp): a unit killed
+	// after the step's record may not have sent them, and a replay of
+	// that message sends them again instead of running the step again
+	// (dedup.go). Nil otherwise.
+	Outputs      []OutputRecord
+	OutputsStamp uint64
+}
+
+// OutputRecord is one NGAP message a step sent: its gNB, stream and
+// encoding.
+type OutputRecord struct {
+	GNB     ngap.GlobalGNBID
+	Stream  uint16
+	Message []byte
 }
 
 // StateRecord is the state of ue_state.go.
@@ -512,6 +527,13 @@ func (u *ue) record() *UERecord {
 		ProcedureStart:       utc(u.procStart),
 		Outcome:              u.outcome,
 		Applied:              slices.Clone(u.applied),
+		OutputsStamp:         u.outputsStamp,
+	}
+	if len(u.outputs) > 0 {
+		r.Outputs = make([]OutputRecord, len(u.outputs))
+		for i, o := range u.outputs {
+			r.Outputs[i] = OutputRecord{GNB: o.GNB, Stream: o.Stream, Message: bytes.Clone(o.Message)}
+		}
 	}
 	if h := u.heldTimers; h != nil {
 		// Restored timers waiting for a detached gNB (resume.go).

@@ -216,6 +216,7 @@ func (a *AMF) restoreUE(rec *UERecord, smfs map[string]sbi.PDUSession) *ue {
 	a.stats.pendingTransfers.Add(int64(len(rec.Paging.Pending)))
 
 	u.applied = rec.Applied
+	u.outputs, u.outputsStamp = rec.Outputs, rec.OutputsStamp
 	u.lastActivity = rec.LastActivity
 	u.procStart = rec.ProcedureStart
 	u.outcome = rec.Outcome

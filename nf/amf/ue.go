@@ -221,6 +221,13 @@ type ue struct {
 	// applied is, per gNB, the stamp of the last message a step of this
 	// context handled (dedup.go); nil without a front end's stamps.
 	applied []StampRecord
+	// outputs are the NGAP messages of the last step when it handled the
+	// stamped message outputsStamp (dedup.go); nil, 0 otherwise.
+	outputs      []OutputRecord
+	outputsStamp uint64
+	// duplicate: the running step is the replay of a message a step
+	// handled already (dedup.go); it leaves outputs as they are.
+	duplicate bool
 	// heldTimers are the restored timers of a context whose legs' gNBs
 	// are not resumed yet (resume.go), and heldFor how many of those gNBs
 	// are still detached; nil, 0 otherwise. Records show them.
