@@ -5,8 +5,10 @@ package core
 // RecordStore that a standby unit restores from when this one dies.
 //
 // What the store holds, by kind: the AMF's UE records by context ID, the
-// SMF's UE records by SUPI (a UE without sessions left is deleted) and UPF
-// records by name, the AUSF's authentication contexts by authCtxId (so
+// SMF's UE records by SUPI (a UE without sessions left is deleted), UPF
+// records by name and where its allocators stand (so that a restored SMF
+// continues them exactly and hands out no ref, CP F-SEID or UE address
+// again), the AUSF's authentication contexts by authCtxId (so
 // that a registration between Authentication Request and Response goes
 // on), the PCF's SM policy associations by ID (so that a restored
 // session's policy can be updated and deleted), the UDM's registrations
@@ -53,9 +55,15 @@ const (
 	KindAUSF   uint8 = 5 // ausf.ContextRecord, key its authCtxId
 	KindPCF    uint8 = 6 // pcf.PolicyRecord, key its association ID
 	KindUDM    uint8 = 7 // udm.UERecord, key its SUPI
+	// KindSMFAlloc is the SMF's smf.AllocatorRecord, key "smf": where its
+	// SM context refs, CP F-SEIDs and UE address pools stand.
+	KindSMFAlloc uint8 = 8
 )
 
-var unitKey = []byte("unit")
+var (
+	unitKey     = []byte("unit")
+	smfAllocKey = []byte("smf")
+)
 
 // unitRecord is what a restored unit must say as the one before it did.
 type unitRecord struct {
@@ -108,6 +116,11 @@ func (s *UnitState) Add(kind uint8, key, rec []byte) error {
 		var r smf.UPFRecord
 		if err = wire.Decode(rec, &r); err == nil {
 			s.SMF.UPFs = append(s.SMF.UPFs, r)
+		}
+	case KindSMFAlloc:
+		var r smf.AllocatorRecord
+		if err = wire.Decode(rec, &r); err == nil {
+			s.SMF.NextRef, s.SMF.NextSEID, s.SMF.Pools = r.NextRef, r.NextSEID, r.Pools
 		}
 	case KindAUSF:
 		var r ausf.ContextRecord
@@ -192,6 +205,11 @@ func (r *recorder) RecordedUE(rec *smf.UERecord) {
 // RecordedUPF is the SMF's Recorder for UPFs.
 func (r *recorder) RecordedUPF(rec *smf.UPFRecord) {
 	r.put(KindSMFUPF, []byte(rec.Name), rec)
+}
+
+// RecordedAllocators is the SMF's Recorder for its allocators.
+func (r *recorder) RecordedAllocators(rec *smf.AllocatorRecord) {
+	r.put(KindSMFAlloc, smfAllocKey, rec)
 }
 
 // RecordedContext is the AUSF's Recorder for a context created or

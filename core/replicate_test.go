@@ -35,6 +35,7 @@ func TestUnitStateAdd(t *testing.T) {
 		{KindAMFUE, []byte{0, 0, 0, 0, 0, 0, 0, 7}, enc(&amf.UERecord{ID: 7, Seq: 3, SUPI: "imsi-001010000000001"})},
 		{KindSMFUE, []byte("imsi-001010000000001"), enc(&smf.UERecord{SUPI: "imsi-001010000000001", Seq: 2})},
 		{KindSMFUPF, []byte("upf"), enc(&smf.UPFRecord{Name: "upf"})},
+		{KindSMFAlloc, smfAllocKey, enc(&smf.AllocatorRecord{NextRef: 9, NextSEID: 11, Pools: []smf.PoolRecord{{DNN: "internet"}}})},
 		{KindAUSF, []byte("ab"), enc(&ausf.ContextRecord{ID: "ab", SUPI: "imsi-001010000000001"})},
 		{KindPCF, []byte("3"), enc(&pcf.PolicyRecord{ID: "3", SUPI: "imsi-001010000000001"})},
 		{KindUDM, []byte("imsi-001010000000001"), enc(&udm.UERecord{SUPI: "imsi-001010000000001"})},
@@ -55,7 +56,8 @@ func TestUnitStateAdd(t *testing.T) {
 	if len(st.AMF) != 1 || st.AMF[0].ID != 7 || st.AMF[0].Seq != 3 {
 		t.Errorf("AMF records %+v", st.AMF)
 	}
-	if len(st.SMF.UEs) != 1 || len(st.SMF.UPFs) != 1 || !st.SMF.RecoveryTime.Equal(rt) {
+	if len(st.SMF.UEs) != 1 || len(st.SMF.UPFs) != 1 || !st.SMF.RecoveryTime.Equal(rt) ||
+		st.SMF.NextRef != 9 || st.SMF.NextSEID != 11 || len(st.SMF.Pools) != 1 {
 		t.Errorf("SMF checkpoint %+v", st.SMF)
 	}
 	if len(st.AUSF) != 1 || st.AUSF[0].ID != "ab" {
@@ -67,8 +69,8 @@ func TestUnitStateAdd(t *testing.T) {
 	if len(st.UDM) != 1 || st.UDM[0].SUPI != "imsi-001010000000001" {
 		t.Errorf("UDM records %+v", st.UDM)
 	}
-	if len(st.Raw) != 7 {
-		t.Errorf("%d raw records kept, want the 7 that decoded", len(st.Raw))
+	if len(st.Raw) != 8 {
+		t.Errorf("%d raw records kept, want the 8 that decoded", len(st.Raw))
 	}
 }
 

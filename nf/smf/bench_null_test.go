@@ -15,6 +15,8 @@ type nullRecorder struct{}
 func (nullRecorder) RecordedUE(*UERecord)   {}
 func (nullRecorder) RecordedUPF(*UPFRecord) {}
 
+func (nullRecorder) RecordedAllocators(*AllocatorRecord) {}
+
 // BenchmarkEstablishReleaseNullRecorder is BenchmarkEstablishRelease with
 // a Recorder that does nothing: the price of taking the records and of
 // output commit (holding each step's messages to the AMF and its SBI

@@ -34,6 +34,8 @@ func (r *commitRecorder) RecordedUE(rec *UERecord) {
 
 func (r *commitRecorder) RecordedUPF(*UPFRecord) {}
 
+func (r *commitRecorder) RecordedAllocators(*AllocatorRecord) {}
+
 func (r *commitRecorder) records(supi string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()

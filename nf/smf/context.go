@@ -330,8 +330,12 @@ func callContext[T any](ctx context.Context, s *SMF, ref string, f func(c *smCon
 // context exists, for the URIs handed out while it is set up.
 func (s *SMF) newRef() string { return strconv.FormatUint(s.nextRef.Add(1), 10) }
 
-// newContext registers a context for (u, psi). Runs on u's executor.
-func (s *SMF) newContext(u *ueState, ref string, psi uint8, d *dnnConf, slice identity.SNSSAI) *smContext {
+// newSEID allocates a CP F-SEID (TS 29.244 §8.2.37).
+func (s *SMF) newSEID() uint64 { return s.nextSEID.Add(1) }
+
+// newContext registers a context for (u, psi) with CP F-SEID seid. Runs
+// on u's executor.
+func (s *SMF) newContext(u *ueState, ref string, seid uint64, psi uint8, d *dnnConf, slice identity.SNSSAI) *smContext {
 	c := &smContext{
 		ref:    ref,
 		supi:   u.supi,
@@ -339,7 +343,7 @@ func (s *SMF) newContext(u *ueState, ref string, psi uint8, d *dnnConf, slice id
 		ue:     u,
 		dnn:    d,
 		slice:  slice,
-		cpSEID: s.nextSEID.Add(1),
+		cpSEID: seid,
 		state:  stEstablishing,
 		upCnx:  models.Smf_PDUSess_UpCnxState_DEACTIVATED,
 	}

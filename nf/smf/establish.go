@@ -161,9 +161,20 @@ func (s *SMF) createContext(ctx context.Context, u *ueState, d *models.Smf_PDUSe
 		s.forget(old)
 	}
 
+	// The identifiers and the address first (step 8's address before
+	// step 7's policy): the allocators' record must hold them before the
+	// ref leaves in the policy's notification URI, so that a restored
+	// SMF never hands them out again (recordAllocators).
+	ref, seid := s.newRef(), s.newSEID()
+	ip, ok := dc.pool.allocate()
+	s.recordAllocators()
+	if !ok {
+		return nil, s.rejectError(psi, pti, nas.CauseInsufficientResources5GSM, http.StatusInternalServerError, sbi.CauseInsufficientResSlice,
+			"address pool of "+dnn+" exhausted")
+	}
+
 	// Step 7: SM policy association. The PCF notifies changes at the
 	// context's own URI (TS 29.512 §4.2.2.2: notificationUri).
-	ref := s.newRef()
 	polID, dec, err := s.deps.PCF.CreateSMPolicy(ctx, &models.Pcf_SMPolCtrl_SmPolicyContextData{
 		NotificationUri: s.apiRoot + sbi.CallbackSMPolicy + ref,
 		Supi:            d.Supi,
@@ -182,6 +193,7 @@ func (s *SMF) createContext(ctx context.Context, u *ueState, d *models.Smf_PDUSe
 		if st := sbi.StatusOf(err); st >= 400 && st < 500 {
 			cause, status = nas.CauseRequestRejectedUnspecified, http.StatusForbidden
 		}
+		dc.pool.release(ip)
 		return nil, s.rejectError(psi, pti, cause, status, sbi.CauseUpstreamServerError, "SM policy: "+err.Error())
 	}
 	deletePolicy := func() {
@@ -193,17 +205,11 @@ func (s *SMF) createContext(ctx context.Context, u *ueState, d *models.Smf_PDUSe
 	}
 	q, err := applyDecision(qos{}, dec)
 	if err != nil {
+		dc.pool.release(ip)
 		deletePolicy()
 		return nil, s.rejectError(psi, pti, nas.CauseRequestRejectedUnspecified, http.StatusForbidden, sbi.CauseUpstreamServerError, "SM policy decision: "+err.Error())
 	}
-	// Step 8: UE address and UPF.
-	ip, ok := dc.pool.allocate()
-	if !ok {
-		deletePolicy()
-		return nil, s.rejectError(psi, pti, nas.CauseInsufficientResources5GSM, http.StatusInternalServerError, sbi.CauseInsufficientResSlice,
-			"address pool of "+dnn+" exhausted")
-	}
-	// No UPF up for the DNN (one restoring after a restart, or not
+	// Step 8: the UPF. No UPF up for the DNN (one restoring after a restart, or not
 	// answering): the establishment waits for one (wait.go) unless too
 	// many already do.
 	upf := selectUPF(dc, nil)
@@ -214,7 +220,7 @@ func (s *SMF) createContext(ctx context.Context, u *ueState, d *models.Smf_PDUSe
 			"no associated UPF serves "+dnn)
 	}
 
-	c := s.newContext(u, ref, psi, dc, slice)
+	c := s.newContext(u, ref, seid, psi, dc, slice)
 	c.establishing = start
 	c.statusURI = d.SmContextStatusUri
 	c.pti = pti

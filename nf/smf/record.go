@@ -142,6 +142,26 @@ type Recorder interface {
 	// holds, in the order of the changes, under a lock of that UPF: it
 	// must not call the SMF.
 	RecordedUPF(r *UPFRecord)
+	// RecordedAllocators is called when an establishment has taken an SM
+	// context ref, a CP F-SEID and a UE address, before any of them
+	// leaves the SMF (in the PCF's notification URI, a PFCP request, an
+	// answer): under the SMF's allocator lock, each call with where the
+	// allocators stand then, so a store that keeps the latest keeps the
+	// furthest. It must not call the SMF.
+	RecordedAllocators(r *AllocatorRecord)
+}
+
+// AllocatorRecord is where the SMF's allocators stand (issue 36 review
+// item 11): a restored SMF continues from there exactly, so that it hands
+// out nothing a dead instance handed out, not even what no record of a
+// context holds any more (a session released since, a PFCP request whose
+// answer was never recorded), and a released UE address is reused only
+// after the rest of its pool, as before (next fit).
+type AllocatorRecord struct {
+	// NextRef and NextSEID are the last SM context ref and CP F-SEID
+	// handed out.
+	NextRef, NextSEID uint64
+	Pools             []PoolRecord // by DNN, in configuration order
 }
 
 // Checkpoint is the SMF's state: what Records captures and Restore takes.
@@ -470,16 +490,37 @@ func (s *SMF) Records(ctx context.Context) (*Checkpoint, error) {
 	}
 	slices.SortFunc(cp.UEs, func(a, b UERecord) int { return cmp.Compare(a.SUPI, b.SUPI) })
 	// After the UEs: the counters cover every context captured.
-	cp.NextRef, cp.NextSEID = s.nextRef.Load(), s.nextSEID.Load()
-	for _, d := range s.cfg.order {
-		cp.Pools = append(cp.Pools, PoolRecord{DNN: d.name, Next: d.pool.cursor()})
-	}
+	a := s.allocators()
+	cp.NextRef, cp.NextSEID, cp.Pools = a.NextRef, a.NextSEID, a.Pools
 	for _, u := range s.cfg.upfs {
 		u.recMu.Lock()
 		cp.UPFs = append(cp.UPFs, u.recordLocked())
 		u.recMu.Unlock()
 	}
 	return cp, nil
+}
+
+// allocators is where the SMF's allocators stand.
+func (s *SMF) allocators() AllocatorRecord {
+	r := AllocatorRecord{NextRef: s.nextRef.Load(), NextSEID: s.nextSEID.Load()}
+	for _, d := range s.cfg.order {
+		r.Pools = append(r.Pools, PoolRecord{DNN: d.name, Next: d.pool.cursor()})
+	}
+	return r
+}
+
+// recordAllocators hands the Recorder, if any, where the allocators stand
+// (Recorder.RecordedAllocators): call it after taking a ref, an F-SEID
+// or an address and before any of them leaves the SMF. The lock orders
+// the records: each holds what every allocation before it took.
+func (s *SMF) recordAllocators() {
+	if s.recorder == nil {
+		return
+	}
+	s.allocMu.Lock()
+	defer s.allocMu.Unlock()
+	r := s.allocators()
+	s.recorder.RecordedAllocators(&r)
 }
 
 // upfNamed is the configured UPF named name, or nil.

@@ -162,7 +162,7 @@ var stateFields = map[reflect.Type]map[string]recorded{
 		"inUse":  not("derived: the addresses the records hold"),
 	},
 	reflect.TypeFor[SMF](): {
-		"cfg":      to("Checkpoint.Pools", "PoolRecord.DNN", "Checkpoint.UPFs"),
+		"cfg":      to("Checkpoint.Pools", "AllocatorRecord.Pools", "PoolRecord.DNN", "Checkpoint.UPFs"),
 		"deps":     not(plumbing),
 		"log":      not(plumbing),
 		"apiRoot":  not("configuration (smf.apiRoot)"),
@@ -171,8 +171,9 @@ var stateFields = map[reflect.Type]map[string]recorded{
 		"ues":      to("Checkpoint.UEs"),
 		"contexts": not("index by SM context ref, rebuilt from the sessions"),
 		"seids":    not("index by CP F-SEID, rebuilt from the sessions"),
-		"nextRef":  to("Checkpoint.NextRef"),
-		"nextSEID": to("Checkpoint.NextSEID"),
+		"nextRef":  to("Checkpoint.NextRef", "AllocatorRecord.NextRef"),
+		"nextSEID": to("Checkpoint.NextSEID", "AllocatorRecord.NextSEID"),
+		"allocMu":  not(plumbing),
 		"procs":    not(plumbing),
 		"waiting":  not("derived: the sessions whose record says Held"),
 		"recorder": not(plumbing),
@@ -187,7 +188,7 @@ var stateFields = map[reflect.Type]map[string]recorded{
 var recordTypes = map[string]reflect.Type{}
 
 func init() {
-	for _, v := range []any{Checkpoint{}, PoolRecord{}, UERecord{}, SessionRecord{}, QoSRecord{}, RetransmissionRecord{},
+	for _, v := range []any{Checkpoint{}, PoolRecord{}, AllocatorRecord{}, UERecord{}, SessionRecord{}, QoSRecord{}, RetransmissionRecord{},
 		AvoidedUPF{}, DeletedSession{}, UPFRecord{}, HeldAddress{}, DeletionRecord{}} {
 		t := reflect.TypeOf(v)
 		recordTypes[t.Name()] = t
@@ -799,9 +800,16 @@ func TestRestoredTimerPastFiresAtOnce(t *testing.T) {
 
 // deltas is a Recorder that keeps what it is given.
 type deltas struct {
-	mu   sync.Mutex
-	ues  map[string][]*UERecord
-	upfs map[string][]*UPFRecord
+	mu    sync.Mutex
+	ues   map[string][]*UERecord
+	upfs  map[string][]*UPFRecord
+	alloc []*AllocatorRecord
+}
+
+func (d *deltas) RecordedAllocators(r *AllocatorRecord) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.alloc = append(d.alloc, r)
 }
 
 func (d *deltas) RecordedUE(r *UERecord) {

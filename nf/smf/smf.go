@@ -150,6 +150,8 @@ type SMF struct {
 
 	nextRef  atomic.Uint64
 	nextSEID atomic.Uint64
+	// allocMu orders the allocator records (recordAllocators).
+	allocMu sync.Mutex
 
 	procs procedures.Reporter // procedure ends: log and Observer
 
