@@ -309,6 +309,8 @@ var recordExcluded = map[string]string{
 	"UPFC.teids":    "derived: the PDRs' TEIDs (PDRRecord.TEID)",
 	"UPFC.places":   "derived from teids",
 	"UPFC.restored": "a statistic of this process",
+	"UPFC.repeated": "a statistic of this process",
+	"UPFC.byCP":     "derived: the sessions' associations and CP F-SEIDs (SessionRecord.Association, CPFSEID)",
 	"UPFC.step":     "plumbing: what the running step changed, empty between steps",
 	"UPFC.reports":  "reports in flight: raised again from the state (dueReports, NOCP) or by path supervision",
 	"UPFC.held":     "reports in flight, waiting for Attach",

@@ -1,9 +1,12 @@
 package upfc
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
+	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/tern5g/tern/pfcp"
@@ -80,6 +83,16 @@ type urrTrack struct {
 	timer  *time.Timer
 }
 
+// cpKey names a session as its CP function does: by association and CP
+// F-SEID (TS 29.244 §8.2.37: the CP function allocates the SEID, unique
+// among its sessions with this UPF).
+type cpKey struct {
+	assoc string
+	seid  uint64
+}
+
+func (s *session) cpKey() cpKey { return cpKey{s.assoc, s.cpSEID} }
+
 func (s *session) clone() *session {
 	n := *s
 	n.pdrs = maps.Clone(s.pdrs)
@@ -88,6 +101,19 @@ func (s *session) clone() *session {
 	n.urrs = maps.Clone(s.urrs)
 	n.snapshot = nil
 	return &n
+}
+
+// createdPDRs are the Created PDRs of an establishment's answer for s
+// (§7.5.3.2): the F-TEIDs s's PDRs had the UPF choose, by PDR ID.
+func (s *session) createdPDRs(n3 netip.Addr) []pfcp.CreatedPDR {
+	var out []pfcp.CreatedPDR
+	for id, p := range s.pdrs {
+		if f := p.spec.PDI.FTEID; f != nil && f.Choose && p.teid != 0 {
+			out = append(out, pfcp.CreatedPDR{ID: id, LocalFTEID: &pfcp.FTEID{TEID: p.teid, IPv4: n3}})
+		}
+	}
+	slices.SortFunc(out, func(a, b pfcp.CreatedPDR) int { return cmp.Compare(a.ID, b.ID) })
+	return out
 }
 
 // teidSet is the set of local TEIDs the session's PDRs use.
@@ -171,6 +197,23 @@ func (c *UPFC) establish(req *pfcp.SessionEstablishmentRequest) (*session, []pfc
 	}
 	if len(req.CreateFARs) == 0 {
 		return nil, nil, missingIE(pfcp.CauseMandatoryIEMissing, pfcp.IECreateFAR, "no Create FAR")
+	}
+	if seid, ok := c.byCP[cpKey{key, req.CPFSEID.SEID}]; ok {
+		// The CP function asks again for a session it has here: it
+		// cannot be another, the CP F-SEID names one session of the CP
+		// function (§8.2.37), so it is this one asked for again by a CP
+		// function that did not get, or did not keep, the answer (one
+		// that took over from a failed one, issue 36). It is answered
+		// as a retransmitted request is (§6.4: the same response),
+		// with the session's F-SEID and the F-TEIDs it chose, and left
+		// as it is: a second session would be an orphan whose TEIDs and
+		// reports nobody owns. Departure: TS 29.244 does not say what a
+		// UP function does with a new request (new sequence number)
+		// for an existing CP F-SEID; creating a second session is what
+		// it must not do.
+		s := c.sessions[seid]
+		c.repeated++
+		return s, s.createdPDRs(c.cfg.N3Addr), nil
 	}
 	seid, ok := c.allocSEID()
 	if !ok {
@@ -422,7 +465,11 @@ func (c *UPFC) commit(old, s *session) {
 	for teid := range next {
 		c.holdTEID(teid, s.seid)
 	}
+	if old != nil && old.cpKey() != s.cpKey() && c.byCP[old.cpKey()] == s.seid {
+		delete(c.byCP, old.cpKey()) // §7.5.4: the CP function changed its F-SEID
+	}
 	c.sessions[s.seid] = s
+	c.byCP[s.cpKey()] = s.seid
 	c.touched(s.seid)
 	c.armPeriodic(old, s)
 	c.dp.Install(s.snapshot)

@@ -112,6 +112,11 @@ type Stats struct {
 	// Restored counts sessions established with RESTI (TS 29.244
 	// §8.2.136): an SMF re-establishing what this UPF lost in a restart.
 	Restored uint64
+	// Repeated counts establishment requests for a session that exists
+	// (same association, same CP F-SEID), answered with that session: a
+	// CP function that took over from one that died before it knew the
+	// answer (issue 36).
+	Repeated uint64
 	// Session Report Requests: answered with acceptance, failed (error or
 	// rejection), dropped (queue full, or the session/rule was gone).
 	ReportsSent, ReportsFailed, ReportsDropped uint64
@@ -144,11 +149,13 @@ type UPFC struct {
 	mu       sync.Mutex
 	assocs   map[string]*association // by Node ID string
 	sessions map[uint64]*session     // by local (UP) SEID
+	byCP     map[cpKey]uint64        // local SEID by association and CP F-SEID
 	teids    map[uint32]uint64       // allocated local TEID -> owning SEID
 	places   map[uint32]int          // live TEIDs by place (Config.TEIDPlaces)
 	nextSEID uint64
 	nextTEID uint32
 	restored uint64 // Stats.Restored
+	repeated uint64 // Stats.Repeated
 	seq      uint64 // NodeRecord.Seq
 	step     stepLog
 	held     []queuedReport // reports of detached associations, for Attach
@@ -192,6 +199,7 @@ func New(cfg Config, dp DataPath, logger *slog.Logger) *UPFC {
 		features: features,
 		assocs:   make(map[string]*association),
 		sessions: make(map[uint64]*session),
+		byCP:     make(map[cpKey]uint64),
 		teids:    make(map[uint32]uint64),
 		places:   make(map[uint32]int),
 		nextSEID: seid,
@@ -302,6 +310,9 @@ func (c *UPFC) deleteSessionsOf(key string) int {
 // dropSession forgets s and withdraws it from the data path. c.mu held.
 func (c *UPFC) dropSession(seid uint64, s *session) {
 	delete(c.sessions, seid)
+	if k := s.cpKey(); c.byCP[k] == seid {
+		delete(c.byCP, k)
+	}
 	c.step.gone = append(c.step.gone, removed{seid: seid, seq: s.seq})
 	for teid := range s.teidSet() {
 		if c.teids[teid] == seid {
@@ -342,7 +353,7 @@ func (c *UPFC) place(teid uint32) uint32 {
 // Stats returns current counts.
 func (c *UPFC) Stats() Stats {
 	c.mu.Lock()
-	st := Stats{Associations: len(c.assocs), Sessions: len(c.sessions), TEIDs: len(c.teids), Restored: c.restored}
+	st := Stats{Associations: len(c.assocs), Sessions: len(c.sessions), TEIDs: len(c.teids), Restored: c.restored, Repeated: c.repeated}
 	for _, s := range c.sessions {
 		st.PDRs += len(s.pdrs)
 		st.FARs += len(s.fars)

@@ -1595,3 +1595,39 @@ func TestNetworkInstanceFromUEAddress(t *testing.T) {
 		t.Errorf("stats %+v, want the two sessions that chose", st)
 	}
 }
+
+// TestRepeatedEstablishment: a CP function that asks again for a session
+// it has at the UPF (same association, same CP F-SEID: an SMF that took
+// over from one that died before it recorded the answer, issue 36) gets
+// that session, its F-SEID and chosen F-TEID, and no second session;
+// once deleted, the CP F-SEID names a new session again; another CP
+// F-SEID is another session.
+func TestRepeatedEstablishment(t *testing.T) {
+	c, dp, _ := newUPFC(t)
+	ctx := context.Background()
+	first := establish(t, c, establishment(7))
+	again := establish(t, c, establishment(7))
+	if *again.UPFSEID != *first.UPFSEID || !reflect.DeepEqual(again.CreatedPDRs, first.CreatedPDRs) || len(first.CreatedPDRs) != 1 {
+		t.Errorf("repeated establishment answered %+v %+v, the first %+v %+v", again.UPFSEID, again.CreatedPDRs, first.UPFSEID, first.CreatedPDRs)
+	}
+	if st := c.Stats(); st.Sessions != 1 || st.TEIDs != 1 || st.Repeated != 1 {
+		t.Errorf("after a repeated establishment: %+v", st)
+	}
+	if _, _, live := dp.counts(); live != 1 {
+		t.Errorf("%d sessions in the data path, want 1", live)
+	}
+	other := establish(t, c, establishment(8))
+	if other.UPFSEID.SEID == first.UPFSEID.SEID {
+		t.Error("another CP F-SEID got the same session")
+	}
+	if del := c.HandleSessionDeletion(ctx, first.UPFSEID.SEID); del.Cause != pfcp.CauseRequestAccepted {
+		t.Fatalf("deletion: %v", del.Cause)
+	}
+	fresh := establish(t, c, establishment(7))
+	if fresh.UPFSEID.SEID == first.UPFSEID.SEID {
+		t.Error("the deleted session answered a new establishment")
+	}
+	if st := c.Stats(); st.Sessions != 2 || st.TEIDs != 2 {
+		t.Errorf("after deletion and a new establishment: %+v", st)
+	}
+}
