@@ -141,6 +141,14 @@ type smContext struct {
 	// (restoration.go).
 	upLife *n4Life
 	n4Lost bool
+	// asked is the life of upf in which a PFCP Session Establishment
+	// Request for the session left and no answer was recorded: with a
+	// Recorder, set and recorded before the request leaves (intent
+	// before the request), cleared once its outcome is. Only an SMF
+	// restored from such a record finds it set when the establishment
+	// runs: the UPF may hold the session, so it is asked again there
+	// (completeEstablishment).
+	asked *n4Life
 	// n4Deletion is the session's PFCP deletion once sent (n4.go).
 	n4Deletion *n4Deletion
 	// ulMoved: a restoration gave the session another uplink F-TEID
@@ -265,6 +273,18 @@ func (s *SMF) endStep(u *ueState) {
 		u.held[i] = nil
 	}
 	u.held = u.held[:0]
+}
+
+// recordIntent records u's state in the middle of a step, before a
+// request that the step awaits leaves (the step's record comes after the
+// answer): a restored SMF then knows the request may have reached its
+// peer. A version of its own. Runs on u's executor.
+func (s *SMF) recordIntent(u *ueState) {
+	if s.recorder == nil || u.dead {
+		return
+	}
+	u.seq++
+	s.recorder.RecordedUE(u.record())
 }
 
 // toAMF queues f, a message to the AMF that a step of u makes, on u's

@@ -252,14 +252,28 @@ func (s *SMF) completeEstablishment(c *smContext) {
 		s.failEstablishment(c, fmt.Errorf("%w (%v after the request)", errNoUPF, s.cfg.timers.UPFWait))
 		return
 	}
-	if c.upf == nil || !c.upf.serving() {
-		if c.upf = selectUPF(c.dnn, c.avoid); c.upf == nil {
-			s.holdEstablishment(c, fmt.Errorf("no UPF serving %s is up", c.dnn.name))
-			return
-		}
+	if c.asked != nil && c.asked.ended() {
+		c.asked = nil // the UPF lost what it was asked for with its life
 	}
+	u := s.upfFor(c)
+	if u == nil {
+		why := fmt.Errorf("no UPF serving %s is up", c.dnn.name)
+		if c.asked != nil {
+			why = fmt.Errorf("UPF %s, which may hold the session, is not up", c.upf.name)
+		}
+		s.holdEstablishment(c, why)
+		return
+	}
+	c.upf = u
 	upf, epoch := c.upf, c.upf.epoch.Load()
+	// Intent before the request (issue 36): the record says which UPF,
+	// in which life, may hold the session before the request leaves; a
+	// restored SMF asks it again (the UPF answers a repeated CP F-SEID
+	// with the session it has) and leaves no orphan there.
+	c.asked = upf.life.Load()
+	s.recordIntent(c.ue)
 	err := s.establishN4(c)
+	c.asked = nil
 	if err != nil && waitsForUPF(err) {
 		// Passed over until it has associated again (wait.go).
 		c.upf = nil

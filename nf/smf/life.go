@@ -37,6 +37,14 @@ func newLife(parent context.Context, gen uint64) *n4Life {
 
 func (l *n4Life) ended() bool { return l.ctx.Err() != nil }
 
+// number is l's number, 0 for no life (nil).
+func (l *n4Life) number() uint64 {
+	if l == nil {
+		return 0
+	}
+	return l.gen
+}
+
 // errLifeEnded is an N4 request not sent, or given up, because the UPF
 // lost the state it was for.
 var errLifeEnded = errors.New("the UPF lost its PFCP association since")

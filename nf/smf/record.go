@@ -231,6 +231,12 @@ type SessionRecord struct {
 	// N4Lost: the PFCP session went with its UPF's life and a restoration
 	// found the UPF gone again.
 	N4Lost bool
+	// Asked is the life of the UPF to which a PFCP Session Establishment
+	// Request for the session went whose answer is not recorded (0:
+	// none): the UPF may hold the session. Recorded before the request
+	// leaves (intent before the request, issue 36); a restored SMF asks
+	// that UPF again, in that life, and gets the session if it has it.
+	Asked uint64
 	// Deletion is the session's PFCP deletion once sent.
 	Deletion *DeletedSession
 	// ULMoved: a restoration gave another uplink F-TEID that the 5G-AN is
@@ -378,7 +384,8 @@ func (c *smContext) record() SessionRecord {
 		UPSEID: c.upSEID, ULTunnel: c.ulTunnel, DLTunnel: c.dlTunnel, N4Lost: c.n4Lost,
 		ULMoved: c.ulMoved, ULMoving: c.ulMoving,
 
-		Held: c.held, HoldUntil: utc(c.holdTimer.Deadline()), HoldWhy: c.holdWhy, Waited: c.waited,
+		Asked: c.asked.number(),
+		Held:  c.held, HoldUntil: utc(c.holdTimer.Deadline()), HoldWhy: c.holdWhy, Waited: c.waited,
 
 		DL: uint8(c.dl), PagingBackoffUntil: utc(c.backoff.Deadline()),
 
@@ -711,6 +718,14 @@ func (s *SMF) checkCheckpoint(cp *Checkpoint) error {
 					return err
 				}
 			}
+			if r.Asked != 0 {
+				if smState(r.State) != stEstablishing || r.UPSEID != 0 {
+					return fmt.Errorf("%s: an establishment asked for in state %s, UP F-SEID %d", at, smState(r.State), r.UPSEID)
+				}
+				if err := life(r.UPF, r.Asked, at+": establishment asked for"); err != nil {
+					return err
+				}
+			}
 			if d := r.Deletion; d != nil {
 				if err := life(r.UPF, d.Life, at+": deletion"); err != nil {
 					return err
@@ -851,6 +866,9 @@ func (s *SMF) restoreContext(u *ueState, r SessionRecord, lifeOf func(*upfNode, 
 	}
 	if r.UPFLife != 0 {
 		c.upLife = lifeOf(c.upf, r.UPFLife)
+	}
+	if r.Asked != 0 {
+		c.asked = lifeOf(c.upf, r.Asked)
 	}
 	if dr := r.Deletion; dr != nil {
 		l := lifeOf(c.upf, dr.Life)

@@ -62,6 +62,7 @@ var stateFields = map[reflect.Type]map[string]recorded{
 		"dlTunnel":     to("SessionRecord.DLTunnel"),
 		"upLife":       to("SessionRecord.UPFLife"),
 		"n4Lost":       to("SessionRecord.N4Lost"),
+		"asked":        to("SessionRecord.Asked"),
 		"n4Deletion":   to("SessionRecord.Deletion"),
 		"ulMoved":      to("SessionRecord.ULMoved"),
 		"ulMoving":     to("SessionRecord.ULMoving"),
@@ -497,7 +498,10 @@ func TestRecordsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if z := zeroEverywhere(sessionsOf(cp)); len(z) != 0 {
+	// Asked is set between two steps only in a restored SMF whose UPF is
+	// not up yet (otherwise inside a step, recordIntent):
+	// TestTakeoverAsksTheSameUPF round-trips and restores it.
+	if z := slices.DeleteFunc(zeroEverywhere(sessionsOf(cp)), func(f string) bool { return f == "Asked" }); len(z) != 0 {
 		t.Errorf("session record fields zero in every session, so not covered: %v", z)
 	}
 	if z := zeroEverywhere(cp.UPFs); len(z) != 0 {

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/tern5g/tern/nas"
 	"github.com/tern5g/tern/nf/pcf"
 	"github.com/tern5g/tern/pfcp"
 	"github.com/tern5g/tern/sbi"
@@ -122,5 +123,56 @@ func TestTakeoverContinuesAllocators(t *testing.T) {
 	// Exactly where the dead SMF would have gone on.
 	if want := netip.MustParseAddr("10.60.0.5"); ref != "4" || r.CPSEID != 4 || r.UEIP != want {
 		t.Errorf("after the takeover: ref %s, CP F-SEID %d, UE IP %v; want 4, 4, %v", ref, r.CPSEID, r.UEIP, want)
+	}
+}
+
+// TestTakeoverAsksTheSameUPF: intent before the request. While a PFCP
+// Session Establishment Request is out, the store already says which UPF,
+// in which life, was asked (SessionRecord.Asked); an SMF restored from
+// that store (the first died awaiting the answer) asks the same UPF again
+// with the same CP F-SEID, which answers with the session it has, and the
+// UE gets its Accept.
+func TestTakeoverAsksTheSameUPF(t *testing.T) {
+	h := &harness{amf: newFakeAMF(t), sdm: &fakeSDM{}, upf: newFakeUPF()}
+	p, err := pcf.New(pcf.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.pcf = p
+	d := newDeltas()
+	recordedSMF(t, h, d)
+	h.upf.mu.Lock()
+	h.upf.holdEstablishments, h.upf.gate = true, make(chan struct{})
+	h.upf.mu.Unlock()
+
+	created, err := h.smf.CreateSMContext(context.Background(),
+		createReq(testSUPI, 1, "internet", sliceA, estRequest(t, 1, nas.PDUSessionTypeIPv4, 0, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.amf.setRef(testSUPI, 1, created.Ref)
+	waitFor(t, "the establishment request at the UPF", func() bool { return h.upf.holds() == 1 })
+	cp := d.stored(h.smf)
+	if len(cp.UEs) != 1 || len(cp.UEs[0].Sessions) != 1 {
+		t.Fatalf("stored %+v", cp.UEs)
+	}
+	r := cp.UEs[0].Sessions[0]
+	if r.Asked != 1 || r.UPF != "upf1" || r.UPSEID != 0 {
+		t.Fatalf("stored while the request is out: asked life %d of %q, UP F-SEID %d; want life 1 of upf1, none", r.Asked, r.UPF, r.UPSEID)
+	}
+	h.upf.mu.Lock()
+	h.upf.holdEstablishments = false
+	h.upf.mu.Unlock()
+	takeOver(t, h, cp, newDeltas())
+
+	tr := h.amf.next(t)
+	if _, ok := tr.n1.(*nas.PDUSessionEstablishmentAccept); !ok {
+		t.Fatalf("after the takeover the AMF got %T, want the Accept", tr.n1)
+	}
+	if n := h.upf.establishmentsOf(r.CPSEID); n != 1 {
+		t.Errorf("%d establishments for CP F-SEID %d after the takeover, want 1", n, r.CPSEID)
+	}
+	if got := h.session(t, testSUPI, 1); got.UPSEID == 0 || got.Asked != 0 || got.State != uint8(stWaitN2Setup) {
+		t.Errorf("restored session after its establishment: %+v", got)
 	}
 }

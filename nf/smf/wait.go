@@ -118,6 +118,24 @@ func waitsForUPF(err error) bool {
 	return errors.Is(err, errNoAnswer) || errors.Is(err, errLifeEnded)
 }
 
+// upfFor is the UPF c's establishment may go to now, nil for none: the
+// one an unanswered request of a dead instance may have reached, in that
+// life, when c.asked says so (only that one may answer with the session
+// it holds, and no other may get a second); else the least loaded one up
+// that c does not avoid (selectUPF).
+func (s *SMF) upfFor(c *smContext) *upfNode {
+	if c.asked != nil && !c.asked.ended() {
+		if c.upf.serving() {
+			return c.upf
+		}
+		return nil
+	}
+	if c.upf != nil && c.upf.serving() {
+		return c.upf
+	}
+	return selectUPF(c.dnn, c.avoid)
+}
+
 // waitLeft is what is left of c's wait for a UPF (Timers.UPFWait from its
 // request).
 func (s *SMF) waitLeft(c *smContext) time.Duration {
@@ -134,7 +152,7 @@ func (s *SMF) holdEstablishment(c *smContext, why error) {
 		return
 	}
 	c.waited = true
-	if selectUPF(c.dnn, c.avoid) != nil {
+	if s.upfFor(c) != nil {
 		s.post(c.ue, func() { s.completeEstablishment(c) })
 		return
 	}
@@ -152,7 +170,7 @@ func (s *SMF) holdEstablishment(c *smContext, why error) {
 	c.holdTimer.Start(&c.ue.exec, left, func() { s.waitEnded(c) })
 	// A UPF that came up between the failure and now woke the list
 	// without c.
-	if selectUPF(c.dnn, c.avoid) != nil && s.waiting.take(c) {
+	if s.upfFor(c) != nil && s.waiting.take(c) {
 		s.post(c.ue, func() { s.retryEstablishment(c) })
 	}
 }
