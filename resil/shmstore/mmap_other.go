@@ -14,3 +14,5 @@ var errUnsupported = errors.New("shmstore: the writer needs Linux")
 func mapFile(*os.File, int) ([]byte, error) { return nil, errUnsupported }
 
 func unmap([]byte) error { return nil }
+
+func reserve(*os.File, int64) error { return errUnsupported }

@@ -114,6 +114,12 @@ func create(f *os.File, path string, half, total uint64, opts Options) (*Writer,
 	if err := f.Truncate(int64(total)); err != nil {
 		return nil, fmt.Errorf("shmstore: create %s: size %d: %w", path, total, err)
 	}
+	// A truncated file is sparse: on a tmpfs without room for it a later
+	// store into the mapping would be a SIGBUS, not an error. Taking the
+	// pages now makes "no room" Create's error.
+	if err := reserve(f, int64(total)); err != nil {
+		return nil, fmt.Errorf("shmstore: create %s: reserving %d bytes: %w", path, total, err)
+	}
 	mem, err := mapFile(f, int(total))
 	if err != nil {
 		return nil, fmt.Errorf("shmstore: create %s: %w", path, err)
