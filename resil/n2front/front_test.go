@@ -2,6 +2,7 @@ package n2front
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -640,7 +641,11 @@ func TestPauseAndDrain(t *testing.T) {
 	first := uplinkNAS(t, 0)
 	r.send(first)
 	m := a.expect(first)
-	a.link.Pause()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.link.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
 	later := uplinkNAS(t, 1)
 	r.send(later)
 	eventually(t, "the message after the pause logged", func() bool { return r.front.Stats().Logged == 2 })
@@ -737,4 +742,42 @@ func TestOpenedMarker(t *testing.T) {
 	}
 	go l.Accept()
 	eventually(t, "B's Opened closed", func() bool { return opened(l) })
+}
+
+// TestPauseWaitsForReaders: Pause returns only once the reader of every
+// association is back in Recv, done with the message it took.
+func TestPauseWaitsForReaders(t *testing.T) {
+	l := &Link{conns: make(map[uint32]*Conn), done: make(chan struct{})}
+	c := &Conn{link: l, id: 1, sig: make(chan struct{}, 1)}
+	l.conns[1] = c
+	c.push(sctp.Message{Data: []byte{1}, Stamp: 1})
+	c.push(sctp.Message{Data: []byte{2}, Stamp: 2})
+	if _, err := c.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := l.Pause(short); err == nil {
+		t.Fatal("Pause returned while the reader was busy with a message")
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := c.Recv() // back: done with message 1; message 2 is not delivered
+		got <- err
+	}()
+	ctx, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	if err := l.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		t.Fatalf("Recv after Pause returned (%v)", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(l.done)
+	c.end(ErrLinkDown)
+	if err := <-got; !errors.Is(err, ErrLinkDown) {
+		t.Fatalf("Recv at the link's end: %v", err)
+	}
 }

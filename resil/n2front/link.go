@@ -1,6 +1,7 @@
 package n2front
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -174,19 +175,40 @@ func (l *Link) Opened() <-chan struct{} { return l.opened }
 // Pause stops delivering the front's messages to the unit: from now on
 // every Conn's Recv blocks until the link ends or the Conn is closed, and
 // what arrives stays unacknowledged, for the front to replay to the next
-// unit. Sends and acknowledgements go on. A unit that drains (a planned
-// handover to its standby) pauses, lets its steps in flight finish, then
-// closes the link. Pause is for good: nothing resumes delivery.
-func (l *Link) Pause() {
+// unit. Sends and acknowledgements go on. Pause returns once every Conn's
+// reader has come back to Recv (it is done with the last message it got:
+// whatever that message made the unit do is queued there by then), or with
+// ctx's error. A unit that drains (a planned handover to its standby)
+// pauses, lets its steps in flight finish, then closes the link. Pause is
+// for good: nothing resumes delivery.
+func (l *Link) Pause(ctx context.Context) error {
 	l.paused.Store(true)
-	l.mu.Lock()
-	conns := make([]*Conn, 0, len(l.conns))
-	for _, c := range l.conns {
-		conns = append(conns, c)
-	}
-	l.mu.Unlock()
-	for _, c := range conns {
-		signal(c.sig) // a Recv waiting for a message now waits for the end
+	for {
+		l.mu.Lock()
+		conns := make([]*Conn, 0, len(l.conns))
+		for _, c := range l.conns {
+			conns = append(conns, c)
+		}
+		l.mu.Unlock()
+		busy := 0
+		for _, c := range conns {
+			signal(c.sig) // a Recv waiting for a message now waits for the end
+			c.mu.Lock()
+			if c.handling && !c.closed && c.endErr == nil {
+				busy++
+			}
+			c.mu.Unlock()
+		}
+		if busy == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("n2front: pause: %d associations' readers still busy: %w", busy, ctx.Err())
+		case <-l.done:
+			return nil
+		case <-time.After(time.Millisecond):
+		}
 	}
 }
 
@@ -349,6 +371,9 @@ type Conn struct {
 	qh     int
 	closed bool  // by Close
 	endErr error // the association or the link ended
+	// handling: Recv returned a message and was not called again since
+	// (the reader is handling it); Pause waits for it to come back.
+	handling bool
 	sig    chan struct{}
 }
 
@@ -387,6 +412,9 @@ func (c *Conn) end(err error) {
 // ended the association it returns io.EOF; after Close, net.ErrClosed;
 // after the link ended, ErrLinkDown.
 func (c *Conn) Recv() (sctp.Message, error) {
+	c.mu.Lock()
+	c.handling = false
+	c.mu.Unlock()
 	for {
 		c.mu.Lock()
 		if c.closed {
@@ -413,6 +441,7 @@ func (c *Conn) Recv() (sctp.Message, error) {
 			} else {
 				signal(c.sig) // for a concurrent Recv
 			}
+			c.handling = true
 			c.mu.Unlock()
 			return m, nil
 		}
