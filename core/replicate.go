@@ -150,12 +150,16 @@ func (s *UnitState) Add(kind uint8, key, rec []byte) error {
 
 // recorder takes the unit's records to a RecordStore.
 type recorder struct {
-	store  RecordStore
-	failed atomic.Uint64 // records the store refused
-	onFail func(error)
+	store   RecordStore
+	failed  atomic.Uint64 // records the store refused
+	onFail  func(error)
+	stopped atomic.Bool // StopRecording: nothing more goes to the store
 }
 
 func (r *recorder) put(kind uint8, key []byte, v any) {
+	if r.stopped.Load() {
+		return
+	}
 	b, err := wire.Append(nil, v)
 	if err == nil {
 		err = r.store.Put(kind, key, b)
@@ -166,6 +170,9 @@ func (r *recorder) put(kind uint8, key []byte, v any) {
 }
 
 func (r *recorder) del(kind uint8, key []byte) {
+	if r.stopped.Load() {
+		return
+	}
 	if err := r.store.Delete(kind, key); err != nil {
 		r.fail(err)
 	}
@@ -277,8 +284,18 @@ func (c *Core) Takeover(ctx context.Context, st *UnitState) error {
 	if c.rec == nil {
 		return errors.New("core: takeover by an unrecorded unit")
 	}
-	// The AMF's and SMF's restored steps may call them at once (a timer
-	// past its deadline fires on restore).
+	// The records go into this unit's store first: the restored NFs'
+	// first steps (a timer past its deadline fires on restore) put
+	// their deltas over them, never the other way round.
+	for _, r := range st.Raw {
+		if r.Kind == KindUnit {
+			continue // putUnit writes this unit's below
+		}
+		if err := c.unit.Records.Put(r.Kind, r.Key, r.Rec); err != nil {
+			return fmt.Errorf("core: takeover: copying the records: %w", err)
+		}
+	}
+	// The AMF's and SMF's restored steps may call them at once.
 	if err := c.UDM.Restore(st.UDM); err != nil {
 		return fmt.Errorf("core: takeover: %w", err)
 	}
@@ -295,19 +312,41 @@ func (c *Core) Takeover(ctx context.Context, st *UnitState) error {
 	if err := c.AMF.Restore(st.AMF); err != nil {
 		return fmt.Errorf("core: takeover: %w", err)
 	}
-	for _, r := range st.Raw {
-		if r.Kind == KindUnit {
-			continue // putUnit writes this unit's below
-		}
-		if err := c.unit.Records.Put(r.Kind, r.Key, r.Rec); err != nil {
-			return fmt.Errorf("core: takeover: copying the records: %w", err)
-		}
-	}
 	c.putUnit()
 	if err := c.wireN4(); err != nil {
 		return fmt.Errorf("core: takeover: %w", err)
 	}
 	return c.start(ctx)
+}
+
+// StopRecording ends the unit's recording for good: nothing it does from
+// now on reaches its record store, which is its successor's. A unit that
+// lost its front end, or that drained (Quiesce), stops recording before it
+// closes, so that its own teardown (connections lost, sessions released
+// by Close) is not what its successor restores.
+func (c *Core) StopRecording() {
+	if c.rec != nil {
+		c.rec.stopped.Store(true)
+	}
+}
+
+// Quiesce returns once every step the AMF and the SMF had queued when it
+// was called has run (their records committed and their messages sent),
+// or when ctx ends. A unit that drains calls it after its input stopped.
+// A step of one NF may queue work on the other (the SMF's messages to the
+// AMF), so both are passed twice.
+func (c *Core) Quiesce(ctx context.Context) error {
+	for range 2 {
+		// Taking the records runs a function on every UE's executor
+		// after what is queued there: a barrier.
+		if _, err := c.AMF.Records(ctx); err != nil {
+			return fmt.Errorf("core: quiesce: %w", err)
+		}
+		if _, err := c.SMF.Records(ctx); err != nil {
+			return fmt.Errorf("core: quiesce: %w", err)
+		}
+	}
+	return nil
 }
 
 // ServeN2 serves a gNB association that the N2 front end opened to this
