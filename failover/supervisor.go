@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/tern5g/tern/config"
@@ -57,13 +58,17 @@ type Supervisor struct {
 	front  *n2front.Front
 	n2Addr string
 
+	lock *os.File // flock on dir/lock: one supervisor per directory
+
 	mu        sync.Mutex
 	epoch     uint64
 	active    *unitProc
 	standby   *unitProc
+	source    string // the store of the last unit that said it serves
 	takeovers []Takeover
 	events    chan unitEvent
 	done      chan struct{}
+	watching  bool
 	closing   bool
 }
 
@@ -110,6 +115,11 @@ func Supervise(ctx context.Context, cfg config.Config, hooks Hooks, log *slog.Lo
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("failover: %w", err)
 	}
+	lock, err := lockDir(s.dir)
+	if err != nil {
+		return nil, err
+	}
+	s.lock = lock
 	unitCfg, upfCfg, err := splitConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -151,13 +161,36 @@ func Supervise(ctx context.Context, cfg config.Config, hooks Hooks, log *slog.Lo
 	if err != nil {
 		return nil, err
 	}
-	s.active = active
-	if s.standby, err = s.startUnit(ctx, Standby, active); err != nil {
+	s.mu.Lock()
+	s.active, s.source = active, active.records
+	s.mu.Unlock()
+	standby, err := s.startUnit(ctx, Standby, active)
+	if err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	s.standby, s.watching = standby, true
+	s.mu.Unlock()
 	go s.watch()
 	ok = true
 	return s, nil
+}
+
+// lockDir takes dir for this supervisor: a second tern up with the same
+// configuration is refused before it touches anything there.
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("failover: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("failover: another tern up runs with %s (resiliency.dir)", dir)
+		}
+		return nil, fmt.Errorf("failover: lock %s: %w", dir, err)
+	}
+	return f, nil
 }
 
 // splitConfig gives the units' configuration (no UPF of their own, N4 to
@@ -196,12 +229,14 @@ func splitConfig(cfg config.Config) (config.Config, upf.Config, error) {
 	return unit, u, nil
 }
 
-// startUnit starts a unit process and waits for its first state line.
-// A standby is started behind the unit it will replace.
+// startUnit starts a unit process and waits for its first state line. A
+// standby takes over from the store s.source, watching behind (nil, or
+// dead: it takes over at once).
 func (s *Supervisor) startUnit(ctx context.Context, role Role, behind *unitProc) (*unitProc, error) {
 	s.mu.Lock()
 	s.epoch++
 	epoch := s.epoch
+	source := s.source
 	s.mu.Unlock()
 	size := s.cfg.Resiliency.RecordStoreMiB
 	if size == 0 {
@@ -209,9 +244,9 @@ func (s *Supervisor) startUnit(ctx context.Context, role Role, behind *unitProc)
 	}
 	u := &unitProc{epoch: epoch, records: filepath.Join(s.dir, fmt.Sprintf("unit-%d.rec", epoch)), exited: make(chan struct{})}
 	uc := UnitConfig{Role: role, Epoch: epoch, Records: u.records, RecordStoreSize: size << 20, Front: filepath.Join(s.dir, "n2.sock")}
-	if behind != nil {
-		uc.TakeoverFrom = behind.records
-		if !isExited(behind) {
+	if role == Standby {
+		uc.TakeoverFrom = source
+		if behind != nil && !isExited(behind) {
 			uc.Watch = behind.pid()
 		}
 	}
@@ -220,6 +255,13 @@ func (s *Supervisor) startUnit(ctx context.Context, role Role, behind *unitProc)
 	if err != nil {
 		return nil, err
 	}
+	// A unit does not outlive its supervisor (it would serve nobody: the
+	// front end and the UPF are here). It also leaves by itself when its
+	// link to the front end ends; this covers a standby, which has none.
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -250,6 +292,7 @@ func (s *Supervisor) startUnit(ctx context.Context, role Role, behind *unitProc)
 	select {
 	case st := <-first:
 		if st != string(role) {
+			u.kill()
 			return nil, fmt.Errorf("failover: unit %d says %s, want %s", epoch, st, role)
 		}
 		return u, nil
@@ -271,25 +314,34 @@ func (u *unitProc) kill() {
 	<-u.exited
 }
 
-// watch follows the units: when the active one dies its standby takes
-// over, and a new standby is started behind it; a standby that dies is
-// replaced; when both are gone a new unit takes over from the last
-// active unit's records, which outlive it.
+// Restart backoff of the supervisor's unit starts.
+const (
+	minRestartBackoff = 100 * time.Millisecond
+	maxRestartBackoff = 5 * time.Second
+)
+
+// watch follows the units until Close: when the active one dies its
+// standby takes over, and a new standby is started behind it; a standby
+// that dies is replaced; when both are gone a new unit takes over at once
+// from the store of the last unit that served (s.source), which outlives
+// both (tmpfs). A store is removed only once a unit that copied it said it
+// serves. Starts that fail are retried with backoff.
 func (s *Supervisor) watch() {
 	defer close(s.done)
+	backoff := minRestartBackoff
 	for ev := range s.events {
 		s.mu.Lock()
 		closing := s.closing
 		active, standby := s.active, s.standby
 		s.mu.Unlock()
 		if closing {
-			if ev.state == "exited" && (active == nil || isExited(active)) && (standby == nil || isExited(standby)) {
+			if (active == nil || isExited(active)) && (standby == nil || isExited(standby)) {
 				return
 			}
 			continue
 		}
 		switch {
-		case ev.u == standby && ev.state == string(Active):
+		case ev.u != nil && ev.u == standby && ev.state == string(Active):
 			if ev.took != nil && active != nil {
 				select {
 				case <-active.exited:
@@ -302,30 +354,37 @@ func (s *Supervisor) watch() {
 					"restore", ev.took.Restore, "ues", ev.took.UEs, "refused", ev.took.Refused)
 			}
 			s.mu.Lock()
-			s.active, s.standby = standby, nil
+			old := s.source
+			s.active, s.standby, s.source = standby, nil, standby.records
 			if ev.took != nil {
 				s.takeovers = append(s.takeovers, *ev.took)
 			}
 			s.mu.Unlock()
+			if old != standby.records {
+				os.Remove(old) // the new active unit holds a copy of it
+			}
 			if ev.took != nil && s.hooks.OnTakeover != nil {
 				s.hooks.OnTakeover(*ev.took)
 			}
-			s.replaceStandby()
-		case ev.state == "exited" && ev.u == active:
+		case ev.u != nil && ev.state == "exited" && ev.u == active:
 			s.log.Warn("the active unit exited", "epoch", active.epoch, "pid", active.pid())
-			if standby == nil {
-				// Both gone: a new unit takes over from the records.
-				s.replaceStandby()
-			}
-		case ev.state == "exited" && ev.u == standby:
+		case ev.u != nil && ev.state == "exited" && ev.u == standby:
 			s.log.Warn("the standby unit exited", "epoch", standby.epoch)
 			s.mu.Lock()
 			s.standby = nil
 			s.mu.Unlock()
-			if !isExited(active) {
-				s.replaceStandby()
-			}
+			os.Remove(standby.records) // it never served: its store is no source
+		case ev.u == nil: // a retry
+		default:
+			continue
 		}
+		if s.ensureStandby() {
+			backoff = minRestartBackoff
+			continue
+		}
+		wait := backoff
+		backoff = min(2*backoff, maxRestartBackoff)
+		time.AfterFunc(wait, func() { s.events <- unitEvent{state: "retry"} })
 	}
 }
 
@@ -338,20 +397,36 @@ func isExited(u *unitProc) bool {
 	}
 }
 
-// replaceStandby starts a standby behind the active unit (which takes
-// over at once when the active unit is gone too).
-func (s *Supervisor) replaceStandby() {
+// ensureStandby starts a standby unless one runs: behind the active unit,
+// or, with the active unit dead too, one that takes over at once. It
+// returns false when the start failed (the caller retries).
+func (s *Supervisor) ensureStandby() bool {
 	s.mu.Lock()
-	active := s.active
+	active, standby, closing := s.active, s.standby, s.closing
 	s.mu.Unlock()
+	if standby != nil || closing {
+		return true
+	}
 	u, err := s.startUnit(context.Background(), Standby, active)
 	if err != nil {
-		s.log.Error("no standby unit: the next failure of the active unit loses the UEs", "err", err)
-		return
+		s.log.Error("no standby unit: the next failure of the active unit loses the UEs until one starts", "err", err)
+		return false
 	}
 	s.mu.Lock()
+	if s.closing {
+		// Close came meanwhile and did not see this one.
+		s.mu.Unlock()
+		u.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-u.exited:
+		case <-time.After(10 * time.Second):
+			u.kill()
+		}
+		return true
+	}
 	s.standby = u
 	s.mu.Unlock()
+	return true
 }
 
 // ActivePID is the PID of the active unit.
@@ -359,6 +434,16 @@ func (s *Supervisor) ActivePID() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.active.pid()
+}
+
+// StandbyPID is the PID of the standby unit, 0 while there is none.
+func (s *Supervisor) StandbyPID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.standby == nil {
+		return 0
+	}
+	return s.standby.pid()
 }
 
 // Takeovers lists the takeovers so far.
@@ -371,11 +456,13 @@ func (s *Supervisor) Takeovers() []Takeover {
 // N2Addr is the address gNBs connect to.
 func (s *Supervisor) N2Addr() string { return s.n2Addr }
 
-// Close stops the units, the front end and the UPF.
+// Close stops the units (the active one drains), the front end and the
+// UPF, and removes what this supervisor made in its directory.
 func (s *Supervisor) Close() error {
 	s.mu.Lock()
 	s.closing = true
 	units := []*unitProc{s.active, s.standby}
+	watching := s.watching
 	s.mu.Unlock()
 	for _, u := range units {
 		if u != nil && u.cmd != nil {
@@ -388,10 +475,16 @@ func (s *Supervisor) Close() error {
 		}
 		select {
 		case <-u.exited:
-		case <-time.After(5 * time.Second):
+		case <-time.After(10 * time.Second):
 			u.kill()
 		}
-		os.Remove(u.records)
+	}
+	if watching {
+		select {
+		case s.events <- unitEvent{state: "retry"}: // wakes watch to see it is done
+		default:
+		}
+		<-s.done
 	}
 	var errs []error
 	if s.front != nil {
@@ -400,9 +493,21 @@ func (s *Supervisor) Close() error {
 	if s.UPF != nil {
 		errs = append(errs, s.UPF.Close())
 	}
-	if s.cfg.Resiliency.Dir == "" {
-		// The default directory is this supervisor's alone.
-		os.RemoveAll(s.dir)
+	if s.lock != nil {
+		// The directory is this supervisor's while it holds the lock.
+		for _, name := range []string{"unit.yaml", "n2.sock"} {
+			os.Remove(filepath.Join(s.dir, name))
+		}
+		if m, _ := filepath.Glob(filepath.Join(s.dir, "*unit-*.rec*")); len(m) > 0 {
+			for _, f := range m {
+				os.Remove(f)
+			}
+		}
+		s.lock.Close()
+		os.Remove(filepath.Join(s.dir, "lock"))
+		if s.cfg.Resiliency.Dir == "" {
+			os.Remove(s.dir) // the default directory, once empty
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -33,7 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
+	"net/http"
 	"time"
 
 	"github.com/tern5g/tern/config"
@@ -165,7 +165,8 @@ func RunUnit(ctx context.Context, uc UnitConfig, log *slog.Logger, ready func(st
 		}
 		awaitUPF(ctx, c, log)
 	}
-	op, err := core.StartOperator(uc.Config, c.OperatorHandler(), log)
+	drain := make(chan struct{}, 1)
+	op, err := core.StartOperator(uc.Config, operatorHandler(c, drain), log)
 	if err != nil {
 		log.Warn("running without the operator API", "err", err)
 	} else if op != nil {
@@ -173,13 +174,10 @@ func RunUnit(ctx context.Context, uc UnitConfig, log *slog.Logger, ready func(st
 	}
 	link, err := n2front.Dial(uc.Front, uc.Epoch)
 	if err != nil {
+		c.StopRecording()
 		return fmt.Errorf("failover: N2 front end: %w", err)
 	}
 	defer link.Close()
-	go func() {
-		<-ctx.Done()
-		link.Close()
-	}()
 	if addr := uc.Config.Metrics.Address; addr != "" {
 		// The active unit serves the core's metrics; a standby binds the
 		// address when it takes over (the dead unit's socket is gone).
@@ -198,10 +196,71 @@ func RunUnit(ctx context.Context, uc UnitConfig, log *slog.Logger, ready func(st
 	} else {
 		ready(string(Active), nil)
 	}
-	if err := serveN2(c, link, log); err != nil && ctx.Err() == nil {
-		return err
+	served := make(chan error, 1)
+	go func() { served <- serveN2(c, link, log) }()
+	select {
+	case <-ctx.Done():
+	case <-drain:
+	case err := <-served:
+		// The front end ended the link: it replaced this unit (a newer
+		// epoch) or went away. Whatever this unit does from now on (its
+		// connections lost, its teardown) must not reach the store that
+		// its successor restores from.
+		c.StopRecording()
+		if err == nil {
+			err = errors.New("the N2 front end ended the link")
+		}
+		return fmt.Errorf("failover: %w", err)
 	}
+	return drainUnit(c, link, log)
+}
+
+// drainTimeout bounds a drain's wait for the steps in flight.
+const drainTimeout = 5 * time.Second
+
+// drainUnit hands the unit's work over to its standby without a loss (a
+// planned removal: SIGTERM, or POST /unit/drain on the operator socket):
+// no message of the front end is taken any more (what comes stays
+// unacknowledged, for the successor), the steps in flight finish (their
+// records committed, their messages sent, their messages acknowledged),
+// and then the unit stops recording and leaves; its standby sees it go
+// and takes over from a store with nothing half done.
+func drainUnit(c *core.Core, link *n2front.Link, log *slog.Logger) error {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	// Nothing more is taken, and what the readers took is queued on the
+	// executors once Pause returns; the barrier then lets it all run.
+	err := link.Pause(ctx)
+	if err == nil {
+		err = c.Quiesce(ctx)
+	}
+	// The acknowledgements of what ran go out with the link's end. A step
+	// that still runs now (a timer) neither reaches the store nor the gNB:
+	// the link is closed before the recording stops.
+	link.Close()
+	c.StopRecording()
+	if err != nil {
+		log.Error("drained with steps still running: the standby replays their messages", "err", err)
+		return nil
+	}
+	log.Info("drained: the standby takes over", "took", time.Since(start))
 	return nil
+}
+
+// operatorHandler is the core's operator API with the unit's own
+// operation: POST /unit/drain drains this unit (tern drain).
+func operatorHandler(c *core.Core, drain chan<- struct{}) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", c.OperatorHandler())
+	mux.HandleFunc("POST /unit/drain", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case drain <- struct{}{}:
+		default: // draining already
+		}
+		w.WriteHeader(http.StatusAccepted)
+	})
+	return mux
 }
 
 // takeOver waits for the active unit's death and restores its state.
@@ -235,6 +294,12 @@ func takeOver(ctx context.Context, c *core.Core, uc UnitConfig, log *slog.Logger
 	if err := snap.Each(st.Add); err != nil {
 		return nil, fmt.Errorf("failover: the active unit's records: %w", err)
 	}
+	if n := snap.Stats.Corrupted; n > 0 {
+		// A bad entry ends the scan: what came after it is lost too.
+		log.Error("the record store is corrupted: the records after the bad entry are lost",
+			"skipped_bytes", snap.Stats.Skipped)
+		st.Refused += n
+	}
 	if st.Refused > 0 {
 		log.Error("records refused: their UEs are not restored and must register again", "refused", st.Refused)
 	}
@@ -242,8 +307,9 @@ func takeOver(ctx context.Context, c *core.Core, uc UnitConfig, log *slog.Logger
 		return nil, err
 	}
 	t.UEs, t.Sessions, t.Refused = len(st.AMF), len(st.SMF.UEs), st.Refused
-	// This unit holds a copy of every record now: the old store goes.
-	os.Remove(uc.TakeoverFrom)
+	// The old store stays until the supervisor has seen this unit active
+	// (it removes it then): should this unit die before, the next one
+	// takes over from it.
 	return t, nil
 }
 
