@@ -34,6 +34,7 @@ func commands() map[string]command {
 		"lab":   {summary: "build (up), serve or remove (down) the network-namespace test bed: ran | core | one DN per DNN", run: runLab},
 		"subscriber": {summary: "manage the subscriber store: add, list, show, delete, import", run: runSubscriber,
 			help: "usage: " + prog() + " subscriber add|list|show|delete|import [flags]\n\nRun '" + prog() + " subscriber COMMAND -h' for its flags."},
+		"drain":   {summary: "drain the active unit of a replicated core: its standby takes over with every UE", run: runDrain, help: drainUsage()},
 		"unit":    {summary: "run one unit of a replicated core (tern up starts them with resiliency.mode local)", run: runUnit},
 		"ue":      {summary: "show the UEs a running core serves: list, show SUPI (state, RAN leg, PDU sessions, UE IPs)", run: runUE, help: ueUsage()},
 		"config":  {summary: "print the effective configuration (defaults, or --config merged over them)", run: runConfig},

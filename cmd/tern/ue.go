@@ -55,11 +55,18 @@ type ueFlags struct {
 }
 
 func addUEFlags(fs *flag.FlagSet) ueFlags {
+	f := addSocketFlags(fs)
+	f.json = fs.Bool("json", false, "print the operator API's JSON")
+	return f
+}
+
+// addSocketFlags adds the flags that find a running core's operator
+// socket (tern ue, tern drain).
+func addSocketFlags(fs *flag.FlagSet) ueFlags {
 	return ueFlags{
 		config:  fs.String("config", "", "the YAML configuration the core runs with: its operator.socket, or its store, says where the socket is (default: embedded defaults)"),
 		store:   fs.String("store", "", "the store file the core runs with (its --store): the socket is that file with .sock added"),
 		socket:  fs.String("socket", "", "the operator socket itself, overriding --config and --store"),
-		json:    fs.Bool("json", false, "print the operator API's JSON"),
 		timeout: fs.Duration("timeout", 10*time.Second, "how long to wait for the core's answer"),
 	}
 }
@@ -81,7 +88,11 @@ func (f ueFlags) socketPath() (string, error) {
 
 // get asks the operator API for path and decodes its JSON answer into v.
 // A 404 is errNoUE (the core said it); other failures say what to do.
-func (f ueFlags) get(path string, v any) error {
+func (f ueFlags) get(path string, v any) error { return f.call("GET", path, v) }
+
+// call sends method path to the operator API and, with v not nil,
+// decodes its JSON answer into v.
+func (f ueFlags) call(method, path string, v any) error {
 	sock, err := f.socketPath()
 	if err != nil {
 		return err
@@ -95,20 +106,30 @@ func (f ueFlags) get(path string, v any) error {
 	}
 	defer client.CloseIdleConnections()
 	// The host is a placeholder: the transport dials the socket.
-	rsp, err := client.Get("http://tern" + path)
+	req, err := http.NewRequest(method, "http://tern"+path, nil)
+	if err != nil {
+		return err
+	}
+	rsp, err := client.Do(req)
 	if err != nil {
 		return unreachable(sock, err)
 	}
 	defer rsp.Body.Close()
-	if rsp.StatusCode != http.StatusOK {
+	if rsp.StatusCode/100 != 2 {
 		var p core.Problem
 		if err := json.NewDecoder(rsp.Body).Decode(&p); err != nil || p.Detail == "" {
 			p.Detail = rsp.Status
 		}
-		if rsp.StatusCode == http.StatusNotFound {
+		if rsp.StatusCode == http.StatusNotFound && method == "GET" {
 			return &noUEError{p.Detail}
 		}
+		if rsp.StatusCode == http.StatusNotFound || rsp.StatusCode == http.StatusMethodNotAllowed {
+			return fmt.Errorf("the core at %s does not serve %s %s (%s): is it a unit of tern up with resiliency.mode local?", sock, method, path, rsp.Status)
+		}
 		return fmt.Errorf("the core at %s answers %s: %s", sock, rsp.Status, p.Detail)
+	}
+	if v == nil {
+		return nil
 	}
 	if err := json.NewDecoder(rsp.Body).Decode(v); err != nil {
 		return fmt.Errorf("the core at %s: reading its answer: %w", sock, err)
