@@ -21,6 +21,7 @@ import (
 	"github.com/tern5g/tern/config"
 	"github.com/tern5g/tern/core"
 	"github.com/tern5g/tern/identity"
+	"github.com/tern5g/tern/metrics"
 	"github.com/tern5g/tern/resil/n2front"
 	"github.com/tern5g/tern/sctp"
 	"github.com/tern5g/tern/upf"
@@ -58,7 +59,8 @@ type Supervisor struct {
 	front  *n2front.Front
 	n2Addr string
 
-	lock *os.File // flock on dir/lock: one supervisor per directory
+	lock    *os.File // flock on dir/lock: one supervisor per directory
+	metrics *metrics.Server
 
 	mu        sync.Mutex
 	epoch     uint64
@@ -155,6 +157,14 @@ func Supervise(ctx context.Context, cfg config.Config, hooks Hooks, log *slog.Lo
 	}
 	if err := s.front.Serve(l); err != nil {
 		return nil, err
+	}
+	if addr := cfg.UPF.MetricsAddress; addr != "" {
+		// The UPF and the front end live here, not in a unit: their
+		// metrics are this process's (upf.metricsAddress, as for tern nf
+		// upf), the units serve the core's on metrics.address.
+		if s.metrics, err = metrics.ServeSupervisor(addr, s, s.UPF, log); err != nil {
+			return nil, err
+		}
 	}
 
 	active, err := s.startUnit(ctx, Active, nil)
@@ -446,6 +456,16 @@ func (s *Supervisor) StandbyPID() int {
 	return s.standby.pid()
 }
 
+// FrontStats are the N2 front end's counters (metrics.Supervisor).
+func (s *Supervisor) FrontStats() n2front.Stats { return s.front.Stats() }
+
+// TakeoverCount is how many takeovers there were (metrics.Supervisor).
+func (s *Supervisor) TakeoverCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.takeovers)
+}
+
 // Takeovers lists the takeovers so far.
 func (s *Supervisor) Takeovers() []Takeover {
 	s.mu.Lock()
@@ -487,6 +507,9 @@ func (s *Supervisor) Close() error {
 		<-s.done
 	}
 	var errs []error
+	if s.metrics != nil {
+		errs = append(errs, s.metrics.Close())
+	}
 	if s.front != nil {
 		errs = append(errs, s.front.Close())
 	}
