@@ -169,6 +169,16 @@ func (r *recorder) put(kind uint8, key []byte, v any) {
 	}
 }
 
+// putEncoded stores a record encoded already.
+func (r *recorder) putEncoded(kind uint8, key, rec []byte) {
+	if r.stopped.Load() {
+		return
+	}
+	if err := r.store.Put(kind, key, rec); err != nil {
+		r.fail(err)
+	}
+}
+
 func (r *recorder) del(kind uint8, key []byte) {
 	if r.stopped.Load() {
 		return
@@ -194,9 +204,7 @@ func (r *recorder) UERecord(rec *amf.UERecord, enc []byte) {
 		r.del(KindAMFUE, key[:])
 		return
 	}
-	if err := r.store.Put(KindAMFUE, key[:], enc); err != nil {
-		r.fail(err)
-	}
+	r.putEncoded(KindAMFUE, key[:], enc)
 }
 
 // RecordedUE is the SMF's Recorder for UEs: one without sessions left

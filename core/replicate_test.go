@@ -198,3 +198,27 @@ func TestUnrecordedUnit(t *testing.T) {
 		}
 	})
 }
+
+// TestStopRecording: after StopRecording nothing reaches the store, puts
+// or deletes, through any NF's recorder.
+func TestStopRecording(t *testing.T) {
+	m := &mapStore{m: map[string][]byte{}}
+	r := &recorder{store: m}
+	ueRec := &amf.UERecord{ID: 1, Seq: 1, SUPI: "imsi-001010000000001"}
+	ueEnc, err := wire.Append(nil, ueRec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.UERecord(ueRec, ueEnc)
+	r.RecordedUE(&smf.UERecord{SUPI: "imsi-001010000000001", Seq: 1, Sessions: []smf.SessionRecord{{ID: 1}}})
+	before := len(m.m)
+	(&Core{rec: r}).StopRecording()
+	r.UERecord(&amf.UERecord{ID: 2, Seq: 1}, ueEnc)
+	r.RecordedUE(&smf.UERecord{SUPI: "imsi-001010000000001", Seq: 2}) // would delete
+	r.RecordedContext(&ausf.ContextRecord{ID: "ab"})
+	r.RecordedPolicy(&pcf.PolicyRecord{ID: "3"})
+	udmRecorder{r}.RecordedUE(&udm.UERecord{SUPI: "imsi-001010000000002"})
+	if len(m.m) != before || before != 2 {
+		t.Fatalf("%d records after StopRecording, %d before: want the 2 before, untouched", len(m.m), before)
+	}
+}
