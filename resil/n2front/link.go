@@ -217,10 +217,23 @@ func (l *Link) Pause(ctx context.Context) error {
 func (l *Link) Close() error {
 	l.once.Do(func() { close(l.closing) })
 	<-l.ackDone
+	// Hang up our side first and let the front close: a Unix socket
+	// closed with frames unread (a paused unit's) resets the peer, which
+	// may then lose the frames it had not read yet, the last
+	// acknowledgements among them, and replay their messages.
+	l.conn.CloseWrite()
+	select {
+	case <-l.done:
+	case <-time.After(closeWait):
+	}
 	l.conn.Close()
 	l.wg.Wait()
 	return nil
 }
+
+// closeWait bounds Close's wait for the front to hang up after the unit
+// did.
+const closeWait = time.Second
 
 func signal(c chan struct{}) {
 	select {
