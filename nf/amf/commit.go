@@ -104,13 +104,14 @@ func (u *ue) sendN2(g *gnb, stream uint16, m ngap.Message) error {
 		return g.send(stream, m)
 	}
 	c := g.conn()
-	if c == nil {
+	if c == nil && !g.resumable.Load() {
 		return fmt.Errorf("send ngap procedure %d: %w", m.ProcedureCode(), errDetached)
 	}
 	b, err := ngap.Encode(m)
 	if err != nil {
 		return fmt.Errorf("encode ngap procedure %d: %w", m.ProcedureCode(), err)
 	}
+	// c nil: g is detached but may be resumed; the send keeps it for then.
 	u.held = append(u.held, heldN2{g: g, c: c, stream: stream, proc: m.ProcedureCode(), b: b})
 	return nil
 }

@@ -28,22 +28,86 @@ var (
 // until the step's record is committed.
 func (g *gnb) send(stream uint16, m ngap.Message) error {
 	c := g.conn()
-	if c == nil {
+	if c == nil && !g.resumable.Load() {
 		return fmt.Errorf("send ngap procedure %d: %w", m.ProcedureCode(), errDetached)
 	}
 	b, err := ngap.Encode(m)
 	if err != nil {
 		return fmt.Errorf("encode ngap procedure %d: %w", m.ProcedureCode(), err)
 	}
-	if err := g.sendEncoded(c, stream, b); err != nil {
+	if c == nil {
+		err = g.sendOrPend(stream, b)
+	} else {
+		err = g.sendEncoded(c, stream, b)
+	}
+	if err != nil {
 		return fmt.Errorf("send ngap procedure %d: %w", m.ProcedureCode(), err)
 	}
 	return nil
 }
 
+// maxPending bounds the messages a detached gNB keeps for its resume.
+const maxPending = 1024
+
+// pendingN2 is a message kept for a detached gNB until it is resumed.
+type pendingN2 struct {
+	stream uint16
+	b      []byte
+}
+
+// sendOrPend sends b on g's association; on a detached gNB that a front
+// end may still resume (restored, before ResumeConn or ResumeDone) it keeps
+// b, in order, for ResumeConn to send first. A restored step (an SMF
+// finishing a PDU session establishment it had in flight, a timer) may
+// produce a UE's message before its gNB is resumed; dropping it would cost
+// the UE a NAS timer (issue 36, local mode). Over maxPending, or once
+// ResumeDone gave the gNB up, it fails as on a detached gNB.
+func (g *gnb) sendOrPend(stream uint16, b []byte) error {
+	g.sendMu.Lock()
+	defer g.sendMu.Unlock()
+	if c := g.conn(); c != nil {
+		return c.Send(stream, ngap.PPID, b)
+	}
+	if !g.resumable.Load() || len(g.pending) >= maxPending {
+		return errDetached
+	}
+	g.pending = append(g.pending, pendingN2{stream, b})
+	return nil
+}
+
+// attach gives a detached gNB its association and sends what it kept
+// first: under sendMu, so a UE's next message waits for them.
+func (g *gnb) attach(c sctp.Conn) {
+	g.sendMu.Lock()
+	defer g.sendMu.Unlock()
+	g.assoc.Store(&c)
+	g.resumable.Store(false)
+	for i, p := range g.pending {
+		if err := c.Send(p.stream, ngap.PPID, p.b); err != nil {
+			g.log.Warn("message kept for the resume not sent", "err", err)
+		}
+		g.pending[i] = pendingN2{}
+	}
+	g.pending = nil
+}
+
+// giveUp drops what a detached gNB kept: it will not be resumed.
+func (g *gnb) giveUp() {
+	g.sendMu.Lock()
+	defer g.sendMu.Unlock()
+	g.resumable.Store(false)
+	if n := len(g.pending); n > 0 {
+		g.log.Warn("gNB not resumed: messages kept for it dropped", "messages", n)
+	}
+	g.pending = nil
+}
+
 // sendEncoded sends an encoded NGAP PDU on c, g's association; sends
 // from the UEs' executors are serialised here.
 func (g *gnb) sendEncoded(c sctp.Conn, stream uint16, b []byte) error {
+	if c == nil {
+		return g.sendOrPend(stream, b) // held while g was detached
+	}
 	g.sendMu.Lock()
 	err := c.Send(stream, ngap.PPID, b)
 	g.sendMu.Unlock()

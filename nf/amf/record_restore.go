@@ -280,6 +280,7 @@ func (a *AMF) detachedGNB(id ngap.GlobalGNBID) *gnb {
 	g := &gnb{amf: a, ues: make(map[int64]*ranUE), dead: true,
 		log: a.log.With("gnb", "detached", "gnb_id", id.GNBID)}
 	g.node.Store(&gnbNode{id: id})
+	g.resumable.Store(true)
 	if a.detached == nil {
 		a.detached = make(map[ngap.GlobalGNBID]*gnb)
 	}

@@ -70,7 +70,8 @@ func (a *AMF) ResumeConn(c sctp.Conn, ngSetupRequest []byte) error {
 		}
 	}
 	g.node.Store(&gnbNode{id: id, tais: served})
-	g.assoc.Store(&c)
+	// What restored steps sent to the gNB meanwhile goes first.
+	g.attach(c)
 	g.mu.Lock()
 	g.dead = false
 	g.mu.Unlock()
@@ -112,6 +113,7 @@ func (a *AMF) ResumeDone() {
 	a.mu.Unlock()
 	slices.SortFunc(gs, func(x, y *gnb) int { return cmp.Compare(x.node.Load().id.GNBID, y.node.Load().id.GNBID) })
 	for _, g := range gs {
+		g.giveUp()
 		g.releaseHeldTimers()
 		rs := a.connectionsOf(g)
 		if len(rs) > 0 {

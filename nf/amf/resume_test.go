@@ -108,3 +108,50 @@ func TestResumeConn(t *testing.T) {
 		return s.UEContexts == 1 && s.ConnectedUEs == 1
 	})
 }
+
+// TestResumeSendsWhatWasKept: a restored step that sends to a UE while its
+// gNB is detached (here a deregistration from the network; in a takeover,
+// an SMF finishing an establishment it had in flight) does not lose the
+// message: the gNB gets it first when it is resumed, with the UE's NGAP
+// IDs. A gNB that ResumeDone gives up drops what was kept.
+func TestResumeSendsWhatWasKept(t *testing.T) {
+	hn, smf := newFakeHN(), newFakeSMF()
+	a1 := newRecordAMF(t, hn, smf)
+	a1.SetRecordSink(newRecordingSink(t))
+	gA := setupGNBAs(t, a1, 1, 1)
+	connected := newTestUE(t, gA, hn, "0000000001")
+	connected.register()
+	waitFor(t, "registered", func() bool { return a1.Stats().Registrations == 1 })
+	recs := decodeRecords(t, records(t, a1))
+	a1.Close()
+
+	a2 := newRecordAMF(t, hn, smf)
+	if err := a2.Restore(recs); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := a2.Deregister(ctx, connected.supi, nas.Cause5GSServicesNotAllowed, false); err != nil {
+		t.Fatalf("a send to a UE of a gNB not resumed yet: %v", err)
+	}
+	setupA := ngSetupRequest(testPLMN, 1, testSlice)
+	setupA.GlobalRANNodeID.GNBID = 1
+	b, err := ngap.Encode(setupA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gEnd, amfEnd := memPipe(8)
+	if err := a2.ResumeConn(amfEnd, b); err != nil {
+		t.Fatal(err)
+	}
+	connected.g = newTestGNB(t, gEnd)
+	ids := [2]int64{connected.amfID, connected.ranID}
+	expect[*nas.DeregistrationRequestUETerminated](t, connected.recvNAS())
+	if got := [2]int64{connected.amfID, connected.ranID}; got != ids {
+		t.Fatalf("NGAP IDs %v, want %v", got, ids)
+	}
+	// The message kept, not a retransmission of a lost one.
+	if s := a2.Stats(); s.Retransmissions != 0 {
+		t.Fatalf("%d retransmissions: the first Deregistration Request was lost", s.Retransmissions)
+	}
+}

@@ -37,6 +37,11 @@ type gnb struct {
 	stamp uint64
 
 	sendMu sync.Mutex
+	// resumable: a detached gNB (record_restore.go) that a front end may
+	// still resume; sends to it are kept in pending (under sendMu) until
+	// ResumeConn attaches it, or dropped when ResumeDone gives it up.
+	resumable atomic.Bool
+	pending   []pendingN2
 
 	// setupDone: NG Setup succeeded on this association. Written by its
 	// reader; read by the reader of another association whose NG Setup
