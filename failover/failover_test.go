@@ -49,7 +49,11 @@ func runTestUnit(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("unit", uc.Epoch)
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(uc.Config.Log.Level)); err != nil {
+		level = slog.LevelWarn
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("unit", uc.Epoch)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := RunUnit(ctx, uc, log, func(state string, t *Takeover) { fmt.Println(UnitLine(state, t)) }); err != nil {
@@ -94,7 +98,7 @@ func testSpawn(logs *unitLogs) func(args []string) (*exec.Cmd, error) {
 func testConfig(t *testing.T, subscribers int) config.Config {
 	t.Helper()
 	cfg := config.Default()
-	cfg.Log.Level = "warn"
+	cfg.Log.Level = "info"
 	dir := t.TempDir()
 	cfg.Store.Path = filepath.Join(dir, "subscribers.db")
 	cfg.Store.DemoSubscribers = subscribers
@@ -127,7 +131,7 @@ func supervise(t *testing.T, cfg config.Config) (*Supervisor, chan Takeover, *un
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	s, err := Supervise(ctx, cfg, Hooks{Spawn: testSpawn(logs), OnTakeover: func(tk Takeover) { took <- tk }},
-		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	if err != nil {
 		t.Fatal(err)
 	}
