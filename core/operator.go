@@ -20,6 +20,7 @@ import (
 	"github.com/tern5g/tern/config"
 	"github.com/tern5g/tern/identity"
 	"github.com/tern5g/tern/internal/httpserve"
+	"github.com/tern5g/tern/internal/sockowner"
 	"github.com/tern5g/tern/nf/amf"
 	"github.com/tern5g/tern/nf/smf"
 	"github.com/tern5g/tern/ngap"
@@ -526,32 +527,13 @@ func (l peerCheck) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		uid, err := peerUID(c)
+		uid, err := sockowner.PeerUID(c)
 		if err == nil && (uid == uint32(os.Geteuid()) || uid == 0) {
 			return c, nil
 		}
 		l.log.Warn("operator API: refused a connection from another user", "uid", uid, "err", err)
 		c.Close()
 	}
-}
-
-// peerUID is the uid of the process at the other end of c.
-func peerUID(c *net.UnixConn) (uint32, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return 0, err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return 0, err
-	}
-	if cerr != nil {
-		return 0, cerr
-	}
-	return cred.Uid, nil
 }
 
 // Path is the socket's path.

@@ -12,9 +12,8 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/tern5g/tern/internal/serial"
+	"github.com/tern5g/tern/internal/sockowner"
 	"github.com/tern5g/tern/ngap"
 	"github.com/tern5g/tern/sctp"
 )
@@ -401,7 +400,7 @@ func (f *Front) acceptUnits() {
 // serveUnit runs one unit link: hello, activation, then the unit's frames
 // until the link ends.
 func (f *Front) serveUnit(c *net.UnixConn) {
-	if uid, err := peerUID(c); err != nil || (uid != uint32(os.Geteuid()) && uid != 0) {
+	if uid, err := sockowner.PeerUID(c); err != nil || (uid != uint32(os.Geteuid()) && uid != 0) {
 		f.stats.refused.Add(1)
 		f.log.Warn("unit link refused: another user", "uid", uid, "err", err)
 		c.Close()
@@ -790,23 +789,4 @@ func (f *Front) Close() error {
 		wg.Wait()
 	})
 	return nil
-}
-
-// peerUID is the uid of the process at the other end of c (SO_PEERCRED).
-func peerUID(c *net.UnixConn) (uint32, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return 0, err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return 0, err
-	}
-	if cerr != nil {
-		return 0, cerr
-	}
-	return cred.Uid, nil
 }

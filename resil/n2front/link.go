@@ -387,7 +387,7 @@ type Conn struct {
 	// handling: Recv returned a message and was not called again since
 	// (the reader is handling it); Pause waits for it to come back.
 	handling bool
-	sig    chan struct{}
+	sig      chan struct{}
 }
 
 var (
