@@ -235,11 +235,12 @@ func drainUnit(c *core.Core, link *n2front.Link, log *slog.Logger) error {
 	if err == nil {
 		err = c.Quiesce(ctx)
 	}
-	// The acknowledgements of what ran go out with the link's end. A step
-	// that still runs now (a timer) neither reaches the store nor the gNB:
-	// the link is closed before the recording stops.
-	link.Close()
+	// Nothing after the steps that ran is the successor's: recording
+	// stops first (a timer step from now on reaches neither the store nor,
+	// once the link is closed, the gNB), then the link closes with the
+	// acknowledgements of what ran.
 	c.StopRecording()
+	link.Close()
 	if err != nil {
 		log.Error("drained with steps still running: the standby replays their messages", "err", err)
 		return nil

@@ -95,6 +95,13 @@ type Message struct {
 	Stamp uint64
 }
 
+// ErrFrontLost is what a Conn whose association an N2 front end holds
+// fails with when the link to that front end is gone: the association
+// itself lives on there, and the unit that takes over gets it. A receiver
+// must not handle it as an association that ended (no connection of it is
+// lost: they are its successor's).
+var ErrFrontLost = errors.New("sctp: link to the N2 front end lost (the association lives on there)")
+
 // Acker is implemented by a Conn whose messages carry stamps (Message.Stamp):
 // a front end's link to the unit behind it. The receiver acknowledges a
 // stamp once the state the message changed is committed (held by a

@@ -16,7 +16,6 @@ import (
 // Error Indication) are answered here, UE-associated messages are posted to
 // the UE's executor. No UE work runs on the reader.
 func (a *AMF) serveGNB(g *gnb) {
-	defer a.dropGNB(g)
 	err := sctp.Serve(g.conn(), func(m sctp.Message) {
 		// A handler that hands the message to a UE's step takes its
 		// stamp; what is left is acknowledged here, the message handled
@@ -33,6 +32,16 @@ func (a *AMF) serveGNB(g *gnb) {
 		}
 		g.ack(g.takeStamp())
 	})
+	if errors.Is(err, sctp.ErrFrontLost) {
+		// The association lives on at the N2 front end, and the unit
+		// that takes over from this one gets it with the connections
+		// this one recorded: losing them here would record a teardown
+		// that never happened for the successor to restore.
+		g.log.Warn("N2 front end lost: the association is left to the next unit", "err", err)
+		g.conn().Close()
+		return
+	}
+	a.dropGNB(g)
 	if !a.group.Closed() {
 		g.log.Info("N2 association closed", "err", err)
 	}

@@ -2,11 +2,13 @@ package amf
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/tern5g/tern/nas"
 	"github.com/tern5g/tern/ngap"
+	"github.com/tern5g/tern/sctp"
 )
 
 // TestResumeConn: UEs register through gNB A on AMF 1 (with a sink
@@ -153,5 +155,59 @@ func TestResumeSendsWhatWasKept(t *testing.T) {
 	// The message kept, not a retransmission of a lost one.
 	if s := a2.Stats(); s.Retransmissions != 0 {
 		t.Fatalf("%d retransmissions: the first Deregistration Request was lost", s.Retransmissions)
+	}
+}
+
+// lostFrontConn is an association held by an N2 front end whose link the test
+// cuts: Recv then fails with sctp.ErrFrontLost.
+type lostFrontConn struct {
+	*memConn
+	lost chan struct{}
+}
+
+func (c *lostFrontConn) Recv() (sctp.Message, error) {
+	select {
+	case m := <-c.in:
+		return m, nil
+	case <-c.lost:
+		return sctp.Message{}, fmt.Errorf("link down: %w", sctp.ErrFrontLost)
+	}
+}
+
+// TestFrontLostKeepsConnections: when the unit loses its N2 front end, its
+// associations live on there for the next unit: the AMF loses none of
+// their UE connections, and records no such step for its successor.
+func TestFrontLostKeepsConnections(t *testing.T) {
+	hn, smf := newFakeHN(), newFakeSMF()
+	a := newRecordAMF(t, hn, smf)
+	sink := newRecordingSink(t)
+	a.SetRecordSink(sink)
+	gEnd, amfEnd := memPipe(8)
+	fc := &lostFrontConn{memConn: amfEnd, lost: make(chan struct{})}
+	a.ServeConn(fc)
+	g := newTestGNB(t, gEnd)
+	req := ngSetupRequest(testPLMN, 1, testSlice)
+	req.GlobalRANNodeID.GNBID = 1
+	g.send(0, req)
+	expect[*ngap.NGSetupResponse](t, g.recv())
+	u := newTestUE(t, g, hn, "0000000001")
+	u.register()
+	waitFor(t, "registered", func() bool { return a.Stats().Registrations == 1 })
+	before := a.Stats()
+	if before.ConnectedUEs != 1 {
+		t.Fatalf("%d UEs connected before, want 1", before.ConnectedUEs)
+	}
+	close(fc.lost)
+	waitFor(t, "the association closed", func() bool {
+		select {
+		case <-fc.closed:
+			return true
+		default:
+			return false
+		}
+	})
+	time.Sleep(20 * time.Millisecond) // a loss handling would have run by now
+	if s := a.Stats(); s.ConnectedUEs != 1 || s.IdleUEs != 0 {
+		t.Fatalf("after the front end was lost: %d connected, %d idle: a connection was lost", s.ConnectedUEs, s.IdleUEs)
 	}
 }

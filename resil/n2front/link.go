@@ -20,8 +20,10 @@ var (
 	ErrFenced = errors.New("n2front: epoch fenced: a unit with an equal or higher epoch was seen")
 	// ErrLinkDown is returned by Accept and by every Conn's Recv and Send
 	// once the link to the front has ended (the front went away, or
-	// replaced this unit). It wraps io.EOF for Recv's callers.
-	ErrLinkDown = fmt.Errorf("n2front: link to the front is down: %w", io.EOF)
+	// replaced this unit). It wraps io.EOF for Recv's callers, and
+	// sctp.ErrFrontLost: the association is not lost, only this unit's
+	// hold on it.
+	ErrLinkDown = fmt.Errorf("n2front: link to the front is down: %w (%w)", io.EOF, sctp.ErrFrontLost)
 )
 
 // Link timeouts of the unit side.
