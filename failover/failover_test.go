@@ -98,7 +98,7 @@ func testSpawn(logs *unitLogs) func(args []string) (*exec.Cmd, error) {
 func testConfig(t *testing.T, subscribers int) config.Config {
 	t.Helper()
 	cfg := config.Default()
-	cfg.Log.Level = "info"
+	cfg.Log.Level = "warn"
 	dir := t.TempDir()
 	cfg.Store.Path = filepath.Join(dir, "subscribers.db")
 	cfg.Store.DemoSubscribers = subscribers
@@ -131,7 +131,7 @@ func supervise(t *testing.T, cfg config.Config) (*Supervisor, chan Takeover, *un
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	s, err := Supervise(ctx, cfg, Hooks{Spawn: testSpawn(logs), OnTakeover: func(tk Takeover) { took <- tk }},
-		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
+		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		t.Fatal(err)
 	}
