@@ -14,6 +14,7 @@ import (
 
 	"github.com/free5gc/openapi/models"
 
+	"github.com/tern5g/tern/internal/recordtest"
 	"github.com/tern5g/tern/sbi"
 	"github.com/tern5g/tern/sbi/wire"
 	"github.com/tern5g/tern/store"
@@ -186,18 +187,7 @@ func (s *scene) restored(t *testing.T, recs []ContextRecord) *AUSF {
 	return b
 }
 
-func encodeAll(t testing.TB, recs []ContextRecord) [][]byte {
-	t.Helper()
-	var out [][]byte
-	for i := range recs {
-		b, err := wire.Append(nil, &recs[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, b)
-	}
-	return out
-}
+func encodeAll(t testing.TB, recs []ContextRecord) [][]byte { return recordtest.Encode(t, recs) }
 
 // TestRecordsRoundTrip: the records of contexts in every state encode and
 // decode equal, every record field is set by some of them, the last delta
@@ -329,26 +319,13 @@ func TestCorruptedRecordRefused(t *testing.T) {
 	s := newScene(t)
 	recs := s.c.ausf.Records()
 	enc := encodeAll(t, recs)[0]
-	refused := 0
-	for i := range enc {
-		b := bytes.Clone(enc)
-		b[i] ^= 0x41
-		var r ContextRecord
-		if err := wire.Decode(b, &r); err != nil {
-			refused++
-			continue
-		}
+	refused := recordtest.Corruptions(t, enc, func(r ContextRecord) error {
 		a, err := New(Config{ServingPLMNs: []string{"20893"}}, s.c.udm, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := a.Restore([]ContextRecord{r}); err != nil {
-			if !errors.Is(err, ErrBadRecord) {
-				t.Fatalf("byte %d: Restore: %v, want nil or ErrBadRecord", i, err)
-			}
-			refused++
-		}
-	}
+		return a.Restore([]ContextRecord{r})
+	}, ErrBadRecord)
 	// The header (layout hash) and the lengths alone refuse many.
 	if refused < 11 {
 		t.Errorf("only %d of %d corruptions refused", refused, len(enc))

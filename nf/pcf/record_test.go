@@ -13,6 +13,7 @@ import (
 
 	"github.com/free5gc/openapi/models"
 
+	"github.com/tern5g/tern/internal/recordtest"
 	"github.com/tern5g/tern/sbi"
 	"github.com/tern5g/tern/sbi/wire"
 )
@@ -177,18 +178,7 @@ func (s *pcfScene) restored(t testing.TB, recs []PolicyRecord) *PCF {
 	return b
 }
 
-func encodePolicies(t testing.TB, recs []PolicyRecord) [][]byte {
-	t.Helper()
-	var out [][]byte
-	for i := range recs {
-		b, err := wire.Append(nil, &recs[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, b)
-	}
-	return out
-}
+func encodePolicies(t testing.TB, recs []PolicyRecord) [][]byte { return recordtest.Encode(t, recs) }
 
 // TestRecordsRoundTrip: the records of associations in every state encode
 // and decode equal, every record field is set by some of them, the last
@@ -316,23 +306,10 @@ func TestRestoreRefuses(t *testing.T) {
 func TestCorruptedRecordRefused(t *testing.T) {
 	s := newPCFScene(t)
 	enc := encodePolicies(t, s.p.Records())[1]
-	refused := 0
-	for i := range enc {
-		b := bytes.Clone(enc)
-		b[i] ^= 0x41
-		var r PolicyRecord
-		if err := wire.Decode(b, &r); err != nil {
-			refused++
-			continue
-		}
+	refused := recordtest.Corruptions(t, enc, func(r PolicyRecord) error {
 		p, _ := New(Config{}, nil)
-		if err := p.Restore([]PolicyRecord{r}); err != nil {
-			if !errors.Is(err, ErrBadRecord) {
-				t.Fatalf("byte %d: Restore: %v", i, err)
-			}
-			refused++
-		}
-	}
+		return p.Restore([]PolicyRecord{r})
+	}, ErrBadRecord)
 	if refused < 11 {
 		t.Errorf("only %d of %d corruptions refused", refused, len(enc))
 	}

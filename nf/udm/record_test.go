@@ -13,6 +13,7 @@ import (
 
 	"github.com/free5gc/openapi/models"
 
+	"github.com/tern5g/tern/internal/recordtest"
 	"github.com/tern5g/tern/nf/udr"
 	"github.com/tern5g/tern/sbi"
 	"github.com/tern5g/tern/sbi/wire"
@@ -221,18 +222,7 @@ func (s *udmScene) restored(t testing.TB, recs []UERecord) (*UDM, *fakeAMF) {
 	return b, amf
 }
 
-func encodeUEs(t testing.TB, recs []UERecord) [][]byte {
-	t.Helper()
-	var out [][]byte
-	for i := range recs {
-		b, err := wire.Append(nil, &recs[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, b)
-	}
-	return out
-}
+func encodeUEs(t testing.TB, recs []UERecord) [][]byte { return recordtest.Encode(t, recs) }
 
 // TestRecordsRoundTrip: the UDM's records encode and decode equal, the
 // last delta of each UE is its record (a UE deregistered has none), and a
@@ -338,23 +328,10 @@ func TestRestoreRefuses(t *testing.T) {
 func TestCorruptedRecordRefused(t *testing.T) {
 	s := newUDMScene(t)
 	enc := encodeUEs(t, s.u.Records())[0]
-	refused := 0
-	for i := range enc {
-		b := bytes.Clone(enc)
-		b[i] ^= 0x41
-		var r UERecord
-		if err := wire.Decode(b, &r); err != nil {
-			refused++
-			continue
-		}
+	refused := recordtest.Corruptions(t, enc, func(r UERecord) error {
 		u, _ := New(Config{}, s.udr, nil)
-		if err := u.Restore([]UERecord{r}); err != nil {
-			if !errors.Is(err, ErrBadRecord) {
-				t.Fatalf("byte %d: Restore: %v", i, err)
-			}
-			refused++
-		}
-	}
+		return u.Restore([]UERecord{r})
+	}, ErrBadRecord)
 	if refused < 11 {
 		t.Errorf("only %d of %d corruptions refused", refused, len(enc))
 	}
