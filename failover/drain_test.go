@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -77,31 +76,25 @@ func TestDrainDuringRegistrationStorm(t *testing.T) {
 	s, took, _ := supervise(t, cfg)
 	first := s.ActivePID()
 
-	var (
-		mu         sync.Mutex
-		registered int
-		drainErr   = make(chan error, 1)
-	)
+	// The drain request goes from another goroutine: the unit answers it
+	// while the UEs' procedures (and this hook) go on.
+	drained := make(chan error, 1)
+	drain := atNth(ue.ProcRegistration, drainAfter, func() error {
+		go func() { drained <- drainVia(cfg.Operator.Socket) }()
+		return nil
+	})
 	simCfg := sim.DefaultConfig()
 	simCfg.AMFAddr, simCfg.Transport = s.N2Addr(), cfg.AMF.SCTP
 	simCfg.GNBs, simCfg.UEs, simCfg.Concurrency = 2, ues, 10
 	simCfg.Timeout = 20 * time.Second
 	simCfg.Scenario = sim.Scenario{sim.StepRegister, sim.StepSession, sim.StepIdle, sim.StepService, sim.StepRelease, sim.StepDeregister}
-	simCfg.OnProcedure = func(proc string, ok bool) {
-		if proc != ue.ProcRegistration || !ok {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if registered++; registered == drainAfter {
-			go func() { drainErr <- drainVia(cfg.Operator.Socket) }()
-		}
-	}
+	simCfg.OnProcedure = drain.observe
 	res, err := sim.Run(context.Background(), simCfg)
 	if err != nil {
 		t.Fatalf("sim: %v", err)
 	}
-	if err := <-drainErr; err != nil {
+	drain.wait(t)
+	if err := <-drained; err != nil {
 		t.Fatalf("drain: %v", err)
 	}
 	checkEveryUEOnce(t, res, ues)

@@ -264,12 +264,7 @@ func TestRegistrationStormSurvivesTheActiveUnitsDeath(t *testing.T) {
 	cfg := testConfig(t, ues)
 	s, took, _ := supervise(t, cfg)
 
-	var (
-		mu         sync.Mutex
-		registered int
-		killed     time.Time
-		killErr    error
-	)
+	kill := atNth(ue.ProcRegistration, killAfter, func() error { return syscall.Kill(s.ActivePID(), syscall.SIGKILL) })
 	simCfg := sim.DefaultConfig()
 	simCfg.AMFAddr, simCfg.Transport = s.N2Addr(), cfg.AMF.SCTP
 	simCfg.GNBs, simCfg.UEs, simCfg.Concurrency = 2, ues, 10
@@ -279,26 +274,12 @@ func TestRegistrationStormSurvivesTheActiveUnitsDeath(t *testing.T) {
 	// has to cover the takeover.
 	simCfg.Timeout = 20 * time.Second
 	simCfg.Scenario = sim.Scenario{sim.StepRegister, sim.StepSession, sim.StepRelease, sim.StepDeregister}
-	simCfg.OnProcedure = func(proc string, ok bool) {
-		if proc != ue.ProcRegistration || !ok {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if registered++; registered == killAfter {
-			killed = time.Now()
-			killErr = syscall.Kill(s.ActivePID(), syscall.SIGKILL)
-		}
-	}
+	simCfg.OnProcedure = kill.observe
 	res, err := sim.Run(context.Background(), simCfg)
 	if err != nil {
 		t.Fatalf("sim: %v", err)
 	}
-	mu.Lock()
-	if killed.IsZero() || killErr != nil {
-		t.Fatalf("the active unit was not killed: %v", killErr)
-	}
-	mu.Unlock()
+	killed := kill.wait(t)
 	for _, st := range res.Steps {
 		if st.OK != ues || st.Failed != 0 {
 			t.Errorf("step %s: %d ok, %d failed, %d skipped", st.Step, st.OK, st.Failed, st.Skipped)
@@ -364,28 +345,13 @@ func TestSessionEstablishmentsSurviveTheActiveUnitsDeath(t *testing.T) {
 	cfg := testConfig(t, ues)
 	s, took, _ := supervise(t, cfg)
 
-	var (
-		mu          sync.Mutex
-		established int
-		killed      time.Time
-		killErr     error
-	)
+	kill := atNth(ue.ProcPDUSession, killAfter, func() error { return syscall.Kill(s.ActivePID(), syscall.SIGKILL) })
 	simCfg := sim.DefaultConfig()
 	simCfg.AMFAddr, simCfg.Transport = s.N2Addr(), cfg.AMF.SCTP
 	simCfg.GNBs, simCfg.UEs, simCfg.Concurrency = 2, ues, 8
 	simCfg.Timeout = 20 * time.Second
 	simCfg.Scenario = sim.Scenario{sim.StepRegister, sim.StepSession, sim.StepRelease, sim.StepDeregister}
-	simCfg.OnProcedure = func(proc string, ok bool) {
-		if proc != ue.ProcPDUSession || !ok {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if established++; established == killAfter {
-			killed = time.Now()
-			killErr = syscall.Kill(s.ActivePID(), syscall.SIGKILL)
-		}
-	}
+	simCfg.OnProcedure = kill.observe
 	// What the UPF holds once every UE has its session, and once every
 	// session is released.
 	var afterSession, afterRelease upfCount
@@ -401,11 +367,7 @@ func TestSessionEstablishmentsSurviveTheActiveUnitsDeath(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sim: %v", err)
 	}
-	mu.Lock()
-	if killed.IsZero() || killErr != nil {
-		t.Fatalf("the active unit was not killed: %v", killErr)
-	}
-	mu.Unlock()
+	killed := kill.wait(t)
 	for _, st := range res.Steps {
 		// Not yet asserted: the session step's time. An Accept that a
 		// restored SMF sends before the front end has resumed the UE's
@@ -538,4 +500,52 @@ func TestUnitArgsRoundTrip(t *testing.T) {
 			t.Errorf("%q accepted", args)
 		}
 	}
+}
+
+// trigger runs an action once, when the n-th success of a procedure is
+// seen (a sim.Config.OnProcedure hook): a drill's SIGKILL or drain in the
+// middle of a storm of that procedure.
+type trigger struct {
+	proc string
+	n    int
+	act  func() error
+
+	mu    sync.Mutex
+	count int
+	at    time.Time
+	err   error
+	done  chan struct{}
+}
+
+func atNth(proc string, n int, act func() error) *trigger {
+	return &trigger{proc: proc, n: n, act: act, done: make(chan struct{})}
+}
+
+func (tr *trigger) observe(proc string, ok bool) {
+	if proc != tr.proc || !ok {
+		return
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if tr.count++; tr.count == tr.n {
+		tr.at = time.Now()
+		tr.err = tr.act()
+		close(tr.done)
+	}
+}
+
+// wait returns when the action ran, failing t if it did not or failed.
+func (tr *trigger) wait(t *testing.T) time.Time {
+	t.Helper()
+	select {
+	case <-tr.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the %d-th %s never came", tr.n, tr.proc)
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if tr.err != nil {
+		t.Fatalf("at the %d-th %s: %v", tr.n, tr.proc, tr.err)
+	}
+	return tr.at
 }
