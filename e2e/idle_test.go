@@ -219,7 +219,12 @@ func TestServiceRequestRestoresUserPlane(t *testing.T) {
 		return fmt.Sprintf("the UPF counted %d of 8 (drops %v); UE %+v, connected %v, session %+v, gNB sessions %+v, %d service-request samples",
 			up.ULPackets-ul, up.Drops, u.Stats(), u.Connected(), cur, port.Sessions(), len(rec.Samples(ue.ProcServiceRequest)))
 	})
-	if ust := u.Stats(); ust.QueuedUplink != 8 || ust.DroppedUplink != 0 {
+	// The first packet finds the UE idle and is queued behind the service
+	// request it starts; the others are queued too unless the service
+	// request was done before they were sent (a test goroutine preempted
+	// on a loaded machine): none is dropped either way, and the UPF
+	// counted all 8 above.
+	if ust := u.Stats(); ust.QueuedUplink < 1 || ust.QueuedUplink > 8 || ust.DroppedUplink != 0 {
 		t.Fatalf("UE stats %+v", ust)
 	}
 	waitUntil(t, "the second service-request sample", func() bool { return len(rec.Samples(ue.ProcServiceRequest)) == 2 })
